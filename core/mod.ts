@@ -1,0 +1,14 @@
+/**
+ * `@dutlab/core`: the microkernel of dutlab. Contracts for adapters, checks and plugins, the device
+ * transport, errors and hashing. Knows no vendor.
+ *
+ * @module
+ */
+export * from "./src/adapter.ts";
+export * from "./src/check.ts";
+export * from "./src/plan.ts";
+export * from "./src/errors.ts";
+export { canonicalJson, jcsSha256, sha256Hex } from "./src/hash.ts";
+export type { DeviceHttp, DeviceRequest, DeviceResponse } from "./src/transport/types.ts";
+export type { Logger } from "./src/log.ts";
+export { CORE_VERSION } from "./src/version.ts";

@@ -1,0 +1,116 @@
+import type { DeviceHttp } from "./transport/types.ts";
+import type { Logger } from "./log.ts";
+
+/** TLS verification mode of a device (spec 2.2). */
+export type TlsVerifyMode = "strict" | "self-signed" | "insecure";
+
+/** What an adapter knows about the device it talks to. Never includes the password. */
+export interface AdapterDevice {
+  id: string;
+  hostname: string;
+  vendor: string;
+  deviceRole: string | null;
+  baseUrl: string;
+  username: string;
+  tlsVerifyMode: TlsVerifyMode;
+}
+
+/** Login state an adapter may park between polls (a token or cookie, never the password). */
+export interface SessionStore {
+  /** The parked state, or undefined when none is parked or it expired. */
+  get<T>(): T | undefined;
+  /** Park state for reuse by the next cycle, until `ttlMs` from now. */
+  set<T>(value: T, ttlMs: number): void;
+  /** Forget the parked state (call it after logging out). */
+  clear(): void;
+}
+
+/** Everything one adapter session gets from core for one connection or poll cycle. */
+export interface AdapterContext {
+  device: AdapterDevice;
+  /** Decrypted for this cycle only; dropped by core when the cycle ends. */
+  credentials: { readonly username: string; readonly password: string };
+  /** The device transport: HTTPS with the device's TLS mode, pinning, timeouts and size limits. */
+  http: DeviceHttp;
+  /** Session state kept across cycles for this device and credential. */
+  sessions: SessionStore;
+  log: Logger;
+  signal: AbortSignal;
+}
+
+/** One collected data set: a label and the device's JSON for it. */
+export interface CollectedSnapshot {
+  label: string;
+  payload: unknown;
+}
+
+/** Result of an adapter's connection test; core adds the latency and the wording around it. */
+export interface ConnectionTestResult {
+  /** What was read from the CPU monitor, e.g. `CPU 12% (sys/procsys/syscpusummary)`. */
+  cpuDetail: string;
+  /** CPU utilisation in percent when the device reports one, else null. */
+  cpuPercent: number | null;
+}
+
+/** A live adapter session for one device. */
+export interface AdapterSession {
+  /** Authenticate, then read the vendor's CPU monitor. */
+  testConnection(): Promise<ConnectionTestResult>;
+  /** Collect every label, one snapshot per label, in the order of `labels`. */
+  collectAll(): Promise<CollectedSnapshot[]>;
+  /** End of the cycle: log out, or park the login in `ctx.sessions` where the device allows reuse. */
+  close(): Promise<void>;
+}
+
+/** HA node state in the wording of the check catalog (spec 4.9). */
+export type CatalogHaState = "ACTIVE" | "STANDBY_READY" | "NEGOTIATION" | "JOIN";
+
+/**
+ * Pure readings of an adapter's own payloads, used by vendor-neutral checks and reports.
+ * Each throws when the payload is not of the shape the adapter stores.
+ */
+export interface AdapterFacts {
+  /** Number of rules or policies that decrypt TLS, from a `decrypt_policy` payload. */
+  decryptRuleCount?(payload: unknown): number;
+  /** Configured time servers, from an `ntp_config` payload. */
+  ntpServers?(payload: unknown): string[];
+  /** HA state, from an `ha_status` payload: the device's own value and the catalog state it maps to. */
+  haState?(payload: unknown): { raw: string; mapped: CatalogHaState | null };
+  /** Deployment state and pending change count, from a `deploy_status` payload. */
+  deployState?(payload: unknown): { state: string; pendingChanges: number };
+}
+
+/** An adapter module: the default export of `adapters/<vendor-key>/mod.ts`. */
+export interface AdapterDefinition {
+  kind: "adapter";
+  /** Vendor key, e.g. `vendor-a-switch`. */
+  vendorKey: string;
+  displayName: string;
+  /** Caret range of `@dutlab/core` versions the adapter is written for, e.g. `^1.0.0`. */
+  coreVersion: string;
+  /** Device roles this vendor's devices take (first is the default). */
+  deviceRoles: readonly string[];
+  /** Labels collected on every successful poll, in order. Their count is the snapshot count per poll. */
+  labels: readonly string[];
+  facts?: AdapterFacts;
+  /** Open a session for one device (does no I/O until a method is called). */
+  create(ctx: AdapterContext): AdapterSession;
+  /** Log out a parked session that core evicts (device deleted, credential rotated, shutdown). */
+  release?(ctx: Omit<AdapterContext, "credentials">, parked: unknown): Promise<void>;
+}
+
+/**
+ * Declare an adapter. An identity helper that carries the types.
+ *
+ * @example
+ * ```ts
+ * export default defineAdapter({
+ *   kind: "adapter", vendorKey: "vendor-x", displayName: "Vendor X", coreVersion: "^1.0.0",
+ *   deviceRoles: ["switch"], labels: ["system_info"],
+ *   create: (ctx) => new VendorXSession(ctx),
+ * });
+ * ```
+ */
+export function defineAdapter<const T extends AdapterDefinition>(def: T): T {
+  return def;
+}

@@ -1,0 +1,31 @@
+import { configure, getConsoleSink, getJsonLinesFormatter, getLogger, type Logger } from "@logtape/logtape";
+
+export type { Logger };
+
+let configured = false;
+
+/**
+ * Configure logging once per process. `json` writes JSON lines (one object per line) to stderr;
+ * otherwise a readable text line. Secrets never reach a log: call sites pass ids and hostnames only.
+ */
+export async function setupLogging(opts: { format: "text" | "json"; level: "debug" | "info" | "warning" | "error" }) {
+  if (configured) return;
+  configured = true;
+  await configure({
+    reset: true,
+    sinks: {
+      console: opts.format === "json"
+        ? getConsoleSink({ formatter: getJsonLinesFormatter() })
+        : getConsoleSink(),
+    },
+    loggers: [
+      { category: ["dutlab"], lowestLevel: opts.level, sinks: ["console"] },
+      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["console"] },
+    ],
+  });
+}
+
+/** A logger under the `dutlab` category, e.g. `logger("poller")`. */
+export function logger(...category: string[]): Logger {
+  return getLogger(["dutlab", ...category]);
+}

@@ -1,0 +1,45 @@
+/** One phase of a test plan's load profile. */
+export interface PlanPhase {
+  name: string;
+  durationS: number;
+  /** Offered load, e.g. `{ "connectionsPerSecond": 2000, "throughputGbps": 8 }`. */
+  load: Record<string, number | string>;
+}
+
+/** A test plan from the catalog. Parameters are frozen into a run at its start. */
+export interface Plan {
+  identifier: string;
+  displayName: string;
+  description: string;
+  /** Whether the firewalls must decrypt TLS during the run. */
+  tlsDecrypt: "on" | "off";
+  sloTargetP99Ms: number;
+  deploymentMode: string;
+  phases: PlanPhase[];
+  /** Vendors whose devices take part (checks apply to enabled devices of these vendors). */
+  vendors: string[];
+  /** Device roles taking part. */
+  deviceRoles: string[];
+  /** Further parameters shown in the report's parameter table. */
+  parameters: Record<string, string | number | boolean>;
+}
+
+/** A plan catalog, contributed by a plugin. */
+export interface PlanCatalog {
+  catalogVersion: number;
+  plans: Plan[];
+}
+
+/** A plugin module: the default export of `plugins/<name>/mod.ts`. */
+export interface PluginDefinition {
+  kind: "plugin";
+  name: string;
+  coreVersion: string;
+  /** A plugin may contribute the test-plan catalog (at most one enabled plugin does). */
+  planCatalog?: PlanCatalog;
+}
+
+/** Declare a plugin. An identity helper that carries the types. */
+export function definePlugin<const T extends PluginDefinition>(def: T): T {
+  return def;
+}

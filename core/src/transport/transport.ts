@@ -1,0 +1,332 @@
+import https from "node:https";
+import tls from "node:tls";
+import { Buffer } from "node:buffer";
+import { DeviceError } from "../errors.ts";
+import type { TlsVerifyMode } from "../adapter.ts";
+import type { DeviceHttp, DeviceRequest, DeviceResponse } from "./types.ts";
+import { sha256Hex } from "../hash.ts";
+
+/** Limits applied to every device connection. */
+export interface TransportLimits {
+  connectTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxResponseBytes: number;
+  maxJsonDepth: number;
+  /** Extra trusted CA certificates (PEM) for `strict` mode, added to the system store. */
+  extraCa?: string[];
+}
+
+export const DEFAULT_LIMITS: TransportLimits = {
+  connectTimeoutMs: 5_000,
+  requestTimeoutMs: 15_000,
+  maxResponseBytes: 8 * 1024 * 1024,
+  maxJsonDepth: 64,
+};
+
+/** The device end of a transport. */
+export interface TransportTarget {
+  baseUrl: string;
+  tlsVerifyMode: TlsVerifyMode;
+  pinnedCertSha256: string | null;
+}
+
+export interface TransportHooks {
+  /** Called once when a `self-signed` device presents its first certificate (trust on first use). */
+  onPin?(sha256: string): Promise<void> | void;
+  signal?: AbortSignal;
+}
+
+/** A device transport for one cycle; `close()` drops its connections. */
+export interface DeviceTransport extends DeviceHttp {
+  /** SHA-256 of the leaf certificate the device presented on the last connection. */
+  readonly presentedCertSha256: string | null;
+  /** The pin in force (set by trust on first use during this cycle, or the stored one). */
+  readonly pinnedCertSha256: string | null;
+  close(): void;
+}
+
+const TLS_CODES = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+  "HOSTNAME_MISMATCH",
+  "ERR_SSL_WRONG_VERSION_NUMBER",
+]);
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  "ECONNRESET",
+  "EPIPE",
+  "ECONNABORTED",
+]);
+
+/** Classify a socket-level error into a poll status. */
+export function classifyNetworkError(err: unknown, where: string): DeviceError {
+  if (err instanceof DeviceError) return err;
+  const e = err as { code?: string; message?: string; name?: string };
+  const code = e?.code ?? "";
+  const msg = String(e?.message ?? err);
+  if (TLS_CODES.has(code) || /certificate|cert|tls|ssl|handshake/i.test(msg)) {
+    return new DeviceError("tls_error", `TLS verification failed for ${where}: ${code || msg}`, { cause: err });
+  }
+  if (code === "ETIMEDOUT" || e?.name === "TimeoutError") {
+    return new DeviceError("timeout", `Timed out connecting to ${where}`, { cause: err });
+  }
+  if (UNREACHABLE_CODES.has(code) || /refused|not found|unreachable|reset/i.test(msg)) {
+    return new DeviceError("unreachable", `Cannot reach ${where}: ${code || msg}`, { cause: err });
+  }
+  return new DeviceError("unreachable", `Connection to ${where} failed: ${code || msg}`, { cause: err });
+}
+
+function isIp(host: string): boolean {
+  return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || host.includes(":");
+}
+
+/** Depth of a parsed JSON value, stopping early once `limit` is exceeded. */
+export function jsonDepthExceeds(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (d > limit) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) {
+      if (child !== null && typeof child === "object") stack.push([child, d + 1]);
+    }
+  }
+  return false;
+}
+
+function parseSetCookie(jar: Map<string, string>, header: string) {
+  const [pair, ...attrs] = header.split(";");
+  const eq = pair.indexOf("=");
+  if (eq <= 0) return;
+  const name = pair.slice(0, eq).trim();
+  const value = pair.slice(eq + 1).trim();
+  const expired = attrs.some((a) => {
+    const [k, v] = a.split("=").map((s) => s?.trim());
+    if (k?.toLowerCase() === "max-age") return Number(v) <= 0;
+    if (k?.toLowerCase() === "expires") return Date.parse(v ?? "") < Date.now();
+    return false;
+  });
+  if (expired || value === "" || value === '""') jar.delete(name);
+  else jar.set(name, value);
+}
+
+/**
+ * Open a transport to one device. HTTPS only. In `strict` mode the system trust store (plus
+ * `extraCa`) and hostname verification apply; in `self-signed` mode the leaf certificate's SHA-256 is
+ * pinned on first use and must match afterwards; `insecure` skips verification. The certificate is
+ * checked in the connection factory, before the HTTP layer gets the socket, so no request byte is sent
+ * over a connection whose check failed.
+ */
+export function openTransport(
+  target: TransportTarget,
+  limits: TransportLimits = DEFAULT_LIMITS,
+  hooks: TransportHooks = {},
+): DeviceTransport {
+  const base = new URL(target.baseUrl);
+  if (base.protocol !== "https:") {
+    throw new DeviceError("protocol_error", `Refusing non-HTTPS base URL ${base.origin}`);
+  }
+  const host = base.hostname.replace(/^\[|\]$/g, "");
+  const port = Number(base.port || 443);
+  const basePath = base.pathname.replace(/\/+$/, "");
+  const where = `${base.host}`;
+  let pin = target.pinnedCertSha256;
+  let presented: string | null = null;
+  let pinning: Promise<void> | null = null;
+  const cookies = new Map<string, string>();
+
+  class VerifyingAgent extends https.Agent {
+    // deno-lint-ignore no-explicit-any
+    // deno-lint-ignore no-explicit-any
+    override createConnection(_options: any, cb?: (err: Error | null, socket: any) => void): any {
+      let done = false;
+      const finish = (err: Error | null, s?: tls.TLSSocket) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        cb?.(err, s);
+      };
+      const strict = target.tlsVerifyMode === "strict";
+      const socket = tls.connect({
+        host,
+        port,
+        servername: strict && !isIp(host) ? host : undefined,
+        rejectUnauthorized: strict,
+        ca: strict && limits.extraCa?.length ? [...tls.rootCertificates, ...limits.extraCa] : undefined,
+        ALPNProtocols: ["http/1.1"],
+      });
+      const timer = setTimeout(() => {
+        socket.destroy();
+        finish(new DeviceError("timeout", `Timed out after ${limits.connectTimeoutMs} ms connecting to ${where}`));
+      }, limits.connectTimeoutMs);
+      socket.once("error", (err) => finish(classifyNetworkError(err, where)));
+      socket.once("secureConnect", () => {
+        const verify = async () => {
+          const raw = socket.getPeerCertificate(true)?.raw as Uint8Array | undefined;
+          if (!raw) throw new DeviceError("tls_error", `${where} presented no certificate`);
+          presented = await sha256Hex(new Uint8Array(raw));
+          if (target.tlsVerifyMode === "self-signed") {
+            if (pin === null) {
+              pin = presented;
+              pinning = Promise.resolve(hooks.onPin?.(presented));
+              await pinning;
+            } else if (presented !== pin) {
+              throw new DeviceError(
+                "tls_error",
+                `Certificate of ${where} changed: presented sha256 ${presented}, pinned ${pin}; ` +
+                  `clear the pinned hash to accept the new certificate`,
+              );
+            }
+          }
+        };
+        verify().then(() => finish(null, socket), (err) => {
+          socket.destroy();
+          finish(err instanceof DeviceError ? err : classifyNetworkError(err, where));
+        });
+      });
+      return undefined;
+    }
+  }
+  const agent = new VerifyingAgent({ keepAlive: true, maxSockets: 4 });
+
+  function resolvePath(p: string): string {
+    if (/^https?:\/\//i.test(p)) {
+      const u = new URL(p);
+      if (u.protocol !== base.protocol || u.host !== base.host) {
+        throw new DeviceError("protocol_error", `Device referred to another origin (${u.origin}); not followed`);
+      }
+      return u.pathname + u.search;
+    }
+    return basePath + (p.startsWith("/") ? p : `/${p}`);
+  }
+
+  async function request(req: DeviceRequest): Promise<DeviceResponse> {
+    const method = (req.method ?? "GET").toUpperCase();
+    const path = resolvePath(req.path);
+    const headers: Record<string, string> = { accept: "application/json", ...lower(req.headers ?? {}) };
+    let body: string | undefined;
+    if (req.json !== undefined) {
+      body = JSON.stringify(req.json);
+      headers["content-type"] ??= "application/json";
+    } else if (req.form) {
+      body = new URLSearchParams(req.form).toString();
+      headers["content-type"] ??= "application/x-www-form-urlencoded";
+    } else if (req.body !== undefined) body = req.body;
+    if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
+    if (cookies.size && !headers["cookie"]) {
+      headers["cookie"] = [...cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+    }
+    const timeoutMs = req.timeoutMs ?? limits.requestTimeoutMs;
+    const res = await new Promise<{ status: number; headers: Headers; setCookies: string[]; text: string }>(
+      (resolve, reject) => {
+        let settled = false;
+        const fail = (e: Error) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          hooks.signal?.removeEventListener("abort", onAbort);
+          r.destroy();
+          reject(e);
+        };
+        const onAbort = () => fail(new DeviceError("timeout", `Poll of ${where} was cancelled (${method} ${path})`));
+        const timer = setTimeout(
+          () => fail(new DeviceError("timeout", `Timed out after ${timeoutMs} ms waiting for ${method} ${path}`)),
+          timeoutMs,
+        );
+        const r = https.request({ host, port, path, method, agent, headers }, (resp) => {
+          const chunks: Uint8Array[] = [];
+          let size = 0;
+          resp.on("data", (c: Uint8Array) => {
+            size += c.length;
+            if (size > limits.maxResponseBytes) {
+              fail(
+                new DeviceError(
+                  "protocol_error",
+                  `Response to ${method} ${path} exceeds ${limits.maxResponseBytes} bytes`,
+                ),
+              );
+              return;
+            }
+            chunks.push(c);
+          });
+          resp.on("error", (e) => fail(classifyNetworkError(e, where)));
+          resp.on("end", () => {
+            if (settled) return;
+            settled = true;
+            clearTimeout(timer);
+            hooks.signal?.removeEventListener("abort", onAbort);
+            const h = new Headers();
+            for (const [k, v] of Object.entries(resp.headers)) {
+              if (Array.isArray(v)) v.forEach((x) => h.append(k, x));
+              else if (v !== undefined) h.set(k, String(v));
+            }
+            const sc = resp.headers["set-cookie"];
+            const setCookies = Array.isArray(sc) ? sc : sc ? [String(sc)] : [];
+            resolve({
+              status: resp.statusCode ?? 0,
+              headers: h,
+              setCookies,
+              text: Buffer.concat(chunks).toString("utf8"),
+            });
+          });
+        });
+        r.on("error", (e) => fail(classifyNetworkError(e, where)));
+        if (hooks.signal?.aborted) return onAbort();
+        hooks.signal?.addEventListener("abort", onAbort, { once: true });
+        if (body !== undefined) r.write(body);
+        r.end();
+      },
+    );
+    for (const c of res.setCookies) parseSetCookie(cookies, c);
+    return {
+      ...res,
+      method,
+      path,
+      json<T>(): T {
+        let v: unknown;
+        try {
+          v = JSON.parse(res.text);
+        } catch {
+          throw new DeviceError(
+            "protocol_error",
+            `Unparseable JSON from ${method} ${path} (HTTP ${res.status}, ${res.text.length} bytes)`,
+          );
+        }
+        if (jsonDepthExceeds(v, limits.maxJsonDepth)) {
+          throw new DeviceError("protocol_error", `JSON from ${method} ${path} nests deeper than ${limits.maxJsonDepth}`);
+        }
+        return v as T;
+      },
+    };
+  }
+
+  return {
+    request,
+    cookies,
+    get presentedCertSha256() {
+      return presented;
+    },
+    get pinnedCertSha256() {
+      return pin;
+    },
+    close() {
+      agent.destroy();
+    },
+  };
+}
+
+function lower(h: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), v]));
+}

@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { openTransport } from "./transport.ts";
+import { certificateAuthority, issueCertificate, startSimulator } from "../../testing/mod.ts";
+import { DeviceError } from "../errors.ts";
+
+const ok = () => Response.json({ ok: true });
+const isTls = (e: unknown) => e instanceof DeviceError && e.status === "tls_error";
+
+Deno.test("strict mode refuses a self-signed device and sends nothing", async () => {
+  await using sim = await startSimulator({ handler: ok });
+  const t = openTransport({ baseUrl: sim.url, tlsVerifyMode: "strict", pinnedCertSha256: null });
+  await assert.rejects(() => t.request({ path: "/x", headers: { authorization: "Bearer secret" } }), isTls);
+  t.close();
+  assert.equal(sim.requests.length, 0);
+});
+
+Deno.test("strict mode accepts a certificate from a trusted CA and checks the host name", async () => {
+  const ca = await certificateAuthority();
+  const leaf = await issueCertificate(ca, ["localhost"]);
+  await using sim = await startSimulator({ handler: ok, certificate: leaf });
+  const good = openTransport(
+    { baseUrl: `https://localhost:${sim.port}`, tlsVerifyMode: "strict", pinnedCertSha256: null },
+    { connectTimeoutMs: 5000, requestTimeoutMs: 5000, maxResponseBytes: 1 << 20, maxJsonDepth: 64, extraCa: [ca.certPem] },
+  );
+  assert.equal((await good.request({ path: "/x" })).status, 200);
+  good.close();
+  const wrongName = await issueCertificate(ca, ["other.example"]);
+  await sim.rotateCertificate(wrongName);
+  sim.clearLog();
+  const bad = openTransport(
+    { baseUrl: `https://localhost:${sim.port}`, tlsVerifyMode: "strict", pinnedCertSha256: null },
+    { connectTimeoutMs: 5000, requestTimeoutMs: 5000, maxResponseBytes: 1 << 20, maxJsonDepth: 64, extraCa: [ca.certPem] },
+  );
+  await assert.rejects(() => bad.request({ path: "/x" }), isTls);
+  bad.close();
+  assert.equal(sim.requests.length, 0);
+});
+
+Deno.test("self-signed mode pins on first use, then refuses a rotated certificate", async () => {
+  await using sim = await startSimulator({ handler: ok });
+  const pins: string[] = [];
+  const t1 = openTransport({ baseUrl: sim.url, tlsVerifyMode: "self-signed", pinnedCertSha256: null }, undefined, {
+    onPin: (fp) => void pins.push(fp),
+  });
+  assert.equal((await t1.request({ path: "/a" })).status, 200);
+  t1.close();
+  assert.deepEqual(pins, [sim.fingerprint]);
+  const t2 = openTransport({ baseUrl: sim.url, tlsVerifyMode: "self-signed", pinnedCertSha256: pins[0] });
+  assert.equal((await t2.request({ path: "/b" })).status, 200);
+  t2.close();
+  const old = sim.fingerprint;
+  const fresh = await sim.rotateCertificate();
+  sim.clearLog();
+  const t3 = openTransport({ baseUrl: sim.url, tlsVerifyMode: "self-signed", pinnedCertSha256: old });
+  await assert.rejects(() => t3.request({ path: "/c", headers: { authorization: "Bearer s" } }), (e: unknown) => {
+    assert.ok(isTls(e));
+    assert.match((e as Error).message, new RegExp(`presented sha256 ${fresh}, pinned ${old}`));
+    return true;
+  });
+  t3.close();
+  assert.equal(sim.requests.length, 0, "no request byte reached the device");
+});
+
+Deno.test("insecure mode connects without verification", async () => {
+  await using sim = await startSimulator({ handler: ok });
+  const t = openTransport({ baseUrl: sim.url, tlsVerifyMode: "insecure", pinnedCertSha256: null });
+  assert.equal((await t.request({ path: "/x" })).status, 200);
+  assert.equal(t.presentedCertSha256, sim.fingerprint);
+  t.close();
+});
+
+Deno.test("transport classifies timeouts, refused connections, oversize and bad JSON", async () => {
+  await using sim = await startSimulator({ handler: () => new Response("not json") });
+  const limits = { connectTimeoutMs: 2000, requestTimeoutMs: 300, maxResponseBytes: 64, maxJsonDepth: 3 };
+  const t = openTransport({ baseUrl: sim.url, tlsVerifyMode: "insecure", pinnedCertSha256: null }, limits);
+  const r = await t.request({ path: "/x" });
+  assert.throws(() => r.json(), (e: unknown) => e instanceof DeviceError && e.status === "protocol_error");
+  sim.faults.hang = true;
+  await assert.rejects(() => t.request({ path: "/h" }), (e: unknown) => e instanceof DeviceError && e.status === "timeout");
+  sim.faults.hang = false;
+  t.close();
+  await using big = await startSimulator({ handler: () => new Response("x".repeat(1000)) });
+  const tb = openTransport({ baseUrl: big.url, tlsVerifyMode: "insecure", pinnedCertSha256: null }, limits);
+  await assert.rejects(() => tb.request({ path: "/x" }), (e: unknown) => e instanceof DeviceError && e.status === "protocol_error");
+  tb.close();
+  await using deep = await startSimulator({ handler: () => new Response('{"a":{"b":{"c":{"d":1}}}}') });
+  const td = openTransport({ baseUrl: deep.url, tlsVerifyMode: "insecure", pinnedCertSha256: null }, limits);
+  const dr = await td.request({ path: "/x" });
+  assert.throws(() => dr.json(), (e: unknown) => e instanceof DeviceError && e.status === "protocol_error");
+  td.close();
+  const port = big.port;
+  await big.close();
+  const tr = openTransport({ baseUrl: `https://127.0.0.1:${port}`, tlsVerifyMode: "insecure", pinnedCertSha256: null }, limits);
+  await assert.rejects(() => tr.request({ path: "/x" }), (e: unknown) => e instanceof DeviceError && e.status === "unreachable");
+  tr.close();
+});
+
+Deno.test("transport keeps cookies and refuses to follow another origin", async () => {
+  await using sim = await startSimulator({
+    handler: (req) =>
+      new URL(req.url).pathname === "/login"
+        ? new Response("{}", { headers: { "set-cookie": "APIC-cookie=tok123; path=/; HttpOnly" } })
+        : Response.json({ cookie: req.headers.get("cookie") }),
+  });
+  const t = openTransport({ baseUrl: sim.url, tlsVerifyMode: "insecure", pinnedCertSha256: null });
+  await t.request({ method: "POST", path: "/login", json: {} });
+  assert.deepEqual((await t.request({ path: "/data" })).json(), { cookie: "APIC-cookie=tok123" });
+  await assert.rejects(() => t.request({ path: "https://elsewhere.example/x" }), (e: unknown) => e instanceof DeviceError);
+  t.close();
+});

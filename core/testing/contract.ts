@@ -1,0 +1,181 @@
+import assert from "node:assert/strict";
+import type { AdapterDefinition, TlsVerifyMode } from "../src/adapter.ts";
+import { type ConnectedDevice, connectDevice } from "../src/connect.ts";
+import { DeviceError } from "../src/errors.ts";
+import { canonicalJson } from "../src/hash.ts";
+import { SessionRegistry } from "../src/sessions.ts";
+import type { Simulator } from "./simulator.ts";
+
+/** What an adapter's `sim.ts` hands the contract kit. */
+export interface SimulatedDevice extends AsyncDisposable {
+  sim: Simulator;
+  /** Credentials the simulator accepts. */
+  credentials: { username: string; password: string };
+  /** Login sessions currently open on the simulated device. */
+  openSessions(): number;
+  /** Make every open session expire now (the device answers the next call as its vendor does). */
+  expireSessions(): void;
+  close(): Promise<void>;
+}
+
+/** Connect an adapter to a simulated device the way the poll cycle does. */
+export function connectTo(
+  adapter: AdapterDefinition,
+  target: { url: string },
+  opts: {
+    credentials: { username: string; password: string };
+    sessions?: SessionRegistry;
+    deviceId?: string;
+    tlsVerifyMode?: TlsVerifyMode;
+    pinnedCertSha256?: string | null;
+    credentialKey?: string;
+    hostname?: string;
+  },
+): Promise<ConnectedDevice> {
+  const id = opts.deviceId ?? "00000000-0000-4000-8000-000000000001";
+  return connectDevice({
+    adapter,
+    device: {
+      id,
+      hostname: opts.hostname ?? "sim-device",
+      vendor: adapter.vendorKey,
+      deviceRole: adapter.deviceRoles[0] ?? null,
+      baseUrl: target.url,
+      username: opts.credentials.username,
+      tlsVerifyMode: opts.tlsVerifyMode ?? "insecure",
+      pinnedCertSha256: opts.pinnedCertSha256 ?? null,
+    },
+    credentials: opts.credentials,
+    credentialKey: opts.credentialKey ?? `${opts.credentials.username}:${opts.credentials.password.length}`,
+    sessions: opts.sessions ?? new SessionRegistry(),
+  });
+}
+
+/** One poll cycle as the worker runs it: connect, collect all, close. */
+export async function pollOnce(
+  adapter: AdapterDefinition,
+  device: SimulatedDevice,
+  sessions: SessionRegistry,
+  credentials = device.credentials,
+) {
+  await using conn = await connectTo(adapter, device.sim, { credentials, sessions });
+  return await conn.session.collectAll();
+}
+
+/** Log out whatever session the adapter parked for the default test device. */
+export async function releaseParked(adapter: AdapterDefinition, device: SimulatedDevice, sessions: SessionRegistry) {
+  const parked = sessions.take("00000000-0000-4000-8000-000000000001");
+  if (parked === undefined || !adapter.release) return;
+  await using conn = await connectTo(adapter, device.sim, { credentials: device.credentials });
+  const { credentials: _c, ...ctx } = {
+    device: {
+      id: "00000000-0000-4000-8000-000000000001",
+      hostname: "sim-device",
+      vendor: adapter.vendorKey,
+      deviceRole: adapter.deviceRoles[0] ?? null,
+      baseUrl: device.sim.url,
+      username: device.credentials.username,
+      tlsVerifyMode: "insecure" as const,
+    },
+    credentials: undefined,
+    http: conn.transport,
+    sessions: new SessionRegistry().scope("x", "y"),
+    log: (await import("../src/log.ts")).logger("test"),
+    signal: new AbortController().signal,
+  };
+  await adapter.release(ctx, parked);
+}
+
+/**
+ * The shared adapter contract: every adapter runs it against its own simulator.
+ *
+ * @example
+ * ```ts
+ * Deno.test("vendor-x meets the adapter contract", (t) => runAdapterContract(t, { adapter, start: startVendorXSim }));
+ * ```
+ */
+export async function runAdapterContract(
+  t: Deno.TestContext,
+  subject: { adapter: AdapterDefinition; start(): Promise<SimulatedDevice> },
+): Promise<void> {
+  const { adapter } = subject;
+  await using device = await subject.start();
+
+  await t.step("declares its identity and labels", () => {
+    assert.match(adapter.vendorKey, /^[a-z0-9]+(-[a-z0-9]+)*$/);
+    assert.ok(adapter.displayName.length > 0);
+    assert.ok(adapter.labels.length > 0);
+    assert.equal(new Set(adapter.labels).size, adapter.labels.length, "labels are unique");
+    for (const l of adapter.labels) assert.match(l, /^[a-z][a-z0-9_]*$/);
+  });
+
+  await t.step("testConnection authenticates and reads the CPU monitor", async () => {
+    const sessions = new SessionRegistry();
+    await using conn = await connectTo(adapter, device.sim, { credentials: device.credentials, sessions });
+    const r = await conn.session.testConnection();
+    assert.ok(r.cpuDetail.length > 0);
+    assert.ok(r.cpuPercent === null || (r.cpuPercent >= 0 && r.cpuPercent <= 100));
+    await conn.close();
+    await releaseParked(adapter, device, sessions);
+  });
+
+  await t.step("collectAll returns one canonicalizable snapshot per label, in order", async () => {
+    const sessions = new SessionRegistry();
+    const snaps = await pollOnce(adapter, device, sessions);
+    assert.deepEqual(snaps.map((s) => s.label), [...adapter.labels]);
+    for (const s of snaps) assert.doesNotThrow(() => canonicalJson(s.payload));
+    await releaseParked(adapter, device, sessions);
+    assert.equal(device.openSessions(), 0, "no session left open after release");
+  });
+
+  await t.step("wrong credentials give auth_failed", async () => {
+    const bad = { username: device.credentials.username, password: device.credentials.password + "-wrong" };
+    await assert.rejects(
+      () => pollOnce(adapter, device, new SessionRegistry(), bad),
+      (e: unknown) => e instanceof DeviceError && e.status === "auth_failed",
+    );
+    assert.equal(device.openSessions(), 0);
+  });
+
+  await t.step("an expired session is renewed transparently", async () => {
+    const sessions = new SessionRegistry();
+    await pollOnce(adapter, device, sessions);
+    device.expireSessions();
+    const snaps = await pollOnce(adapter, device, sessions);
+    assert.equal(snaps.length, adapter.labels.length);
+    await releaseParked(adapter, device, sessions);
+    assert.equal(device.openSessions(), 0);
+  });
+
+  await t.step("50 polls in a row leave no session open", async () => {
+    const sessions = new SessionRegistry();
+    let peak = 0;
+    for (let i = 0; i < 50; i++) {
+      await pollOnce(adapter, device, sessions);
+      peak = Math.max(peak, device.openSessions());
+    }
+    assert.ok(peak <= 1, `at most one session open between polls (peak ${peak})`);
+    await releaseParked(adapter, device, sessions);
+    assert.equal(device.openSessions(), 0);
+  });
+
+  await t.step("a rotated certificate fails with tls_error and sends nothing", async () => {
+    const sessions = new SessionRegistry();
+    const pin = device.sim.fingerprint;
+    await device.sim.rotateCertificate();
+    device.sim.clearLog();
+    await assert.rejects(
+      async () => {
+        await using conn = await connectTo(adapter, device.sim, {
+          credentials: device.credentials,
+          sessions,
+          tlsVerifyMode: "self-signed",
+          pinnedCertSha256: pin,
+        });
+        await conn.session.collectAll();
+      },
+      (e: unknown) => e instanceof DeviceError && e.status === "tls_error",
+    );
+    assert.equal(device.sim.requests.length, 0, "no request reached the device");
+  });
+}

@@ -1,0 +1,146 @@
+import { type CertificateBundle, selfSignedCertificate } from "./certs.ts";
+
+/** One request as the simulator saw it. */
+export interface RecordedRequest {
+  at: number;
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  headers: Headers;
+  body: string;
+  /** `bearer`, `basic`, `cookie`, `x-auth-token` or `none`: how the request authenticated. */
+  authStyle: "bearer" | "basic" | "cookie" | "x-auth-token" | "none";
+}
+
+/** Faults the tests can inject into every response. */
+export interface Faults {
+  /** Added delay before answering, in ms. */
+  latencyMs: number;
+  /** When set, every request is answered with this status (e.g. 503) and an empty JSON body. */
+  status: number | null;
+  /** When true, requests never get an answer (until the simulator closes). */
+  hang: boolean;
+}
+
+export type SimHandler = (req: Request, body: string, sim: Simulator) => Response | Promise<Response>;
+
+export interface SimulatorOptions {
+  handler: SimHandler;
+  hostname?: string;
+  port?: number;
+  /** Certificate to serve; a fresh self-signed one when omitted. */
+  certificate?: CertificateBundle;
+  name?: string;
+}
+
+/**
+ * An HTTPS device simulator on loopback: serves `handler` with its own certificate, records requests,
+ * injects faults and rotates its certificate on the same port.
+ */
+export class Simulator implements AsyncDisposable {
+  readonly requests: RecordedRequest[] = [];
+  readonly faults: Faults = { latencyMs: 0, status: null, hang: false };
+  #server!: Deno.HttpServer<Deno.NetAddr>;
+  #hangs = new Set<() => void>();
+  #port = 0;
+  #hostname: string;
+  certificate!: CertificateBundle;
+
+  private constructor(private opts: SimulatorOptions) {
+    this.#hostname = opts.hostname ?? "127.0.0.1";
+  }
+
+  static async start(opts: SimulatorOptions): Promise<Simulator> {
+    const sim = new Simulator(opts);
+    sim.certificate = opts.certificate ?? await selfSignedCertificate({ commonName: opts.name });
+    sim.#listen(opts.port ?? 0);
+    return sim;
+  }
+
+  #listen(port: number) {
+    this.#server = Deno.serve({
+      hostname: this.#hostname,
+      port,
+      cert: this.certificate.certPem,
+      key: this.certificate.keyPem,
+      onListen: () => {},
+      onError: (e) => Response.json({ error: String(e) }, { status: 500 }),
+    }, (req) => this.#handle(req));
+    this.#port = this.#server.addr.port;
+  }
+
+  async #handle(req: Request): Promise<Response> {
+    const url = new URL(req.url);
+    const body = req.body ? await req.text() : "";
+    const auth = req.headers.get("authorization") ?? "";
+    this.requests.push({
+      at: Date.now(),
+      method: req.method,
+      path: url.pathname,
+      query: url.searchParams,
+      headers: req.headers,
+      body,
+      authStyle: /^bearer /i.test(auth)
+        ? "bearer"
+        : /^basic /i.test(auth)
+        ? "basic"
+        : req.headers.has("x-auth-token")
+        ? "x-auth-token"
+        : req.headers.has("cookie")
+        ? "cookie"
+        : "none",
+    });
+    if (this.faults.hang) {
+      await new Promise<void>((resolve) => this.#hangs.add(resolve));
+      return new Response(null, { status: 503 });
+    }
+    if (this.faults.latencyMs > 0) await new Promise((r) => setTimeout(r, this.faults.latencyMs));
+    if (this.faults.status !== null) return Response.json({}, { status: this.faults.status });
+    return await this.opts.handler(req, body, this);
+  }
+
+  /** `https://127.0.0.1:<port>` */
+  get url(): string {
+    return `https://${this.#hostname}:${this.#port}`;
+  }
+  get port(): number {
+    return this.#port;
+  }
+  /** SHA-256 (hex) of the certificate being served. */
+  get fingerprint(): string {
+    return this.certificate.sha256;
+  }
+
+  /** Forget recorded requests. */
+  clearLog(): void {
+    this.requests.length = 0;
+  }
+
+  /** Serve a new certificate (fresh self-signed unless given) on the same port; returns its SHA-256. */
+  async rotateCertificate(next?: CertificateBundle): Promise<string> {
+    this.certificate = next ?? await selfSignedCertificate({ commonName: this.opts.name });
+    this.#releaseHangs();
+    await this.#server.shutdown();
+    this.#listen(this.#port);
+    return this.fingerprint;
+  }
+
+  #releaseHangs() {
+    for (const r of this.#hangs) r();
+    this.#hangs.clear();
+  }
+
+  async close(): Promise<void> {
+    this.#releaseHangs();
+    await this.#server.shutdown();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/** Start an HTTPS simulator on loopback with a fresh self-signed certificate. */
+export function startSimulator(opts: SimulatorOptions): Promise<Simulator> {
+  return Simulator.start(opts);
+}
