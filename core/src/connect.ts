@@ -2,7 +2,12 @@ import type { AdapterDefinition, AdapterDevice, AdapterSession } from "./adapter
 import { DeviceError } from "./errors.ts";
 import { logger } from "./log.ts";
 import type { SessionRegistry } from "./sessions.ts";
-import { DEFAULT_LIMITS, type DeviceTransport, openTransport, type TransportLimits } from "./transport/transport.ts";
+import {
+  DEFAULT_LIMITS,
+  type DeviceTransport,
+  openTransport,
+  type TransportLimits,
+} from "./transport/transport.ts";
 
 /** A device as the connection layer needs it. */
 export interface ConnectTarget extends AdapterDevice {
@@ -43,7 +48,11 @@ export async function connectDevice(opts: ConnectOptions): Promise<ConnectedDevi
   const { adapter, device } = opts;
   const log = logger("adapter", adapter.vendorKey);
   const transport = openTransport(
-    { baseUrl: device.baseUrl, tlsVerifyMode: device.tlsVerifyMode, pinnedCertSha256: device.pinnedCertSha256 },
+    {
+      baseUrl: device.baseUrl,
+      tlsVerifyMode: device.tlsVerifyMode,
+      pinnedCertSha256: device.pinnedCertSha256,
+    },
     opts.limits ?? DEFAULT_LIMITS,
     { onPin: opts.onPin, signal: opts.signal },
   );
@@ -64,7 +73,9 @@ export async function connectDevice(opts: ConnectOptions): Promise<ConnectedDevi
     signal: opts.signal ?? new AbortController().signal,
   };
   if (stale !== undefined && adapter.release) {
-    await adapter.release(base, stale).catch((e) => log.warn("Could not log out a stale session: {error}", { error: String(e) }));
+    await adapter.release(base, stale).catch((e) =>
+      log.warn("Could not log out a stale session: {error}", { error: String(e) })
+    );
   }
   const session = adapter.create({ ...base, credentials: Object.freeze({ ...opts.credentials }) });
   let closed = false;

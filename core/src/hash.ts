@@ -1,7 +1,8 @@
 import canonicalize from "canonicalize";
 
 const hex = (buf: ArrayBuffer | Uint8Array) =>
-  Array.from(buf instanceof Uint8Array ? buf : new Uint8Array(buf), (b) => b.toString(16).padStart(2, "0")).join("");
+  Array.from(buf instanceof Uint8Array ? buf : new Uint8Array(buf), (b) => b.toString(16).padStart(2, "0"))
+    .join("");
 
 /** Lowercase hex SHA-256 of bytes or a UTF-8 string. */
 export async function sha256Hex(data: Uint8Array | string): Promise<string> {

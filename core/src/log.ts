@@ -8,7 +8,9 @@ let configured = false;
  * Configure logging once per process. `json` writes JSON lines (one object per line) to stderr;
  * otherwise a readable text line. Secrets never reach a log: call sites pass ids and hostnames only.
  */
-export async function setupLogging(opts: { format: "text" | "json"; level: "debug" | "info" | "warning" | "error" }) {
+export async function setupLogging(
+  opts: { format: "text" | "json"; level: "debug" | "info" | "warning" | "error" },
+) {
   if (configured) return;
   configured = true;
   await configure({

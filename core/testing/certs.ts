@@ -17,7 +17,9 @@ export interface CertificateBundle {
 }
 
 function serial(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("")
+  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join(
+    "",
+  )
     .replace(/^[89a-f]/, "1");
 }
 

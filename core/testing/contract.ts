@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { AdapterDefinition, TlsVerifyMode } from "../src/adapter.ts";
-import { type ConnectedDevice, connectDevice } from "../src/connect.ts";
+import { connectDevice, type ConnectedDevice } from "../src/connect.ts";
 import { DeviceError } from "../src/errors.ts";
 import { canonicalJson } from "../src/hash.ts";
 import { SessionRegistry } from "../src/sessions.ts";
@@ -63,7 +63,11 @@ export async function pollOnce(
 }
 
 /** Log out whatever session the adapter parked for the default test device. */
-export async function releaseParked(adapter: AdapterDefinition, device: SimulatedDevice, sessions: SessionRegistry) {
+export async function releaseParked(
+  adapter: AdapterDefinition,
+  device: SimulatedDevice,
+  sessions: SessionRegistry,
+) {
   const parked = sessions.take("00000000-0000-4000-8000-000000000001");
   if (parked === undefined || !adapter.release) return;
   await using conn = await connectTo(adapter, device.sim, { credentials: device.credentials });

@@ -77,7 +77,9 @@ export function classifyNetworkError(err: unknown, where: string): DeviceError {
   const code = e?.code ?? "";
   const msg = String(e?.message ?? err);
   if (TLS_CODES.has(code) || /certificate|cert|tls|ssl|handshake/i.test(msg)) {
-    return new DeviceError("tls_error", `TLS verification failed for ${where}: ${code || msg}`, { cause: err });
+    return new DeviceError("tls_error", `TLS verification failed for ${where}: ${code || msg}`, {
+      cause: err,
+    });
   }
   if (code === "ETIMEDOUT" || e?.name === "TimeoutError") {
     return new DeviceError("timeout", `Timed out connecting to ${where}`, { cause: err });
@@ -149,7 +151,6 @@ export function openTransport(
 
   class VerifyingAgent extends https.Agent {
     // deno-lint-ignore no-explicit-any
-    // deno-lint-ignore no-explicit-any
     override createConnection(_options: any, cb?: (err: Error | null, socket: any) => void): any {
       let done = false;
       const finish = (err: Error | null, s?: tls.TLSSocket) => {
@@ -169,7 +170,9 @@ export function openTransport(
       });
       const timer = setTimeout(() => {
         socket.destroy();
-        finish(new DeviceError("timeout", `Timed out after ${limits.connectTimeoutMs} ms connecting to ${where}`));
+        finish(
+          new DeviceError("timeout", `Timed out after ${limits.connectTimeoutMs} ms connecting to ${where}`),
+        );
       }, limits.connectTimeoutMs);
       socket.once("error", (err) => finish(classifyNetworkError(err, where)));
       socket.once("secureConnect", () => {
@@ -205,7 +208,10 @@ export function openTransport(
     if (/^https?:\/\//i.test(p)) {
       const u = new URL(p);
       if (u.protocol !== base.protocol || u.host !== base.host) {
-        throw new DeviceError("protocol_error", `Device referred to another origin (${u.origin}); not followed`);
+        throw new DeviceError(
+          "protocol_error",
+          `Device referred to another origin (${u.origin}); not followed`,
+        );
       }
       return u.pathname + u.search;
     }
@@ -240,9 +246,11 @@ export function openTransport(
           r.destroy();
           reject(e);
         };
-        const onAbort = () => fail(new DeviceError("timeout", `Poll of ${where} was cancelled (${method} ${path})`));
+        const onAbort = () =>
+          fail(new DeviceError("timeout", `Poll of ${where} was cancelled (${method} ${path})`));
         const timer = setTimeout(
-          () => fail(new DeviceError("timeout", `Timed out after ${timeoutMs} ms waiting for ${method} ${path}`)),
+          () =>
+            fail(new DeviceError("timeout", `Timed out after ${timeoutMs} ms waiting for ${method} ${path}`)),
           timeoutMs,
         );
         const r = https.request({ host, port, path, method, agent, headers }, (resp) => {
@@ -305,7 +313,10 @@ export function openTransport(
           );
         }
         if (jsonDepthExceeds(v, limits.maxJsonDepth)) {
-          throw new DeviceError("protocol_error", `JSON from ${method} ${path} nests deeper than ${limits.maxJsonDepth}`);
+          throw new DeviceError(
+            "protocol_error",
+            `JSON from ${method} ${path} nests deeper than ${limits.maxJsonDepth}`,
+          );
         }
         return v as T;
       },

@@ -20,7 +20,13 @@ Deno.test("strict mode accepts a certificate from a trusted CA and checks the ho
   await using sim = await startSimulator({ handler: ok, certificate: leaf });
   const good = openTransport(
     { baseUrl: `https://localhost:${sim.port}`, tlsVerifyMode: "strict", pinnedCertSha256: null },
-    { connectTimeoutMs: 5000, requestTimeoutMs: 5000, maxResponseBytes: 1 << 20, maxJsonDepth: 64, extraCa: [ca.certPem] },
+    {
+      connectTimeoutMs: 5000,
+      requestTimeoutMs: 5000,
+      maxResponseBytes: 1 << 20,
+      maxJsonDepth: 64,
+      extraCa: [ca.certPem],
+    },
   );
   assert.equal((await good.request({ path: "/x" })).status, 200);
   good.close();
@@ -29,7 +35,13 @@ Deno.test("strict mode accepts a certificate from a trusted CA and checks the ho
   sim.clearLog();
   const bad = openTransport(
     { baseUrl: `https://localhost:${sim.port}`, tlsVerifyMode: "strict", pinnedCertSha256: null },
-    { connectTimeoutMs: 5000, requestTimeoutMs: 5000, maxResponseBytes: 1 << 20, maxJsonDepth: 64, extraCa: [ca.certPem] },
+    {
+      connectTimeoutMs: 5000,
+      requestTimeoutMs: 5000,
+      maxResponseBytes: 1 << 20,
+      maxJsonDepth: 64,
+      extraCa: [ca.certPem],
+    },
   );
   await assert.rejects(() => bad.request({ path: "/x" }), isTls);
   bad.close();
@@ -39,9 +51,13 @@ Deno.test("strict mode accepts a certificate from a trusted CA and checks the ho
 Deno.test("self-signed mode pins on first use, then refuses a rotated certificate", async () => {
   await using sim = await startSimulator({ handler: ok });
   const pins: string[] = [];
-  const t1 = openTransport({ baseUrl: sim.url, tlsVerifyMode: "self-signed", pinnedCertSha256: null }, undefined, {
-    onPin: (fp) => void pins.push(fp),
-  });
+  const t1 = openTransport(
+    { baseUrl: sim.url, tlsVerifyMode: "self-signed", pinnedCertSha256: null },
+    undefined,
+    {
+      onPin: (fp) => void pins.push(fp),
+    },
+  );
   assert.equal((await t1.request({ path: "/a" })).status, 200);
   t1.close();
   assert.deepEqual(pins, [sim.fingerprint]);
@@ -52,11 +68,14 @@ Deno.test("self-signed mode pins on first use, then refuses a rotated certificat
   const fresh = await sim.rotateCertificate();
   sim.clearLog();
   const t3 = openTransport({ baseUrl: sim.url, tlsVerifyMode: "self-signed", pinnedCertSha256: old });
-  await assert.rejects(() => t3.request({ path: "/c", headers: { authorization: "Bearer s" } }), (e: unknown) => {
-    assert.ok(isTls(e));
-    assert.match((e as Error).message, new RegExp(`presented sha256 ${fresh}, pinned ${old}`));
-    return true;
-  });
+  await assert.rejects(
+    () => t3.request({ path: "/c", headers: { authorization: "Bearer s" } }),
+    (e: unknown) => {
+      assert.ok(isTls(e));
+      assert.match((e as Error).message, new RegExp(`presented sha256 ${fresh}, pinned ${old}`));
+      return true;
+    },
+  );
   t3.close();
   assert.equal(sim.requests.length, 0, "no request byte reached the device");
 });
@@ -76,12 +95,18 @@ Deno.test("transport classifies timeouts, refused connections, oversize and bad 
   const r = await t.request({ path: "/x" });
   assert.throws(() => r.json(), (e: unknown) => e instanceof DeviceError && e.status === "protocol_error");
   sim.faults.hang = true;
-  await assert.rejects(() => t.request({ path: "/h" }), (e: unknown) => e instanceof DeviceError && e.status === "timeout");
+  await assert.rejects(
+    () => t.request({ path: "/h" }),
+    (e: unknown) => e instanceof DeviceError && e.status === "timeout",
+  );
   sim.faults.hang = false;
   t.close();
   await using big = await startSimulator({ handler: () => new Response("x".repeat(1000)) });
   const tb = openTransport({ baseUrl: big.url, tlsVerifyMode: "insecure", pinnedCertSha256: null }, limits);
-  await assert.rejects(() => tb.request({ path: "/x" }), (e: unknown) => e instanceof DeviceError && e.status === "protocol_error");
+  await assert.rejects(
+    () => tb.request({ path: "/x" }),
+    (e: unknown) => e instanceof DeviceError && e.status === "protocol_error",
+  );
   tb.close();
   await using deep = await startSimulator({ handler: () => new Response('{"a":{"b":{"c":{"d":1}}}}') });
   const td = openTransport({ baseUrl: deep.url, tlsVerifyMode: "insecure", pinnedCertSha256: null }, limits);
@@ -90,8 +115,15 @@ Deno.test("transport classifies timeouts, refused connections, oversize and bad 
   td.close();
   const port = big.port;
   await big.close();
-  const tr = openTransport({ baseUrl: `https://127.0.0.1:${port}`, tlsVerifyMode: "insecure", pinnedCertSha256: null }, limits);
-  await assert.rejects(() => tr.request({ path: "/x" }), (e: unknown) => e instanceof DeviceError && e.status === "unreachable");
+  const tr = openTransport({
+    baseUrl: `https://127.0.0.1:${port}`,
+    tlsVerifyMode: "insecure",
+    pinnedCertSha256: null,
+  }, limits);
+  await assert.rejects(
+    () => tr.request({ path: "/x" }),
+    (e: unknown) => e instanceof DeviceError && e.status === "unreachable",
+  );
   tr.close();
 });
 
@@ -105,6 +137,9 @@ Deno.test("transport keeps cookies and refuses to follow another origin", async 
   const t = openTransport({ baseUrl: sim.url, tlsVerifyMode: "insecure", pinnedCertSha256: null });
   await t.request({ method: "POST", path: "/login", json: {} });
   assert.deepEqual((await t.request({ path: "/data" })).json(), { cookie: "APIC-cookie=tok123" });
-  await assert.rejects(() => t.request({ path: "https://elsewhere.example/x" }), (e: unknown) => e instanceof DeviceError);
+  await assert.rejects(
+    () => t.request({ path: "https://elsewhere.example/x" }),
+    (e: unknown) => e instanceof DeviceError,
+  );
   t.close();
 });
