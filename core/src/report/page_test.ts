@@ -1,0 +1,174 @@
+import assert from "node:assert/strict";
+import { findChromium, type PdfPage, pdfPages, printToPdf } from "../../testing/chromium.ts";
+import { reportFixture } from "./fixture.ts";
+import { renderReportPage } from "./page.tsx";
+import type { ReportData } from "./types.ts";
+
+const decode = (s: string) =>
+  s.replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&quot;", '"').replaceAll("&#39;", "'")
+    .replaceAll("&amp;", "&");
+/** Whitespace-free text, so values wrapped over lines by the PDF layout still match. */
+const squash = (s: string) => s.replace(/\s+/g, "");
+const oneLine = (s: string) => s.replace(/\s+/g, " ");
+
+Deno.test("report page renders every section in order with the escaped values", async () => {
+  const report = await reportFixture();
+  const html = renderReportPage(report, { shareNote: "Shared link <expires> soon" });
+
+  assert.ok(html.startsWith('<!DOCTYPE html><html lang="en">'));
+  assert.match(html, /<title>[^<]*run-0042[^<]*<\/title>/);
+  const order = ["cover", "licence", "summary", "plan", "annexes"].map((s) =>
+    html.indexOf(`data-section="${s}"`)
+  );
+  assert.ok(order.every((i) => i > 0), `every section is present: ${order}`);
+  assert.deepEqual(order, [...order].sort((a, b) => a - b), "sections are in order");
+
+  for (
+    const text of [
+      report.meta.executionId,
+      report.reportSha256,
+      report.meta.planSnapshotSha256,
+      "SLO PASS",
+      "Licence: DUTLAB-EVAL-1.0",
+      "1,482,306",
+      "62.4 %",
+      "Executive summary",
+      "Test plan configuration",
+      "Phase timeline",
+      "Topology",
+      "Annexes",
+      "ha-active-passive",
+      "deno task verify-report &lt;url",
+    ]
+  ) assert.ok(html.includes(text), `page shows ${JSON.stringify(text)}`);
+  for (const [lang, heading] of [["en", "English"], ["pt-BR", "Português (Brasil)"], ["es", "Español"]]) {
+    assert.match(
+      html,
+      new RegExp(`<div class="lang" lang="${lang}"><h3>${heading.replace(/[()]/g, "\\$&")}</h3>`),
+    );
+  }
+
+  // Free text is escaped, never markup.
+  for (const raw of [report.meta.notes!, report.license.holder, "Shared link <expires> soon"]) {
+    assert.ok(decode(html).includes(raw), `page shows ${raw}`);
+  }
+  assert.ok(html.includes("client pool &quot;lg-02&quot; &lt;rack B"));
+  assert.ok(!html.includes("<rack B") && !html.includes("<QA") && !html.includes("<expires"));
+
+  // Annex bodies are shown exactly as stored (the hash is over that string).
+  const pres = [...html.matchAll(/<pre>([\s\S]*?)<\/pre>/g)].map((m) => decode(m[1]));
+  assert.deepEqual(pres, report.annexes.map((a) => a.body));
+  for (const a of report.annexes) assert.ok(html.includes(a.sha256));
+});
+
+Deno.test("report page escapes hostile values in the markup and in the print footer CSS", async () => {
+  const base = await reportFixture();
+  const evil = "</style><script>alert(1)</script>\"'\\";
+  const report: ReportData = {
+    ...base,
+    meta: { ...base.meta, runId: evil, notes: evil },
+    license: { ...base.license, id: evil, name: evil },
+    annexes: [{ ...base.annexes[0], title: evil, body: evil }],
+  };
+  const html = renderReportPage(report);
+  assert.ok(!html.includes("<script"), "no script element");
+  assert.equal(html.match(/<\/style>/g)?.length, 1, "the style element is closed once");
+  assert.ok(html.includes("&lt;/style>&lt;script>alert(1)&lt;/script>"), "shown as text");
+  assert.match(html, /@bottom-left \{ content: "[^"<]*";/, "footer text is one CSS string");
+});
+
+Deno.test("report page has no external resource", async () => {
+  const html = renderReportPage(await reportFixture({ decryptChanged: true }));
+  assert.ok(
+    !/<(script|link|img|iframe|object|embed|video|audio|source)\b/i.test(html),
+    "no resource element",
+  );
+  assert.ok(!/@import|url\(/i.test(html), "no CSS import or url()");
+  for (const tag of html.match(/<[a-zA-Z][^>]*>/g) ?? []) {
+    for (const [, name, value] of tag.matchAll(/\s([\w:-]+)="([^"]*)"/g)) {
+      assert.ok(!/^\s*(https?:)?\/\//i.test(value), `attribute ${name} of ${tag} points elsewhere`);
+    }
+  }
+});
+
+const chromium = findChromium();
+const inCi = Boolean(Deno.env.get("CI"));
+if (!chromium && !inCi) {
+  console.warn("Chromium not found (install the Debian package chromium): skipping the print checks");
+}
+
+async function printed(report: ReportData): Promise<PdfPage[]> {
+  assert.ok(chromium, "Chromium is required when CI is set: install the Debian package chromium");
+  return await pdfPages(await printToPdf(renderReportPage(report)));
+}
+
+Deno.test({
+  name: "printed report has A4 pages, each with the licence footer and page n of N",
+  ignore: !chromium && !inCi,
+  fn: async () => {
+    const report = await reportFixture();
+    const pages = await printed(report);
+    const n = pages.length;
+    assert.ok(n >= 5, `at least one page per section, got ${n}`);
+    const footer = `Licence ${report.license.id} — ${report.license.name}`;
+    pages.forEach((p, i) => {
+      assert.ok(
+        Math.abs(p.widthPt - 595) <= 1 && Math.abs(p.heightPt - 842) <= 1,
+        `page ${i + 1} is A4 portrait`,
+      );
+      const text = oneLine(p.text);
+      assert.ok(text.includes(footer), `page ${i + 1} carries the licence footer`);
+      assert.match(text, new RegExp(`page ${i + 1} of ${n}(?!\\d)`), `page ${i + 1} is numbered`);
+      const body = text.replace(footer, "").replace(/page \d+ of \d+/, "").replace(
+        /Test-run report Run \S+ · \S+/,
+        "",
+      );
+      assert.ok(body.trim().length > 0, `page ${i + 1} is not blank`);
+    });
+
+    const cover = squash(pages[0].text);
+    for (const v of [report.reportSha256, report.meta.planSnapshotSha256, report.meta.executionId]) {
+      assert.ok(cover.includes(v), `the cover shows ${v}`);
+    }
+    assert.ok(cover.includes("SLOPASS"));
+
+    const licence = oneLine(pages[1].text);
+    for (const heading of ["Licensing and use restrictions", "English", "Português (Brasil)", "Español"]) {
+      assert.ok(licence.includes(heading), `page 2 has ${heading}`);
+    }
+    for (const text of Object.values(report.license.restrictions)) {
+      assert.ok(squash(licence).includes(squash(text)), "page 2 holds each restriction text in full");
+    }
+
+    const first = (s: string) => pages.findIndex((p) => oneLine(p.text).includes(s));
+    const at = ["1. Executive summary", "2. Test plan configuration", "3. Annexes"].map(first);
+    assert.deepEqual(at, [2, 3, at[2]], `summary on page 3, plan on page 4: ${at}`);
+    assert.ok(at[2] > at[1]);
+  },
+});
+
+Deno.test({
+  name: "printed report of a run with a decrypt-mode change shows the alert and a failed SLO verdict",
+  ignore: !chromium && !inCi,
+  fn: async () => {
+    const base = await reportFixture({ decryptChanged: true });
+    // A licence name that needs CSS escaping in the @page footer.
+    const name = 'Licença "β" <interna> \\ 1.0';
+    const report = { ...base, license: { ...base.license, name } };
+    const pages = await printed(report);
+    pages.forEach((p, i) => assert.ok(p.text.includes(name), `page ${i + 1} footer shows ${name}`));
+    const cover = oneLine(pages[0].text);
+    assert.ok(cover.includes("SLO FAIL") && !cover.includes("SLO PASS"));
+    assert.ok(cover.includes("SLO verdict invalidated"));
+    assert.ok(squash(cover).includes(squash(report.slo.verdictNote!)));
+    assert.ok(squash(pages[0].text).includes(report.reportSha256));
+    assert.ok(oneLine(pages[1].text).includes("Português (Brasil)"), "licences still on page 2");
+
+    const summary = oneLine(pages[2].text);
+    assert.ok(summary.includes("1. Executive summary"));
+    assert.ok(summary.includes("TLSDecryptModeChanged at 2026-11-21 13:41:10 UTC"));
+    assert.ok(summary.includes("fw-edge-02 changed from on to off"));
+    assert.ok(summary.includes("Changed during the run: results invalidated"));
+    assert.ok(summary.includes("SLO FAIL") && !summary.includes("SLO PASS"));
+  },
+});
