@@ -1,0 +1,26 @@
+/**
+ * `@dutlab/adapter-vendor-a-switch`: a switch spoken to over NX-API REST (the DME object model),
+ * token-cookie authentication (`aaaLogin` / `aaaRefresh` / `aaaLogout`), six snapshots per poll.
+ *
+ * @module
+ */
+import { type AdapterDefinition, defineAdapter } from "@dutlab/core";
+import { ntpServers } from "./_dme.ts";
+import { asParkedLogin, LABELS, logout, NxApiSession } from "./_session.ts";
+
+const adapter: AdapterDefinition & { facts: { ntpServers(payload: unknown): string[] } } = defineAdapter({
+  kind: "adapter",
+  vendorKey: "vendor-a-switch",
+  displayName: "Vendor A switch (NX-API REST)",
+  coreVersion: "^1.0.0",
+  deviceRoles: ["switch"],
+  labels: LABELS,
+  facts: { ntpServers },
+  create: (ctx) => new NxApiSession(ctx),
+  async release(ctx, parked) {
+    const s = asParkedLogin(parked);
+    if (s) await logout(ctx.http, s);
+  },
+});
+
+export default adapter;
