@@ -7,7 +7,7 @@
  *
  * @example
  * ```ts
- * import { findChromium, pdfPages, printToPdf } from "@dutlab/core/testing/chromium";
+ * import { findChromium, pdfPages, printToPdf } from "./chromium.ts";
  * if (findChromium()) {
  *   const pages = await pdfPages(await printToPdf("<!DOCTYPE html><p>Hello</p>"));
  *   console.log(pages[0].widthPt, pages[0].text);
