@@ -1,0 +1,71 @@
+type Obj = Record<string, unknown>;
+
+const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** `results` of one FortiOS envelope; throws when the envelope is not of that shape. */
+function results(envelope: unknown, what: string): unknown {
+  if (!isObj(envelope) || !("results" in envelope)) {
+    throw new Error(`Cannot read ${what}: expected a FortiOS envelope with "results"`);
+  }
+  return envelope.results;
+}
+
+function table(envelope: unknown, what: string): Obj[] {
+  const r = results(envelope, what);
+  if (!Array.isArray(r) || !r.every(isObj)) throw new Error(`Cannot read ${what}: "results" is not a table`);
+  return r;
+}
+
+/** Built-in profiles that decrypt; used only when the profile table lacks the named profile. */
+const BUILT_IN_DEEP = new Set(["deep-inspection", "custom-deep-inspection"]);
+
+/** Whether an SSL/SSH inspection profile does full SSL (deep) inspection. */
+export function profileIsDeep(profile: Obj): boolean {
+  const ssl = isObj(profile.ssl) ? profile.ssl : {};
+  const https = isObj(profile.https) ? profile.https : {};
+  return ssl["inspect-all"] === "deep-inspection" || https.status === "deep-inspection";
+}
+
+/**
+ * Enabled accept policies whose `ssl-ssh-profile` does deep inspection, from a `decrypt_policy` payload
+ * `{ policies: <cmdb/firewall/policy answer>, sslSshProfiles: <cmdb/firewall/ssl-ssh-profile answer> }`.
+ */
+export function decryptRuleCount(payload: unknown): number {
+  if (!isObj(payload) || !("policies" in payload) || !("sslSshProfiles" in payload)) {
+    throw new Error("Cannot read decrypt_policy: expected { policies, sslSshProfiles }");
+  }
+  const policies = table(payload.policies, "decrypt_policy.policies");
+  const profiles = new Map<string, boolean>();
+  for (const p of table(payload.sslSshProfiles, "decrypt_policy.sslSshProfiles")) {
+    if (typeof p.name !== "string") throw new Error("Cannot read decrypt_policy: a profile has no name");
+    profiles.set(p.name, profileIsDeep(p));
+  }
+  let n = 0;
+  for (const p of policies) {
+    const profile = p["ssl-ssh-profile"];
+    if (p.status !== "enable" || p.action !== "accept" || typeof profile !== "string" || profile === "") {
+      continue;
+    }
+    if (profiles.get(profile) ?? BUILT_IN_DEEP.has(profile)) n++;
+  }
+  return n;
+}
+
+/**
+ * Time sources in use, from an `ntp_config` payload (the `cmdb/system/ntp` answer). `ntpsync` disabled:
+ * none. `type` `fortiguard`: the FortiGuard NTP service, reported as `"fortiguard"` (its `ntpserver`
+ * list is empty by design). Otherwise the `server` of each `ntpserver` entry.
+ */
+export function ntpServers(payload: unknown): string[] {
+  const r = results(payload, "ntp_config");
+  if (!isObj(r) || typeof r.ntpsync !== "string") {
+    throw new Error('Cannot read ntp_config: "results.ntpsync" is missing');
+  }
+  if (r.ntpsync !== "enable") return [];
+  if (r.type === "fortiguard") return ["fortiguard"];
+  const list = r.ntpserver ?? [];
+  if (!Array.isArray(list)) throw new Error('Cannot read ntp_config: "results.ntpserver" is not a list');
+  return list
+    .map((s) => (isObj(s) && typeof s.server === "string" ? s.server.trim() : ""))
+    .filter((s) => s.length > 0);
+}
