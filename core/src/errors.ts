@@ -8,6 +8,7 @@ export const POLL_STATUSES = [
   "http_error",
   "protocol_error",
   "adapter_error",
+  "credential_error",
 ] as const;
 export type PollStatus = typeof POLL_STATUSES[number];
 export type FailureStatus = Exclude<PollStatus, "ok">;

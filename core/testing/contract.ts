@@ -4,6 +4,7 @@ import { connectDevice, type ConnectedDevice } from "../src/connect.ts";
 import { DeviceError } from "../src/errors.ts";
 import { canonicalJson } from "../src/hash.ts";
 import { SessionRegistry } from "../src/sessions.ts";
+import type { TransportLimits } from "../src/transport/transport.ts";
 import type { Simulator } from "./simulator.ts";
 
 /** What an adapter's `sim.ts` hands the contract kit. */
@@ -30,6 +31,8 @@ export function connectTo(
     pinnedCertSha256?: string | null;
     credentialKey?: string;
     hostname?: string;
+    limits?: TransportLimits;
+    signal?: AbortSignal;
   },
 ): Promise<ConnectedDevice> {
   const id = opts.deviceId ?? "00000000-0000-4000-8000-000000000001";
@@ -48,6 +51,8 @@ export function connectTo(
     credentials: opts.credentials,
     credentialKey: opts.credentialKey ?? `${opts.credentials.username}:${opts.credentials.password.length}`,
     sessions: opts.sessions ?? new SessionRegistry(),
+    limits: opts.limits,
+    signal: opts.signal,
   });
 }
 

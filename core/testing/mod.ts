@@ -1,9 +1,13 @@
 /**
- * Test helpers for module authors: HTTPS device simulators, certificates, the adapter contract kit
- * and database fixtures.
+ * Test helpers for module authors: HTTPS device simulators, certificates, the adapter contract kit,
+ * database fixtures (PGlite and PostgreSQL) and an in-process app.
  *
  * @module
  */
 export * from "./simulator.ts";
 export * from "./certs.ts";
 export * from "./contract.ts";
+export * from "./db.ts";
+export * from "./app.ts";
+export { SessionRegistry } from "../src/sessions.ts";
+export { DEFAULT_LIMITS, type TransportLimits } from "../src/transport/transport.ts";

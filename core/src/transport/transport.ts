@@ -174,6 +174,7 @@ export function openTransport(
           new DeviceError("timeout", `Timed out after ${limits.connectTimeoutMs} ms connecting to ${where}`),
         );
       }, limits.connectTimeoutMs);
+      socket.setNoDelay(true);
       socket.once("error", (err) => finish(classifyNetworkError(err, where)));
       socket.once("secureConnect", () => {
         const verify = async () => {

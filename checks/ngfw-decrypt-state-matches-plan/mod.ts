@@ -1,0 +1,27 @@
+import { defineCheck } from "@dutlab/core";
+
+const FIREWALLS = ["vendor-a-ngfw", "vendor-b-ngfw"];
+
+/** `ngfw-decrypt-state-matches-plan`: decrypt rules exist exactly when the plan demands decryption. */
+export default defineCheck({
+  kind: "check",
+  id: "ngfw-decrypt-state-matches-plan",
+  coreVersion: "^1.0.0",
+  description: "Firewall TLS decryption state matches the plan",
+  label: "decrypt_policy",
+  appliesTo: (device, plan) => FIREWALLS.includes(device.vendor) && plan.vendors.includes(device.vendor),
+  evaluate(snapshot, plan, { facts }) {
+    if (!facts.decryptRuleCount) {
+      throw new Error(`vendor ${snapshot.vendor} offers no decryptRuleCount reading`);
+    }
+    const n = facts.decryptRuleCount(snapshot.payload);
+    if (plan.tlsDecrypt === "on") {
+      return n > 0
+        ? { pass: true, detail: `the plan requires decrypt-on and ${n} decrypt rule(s) are configured` }
+        : { pass: false, detail: "the plan requires decrypt-on but no decrypt rules are configured" };
+    }
+    return n === 0
+      ? { pass: true, detail: "the plan requires decrypt-off and no decrypt rules are configured" }
+      : { pass: false, detail: `the plan requires decrypt-off but ${n} decrypt rule(s) are configured` };
+  },
+});

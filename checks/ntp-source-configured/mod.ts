@@ -1,0 +1,18 @@
+import { defineCheck } from "@dutlab/core";
+
+/** `ntp-source-configured`: at least one time server is configured (all vendors). */
+export default defineCheck({
+  kind: "check",
+  id: "ntp-source-configured",
+  coreVersion: "^1.0.0",
+  description: "At least one NTP time source is configured",
+  label: "ntp_config",
+  appliesTo: (device, plan) => plan.vendors.includes(device.vendor),
+  evaluate(snapshot, _plan, { facts }) {
+    if (!facts.ntpServers) throw new Error(`vendor ${snapshot.vendor} offers no ntpServers reading`);
+    const servers = facts.ntpServers(snapshot.payload);
+    return servers.length > 0
+      ? { pass: true, detail: `${servers.length} time server(s) configured: ${servers.join(", ")}` }
+      : { pass: false, detail: "no time server is configured" };
+  },
+});

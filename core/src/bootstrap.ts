@@ -1,0 +1,135 @@
+import { type Config, parseEnv } from "./config.ts";
+import { loadOrCreateSecrets, lockDataDir } from "./datadir.ts";
+import { type Db, migrate, openDatabase } from "./db/open.ts";
+import { StartupError } from "./errors.ts";
+import { logger, setupLogging } from "./log.ts";
+import { buildRegistry, type LoadedModules, type Registry } from "./registry.ts";
+import { buildServices, type Services } from "./services.ts";
+import { PollWorker } from "./poller/worker.ts";
+import { CORE_VERSION } from "./version.ts";
+
+export type { LoadedModules } from "./registry.ts";
+export { buildRegistry } from "./registry.ts";
+export { parseEnv } from "./config.ts";
+export { createApp } from "./http/app.ts";
+export { buildServices } from "./services.ts";
+export { migrate, openDatabase } from "./db/open.ts";
+export { PollWorker } from "./poller/worker.ts";
+export { StartupError } from "./errors.ts";
+
+/** A started process: configuration, database, registry and services, closed with `close()`. */
+export interface Runtime extends AsyncDisposable {
+  config: Config;
+  db: Db;
+  registry: Registry;
+  services: Services;
+  close(): Promise<void>;
+}
+
+/**
+ * The one wiring path of `serve`, `poll` and `migrate`: config → database → migrations → registry.
+ * Throws StartupError with a code and a clear message on any problem.
+ */
+export async function bootstrap(
+  modules: LoadedModules,
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): Promise<Runtime> {
+  const parsed = parseEnv(env);
+  await setupLogging({ format: parsed.DUT_LOG_FORMAT, level: parsed.DUT_LOG_LEVEL });
+  const log = logger("startup");
+  const registry = buildRegistry(modules);
+  let extraCa: string[] = [];
+  if (parsed.DUT_TLS_CA_FILE) {
+    try {
+      extraCa = [await Deno.readTextFile(parsed.DUT_TLS_CA_FILE)];
+    } catch (e) {
+      throw new StartupError(
+        "BAD_CONFIG",
+        `DUT_TLS_CA_FILE: cannot read ${parsed.DUT_TLS_CA_FILE} (${(e as Error).name})`,
+      );
+    }
+  }
+  let release = () => {};
+  let adminToken = parsed.ADMIN_TOKEN;
+  let credKey = parsed.DUT_CRED_ENC_KEY;
+  let db: Db;
+  if (parsed.DATABASE_URL) {
+    db = await openDatabase({ url: parsed.DATABASE_URL });
+  } else {
+    const lock = await lockDataDir(parsed.DUT_DATA_DIR);
+    release = lock.release;
+    try {
+      const s = await loadOrCreateSecrets(parsed.DUT_DATA_DIR, parsed);
+      adminToken = s.adminToken;
+      credKey = s.credEncKey;
+      if (s.generatedAdminToken) {
+        log.info("Generated an admin token; read it from {path} (key adminToken)", { path: s.path });
+      }
+      db = await openDatabase({ dataDir: `${parsed.DUT_DATA_DIR}/pglite` });
+    } catch (e) {
+      release();
+      throw e;
+    }
+  }
+  const config: Config = { ...parsed, ADMIN_TOKEN: adminToken!, DUT_CRED_ENC_KEY: credKey!, extraCa };
+  try {
+    const applied = await migrate(db.kysely);
+    if (applied.length) log.info("Applied migrations: {applied}", { applied: applied.join(", ") });
+  } catch (e) {
+    await db.close();
+    release();
+    throw e;
+  }
+  const services = await buildServices(config, db, registry);
+  log.info("dutlab core {version}: {vendors} vendor(s), {checks} check(s), database {kind}", {
+    version: CORE_VERSION,
+    vendors: registry.vendors.length,
+    checks: registry.checks.length,
+    kind: db.kind,
+  });
+  const close = async () => {
+    await db.close();
+    release();
+  };
+  return { config, db, registry, services, close, [Symbol.asyncDispose]: close };
+}
+
+/** Print a start-up error as one clear line per problem and exit non-zero. */
+export function exitOnStartupError(e: unknown): never {
+  if (e instanceof StartupError) {
+    for (const line of e.message.split("\n")) console.error(`dutlab: ${e.code}: ${line}`);
+    Deno.exit(2);
+  }
+  throw e;
+}
+
+/** Run until SIGINT/SIGTERM, then call `stop` once. */
+export function onShutdown(stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = () => {
+    if (stopping) return;
+    stopping = true;
+    logger("shutdown").info("Shutting down");
+    stop().then(() => Deno.exit(0), (e) => {
+      console.error(e);
+      Deno.exit(1);
+    });
+  };
+  Deno.addSignalListener("SIGINT", handler);
+  Deno.addSignalListener("SIGTERM", handler);
+}
+
+/** Start the polling worker unless disabled (one notice at start-up when it is). */
+export async function startWorker(rt: Runtime): Promise<PollWorker | null> {
+  if (rt.config.DUT_API_POLLER_DISABLE === "1") {
+    logger("poller").info("Polling worker disabled by DUT_API_POLLER_DISABLE=1; manual snapshots still work");
+    return null;
+  }
+  const worker = new PollWorker(rt.db, rt.services.poller, rt.services.metrics, {
+    scanSeconds: rt.config.DUT_POLL_SCAN_SECONDS,
+    concurrency: rt.config.DUT_POLL_CONCURRENCY,
+  });
+  rt.services.worker = worker;
+  await worker.start();
+  return worker;
+}

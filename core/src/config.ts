@@ -1,0 +1,75 @@
+import { z } from "zod";
+import { StartupError } from "./errors.ts";
+
+const HEX64 = /^[0-9a-fA-F]{64}$/;
+const int = (min: number, max: number, def: number) =>
+  z.string().trim().regex(/^\d+$/, "must be a whole number").transform(Number)
+    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`))
+    .optional().transform((v) => v ?? def);
+const key = z.string().trim().regex(HEX64, "must be exactly 64 hex characters (32 bytes)");
+
+/** Every environment variable dutlab reads, parsed once at start (README "Configuration"). */
+export const EnvSchema = z.object({
+  PORT: int(1, 65535, 8080),
+  HOST: z.string().trim().min(1).default("0.0.0.0"),
+  DATABASE_URL: z.string().trim().regex(/^postgres(ql)?:\/\/.+/, "must be a postgres:// or postgresql:// URL")
+    .optional(),
+  DUT_DATA_DIR: z.string().trim().min(1).default("./.data"),
+  ADMIN_TOKEN: z.string().trim().min(24, "must be at least 24 characters").optional(),
+  DUT_CRED_ENC_KEY: key.optional(),
+  DUT_CRED_ENC_KEY_PREVIOUS: key.optional(),
+  DUT_API_POLLER_DISABLE: z.enum(["0", "1"], { message: 'must be "0" or "1"' }).default("0"),
+  DUT_POLL_SCAN_SECONDS: int(1, 3600, 30),
+  DUT_POLL_CONCURRENCY: int(1, 1024, 64),
+  DUT_POLL_DEVICE_TIMEOUT_SECONDS: int(1, 3600, 25),
+  DUT_SHUTDOWN_GRACE_SECONDS: int(0, 600, 20),
+  DUT_DEVICE_CONNECT_TIMEOUT_MS: int(100, 120_000, 5_000),
+  DUT_DEVICE_REQUEST_TIMEOUT_MS: int(100, 600_000, 15_000),
+  DUT_DEVICE_MAX_RESPONSE_BYTES: int(1024, 256 * 1024 * 1024, 8 * 1024 * 1024),
+  DUT_TLS_CA_FILE: z.string().trim().min(1).optional(),
+  DUT_CORS_ORIGINS: z.string().trim().optional().transform((v) =>
+    v ? v.split(",").map((s) => s.trim()).filter(Boolean) : []
+  ).pipe(z.array(z.url("must be a comma-separated list of origins like https://dash.example"))),
+  DUT_BODY_LIMIT_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024),
+  DUT_LOG_FORMAT: z.enum(["text", "json"], { message: 'must be "text" or "json"' }).default("text"),
+  DUT_LOG_LEVEL: z.enum(["debug", "info", "warning", "error"], {
+    message: "must be one of debug, info, warning, error",
+  }).default("info"),
+  DUT_PUBLIC_URL: z.url("must be an absolute URL like https://dutlab.example").optional(),
+  DUT_SHARE_LINK_TTL_SECONDS: int(60, 30 * 86400, 86400),
+  DUT_DEFAULT_LICENSE_ID: z.string().trim().min(1).default("LAB-INTERNAL"),
+});
+
+export type Env = z.infer<typeof EnvSchema>;
+
+/** The validated configuration, with secrets resolved. */
+export interface Config extends Env {
+  ADMIN_TOKEN: string;
+  DUT_CRED_ENC_KEY: string;
+  /** PEM text of `DUT_TLS_CA_FILE`, when set. */
+  extraCa: string[];
+}
+
+/** Parse the environment; throws a StartupError listing one line per problem. Never echoes values. */
+export function parseEnv(env: Record<string, string | undefined>): Env {
+  const clean = Object.fromEntries(
+    Object.keys(EnvSchema.shape).map((k) => [k, env[k] === "" ? undefined : env[k]]),
+  );
+  const r = EnvSchema.safeParse(clean);
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
+    throw new StartupError("BAD_CONFIG", lines.join("\n"));
+  }
+  if (r.data.DATABASE_URL) {
+    const missing = (["ADMIN_TOKEN", "DUT_CRED_ENC_KEY"] as const).filter((k) => !r.data[k]);
+    if (missing.length) {
+      throw new StartupError(
+        "BAD_CONFIG",
+        missing.map((k) =>
+          `${k}: required when DATABASE_URL is set (a shared database needs the same secret on every instance)`
+        ).join("\n"),
+      );
+    }
+  }
+  return r.data;
+}

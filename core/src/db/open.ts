@@ -1,0 +1,111 @@
+import { Kysely, PGliteDialect, sql } from "kysely";
+import { Migrator } from "kysely/migration";
+import { PostgresJSDialect } from "kysely-postgres-js";
+import postgres from "postgres";
+import { PGlite } from "@electric-sql/pglite";
+import type { Database } from "./schema.ts";
+import { migrationProvider } from "./migrations/mod.ts";
+import { StartupError } from "../errors.ts";
+
+/** A dedicated database session (not from the pool), for advisory locks. */
+export interface ReservedSession {
+  /** Run a query returning rows on this session. */
+  query<T>(text: string, params?: unknown[]): Promise<T[]>;
+  /** The server-side process id of this session. */
+  pid: number;
+  release(): Promise<void>;
+}
+
+/** An open database: Kysely plus what the poller needs from the driver. */
+export interface Db extends AsyncDisposable {
+  kysely: Kysely<Database>;
+  kind: "pglite" | "postgres";
+  /** A dedicated session (PostgreSQL only; PGlite is one process by construction). */
+  reserve(): Promise<ReservedSession>;
+  /** PGlite only: the data directory as a tarball (test templates). */
+  dumpDataDir?(): Promise<Blob>;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** `postgres://…`; when absent, embedded PGlite. */
+  url?: string;
+  /** PGlite data directory; in-memory when absent. */
+  dataDir?: string;
+  /** PGlite: start from this dumped data directory (tests). */
+  loadDataDir?: Blob;
+  /** PostgreSQL schema to use (tests isolate themselves in a fresh schema). */
+  schema?: string;
+  poolSize?: number;
+}
+
+/** Open PGlite (embedded) or PostgreSQL (postgres.js) behind one Kysely interface. */
+export async function openDatabase(opts: OpenOptions): Promise<Db> {
+  if (opts.url) {
+    const connection = opts.schema ? { search_path: opts.schema } : undefined;
+    const client = postgres(opts.url, {
+      max: opts.poolSize ?? 10,
+      onnotice: () => {},
+      connection,
+      // Timestamps and ints as the PGlite driver gives them; bigint ids are cast to text in queries.
+    });
+    const kysely = new Kysely<Database>({ dialect: new PostgresJSDialect({ postgres: client }) });
+    try {
+      await sql`select 1`.execute(kysely);
+    } catch (e) {
+      await client.end({ timeout: 1 }).catch(() => {});
+      throw new StartupError("DB_UNREACHABLE", `Cannot connect to DATABASE_URL: ${(e as Error).message}`);
+    }
+    const db: Db = {
+      kysely,
+      kind: "postgres",
+      async reserve() {
+        const r = await client.reserve();
+        const [{ pid }] = await r.unsafe<{ pid: number }[]>("select pg_backend_pid() as pid");
+        return {
+          pid,
+          query: <T>(text: string, params: unknown[] = []) =>
+            r.unsafe(text, params as postgres.ParameterOrJSON<never>[]) as unknown as Promise<T[]>,
+          release: async () => {
+            r.release();
+            await Promise.resolve();
+          },
+        };
+      },
+      async close() {
+        await kysely.destroy();
+      },
+      [Symbol.asyncDispose]: () => db.close(),
+    };
+    return db;
+  }
+  const pglite = opts.dataDir
+    ? new PGlite(opts.dataDir)
+    : new PGlite(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {});
+  await pglite.waitReady;
+  const kysely = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  const db: Db = {
+    kysely,
+    kind: "pglite",
+    reserve() {
+      return Promise.reject(new Error("PGlite has a single session; no reserved sessions"));
+    },
+    dumpDataDir: () => pglite.dumpDataDir("none"),
+    async close() {
+      await kysely.destroy();
+      if (!pglite.closed) await pglite.close();
+    },
+    [Symbol.asyncDispose]: () => db.close(),
+  };
+  return db;
+}
+
+/** Apply every pending migration. Kysely takes a PostgreSQL advisory lock, so concurrent starts are safe. */
+export async function migrate(db: Kysely<Database>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    throw new StartupError("MIGRATION_FAILED", `Migration failed: ${(error as Error).message ?? error}`);
+  }
+  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+}

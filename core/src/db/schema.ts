@@ -1,0 +1,95 @@
+import type { ColumnType, Generated } from "kysely";
+
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+
+export interface DevicesTable {
+  id: string;
+  hostname: string;
+  vendor: string;
+  device_role: string | null;
+  base_url: string;
+  username: string;
+  /** `v1.<keyId>.<nonce b64url>.<ciphertext b64url>`, AES-256-GCM with the device id as AAD. */
+  password_enc: string;
+  tls_verify_mode: string;
+  poll_interval_seconds: number;
+  notes: string | null;
+  enabled: boolean;
+  last_poll_at: Timestamp | null;
+  last_poll_status: string | null;
+  last_poll_error: string | null;
+  pinned_cert_sha256: string | null;
+  created_at: Generated<Timestamp>;
+  updated_at: Generated<Timestamp>;
+}
+
+/** Content-addressed payloads: one row per distinct canonical payload. */
+export interface SnapshotPayloadsTable {
+  sha256: string;
+  /** Canonical JSON text (RFC 8785) of the payload. */
+  payload: ColumnType<string, string, never>;
+  size_bytes: number;
+  created_at: Generated<Timestamp>;
+}
+
+/** Append-only: one row per collection. */
+export interface SnapshotsTable {
+  id: Generated<string>;
+  device_id: string;
+  endpoint_label: string;
+  payload_sha256: string;
+  collected_at: Timestamp;
+  test_run_execution_id: string | null;
+  adapter_module: string;
+  adapter_version: string;
+}
+
+/** The newest snapshot per device and label, maintained by the poll cycle (pre-flight reads it). */
+export interface SnapshotLatestTable {
+  device_id: string;
+  endpoint_label: string;
+  snapshot_id: string;
+}
+
+export interface TestRunsTable {
+  run_id: Generated<string>;
+  execution_id: string;
+  plan_identifier: string;
+  plan_display_name: string;
+  plan_catalog_version: number;
+  plan_json: ColumnType<unknown, string, never>;
+  plan_snapshot_sha256: string;
+  license_id: string;
+  notes: string | null;
+  status: string;
+  started_at: Timestamp;
+  ended_at: Timestamp | null;
+  outcome: string | null;
+  start_state_json: ColumnType<unknown, string, never>;
+  preflight_json: ColumnType<unknown, string, never>;
+  results_json: ColumnType<unknown | null, string | null, string | null>;
+  report_json: string | null;
+  report_sha256: string | null;
+}
+
+export interface RunAlertsTable {
+  id: Generated<string>;
+  execution_id: string;
+  name: string;
+  at: Timestamp;
+  device_id: string;
+  device_hostname: string;
+  from_state: string;
+  to_state: string;
+  snapshot_id: string;
+}
+
+/** The one Kysely database interface of dutlab. */
+export interface Database {
+  devices: DevicesTable;
+  snapshot_payloads: SnapshotPayloadsTable;
+  snapshots: SnapshotsTable;
+  snapshot_latest: SnapshotLatestTable;
+  test_runs: TestRunsTable;
+  run_alerts: RunAlertsTable;
+}

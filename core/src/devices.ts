@@ -1,0 +1,247 @@
+import { type Kysely, type Selectable, sql } from "kysely";
+import type { Database, DevicesTable } from "./db/schema.ts";
+import type { AdapterDefinition, TlsVerifyMode } from "./adapter.ts";
+import { type CredentialKey, decryptSecret, encryptSecret } from "./credentials.ts";
+import { problems } from "./http/problem.ts";
+import type { Registry } from "./registry.ts";
+import type { SessionRegistry } from "./sessions.ts";
+import { sha256Hex } from "./hash.ts";
+import type { PollStatus } from "./errors.ts";
+
+export type DeviceRow = Selectable<DevicesTable>;
+
+/** The API form of a device (spec 2.2): every field but the password. */
+export interface DeviceView {
+  id: string;
+  hostname: string;
+  vendor: string;
+  deviceRole: string | null;
+  baseUrl: string;
+  username: string;
+  tlsVerifyMode: TlsVerifyMode;
+  tlsWarning: string | null;
+  pollIntervalSeconds: number;
+  notes: string | null;
+  enabled: boolean;
+  lastPollAt: string | null;
+  lastPollStatus: PollStatus | null;
+  lastPollError: string | null;
+  pinnedCertSha256: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const iso = (d: Date | string | null | unknown) => (d === null ? null : new Date(d as string).toISOString());
+
+export function toView(r: DeviceRow): DeviceView {
+  return {
+    id: r.id,
+    hostname: r.hostname,
+    vendor: r.vendor,
+    deviceRole: r.device_role,
+    baseUrl: r.base_url,
+    username: r.username,
+    tlsVerifyMode: r.tls_verify_mode as TlsVerifyMode,
+    tlsWarning: r.tls_verify_mode === "insecure"
+      ? "TLS verification is disabled for this device (insecure): its identity is not checked"
+      : null,
+    pollIntervalSeconds: r.poll_interval_seconds,
+    notes: r.notes,
+    enabled: r.enabled,
+    lastPollAt: iso(r.last_poll_at),
+    lastPollStatus: r.last_poll_status as PollStatus | null,
+    lastPollError: r.last_poll_error,
+    pinnedCertSha256: r.pinned_cert_sha256,
+    createdAt: iso(r.created_at)!,
+    updatedAt: iso(r.updated_at)!,
+  };
+}
+
+/** Current key plus the previous one (during a rotation). */
+export interface KeyRing {
+  current: CredentialKey;
+  all: CredentialKey[];
+}
+
+/** Fingerprint of a stored credential (of the ciphertext, not the secret), to scope parked sessions. */
+export function credentialKeyOf(row: DeviceRow): Promise<string> {
+  return sha256Hex(`${row.username}\0${row.password_enc}`).then((h) => h.slice(0, 16));
+}
+
+const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
+
+/** Registry of devices under test: CRUD with encrypted credentials. */
+export class DeviceStore {
+  constructor(
+    private db: Kysely<Database>,
+    private registry: Registry,
+    private keys: KeyRing,
+    private sessions: SessionRegistry,
+  ) {}
+
+  async list(): Promise<DeviceRow[]> {
+    return await this.db.selectFrom("devices").selectAll().orderBy("hostname").execute();
+  }
+
+  /** The device row, or a 404 problem. */
+  async get(id: string): Promise<DeviceRow> {
+    const row = isUuid(id)
+      ? await this.db.selectFrom("devices").selectAll().where("id", "=", id).executeTakeFirst()
+      : undefined;
+    if (!row) throw problems.notFound(`No device with id "${id}"`);
+    return row;
+  }
+
+  adapterFor(vendor: string): { adapter: AdapterDefinition; name: string; version: string } | undefined {
+    return this.registry.adapters.get(vendor);
+  }
+
+  #checkVendor(vendor: string) {
+    const v = this.registry.vendors.find((x) => x.key === vendor);
+    if (!v) {
+      throw problems.badRequest(
+        "vendor",
+        `unknown vendor "${vendor}"; known: ${this.registry.vendors.map((x) => x.key).join(", ")}`,
+      );
+    }
+    if (!v.available) {
+      throw problems.unprocessable(`${vendor} has no adapter yet`, [{
+        field: "vendor",
+        message: `${vendor} has no adapter yet`,
+      }]);
+    }
+  }
+
+  async create(input: {
+    hostname: string;
+    vendor: string;
+    deviceRole?: string;
+    baseUrl: string;
+    username: string;
+    password: string;
+    tlsVerifyMode: TlsVerifyMode;
+    pollIntervalSeconds: number;
+    notes?: string | null;
+    enabled: boolean;
+  }): Promise<string> {
+    this.#checkVendor(input.vendor);
+    const id = crypto.randomUUID();
+    const role = input.deviceRole ?? this.registry.adapters.get(input.vendor)?.adapter.deviceRoles[0] ?? null;
+    const password_enc = await encryptSecret(this.keys.current, id, input.password);
+    try {
+      await this.db.insertInto("devices").values({
+        id,
+        hostname: input.hostname,
+        vendor: input.vendor,
+        device_role: role,
+        base_url: input.baseUrl,
+        username: input.username,
+        password_enc,
+        tls_verify_mode: input.tlsVerifyMode,
+        poll_interval_seconds: input.pollIntervalSeconds,
+        notes: input.notes ?? null,
+        enabled: input.enabled,
+        last_poll_at: null,
+        last_poll_status: null,
+        last_poll_error: null,
+        pinned_cert_sha256: null,
+      }).execute();
+    } catch (e) {
+      if (isUniqueViolation(e)) {
+        throw problems.conflict(`A device with hostname "${input.hostname}" is already registered`, {
+          errors: [{ field: "hostname", message: "is already registered" }],
+        });
+      }
+      throw e;
+    }
+    return id;
+  }
+
+  async update(id: string, patch: {
+    hostname?: string;
+    deviceRole?: string;
+    baseUrl?: string;
+    username?: string;
+    password?: string;
+    tlsVerifyMode?: TlsVerifyMode;
+    pollIntervalSeconds?: number;
+    notes?: string | null;
+    enabled?: boolean;
+    pinnedCertSha256?: null;
+  }): Promise<DeviceRow> {
+    const row = await this.get(id);
+    const set: Partial<Record<keyof DevicesTable, unknown>> = {};
+    if (patch.hostname !== undefined) set.hostname = patch.hostname;
+    if (patch.deviceRole !== undefined) set.device_role = patch.deviceRole;
+    if (patch.baseUrl !== undefined) set.base_url = patch.baseUrl;
+    if (patch.username !== undefined) set.username = patch.username;
+    if (patch.password !== undefined) {
+      set.password_enc = await encryptSecret(this.keys.current, id, patch.password);
+    }
+    if (patch.tlsVerifyMode !== undefined) set.tls_verify_mode = patch.tlsVerifyMode;
+    if (patch.pollIntervalSeconds !== undefined) set.poll_interval_seconds = patch.pollIntervalSeconds;
+    if (patch.notes !== undefined) set.notes = patch.notes;
+    if (patch.enabled !== undefined) set.enabled = patch.enabled;
+    const moved = (patch.baseUrl !== undefined && patch.baseUrl !== row.base_url) ||
+      (patch.tlsVerifyMode !== undefined && patch.tlsVerifyMode !== row.tls_verify_mode);
+    if (patch.pinnedCertSha256 === null || moved) set.pinned_cert_sha256 = null;
+    try {
+      const updated = await this.db.updateTable("devices")
+        .set({ ...set, updated_at: sql<Date>`now()` } as never)
+        .where("id", "=", id).returningAll().executeTakeFirstOrThrow();
+      return updated;
+    } catch (e) {
+      if (isUniqueViolation(e)) {
+        throw problems.conflict(`A device with hostname "${patch.hostname}" is already registered`, {
+          errors: [{ field: "hostname", message: "is already registered" }],
+        });
+      }
+      throw e;
+    }
+  }
+
+  /** Delete a device; its snapshots go with it (cascade), then payloads no snapshot refers to. */
+  async delete(id: string): Promise<void> {
+    await this.get(id);
+    await this.db.transaction().execute(async (tx) => {
+      const hashes = await tx.selectFrom("snapshots").select("payload_sha256").distinct()
+        .where("device_id", "=", id).execute();
+      await tx.deleteFrom("devices").where("id", "=", id).execute();
+      if (hashes.length) {
+        await tx.deleteFrom("snapshot_payloads")
+          .where("sha256", "in", hashes.map((h) => h.payload_sha256))
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom("snapshots").select(sql`1`.as("one")).whereRef(
+                  "snapshots.payload_sha256",
+                  "=",
+                  "snapshot_payloads.sha256",
+                ),
+              ),
+            )
+          ).execute();
+      }
+    });
+  }
+
+  /** Decrypt a device's secret for one cycle. */
+  decryptPassword(row: DeviceRow): Promise<string> {
+    return decryptSecret(this.keys.all, row.id, row.password_enc);
+  }
+
+  /** Record a trust-on-first-use pin unless one was set meanwhile. */
+  async pin(id: string, sha256: string): Promise<void> {
+    await this.db.updateTable("devices").set({ pinned_cert_sha256: sha256 })
+      .where("id", "=", id).where("pinned_cert_sha256", "is", null).execute();
+  }
+
+  get sessionRegistry(): SessionRegistry {
+    return this.sessions;
+  }
+}
+
+export function isUniqueViolation(e: unknown): boolean {
+  const err = e as { code?: string; message?: string };
+  return err?.code === "23505" || /duplicate key value violates unique constraint/i.test(err?.message ?? "");
+}

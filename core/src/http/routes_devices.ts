@@ -1,0 +1,164 @@
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { Services } from "../services.ts";
+import {
+  Device,
+  DeviceCreate,
+  DeviceList,
+  DevicePatch,
+  IdParam,
+  Ok,
+  Registered,
+  SnapshotResult,
+  TestConnection,
+} from "./schemas.ts";
+import {
+  conflictResponse,
+  json,
+  notFoundResponse,
+  problemResponses,
+  unprocessableResponse,
+} from "./openapi_util.ts";
+import { toView } from "../devices.ts";
+import { testConnection } from "../test_connection.ts";
+
+const tags = ["Devices"];
+const body = <T>(schema: T) => ({ body: { content: { "application/json": { schema } }, required: true } });
+
+export function deviceRoutes(app: OpenAPIHono, svc: Services) {
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/admin/dut/devices",
+      tags,
+      summary: "List devices and vendors",
+      responses: {
+        200: json(DeviceList, "Devices (hostname order) and the vendor list"),
+        ...problemResponses,
+      },
+    }),
+    async (c) => {
+      const rows = await svc.devices.list();
+      return c.json({ devices: rows.map(toView), vendors: svc.registry.vendors }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/api/admin/dut/devices",
+      tags,
+      summary: "Register a device",
+      description:
+        "Required: hostname, vendor (a key whose `available` is true), baseUrl (https://), username, password. " +
+        "tlsVerifyMode defaults to strict, pollIntervalSeconds to 300 (minimum 30), deviceRole to the vendor's " +
+        "first role. A refused request stores nothing.",
+      request: body(DeviceCreate),
+      responses: {
+        201: json(Registered, "Registered"),
+        ...problemResponses,
+        ...conflictResponse,
+        ...unprocessableResponse,
+      },
+    }),
+    async (c) => {
+      const input = c.req.valid("json");
+      const id = await svc.devices.create(input);
+      return c.json({ ok: true, deviceId: id }, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "patch",
+      path: "/api/admin/dut/devices/{id}",
+      tags,
+      summary: "Update a device",
+      description:
+        "Partial update. `password` rotates the stored credential; `pinnedCertSha256: null` clears the pinned " +
+        "certificate; changing baseUrl or tlsVerifyMode clears it too. Returns the updated device.",
+      request: { params: IdParam, ...body(DevicePatch) },
+      responses: {
+        200: json(Device, "The updated device"),
+        ...problemResponses,
+        ...notFoundResponse,
+        ...conflictResponse,
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const before = await svc.devices.get(id);
+      const row = await svc.devices.update(id, c.req.valid("json"));
+      if (
+        row.password_enc !== before.password_enc || row.username !== before.username ||
+        row.base_url !== before.base_url
+      ) {
+        void svc.releaseParked(before, before);
+      }
+      return c.json(toView(row), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "delete",
+      path: "/api/admin/dut/devices/{id}",
+      tags,
+      summary: "Delete a device and all its snapshots",
+      request: { params: IdParam },
+      responses: { 200: json(Ok, "Deleted"), ...problemResponses, ...notFoundResponse },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const row = await svc.devices.get(id);
+      await svc.devices.delete(id);
+      void svc.releaseParked(row, row);
+      return c.json({ ok: true }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/api/admin/dut/devices/{id}/test",
+      tags,
+      summary: "Test the connection",
+      description:
+        "Authenticates and reads the vendor's CPU monitor. Device faults are reported as `ok: false` with a " +
+        "detail naming the stage that failed (TLS, authentication, timeout, HTTP error), never as a 5xx. " +
+        "With tlsVerifyMode self-signed, a first successful connection pins the certificate.",
+      request: { params: IdParam },
+      responses: { 200: json(TestConnection, "Result"), ...problemResponses, ...notFoundResponse },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const row = await svc.devices.get(id);
+      return c.json(await testConnection(svc, row), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/api/admin/dut/devices/{id}/snapshot",
+      tags,
+      summary: "Poll the device now",
+      description:
+        "Runs one poll cycle synchronously (also when the worker is disabled or the device is suspended). " +
+        "If a poll of the device is already running in this instance, the request waits for it and returns " +
+        "its result instead of polling twice.",
+      request: { params: IdParam },
+      responses: { 200: json(SnapshotResult, "Poll result"), ...problemResponses, ...notFoundResponse },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      await svc.devices.get(id);
+      const r = await svc.poller.poll(id);
+      return c.json({
+        ok: r.ok,
+        lastPollStatus: r.lastPollStatus,
+        lastPollError: r.lastPollError,
+        lastPollAt: r.lastPollAt,
+      }, 200);
+    },
+  );
+}

@@ -1,0 +1,139 @@
+import { z } from "@hono/zod-openapi";
+import { POLL_STATUSES } from "../errors.ts";
+
+/** Device roles accepted at registration (README "Devices"). */
+export const DEVICE_ROLES = ["ngfw", "switch", "bmc", "router", "load-balancer", "server", "other"] as const;
+
+const hostname = z.string().trim().min(1, "must not be empty").max(253, "must be at most 253 characters")
+  .regex(
+    /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/,
+    "must be a host name (letters, digits, dots, dashes, underscores)",
+  );
+const baseUrl = z.string().trim().max(2048).refine((v) => {
+  try {
+    const u = new URL(v);
+    return u.protocol === "https:" && !!u.hostname && !u.username && !u.password;
+  } catch {
+    return false;
+  }
+}, "must be an https:// URL without embedded credentials");
+const tlsVerifyMode = z.enum(["strict", "self-signed", "insecure"]);
+const pollInterval = z.number({ message: "must be a whole number of seconds" }).int("must be a whole number")
+  .min(30, "must be at least 30").max(86_400, "must be at most 86400");
+
+export const DeviceCreate = z.object({
+  hostname,
+  vendor: z.string().trim().min(1, "must not be empty"),
+  deviceRole: z.enum(DEVICE_ROLES).optional(),
+  baseUrl,
+  username: z.string().min(1, "must not be empty").max(256),
+  password: z.string().min(1, "must not be empty").max(8192).openapi({ format: "password", writeOnly: true }),
+  tlsVerifyMode: tlsVerifyMode.default("strict"),
+  pollIntervalSeconds: pollInterval.default(300),
+  notes: z.string().max(10_000).nullable().optional(),
+  enabled: z.boolean().default(true),
+}).strict().openapi("DeviceCreate");
+
+export const DevicePatch = z.object({
+  hostname: hostname.optional(),
+  deviceRole: z.enum(DEVICE_ROLES).optional(),
+  baseUrl: baseUrl.optional(),
+  username: z.string().min(1, "must not be empty").max(256).optional(),
+  password: z.string().min(1, "must not be empty").max(8192).optional().openapi({
+    format: "password",
+    writeOnly: true,
+  }),
+  tlsVerifyMode: tlsVerifyMode.optional(),
+  pollIntervalSeconds: pollInterval.optional(),
+  notes: z.string().max(10_000).nullable().optional(),
+  enabled: z.boolean().optional(),
+  pinnedCertSha256: z.null({ message: "can only be set to null (to clear the pin)" }).optional(),
+}).strict().refine((v) => Object.keys(v).length > 0, "must contain at least one field").openapi(
+  "DevicePatch",
+);
+
+export const Device = z.object({
+  id: z.uuid(),
+  hostname: z.string(),
+  vendor: z.string(),
+  deviceRole: z.string().nullable(),
+  baseUrl: z.string(),
+  username: z.string(),
+  tlsVerifyMode,
+  tlsWarning: z.string().nullable().openapi({
+    description: "Set when TLS verification is disabled (insecure)",
+  }),
+  pollIntervalSeconds: z.number().int(),
+  notes: z.string().nullable(),
+  enabled: z.boolean(),
+  lastPollAt: z.string().nullable().openapi({ format: "date-time" }),
+  lastPollStatus: z.enum(POLL_STATUSES).nullable(),
+  lastPollError: z.string().nullable(),
+  pinnedCertSha256: z.string().nullable(),
+  createdAt: z.string().openapi({ format: "date-time" }),
+  updatedAt: z.string().openapi({ format: "date-time" }),
+}).openapi("Device");
+
+export const VendorEntry = z.object({
+  key: z.string(),
+  displayName: z.string(),
+  available: z.boolean(),
+  version: z.string().nullable(),
+}).openapi("VendorEntry");
+
+export const DeviceList = z.object({ devices: z.array(Device), vendors: z.array(VendorEntry) }).openapi(
+  "DeviceList",
+);
+export const Registered = z.object({ ok: z.boolean(), deviceId: z.uuid() }).openapi("DeviceRegistered");
+export const Ok = z.object({ ok: z.boolean() }).openapi("Ok");
+export const TestConnection = z.object({ ok: z.boolean(), detail: z.string(), latencyMs: z.number().int() })
+  .openapi("TestConnectionResult");
+export const SnapshotResult = z.object({
+  ok: z.boolean(),
+  lastPollStatus: z.enum(POLL_STATUSES),
+  lastPollError: z.string(),
+  lastPollAt: z.string().openapi({ format: "date-time" }),
+}).openapi("ManualSnapshotResult");
+
+export const IdParam = z.object({
+  id: z.string().openapi({ param: { name: "id", in: "path" }, description: "Device id (UUID)" }),
+});
+
+export const Snapshot = z.object({
+  id: z.string(),
+  deviceId: z.uuid(),
+  endpointLabel: z.string(),
+  payloadJson: z.unknown(),
+  payloadSha256: z.string(),
+  collectedAt: z.string().openapi({ format: "date-time" }),
+  testRunExecutionId: z.uuid().nullable(),
+  adapterModule: z.string(),
+  adapterVersion: z.string(),
+}).openapi("Snapshot");
+
+export const SnapshotQuery = z.object({
+  deviceId: z.uuid("must be a UUID").optional(),
+  endpointLabel: z.string().min(1).max(100).regex(
+    /^[a-z][a-z0-9_]*$/,
+    "must be a snapshot label like ntp_config",
+  )
+    .optional(),
+  testRunExecutionId: z.uuid("must be a UUID").optional(),
+  limit: z.string().regex(/^\d+$/, "must be a whole number from 1 to 1000").transform(Number)
+    .pipe(z.number().int().min(1, "must be from 1 to 1000").max(1000, "must be from 1 to 1000")).optional()
+    .openapi({ type: "integer", minimum: 1, maximum: 1000, default: 100 }),
+  cursor: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be a cursor returned by a previous page")
+    .optional(),
+}).strict();
+
+export const SnapshotPage = z.object({ snapshots: z.array(Snapshot), nextCursor: z.string().nullable() })
+  .openapi("SnapshotPage");
+
+export const ProblemSchema = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string().optional(),
+  instance: z.string().optional(),
+  errors: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+}).openapi("Problem");

@@ -1,0 +1,177 @@
+import type { AdapterDefinition } from "./adapter.ts";
+import type { CheckDefinition } from "./check.ts";
+import type { Plan, PlanCatalog, PluginDefinition } from "./plan.ts";
+import { StartupError } from "./errors.ts";
+import { CORE_VERSION, coreSatisfies } from "./version.ts";
+
+/** A module as the generated `modules.gen.ts` hands it over: its package identity and default export. */
+export interface LoadedModule<T = unknown> {
+  /** Package name from the member's deno.json, e.g. `@dutlab/adapter-vendor-a-ngfw`. */
+  name: string;
+  /** Package version from the member's deno.json. */
+  version: string;
+  module: T;
+}
+
+/** What the manifest enables. */
+export interface LoadedModules {
+  adapters: LoadedModule[];
+  checks: LoadedModule[];
+  plugins: LoadedModule[];
+  /** Vendors listed without an adapter (`available: false`). */
+  vendorsWithoutAdapter: Array<{ key: string; displayName: string }>;
+}
+
+/** Vendor entry (spec 2.1) plus the adapter module's version. */
+export interface VendorEntry {
+  key: string;
+  displayName: string;
+  available: boolean;
+  /** Version of the adapter module, null when none is implemented. */
+  version: string | null;
+}
+
+export interface RegisteredAdapter {
+  name: string;
+  version: string;
+  adapter: AdapterDefinition;
+}
+
+export interface RegisteredCheck {
+  name: string;
+  version: string;
+  check: CheckDefinition;
+}
+
+/** The validated set of modules a process runs with. */
+export interface Registry {
+  vendors: VendorEntry[];
+  adapters: Map<string, RegisteredAdapter>;
+  checks: RegisteredCheck[];
+  plugins: Array<{ name: string; version: string; plugin: PluginDefinition }>;
+  planCatalog: PlanCatalog;
+  plan(identifier: string): Plan | undefined;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null;
+
+function shapeError(m: LoadedModule, what: string): never {
+  throw new StartupError("MODULE_SHAPE", `Module ${m.name}@${m.version} is not a valid ${what}`);
+}
+
+function checkCore(m: LoadedModule, range: unknown) {
+  if (typeof range !== "string" || !coreSatisfies(range)) {
+    throw new StartupError(
+      "MODULE_CORE_VERSION",
+      `Module ${m.name}@${m.version} is written for @dutlab/core ${JSON.stringify(range)}, ` +
+        `but this is @dutlab/core ${CORE_VERSION}`,
+    );
+  }
+}
+
+function validateAdapter(m: LoadedModule): AdapterDefinition {
+  const a = m.module;
+  if (!isObj(a) || a.kind !== "adapter") shapeError(m, "adapter (default export of defineAdapter)");
+  const bad = (field: string) => shapeError(m, `adapter: "${field}" is missing or of the wrong type`);
+  if (typeof a.vendorKey !== "string" || !/^[a-z0-9]+(-[a-z0-9]+)*$/.test(a.vendorKey)) bad("vendorKey");
+  if (typeof a.displayName !== "string" || !a.displayName) bad("displayName");
+  if (!Array.isArray(a.labels) || a.labels.length === 0 || a.labels.some((l) => typeof l !== "string")) {
+    bad("labels");
+  }
+  if (!Array.isArray(a.deviceRoles) || a.deviceRoles.length === 0) bad("deviceRoles");
+  if (typeof a.create !== "function") bad("create");
+  checkCore(m, a.coreVersion);
+  return a as unknown as AdapterDefinition;
+}
+
+function validateCheck(m: LoadedModule): CheckDefinition {
+  const c = m.module;
+  if (!isObj(c) || c.kind !== "check") shapeError(m, "check (default export of defineCheck)");
+  const bad = (field: string) => shapeError(m, `check: "${field}" is missing or of the wrong type`);
+  if (typeof c.id !== "string" || !/^[a-z0-9]+(-[a-z0-9]+)*$/.test(c.id)) bad("id");
+  if (typeof c.description !== "string" || !c.description) bad("description");
+  if (typeof c.label !== "string" || !c.label) bad("label");
+  if (typeof c.appliesTo !== "function") bad("appliesTo");
+  if (typeof c.evaluate !== "function") bad("evaluate");
+  checkCore(m, c.coreVersion);
+  return c as unknown as CheckDefinition;
+}
+
+function validatePlugin(m: LoadedModule): PluginDefinition {
+  const p = m.module;
+  if (!isObj(p) || p.kind !== "plugin" || typeof p.name !== "string") {
+    shapeError(m, "plugin (default export of definePlugin)");
+  }
+  checkCore(m, p.coreVersion);
+  if (p.planCatalog !== undefined) {
+    const pc = p.planCatalog as Record<string, unknown>;
+    if (!isObj(pc) || !Number.isInteger(pc.catalogVersion) || !Array.isArray(pc.plans)) {
+      shapeError(m, "plugin: planCatalog needs an integer catalogVersion and a plans array");
+    }
+  }
+  return p as unknown as PluginDefinition;
+}
+
+/**
+ * Validate the modules the manifest enables and build the registry. Fails fast with a coded
+ * StartupError: MODULE_SHAPE, MODULE_CORE_VERSION, DUPLICATE_VENDOR, DUPLICATE_CHECK, DUPLICATE_PLAN,
+ * PLAN_CATALOG.
+ */
+export function buildRegistry(mods: LoadedModules): Registry {
+  const adapters = new Map<string, RegisteredAdapter>();
+  const vendors: VendorEntry[] = [];
+  for (const m of mods.adapters) {
+    const a = validateAdapter(m);
+    const prior = adapters.get(a.vendorKey);
+    if (prior) {
+      throw new StartupError(
+        "DUPLICATE_VENDOR",
+        `Vendor key "${a.vendorKey}" is provided by both ${prior.name} and ${m.name}`,
+      );
+    }
+    adapters.set(a.vendorKey, { name: m.name, version: m.version, adapter: a });
+    vendors.push({ key: a.vendorKey, displayName: a.displayName, available: true, version: m.version });
+  }
+  for (const v of mods.vendorsWithoutAdapter) {
+    if (vendors.some((x) => x.key === v.key)) {
+      throw new StartupError("DUPLICATE_VENDOR", `Vendor key "${v.key}" is listed twice in the manifest`);
+    }
+    vendors.push({ key: v.key, displayName: v.displayName, available: false, version: null });
+  }
+  const checks: RegisteredCheck[] = [];
+  for (const m of mods.checks) {
+    const c = validateCheck(m);
+    const prior = checks.find((x) => x.check.id === c.id);
+    if (prior) {
+      throw new StartupError(
+        "DUPLICATE_CHECK",
+        `Check id "${c.id}" is provided by both ${prior.name} and ${m.name}`,
+      );
+    }
+    checks.push({ name: m.name, version: m.version, check: c });
+  }
+  const plugins = mods.plugins.map((m) => ({ name: m.name, version: m.version, plugin: validatePlugin(m) }));
+  const catalogs = plugins.filter((p) => p.plugin.planCatalog);
+  if (catalogs.length > 1) {
+    throw new StartupError(
+      "PLAN_CATALOG",
+      `More than one plan catalog enabled: ${catalogs.map((c) => c.name).join(", ")}`,
+    );
+  }
+  const planCatalog: PlanCatalog = catalogs[0]?.plugin.planCatalog ?? { catalogVersion: 0, plans: [] };
+  const ids = new Set<string>();
+  for (const p of planCatalog.plans) {
+    if (ids.has(p.identifier)) {
+      throw new StartupError("DUPLICATE_PLAN", `Plan "${p.identifier}" is defined twice`);
+    }
+    ids.add(p.identifier);
+  }
+  return {
+    vendors,
+    adapters,
+    checks,
+    plugins,
+    planCatalog,
+    plan: (identifier) => planCatalog.plans.find((p) => p.identifier === identifier),
+  };
+}

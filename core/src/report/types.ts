@@ -1,0 +1,92 @@
+import type { Plan } from "../plan.ts";
+
+/** One annex of a report: its body is a string (JSON text for data annexes) and `sha256` hashes it. */
+export interface Annex {
+  id: string;
+  title: string;
+  /** SHA-256 (lowercase hex) of the UTF-8 bytes of `body`. */
+  sha256: string;
+  /** Media type of `body`, e.g. `application/json`. */
+  mediaType: string;
+  body: string;
+}
+
+/** A `TLSDecryptModeChanged` alert raised during a run (spec 6). */
+export interface DecryptAlert {
+  name: "TLSDecryptModeChanged";
+  at: string;
+  deviceId: string;
+  deviceHostname: string;
+  from: "on" | "off";
+  to: "on" | "off";
+  snapshotId: string;
+}
+
+/** ReportData version 1 (spec 2.5). */
+export interface ReportData {
+  version: 1;
+  generatedAt: string;
+  /** SHA-256 of the RFC 8785 canonical JSON of this object without `reportSha256`. */
+  reportSha256: string;
+  meta: {
+    runId: string;
+    executionId: string;
+    planIdentifier: string;
+    planDisplayName: string;
+    planCatalogVersion: number;
+    /** SHA-256 of the RFC 8785 canonical JSON of `plan`. */
+    planSnapshotSha256: string;
+    durationS: number;
+    startedAt: string;
+    endedAt: string;
+    /** `passed`, `failed` or `aborted` (as reported by the operator at finish). */
+    outcome: string;
+    notes: string | null;
+  };
+  license: {
+    id: string;
+    name: string;
+    holder: string;
+    restrictions: { en: string; "pt-BR": string; es: string };
+  };
+  plan: Plan;
+  topology: {
+    deploymentMode: string;
+    ucsCount: number;
+    devices: Array<{ id: string; hostname: string; vendor: string; deviceRole: string | null }>;
+  };
+  tlsDecrypt: {
+    required: "on" | "off";
+    activeAtStart: "on" | "off" | "unknown";
+    activeAtEnd: "on" | "off" | "unknown";
+    alerts: DecryptAlert[];
+    /** True when a decrypt-mode change during the run invalidated the results. */
+    resultsInvalidated: boolean;
+  };
+  results: {
+    source: "latencySamplesMs" | "k6-summary";
+    aggregate: {
+      count: number;
+      min_ms: number;
+      max_ms: number;
+      mean_ms: number;
+      p50_ms: number;
+      p95_ms: number;
+      p99_ms: number;
+    };
+  };
+  slo: {
+    targetP99Ms: number;
+    observedP99Ms: number;
+    pass: boolean;
+    /**
+     * Error budget burned in percent. A p99 objective allows 1% of requests to be slower than
+     * `targetP99Ms`; burned = (share of requests slower than the target) / 1% × 100. Exact for raw
+     * samples; for a k6 summary it is interpolated from the exported percentiles (README "Reports").
+     */
+    errorBudgetBurnedPct: number;
+    /** Why `pass` is false even if the latency met the target (e.g. invalidated by a decrypt change). */
+    verdictNote: string | null;
+  };
+  annexes: Annex[];
+}

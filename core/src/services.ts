@@ -1,0 +1,107 @@
+import type { Config } from "./config.ts";
+import type { Db } from "./db/open.ts";
+import type { Registry } from "./registry.ts";
+import { DeviceStore, type KeyRing } from "./devices.ts";
+import { SessionRegistry } from "./sessions.ts";
+import { Metrics } from "./poller/metrics.ts";
+import { PollService } from "./poller/cycle.ts";
+import type { TransportLimits } from "./transport/transport.ts";
+import { importCredentialKey } from "./credentials.ts";
+import { openTransport } from "./transport/transport.ts";
+import type { TlsVerifyMode } from "./adapter.ts";
+import { deviceTarget } from "./poller/cycle.ts";
+import { logger } from "./log.ts";
+import type { DeviceRow } from "./devices.ts";
+
+/** Everything the HTTP app and the worker share. Built once per process by `bootstrap`. */
+export interface Services {
+  config: Config;
+  db: Db;
+  registry: Registry;
+  keys: KeyRing;
+  sessions: SessionRegistry;
+  devices: DeviceStore;
+  poller: PollService;
+  metrics: Metrics;
+  limits: TransportLimits;
+  /** Log out a session parked for a device (after delete, or at shutdown). Best effort. */
+  releaseParked(row: Pick<DeviceRow, "id">, fallback?: DeviceRow): Promise<void>;
+  /** Whether this process holds the poll lock (for /metrics). */
+  worker?: { holdsLock: boolean };
+}
+
+export async function buildKeyRing(current: string, previous?: string): Promise<KeyRing> {
+  const cur = await importCredentialKey(current);
+  const all = [cur];
+  if (previous) all.push(await importCredentialKey(previous));
+  return { current: cur, all };
+}
+
+export function transportLimits(config: Config): TransportLimits {
+  return {
+    connectTimeoutMs: config.DUT_DEVICE_CONNECT_TIMEOUT_MS,
+    requestTimeoutMs: config.DUT_DEVICE_REQUEST_TIMEOUT_MS,
+    maxResponseBytes: config.DUT_DEVICE_MAX_RESPONSE_BYTES,
+    maxJsonDepth: 64,
+    extraCa: config.extraCa,
+  };
+}
+
+export async function buildServices(config: Config, db: Db, registry: Registry): Promise<Services> {
+  const keys = await buildKeyRing(config.DUT_CRED_ENC_KEY, config.DUT_CRED_ENC_KEY_PREVIOUS);
+  const sessions = new SessionRegistry();
+  const devices = new DeviceStore(db.kysely, registry, keys, sessions);
+  const metrics = new Metrics();
+  const limits = transportLimits(config);
+  const poller = new PollService(
+    db.kysely,
+    devices,
+    registry,
+    metrics,
+    limits,
+    config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
+  );
+  const log = logger("sessions");
+  return {
+    config,
+    db,
+    registry,
+    keys,
+    sessions,
+    devices,
+    poller,
+    metrics,
+    limits,
+    async releaseParked(row, full) {
+      const parked = sessions.take(row.id);
+      if (parked === undefined || !full) return;
+      const reg = registry.adapters.get(full.vendor);
+      if (!reg?.adapter.release) return;
+      const transport = openTransport(
+        {
+          baseUrl: full.base_url,
+          tlsVerifyMode: full.tls_verify_mode as TlsVerifyMode,
+          pinnedCertSha256: full.pinned_cert_sha256,
+        },
+        limits,
+        { signal: AbortSignal.timeout(10_000) },
+      );
+      try {
+        await reg.adapter.release({
+          device: deviceTarget(full),
+          http: transport,
+          sessions: new SessionRegistry().scope(full.id, "release"),
+          log,
+          signal: AbortSignal.timeout(10_000),
+        }, parked);
+      } catch (e) {
+        log.warn("Could not log out the parked session of {hostname}: {error}", {
+          hostname: full.hostname,
+          error: String(e),
+        });
+      } finally {
+        transport.close();
+      }
+    },
+  };
+}

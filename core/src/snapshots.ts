@@ -1,0 +1,112 @@
+import { type Kysely, sql } from "kysely";
+import type { Database } from "./db/schema.ts";
+
+/** A snapshot as the API returns it (spec 2.3). */
+export interface SnapshotView {
+  id: string;
+  deviceId: string;
+  endpointLabel: string;
+  payloadJson: unknown;
+  payloadSha256: string;
+  collectedAt: string;
+  testRunExecutionId: string | null;
+  adapterModule: string;
+  adapterVersion: string;
+}
+
+export interface SnapshotFilter {
+  deviceId?: string;
+  endpointLabel?: string;
+  testRunExecutionId?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+const encodeCursor = (id: string) =>
+  btoa(`s:${id}`).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+function decodeCursor(c: string): string | null {
+  try {
+    const s = atob(c.replace(/-/g, "+").replace(/_/g, "/"));
+    return /^s:\d{1,19}$/.test(s) ? s.slice(2) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Snapshots newest first (by storage order), filtered, paged with an opaque cursor. */
+export async function listSnapshots(
+  db: Kysely<Database>,
+  f: SnapshotFilter,
+): Promise<{ snapshots: SnapshotView[]; nextCursor: string | null } | { badCursor: true }> {
+  const limit = f.limit ?? 100;
+  let q = db.selectFrom("snapshots as s").innerJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256")
+    .select([
+      sql<string>`s.id::text`.as("id"),
+      "s.device_id",
+      "s.endpoint_label",
+      "p.payload",
+      "s.payload_sha256",
+      "s.collected_at",
+      "s.test_run_execution_id",
+      "s.adapter_module",
+      "s.adapter_version",
+    ]);
+  if (f.deviceId) q = q.where("s.device_id", "=", f.deviceId);
+  if (f.endpointLabel) q = q.where("s.endpoint_label", "=", f.endpointLabel);
+  if (f.testRunExecutionId) q = q.where("s.test_run_execution_id", "=", f.testRunExecutionId);
+  if (f.cursor) {
+    const id = decodeCursor(f.cursor);
+    if (!id) return { badCursor: true };
+    q = q.where(sql`s.id`, "<", sql`${id}::bigint`);
+  }
+  const rows = await q.orderBy("s.id", "desc").limit(limit + 1).execute();
+  const page = rows.slice(0, limit);
+  return {
+    snapshots: page.map(toSnapshotView),
+    nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null,
+  };
+}
+
+export function toSnapshotView(r: {
+  id: string;
+  device_id: string;
+  endpoint_label: string;
+  payload: string;
+  payload_sha256: string;
+  collected_at: Date | string;
+  test_run_execution_id: string | null;
+  adapter_module: string;
+  adapter_version: string;
+}): SnapshotView {
+  return {
+    id: r.id,
+    deviceId: r.device_id,
+    endpointLabel: r.endpoint_label,
+    payloadJson: JSON.parse(r.payload),
+    payloadSha256: r.payload_sha256,
+    collectedAt: new Date(r.collected_at).toISOString(),
+    testRunExecutionId: r.test_run_execution_id,
+    adapterModule: r.adapter_module,
+    adapterVersion: r.adapter_version,
+  };
+}
+
+/** The latest snapshot per (device, label) for the given devices: one query via `snapshot_latest`. */
+export async function latestSnapshots(db: Kysely<Database>, deviceIds: string[]) {
+  if (!deviceIds.length) return [];
+  return await db.selectFrom("snapshot_latest as l")
+    .innerJoin("snapshots as s", (j) => j.on(sql`s.id`, "=", sql.ref("l.snapshot_id")))
+    .innerJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256")
+    .select([
+      sql<string>`s.id::text`.as("id"),
+      "s.device_id",
+      "s.endpoint_label",
+      "p.payload",
+      "s.payload_sha256",
+      "s.collected_at",
+      "s.test_run_execution_id",
+      "s.adapter_module",
+      "s.adapter_version",
+    ])
+    .where("l.device_id", "in", deviceIds).execute();
+}

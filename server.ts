@@ -1,0 +1,20 @@
+/** `deno task serve`: the HTTP API and, in the same process, the polling worker. */
+import { bootstrap, createApp, exitOnStartupError, onShutdown, startWorker } from "@dutlab/core/server";
+import { modules } from "./modules.gen.ts";
+
+const rt = await bootstrap(modules).catch(exitOnStartupError);
+const worker = await startWorker(rt);
+const app = createApp(rt.services);
+const ac = new AbortController();
+const server = Deno.serve({
+  hostname: rt.config.HOST,
+  port: rt.config.PORT,
+  signal: ac.signal,
+  onListen: ({ hostname, port }) => console.error(`dutlab listening on http://${hostname}:${port}`),
+}, app.fetch);
+onShutdown(async () => {
+  ac.abort();
+  await server.finished;
+  await worker?.stop(rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000);
+  await rt.close();
+});
