@@ -1,8 +1,15 @@
 /** `deno task poll`: the polling worker alone (no HTTP server). */
-import { bootstrap, exitOnStartupError, onShutdown, startWorker } from "@dutlab/core/server";
+import {
+  bootstrap,
+  exitOnStartupError,
+  finishKeyRotation,
+  onShutdown,
+  startWorker,
+} from "@dutlab/core/server";
 import { modules } from "./modules.gen.ts";
 
 const rt = await bootstrap(modules).catch(exitOnStartupError);
+finishKeyRotation(rt);
 const worker = await startWorker(rt);
 if (!worker) {
   await rt.close();

@@ -1,8 +1,16 @@
 /** `deno task serve`: the HTTP API and, in the same process, the polling worker. */
-import { bootstrap, createApp, exitOnStartupError, onShutdown, startWorker } from "@dutlab/core/server";
+import {
+  bootstrap,
+  createApp,
+  exitOnStartupError,
+  finishKeyRotation,
+  onShutdown,
+  startWorker,
+} from "@dutlab/core/server";
 import { modules } from "./modules.gen.ts";
 
 const rt = await bootstrap(modules).catch(exitOnStartupError);
+finishKeyRotation(rt);
 const worker = await startWorker(rt);
 const app = createApp(rt.services);
 const ac = new AbortController();

@@ -7,6 +7,7 @@ import { buildRegistry, type LoadedModules, type Registry } from "./registry.ts"
 import { buildServices, type Services } from "./services.ts";
 import { PollWorker } from "./poller/worker.ts";
 import { CORE_VERSION } from "./version.ts";
+import { reencryptCredentials } from "./key_rotation.ts";
 
 export type { LoadedModules } from "./registry.ts";
 export { buildRegistry } from "./registry.ts";
@@ -81,6 +82,7 @@ export async function bootstrap(
     throw e;
   }
   const services = await buildServices(config, db, registry);
+
   log.info("dutlab core {version}: {vendors} vendor(s), {checks} check(s), database {kind}", {
     version: CORE_VERSION,
     vendors: registry.vendors.length,
@@ -92,6 +94,17 @@ export async function bootstrap(
     release();
   };
   return { config, db, registry, services, close, [Symbol.asyncDispose]: close };
+}
+
+/**
+ * With DUT_CRED_ENC_KEY_PREVIOUS set, re-encrypt old credentials with the current key in the background
+ * (`serve` and `poll` call it; every instance may, rows are swapped only if unchanged).
+ */
+export function finishKeyRotation(rt: Runtime): void {
+  if (!rt.config.DUT_CRED_ENC_KEY_PREVIOUS) return;
+  reencryptCredentials(rt.db.kysely, rt.services.keys).catch((e) =>
+    logger("keys").error("Credential re-encryption failed: {error}", { error: String(e) })
+  );
 }
 
 /** Print a start-up error as one clear line per problem and exit non-zero. */

@@ -1,0 +1,74 @@
+import assert from "node:assert/strict";
+import { buildRegistry, type LoadedModules } from "./registry.ts";
+import { StartupError } from "./errors.ts";
+import { fixtureAdapter, fixtureCheck, fixtureModules } from "../testing/fixture_modules.ts";
+import { coreSatisfies } from "./version.ts";
+
+const code = (c: string) => (e: unknown) => e instanceof StartupError && e.code === c;
+
+Deno.test("registry lists vendors with versions, including a vendor without adapter", () => {
+  const r = buildRegistry(fixtureModules());
+  assert.deepEqual(r.vendors, [
+    { key: "fixture-fw", displayName: "Fixture firewall", available: true, version: "0.0.1" },
+    { key: "vendor-c-ngfw", displayName: "Vendor C", available: false, version: null },
+  ]);
+  assert.deepEqual(r.checks.map((c) => [c.check.id, c.version]), [["fixture-ntp", "0.0.1"]]);
+  assert.equal(r.plan("fixture-plan")?.displayName, "Fixture plan");
+});
+
+Deno.test("registry refuses a duplicate vendor key or check id with a coded error", () => {
+  const dupAdapter: LoadedModules = fixtureModules({
+    adapters: [{ name: "@dutlab/adapter-other", version: "1.0.0", module: fixtureAdapter }],
+  });
+  assert.throws(() => buildRegistry(dupAdapter), code("DUPLICATE_VENDOR"));
+  const dupWithout = fixtureModules({ vendorsWithoutAdapter: [{ key: "fixture-fw", displayName: "x" }] });
+  assert.throws(() => buildRegistry(dupWithout), code("DUPLICATE_VENDOR"));
+  const dupCheck = fixtureModules({
+    checks: [{ name: "@dutlab/check-copy", version: "1.0.0", module: fixtureCheck }],
+  });
+  assert.throws(() => buildRegistry(dupCheck), (e: unknown) => {
+    assert.ok(e instanceof StartupError && e.code === "DUPLICATE_CHECK");
+    assert.match(e.message, /@dutlab\/check-fixture-ntp and @dutlab\/check-copy/);
+    return true;
+  });
+});
+
+Deno.test("registry refuses a module written for another core version", () => {
+  const old = fixtureModules();
+  old.adapters[0] = { ...old.adapters[0], module: { ...fixtureAdapter, coreVersion: "^2.0.0" } };
+  assert.throws(() => buildRegistry(old), (e: unknown) => {
+    assert.ok(e instanceof StartupError && e.code === "MODULE_CORE_VERSION");
+    assert.match(e.message, /@dutlab\/adapter-fixture-fw@0.0.1 is written for @dutlab\/core "\^2.0.0"/);
+    return true;
+  });
+  assert.equal(coreSatisfies("^1.0.0", "1.4.2"), true);
+  assert.equal(coreSatisfies("^1.5.0", "1.4.2"), false);
+  assert.equal(coreSatisfies("^0.9.0", "1.0.0"), false);
+  assert.equal(coreSatisfies("1.x", "1.0.0"), false);
+});
+
+Deno.test("registry refuses modules of the wrong shape, naming the module", () => {
+  const cases: Array<[string, LoadedModules]> = [];
+  const a = fixtureModules();
+  a.adapters[0] = { ...a.adapters[0], module: { ...fixtureAdapter, labels: [] } };
+  cases.push(["labels", a]);
+  const b = fixtureModules();
+  b.checks[0] = { ...b.checks[0], module: { ...fixtureCheck, evaluate: undefined } };
+  cases.push(["evaluate", b]);
+  const c = fixtureModules();
+  c.adapters[0] = { ...c.adapters[0], module: fixtureCheck };
+  cases.push(["adapter", c]);
+  const d = fixtureModules();
+  d.plugins[0] = {
+    ...d.plugins[0],
+    module: { kind: "plugin", name: "p", coreVersion: "^1.0.0", planCatalog: { plans: [] } },
+  };
+  cases.push(["catalogVersion", d]);
+  for (const [what, mods] of cases) {
+    assert.throws(() => buildRegistry(mods), (e: unknown) => {
+      assert.ok(e instanceof StartupError && e.code === "MODULE_SHAPE", what);
+      assert.match(e.message, new RegExp(what));
+      return true;
+    });
+  }
+});

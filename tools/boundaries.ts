@@ -1,0 +1,75 @@
+/**
+ * Boundary check (`deno task boundaries`): an adapter, check or plugin may import `@dutlab/core`, its own
+ * files and npm/node dependencies — never another adapter, check or plugin, nor an entry point.
+ * Only tests and simulators may import `@dutlab/core/testing`. Core must import no module member.
+ * Exits 1 listing every violation.
+ */
+const root = Deno.env.get("BOUNDARY_ROOT")?.replace(/\/?$/, "/") ?? new URL("../", import.meta.url).pathname;
+const IMPORT_RE =
+  /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*["']([^"']+)["']|import\s*\(\s*["']([^"']+)["']\s*\)|^\s*import\s*["']([^"']+)["']/gm;
+
+async function* tsFiles(dir: string): AsyncGenerator<string> {
+  for await (const e of Deno.readDir(dir)) {
+    const p = `${dir}/${e.name}`;
+    if (e.isDirectory && !e.name.startsWith(".")) yield* tsFiles(p);
+    else if (e.isFile && /\.(ts|tsx)$/.test(e.name)) yield p;
+  }
+}
+
+function specifiers(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(IMPORT_RE)) out.push(m[1] ?? m[2] ?? m[3]);
+  return out;
+}
+
+const violations: string[] = [];
+const rel = (p: string) => p.slice(root.length);
+const isTestOrSim = (f: string) => /(_test\.tsx?|\/sim\.ts|\/_testing\.ts|\/testing\/.*)$/.test(f);
+
+for (const kind of ["adapters", "checks", "plugins"]) {
+  for await (const member of Deno.readDir(`${root}${kind}`)) {
+    if (!member.isDirectory) continue;
+    const dir = `${root}${kind}/${member.name}`;
+    for await (const file of tsFiles(dir)) {
+      for (const spec of specifiers(await Deno.readTextFile(file))) {
+        const where = `${rel(file)} imports "${spec}"`;
+        if (spec.startsWith(".")) {
+          const target = new URL(spec, `file://${file}`).pathname;
+          if (!target.startsWith(dir + "/")) violations.push(`${where}: reaches outside its member folder`);
+        } else if (spec === "@dutlab/core" || spec.startsWith("@dutlab/core/")) {
+          if (spec.startsWith("@dutlab/core/testing") && !isTestOrSim(file)) {
+            violations.push(`${where}: only tests and simulators may import @dutlab/core/testing`);
+          } else if (spec === "@dutlab/core/server") {
+            violations.push(`${where}: modules may not import the server wiring`);
+          }
+        } else if (spec.startsWith("@dutlab/")) {
+          // A test may load another member to read its payloads through the real facts.
+          if (!(/_test\.tsx?$/.test(file) && kind === "checks" && spec.startsWith("@dutlab/adapter-"))) {
+            violations.push(`${where}: a module may not import another module`);
+          }
+        } else if (spec.startsWith("file:") || spec.startsWith("http")) {
+          violations.push(`${where}: use the import map, not a URL`);
+        }
+      }
+    }
+  }
+}
+
+for await (const file of tsFiles(`${root}core`)) {
+  for (const spec of specifiers(await Deno.readTextFile(file))) {
+    if (
+      /^@dutlab\/(adapter|check|plugin)-/.test(spec) ||
+      /modules\.gen\.ts$|(^|\/)(server|poller)\.ts$/.test(spec)
+    ) {
+      violations.push(`${rel(file)} imports "${spec}": core knows no module and no entry point`);
+    }
+  }
+}
+
+if (violations.length) {
+  console.error(`Boundary violations (${violations.length}):\n  ${violations.join("\n  ")}`);
+  Deno.exit(1);
+}
+console.log(
+  "boundaries: ok (adapters, checks and plugins import only @dutlab/core and their own dependencies)",
+);
