@@ -1,4 +1,11 @@
-import { configure, getConsoleSink, getJsonLinesFormatter, getLogger, type Logger } from "@logtape/logtape";
+import {
+  configure,
+  getJsonLinesFormatter,
+  getLogger,
+  getStreamSink,
+  getTextFormatter,
+  type Logger,
+} from "@logtape/logtape";
 
 export type { Logger };
 
@@ -16,9 +23,9 @@ export async function setupLogging(
   await configure({
     reset: true,
     sinks: {
-      console: opts.format === "json"
-        ? getConsoleSink({ formatter: getJsonLinesFormatter() })
-        : getConsoleSink(),
+      console: getStreamSink(Deno.stderr.writable, {
+        formatter: opts.format === "json" ? getJsonLinesFormatter() : getTextFormatter(),
+      }),
     },
     loggers: [
       { category: ["dutlab"], lowestLevel: opts.level, sinks: ["console"] },

@@ -1,0 +1,118 @@
+import assert from "node:assert/strict";
+
+const root = new URL("..", import.meta.url).pathname;
+const dec = new TextDecoder();
+
+/** Run `server.ts` with a clean environment plus `env`, return exit code and stderr lines. */
+async function runServe(env: Record<string, string>, ms = 20_000) {
+  const cmd = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "server.ts"],
+    cwd: root,
+    env: { PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "/tmp", NO_COLOR: "1", ...env },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+    signal: AbortSignal.timeout(ms),
+  });
+  const out = await cmd.output();
+  return { code: out.code, lines: dec.decode(out.stderr).trim().split("\n").filter(Boolean) };
+}
+
+async function freePort(): Promise<number> {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const p = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return p;
+}
+
+async function waitFor(url: string, ms = 30_000): Promise<Response> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    try {
+      return await fetch(url);
+    } catch {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  throw new Error(`no answer from ${url}`);
+}
+
+Deno.test("bad configuration exits non-zero with one clear line per problem", async () => {
+  const dir = await Deno.makeTempDir();
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [
+      { DUT_CRED_ENC_KEY: "a".repeat(63) },
+      /^dutlab: BAD_CONFIG: DUT_CRED_ENC_KEY: must be exactly 64 hex characters/,
+    ],
+    [
+      { DUT_CRED_ENC_KEY: "x".repeat(64) },
+      /^dutlab: BAD_CONFIG: DUT_CRED_ENC_KEY: must be exactly 64 hex characters/,
+    ],
+    [
+      { DATABASE_URL: "postgres://postgres@127.0.0.1:5432/test", DUT_CRED_ENC_KEY: "ab".repeat(32) },
+      /^dutlab: BAD_CONFIG: ADMIN_TOKEN: required when DATABASE_URL is set/,
+    ],
+    [{ PORT: "70000" }, /^dutlab: BAD_CONFIG: PORT: must be at most 65535$/],
+  ];
+  for (const [env, re] of cases) {
+    const r = await runServe({ DUT_DATA_DIR: dir, ...env });
+    assert.notEqual(r.code, 0, JSON.stringify(env));
+    assert.equal(r.lines.length, 1, r.lines.join("\n"));
+    assert.match(r.lines[0], re);
+    for (const v of Object.values(env)) {
+      if (v.length > 20) assert.ok(!r.lines[0].includes(v), "no value echoed");
+    }
+  }
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("serve starts on a fresh embedded data dir, stores secrets 0600, and a second serve is refused", async () => {
+  const dir = await Deno.makeTempDir();
+  const port = await freePort();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "server.ts"],
+    cwd: root,
+    env: {
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DUT_DATA_DIR: dir,
+      NO_COLOR: "1",
+      DUT_API_POLLER_DISABLE: "1",
+    },
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  try {
+    const health = await waitFor(`http://127.0.0.1:${port}/healthz`);
+    assert.equal(health.status, 200);
+    assert.deepEqual(await health.json(), { status: "ok" });
+    const ready = await waitFor(`http://127.0.0.1:${port}/readyz`);
+    assert.equal(ready.status, 200);
+    const st = await Deno.stat(`${dir}/secrets.json`);
+    assert.equal(st.mode! & 0o777, 0o600);
+    const secrets = JSON.parse(await Deno.readTextFile(`${dir}/secrets.json`));
+    assert.match(secrets.adminToken, /^[0-9a-f]{64}$/);
+    assert.match(secrets.credEncKey, /^[0-9a-f]{64}$/);
+    const authed = await fetch(`http://127.0.0.1:${port}/api/admin/dut/devices`, {
+      headers: { authorization: `Bearer ${secrets.adminToken}` },
+    });
+    assert.equal(authed.status, 200);
+    await authed.body?.cancel();
+    const second = await runServe({ DUT_DATA_DIR: dir, PORT: String(await freePort()) });
+    assert.notEqual(second.code, 0);
+    assert.match(second.lines.join("\n"), /DATA_DIR_IN_USE: Data directory .* is in use by process \d+/);
+    const again = await fetch(`http://127.0.0.1:${port}/readyz`);
+    assert.equal(again.status, 200, "the first instance still works");
+    await again.body?.cancel();
+  } finally {
+    child.kill("SIGTERM");
+    const status = await child.status;
+    const log = dec.decode(await new Response(child.stderr).arrayBuffer());
+    assert.match(log, /Generated an admin token; read it from/);
+    assert.match(log, /Polling worker disabled by DUT_API_POLLER_DISABLE=1/);
+    const secrets = JSON.parse(await Deno.readTextFile(`${dir}/secrets.json`));
+    assert.ok(!log.includes(secrets.adminToken) && !log.includes(secrets.credEncKey), "no secret in the log");
+    assert.equal(status.code, 0, "clean shutdown on SIGTERM");
+    await Deno.remove(dir, { recursive: true });
+  }
+});
