@@ -17,5 +17,6 @@ if (!worker) {
 }
 onShutdown(async () => {
   await worker.stop(rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000);
+  await rt.services.releaseAllParked();
   await rt.close();
 });

@@ -24,5 +24,6 @@ onShutdown(async () => {
   ac.abort();
   await server.finished;
   await worker?.stop(rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000);
+  await rt.services.releaseAllParked();
   await rt.close();
 });

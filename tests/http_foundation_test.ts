@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
+import { Validator } from "@seriousme/openapi-schema-validator";
 
 const ADMIN_ROUTES: Array<[string, string]> = [
   ["GET", "/api/admin/dut/devices"],
@@ -116,6 +117,10 @@ dbTest("the OpenAPI document is OpenAPI 3.1 and describes every route", async (d
   assert.equal(res.status, 200);
   const doc = await res.json();
   assert.equal(doc.openapi, "3.1.0");
+  const validator = new Validator();
+  const result = await validator.validate(doc);
+  assert.equal(result.valid, true, JSON.stringify(result.errors, null, 1)?.slice(0, 2000));
+  assert.equal(validator.version, "3.1");
   for (
     const p of [
       "/api/admin/dut/devices",

@@ -26,6 +26,8 @@ export interface Services {
   limits: TransportLimits;
   /** Log out a session parked for a device (after delete, or at shutdown). Best effort. */
   releaseParked(row: Pick<DeviceRow, "id">, fallback?: DeviceRow): Promise<void>;
+  /** Log out every parked session (shutdown). */
+  releaseAllParked(): Promise<void>;
   /** Whether this process holds the poll lock (for /metrics). */
   worker?: { holdsLock: boolean };
 }
@@ -62,7 +64,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
   );
   const log = logger("sessions");
-  return {
+  const svc: Services = {
     config,
     db,
     registry,
@@ -103,5 +105,12 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
         transport.close();
       }
     },
+    async releaseAllParked() {
+      const ids = sessions.deviceIds();
+      if (!ids.length) return;
+      const rows = await db.kysely.selectFrom("devices").selectAll().where("id", "in", ids).execute();
+      await Promise.allSettled(rows.map((r) => svc.releaseParked(r, r)));
+    },
   };
+  return svc;
 }
