@@ -18,7 +18,7 @@ async function runServe(env: Record<string, string>, ms = 20_000) {
   return { code: out.code, lines: dec.decode(out.stderr).trim().split("\n").filter(Boolean) };
 }
 
-async function freePort(): Promise<number> {
+function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const p = (l.addr as Deno.NetAddr).port;
   l.close();
@@ -68,7 +68,7 @@ Deno.test("bad configuration exits non-zero with one clear line per problem", as
 
 Deno.test("serve starts on a fresh embedded data dir, stores secrets 0600, and a second serve is refused", async () => {
   const dir = await Deno.makeTempDir();
-  const port = await freePort();
+  const port = freePort();
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "server.ts"],
     cwd: root,
@@ -98,7 +98,7 @@ Deno.test("serve starts on a fresh embedded data dir, stores secrets 0600, and a
     });
     assert.equal(authed.status, 200);
     await authed.body?.cancel();
-    const second = await runServe({ DUT_DATA_DIR: dir, PORT: String(await freePort()) });
+    const second = await runServe({ DUT_DATA_DIR: dir, PORT: String(freePort()) });
     assert.notEqual(second.code, 0);
     assert.match(second.lines.join("\n"), /DATA_DIR_IN_USE: Data directory .* is in use by process \d+/);
     const again = await fetch(`http://127.0.0.1:${port}/readyz`);
