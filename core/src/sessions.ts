@@ -46,6 +46,12 @@ export class SessionRegistry {
     return p && p.expiresAt > Date.now() ? p.value : undefined;
   }
 
+  /** The parked state of a device, without removing it (tests and diagnostics). */
+  peek(deviceId: string): unknown | undefined {
+    const p = this.#byDevice.get(deviceId);
+    return p && p.expiresAt > Date.now() ? p.value : undefined;
+  }
+
   deviceIds(): string[] {
     return [...this.#byDevice.keys()];
   }
