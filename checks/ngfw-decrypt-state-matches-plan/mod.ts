@@ -1,8 +1,14 @@
+/**
+ * `ngfw-decrypt-state-matches-plan`: a firewall decrypts TLS exactly when the plan demands it. Reads the
+ * `decrypt_policy` snapshot through the adapter's `decryptRuleCount` fact and the plan's `tlsDecrypt`.
+ *
+ * @module
+ */
 import { defineCheck } from "@dutlab/core";
 
-const FIREWALLS = ["vendor-a-ngfw", "vendor-b-ngfw"];
+/** The vendors whose firewalls decrypt TLS (spec 4.9). */
+const FIREWALLS: readonly string[] = ["vendor-a-ngfw", "vendor-b-ngfw"];
 
-/** `ngfw-decrypt-state-matches-plan`: decrypt rules exist exactly when the plan demands decryption. */
 export default defineCheck({
   kind: "check",
   id: "ngfw-decrypt-state-matches-plan",
@@ -13,6 +19,11 @@ export default defineCheck({
   evaluate(snapshot, plan, { facts }) {
     if (!facts.decryptRuleCount) {
       throw new Error(`vendor ${snapshot.vendor} offers no decryptRuleCount reading`);
+    }
+    if (plan.tlsDecrypt !== "on" && plan.tlsDecrypt !== "off") {
+      throw new Error(
+        `plan ${plan.identifier} has tlsDecrypt ${JSON.stringify(plan.tlsDecrypt)}, not on/off`,
+      );
     }
     const n = facts.decryptRuleCount(snapshot.payload);
     if (plan.tlsDecrypt === "on") {

@@ -1,6 +1,11 @@
+/**
+ * `ngfw-deploy-clean`: the firewall's newest deployment job is `DEPLOYED` and nothing is pending. Reads the
+ * `deploy_status` snapshot through the adapter's `deployState` fact.
+ *
+ * @module
+ */
 import { defineCheck } from "@dutlab/core";
 
-/** `ngfw-deploy-clean`: the firewall's last deployment is DEPLOYED and nothing is pending. */
 export default defineCheck({
   kind: "check",
   id: "ngfw-deploy-clean",
@@ -11,11 +16,13 @@ export default defineCheck({
   evaluate(snapshot, _plan, { facts }) {
     if (!facts.deployState) throw new Error(`vendor ${snapshot.vendor} offers no deployState reading`);
     const { state, pendingChanges } = facts.deployState(snapshot.payload);
-    const pass = state === "DEPLOYED" && pendingChanges === 0;
-    return {
-      pass,
-      detail: `deployment state ${state}, ${pendingChanges} pending change(s)` +
-        (pass ? "" : state !== "DEPLOYED" ? "; expected DEPLOYED" : "; deploy the pending changes first"),
-    };
+    const observed = `deployment state ${state}, ${pendingChanges} pending change(s)`;
+    const problems = [
+      ...(state === "DEPLOYED" ? [] : ["expected DEPLOYED"]),
+      ...(pendingChanges === 0 ? [] : ["deploy or discard the pending changes"]),
+    ];
+    return problems.length === 0
+      ? { pass: true, detail: observed }
+      : { pass: false, detail: `${observed}; ${problems.join("; ")}` };
   },
 });

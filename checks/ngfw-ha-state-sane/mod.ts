@@ -1,11 +1,14 @@
+/**
+ * `ngfw-ha-state-sane`: the firewall's HA state maps to `ACTIVE`, `STANDBY_READY`, `NEGOTIATION` or `JOIN`.
+ * Reads the `ha_status` snapshot through the adapter's `haState` fact, which holds the vendor's mapping.
+ *
+ * @module
+ */
 import { type CatalogHaState, defineCheck } from "@dutlab/core";
 
-const SANE: readonly CatalogHaState[] = ["ACTIVE", "STANDBY_READY", "NEGOTIATION", "JOIN"];
+/** The HA states a throughput run may start in (spec 4.9). */
+export const SANE_HA_STATES: readonly CatalogHaState[] = ["ACTIVE", "STANDBY_READY", "NEGOTIATION", "JOIN"];
 
-/**
- * `ngfw-ha-state-sane`: the firewall's HA state maps to ACTIVE, STANDBY_READY, NEGOTIATION or JOIN,
- * using the mapping the vendor-a-ngfw adapter documents (its `facts.haState`).
- */
 export default defineCheck({
   kind: "check",
   id: "ngfw-ha-state-sane",
@@ -16,12 +19,14 @@ export default defineCheck({
   evaluate(snapshot, _plan, { facts }) {
     if (!facts.haState) throw new Error(`vendor ${snapshot.vendor} offers no haState reading`);
     const { raw, mapped } = facts.haState(snapshot.payload);
-    const pass = mapped !== null && SANE.includes(mapped);
+    const pass = mapped !== null && SANE_HA_STATES.includes(mapped);
     return {
       pass,
       detail: mapped === null
-        ? `HA state ${raw} maps to no sane state (expected one of ${SANE.join(", ")})`
-        : `HA state ${raw} (maps to ${mapped})`,
+        ? `HA state ${raw} maps to no catalog state (expected one of ${SANE_HA_STATES.join(", ")})`
+        : pass
+        ? `HA state ${raw} (maps to ${mapped})`
+        : `HA state ${raw} (maps to ${mapped}; expected one of ${SANE_HA_STATES.join(", ")})`,
     };
   },
 });

@@ -1,6 +1,11 @@
+/**
+ * `ntp-source-configured`: at least one time server is configured (all vendors). Reads the `ntp_config`
+ * snapshot through the adapter's `ntpServers` fact.
+ *
+ * @module
+ */
 import { defineCheck } from "@dutlab/core";
 
-/** `ntp-source-configured`: at least one time server is configured (all vendors). */
 export default defineCheck({
   kind: "check",
   id: "ntp-source-configured",

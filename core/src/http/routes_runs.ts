@@ -141,6 +141,9 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
       path: "/api/test-runs/plans",
       tags,
       summary: "The test-plan catalog",
+      description:
+        "Plans with stable identifiers and their parameters (TLS-decrypt requirement, SLO p99 target, deployment " +
+        "mode, phases, vendors and roles). `catalogVersion` goes up whenever any plan changes; a run records it.",
       responses: {
         200: json(z.object({ catalogVersion: z.number().int(), plans: z.array(Plan) }), "Plans"),
         ...problemResponses,
@@ -158,8 +161,9 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
       description:
         "Read-only: evaluates the latest stored snapshot per enabled device and label; never collects or " +
         "contacts a device. 200 when every check passed; 422 (same body) when any failed or was skipped " +
-        "(a skipped check means the lab is not known to be ready). Disabled devices are left out. " +
-        "Unknown planIdentifier: 404.",
+        "(a skipped check means the lab is not known to be ready) or when no check applies. A check that " +
+        "cannot read its payload gives status `error` (counted as failed), never a 500. Disabled devices are " +
+        "left out. Unknown planIdentifier: 404.",
       request: body(PreflightBody),
       responses: {
         200: json(PreflightResult, "Every check passed"),
@@ -171,7 +175,10 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     async (c) => {
       const { planIdentifier } = c.req.valid("json");
       const plan = svc.registry.plan(planIdentifier);
-      if (!plan) throw problems.notFound(`No plan with identifier "${planIdentifier}"`);
+      if (!plan) {
+        const known = svc.registry.planCatalog.plans.map((p) => p.identifier).join(", ") || "none";
+        throw problems.notFound(`No plan with identifier "${planIdentifier}" (known plans: ${known})`);
+      }
       const r = await runPreflight(svc.db.kysely, svc.registry, plan);
       return c.json(r, r.pass ? 200 : 422);
     },

@@ -1,0 +1,113 @@
+import assert from "node:assert/strict";
+import type { CheckSnapshot, Plan } from "@dutlab/core";
+import { evaluateCheck } from "@dutlab/core/testing";
+import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
+import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
+import check from "./mod.ts";
+
+const NOW = new Date("2026-11-21T10:00:00Z");
+const plan: Plan = {
+  identifier: "unit-plan",
+  displayName: "Unit plan",
+  description: "",
+  tlsDecrypt: "on",
+  sloTargetP99Ms: 100,
+  deploymentMode: "inline-routed",
+  phases: [],
+  vendors: ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"],
+  deviceRoles: ["ngfw", "switch", "bmc"],
+  parameters: {},
+};
+const device = (vendor: string) => ({ id: "d-1", hostname: "fw-1", vendor, deviceRole: "ngfw" });
+const snapshot = (vendor: string, payload: unknown): CheckSnapshot => ({
+  id: "3",
+  deviceId: "d-1",
+  endpointLabel: "ha_status",
+  vendor,
+  payload,
+  payloadSha256: "d".repeat(64),
+  collectedAt: NOW,
+});
+const run = (payload: unknown) =>
+  evaluateCheck(check, device("vendor-a-ngfw"), plan, snapshot("vendor-a-ngfw", payload), {
+    now: NOW,
+    facts: ngfwA.facts ?? {},
+  });
+/** The FDM `ha_status` object as the adapter stores it. */
+const ha = (nodeState: string) => ({
+  nodeRole: "HA_PRIMARY",
+  nodeState,
+  peerNodeState: "HA_STANDBY_NODE",
+  configStatus: "IN_SYNC",
+  haHealthStatus: "HEALTHY",
+});
+
+Deno.test("ngfw-ha-state-sane applies to vendor-a-ngfw devices of the plan only", () => {
+  assert.equal(check.label, "ha_status");
+  assert.equal(check.appliesTo(device("vendor-a-ngfw"), plan), true);
+  for (const v of ["vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"]) {
+    assert.equal(check.appliesTo(device(v), plan), false, v);
+  }
+  assert.equal(check.appliesTo(device("vendor-a-ngfw"), { ...plan, vendors: [] }), false);
+});
+
+Deno.test("ngfw-ha-state-sane passes on states the adapter maps to a sane catalog state", () => {
+  const cases: Array<[string, string]> = [
+    ["HA_ACTIVE_NODE", "ACTIVE"],
+    ["SINGLE_NODE", "ACTIVE"],
+    ["HA_STANDBY_NODE", "STANDBY_READY"],
+    ["HA_NEGOTIATING_NODE", "NEGOTIATION"],
+    ["HA_CONFIGURATION_SYNC", "NEGOTIATION"],
+  ];
+  for (const [raw, mapped] of cases) {
+    const r = run(ha(raw));
+    assert.equal(r?.status, "pass", raw);
+    assert.equal(r?.detail, `HA state ${raw} (maps to ${mapped})`);
+  }
+});
+
+Deno.test("ngfw-ha-state-sane fails on states that map to no catalog state and shows the device's value", () => {
+  for (
+    const raw of ["HA_FAILED_NODE", "HA_SUSPENDED_NODE", "HA_DISABLED_NODE", "HA_UNKNOWN_NODE", "NEW_STATE"]
+  ) {
+    const r = run(ha(raw));
+    assert.equal(r?.status, "fail", raw);
+    assert.equal(
+      r?.detail,
+      `HA state ${raw} maps to no catalog state (expected one of ACTIVE, STANDBY_READY, NEGOTIATION, JOIN)`,
+    );
+  }
+});
+
+Deno.test("ngfw-ha-state-sane judges the mapped state with plain fixture facts", () => {
+  // A fixture haState reading that yields each catalog state: the check trusts the adapter's mapping.
+  for (const mapped of ["ACTIVE", "STANDBY_READY", "NEGOTIATION", "JOIN"] as const) {
+    const r = evaluateCheck(check, device("vendor-a-ngfw"), plan, snapshot("vendor-a-ngfw", {}), {
+      now: NOW,
+      facts: { haState: () => ({ raw: `raw-${mapped}`, mapped }) },
+    });
+    assert.equal(r?.status, "pass", mapped);
+    assert.equal(r?.detail, `HA state raw-${mapped} (maps to ${mapped})`);
+  }
+});
+
+Deno.test("ngfw-ha-state-sane reports an error for a payload of the wrong shape", () => {
+  for (const payload of [{}, { nodeState: 3 }, "HA_ACTIVE_NODE", null]) {
+    const r = run(payload);
+    assert.equal(r?.status, "error", JSON.stringify(payload));
+    assert.equal(r?.pass, false);
+    assert.match(r!.detail, /^check error: could not evaluate the ha_status payload \(.+\)$/);
+  }
+});
+
+Deno.test("ngfw-ha-state-sane reports an error for a vendor without an haState reading", () => {
+  const r = evaluateCheck(
+    { ...check, appliesTo: () => true },
+    device("vendor-b-ngfw"),
+    plan,
+    snapshot("vendor-b-ngfw", { results: { mode: "standalone" } }),
+    { now: NOW, facts: ngfwB.facts ?? {} },
+  );
+  assert.equal(r?.status, "error");
+  assert.match(r!.detail, /vendor vendor-b-ngfw offers no haState reading/);
+});
