@@ -32,7 +32,7 @@ export async function openTestDatabase(
   const admin = postgres(url, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create schema ${schema}`);
   const db = await openDatabase({ url, schema, poolSize: 5 });
-  await migrate(db.kysely);
+  await migrate(db.kysely, schema);
   const close = async () => {
     await db.close();
     await admin.unsafe(`drop schema ${schema} cascade`).catch(() => {});

@@ -7,7 +7,7 @@ import type { Database } from "./schema.ts";
 import { migrationProvider } from "./migrations/mod.ts";
 import { StartupError } from "../errors.ts";
 
-/** A dedicated database session (not from the pool), for advisory locks. */
+/** A dedicated database session (not from the pool), for advisory locks. Ending it drops its locks. */
 export interface ReservedSession {
   /** Run a query returning rows on this session. */
   query<T>(text: string, params?: unknown[]): Promise<T[]>;
@@ -60,17 +60,28 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
       kysely,
       kind: "postgres",
       async reserve() {
-        const r = await client.reserve();
-        const [{ pid }] = await r.unsafe<{ pid: number }[]>("select pg_backend_pid() as pid");
-        return {
-          pid,
-          query: <T>(text: string, params: unknown[] = []) =>
-            r.unsafe(text, params as postgres.ParameterOrJSON<never>[]) as unknown as Promise<T[]>,
-          release: async () => {
-            r.release();
-            await Promise.resolve();
-          },
-        };
+        // A one-connection client of its own, not a pool connection: a postgres.js reserved pool
+        // connection used or released after its backend died crashes the process. After any error,
+        // release this session and reserve a new one (a reused broken connection can hang).
+        const one = postgres(opts.url!, {
+          max: 1,
+          onnotice: () => {},
+          connection,
+          idle_timeout: 0,
+          max_lifetime: null,
+        });
+        try {
+          const [{ pid }] = await one.unsafe<{ pid: number }[]>("select pg_backend_pid() as pid");
+          return {
+            pid,
+            query: <T>(text: string, params: unknown[] = []) =>
+              one.unsafe(text, params as postgres.ParameterOrJSON<never>[]) as unknown as Promise<T[]>,
+            release: () => one.end({ timeout: 0 }),
+          };
+        } catch (e) {
+          await one.end({ timeout: 0 }).catch(() => {});
+          throw e;
+        }
       },
       async close() {
         await kysely.destroy();
@@ -101,8 +112,13 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
 }
 
 /** Apply every pending migration. Kysely takes a PostgreSQL advisory lock, so concurrent starts are safe. */
-export async function migrate(db: Kysely<Database>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: migrationProvider });
+export async function migrate(db: Kysely<Database>, schema?: string): Promise<string[]> {
+  // With several schemas in one database (tests), name ours: Kysely's table check spans all schemas.
+  const migrator = new Migrator({
+    db,
+    provider: migrationProvider,
+    ...(schema ? { migrationTableSchema: schema } : {}),
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     throw new StartupError("MIGRATION_FAILED", `Migration failed: ${(error as Error).message ?? error}`);
