@@ -79,7 +79,35 @@ const Run = z.object({
   startedAt: z.string(),
   endedAt: z.string().nullable(),
   outcome: z.string().nullable(),
-  preflightAtStart: z.object({ pass: z.boolean(), summary: z.string() }),
+  preflightAtStart: z.object({
+    pass: z.boolean(),
+    summary: z.string(),
+    checksRun: z.number().int(),
+    checksPassed: z.number().int(),
+    checksFailed: z.number().int(),
+    checksSkipped: z.number().int(),
+  }).openapi({ description: "The pre-flight result at start (in full: report annex preflight-at-start)" }),
+  labAtStart: z.object({
+    devices: z.array(z.object({
+      id: z.string(),
+      hostname: z.string(),
+      vendor: z.string(),
+      deviceRole: z.string().nullable(),
+    })),
+    decrypt: z.record(
+      z.string(),
+      z.object({
+        state: z.enum(["on", "off", "unknown"]),
+        snapshotId: z.string().nullable(),
+        ruleCount: z.number().int().nullable(),
+      }),
+    ).openapi({
+      description: "Per firewall device id: TLS-decrypt state from its latest decrypt_policy snapshot",
+    }),
+    tlsDecrypt: z.enum(["on", "off", "mixed", "unknown"]).openapi({
+      description: "`on`/`off` when every firewall with a known state agrees, `mixed` when they differ",
+    }),
+  }),
   alerts: z.array(Alert),
   reportSha256: z.string().nullable(),
 }).openapi("TestRun");
@@ -232,7 +260,8 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
       description:
         "`results` is either raw latency samples in ms or a k6 --summary-export JSON (with p(99) in its trend " +
         "stats). The service computes count, min, max, mean, p50, p95, p99 (linear interpolation) and builds " +
-        "the report once; later fetches return the same bytes and hashes.",
+        "the report once; later fetches return the same bytes and hashes. Samples are bounded by " +
+        "DUT_BODY_LIMIT_BYTES (1 MiB by default: about 100,000 samples). 409 when the run is already finished.",
       request: { params: ExecParam, ...body(FinishBody) },
       responses: {
         200: json(Run, "Finished"),

@@ -17,7 +17,16 @@ async function hmac(secret: string, data: string): Promise<string> {
 
 export const reportPath = (executionId: string) => `/runs/${executionId}/report`;
 
-/** A signed link to the print page valid for `ttlSeconds`. */
+/**
+ * A signed link to the print page, valid for `ttlSeconds`: `<origin>/runs/<id>/report?exp=<unix s>&sig=<s>`
+ * with `sig` = base64url(HMAC-SHA256(key, "<path>\n<exp>")) and key = SHA-256("dutlab share links v1\0" +
+ * ADMIN_TOKEN). Changing the path, `exp` or `sig` breaks it; rotating ADMIN_TOKEN revokes every link.
+ *
+ * @example
+ * ```ts
+ * const { url, expiresAt } = await shareLink(token, "https://dutlab.example", executionId, 86400);
+ * ```
+ */
 export async function shareLink(secret: string, origin: string, executionId: string, ttlSeconds: number) {
   const exp = Math.floor(Date.now() / 1000) + ttlSeconds;
   const path = reportPath(executionId);

@@ -157,8 +157,9 @@ export class PollService {
         .executeTakeFirst();
       if (!exists) return; // deleted while polling: nothing to record
       if (hashed.length) {
+        // FOR SHARE: a run's finish (FOR UPDATE) waits for this commit, so its report lists these snapshots.
         const run = await tx.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
-          .executeTakeFirst();
+          .forShare().executeTakeFirst();
         const unique = [...new Map(hashed.map((h) => [h.sha256, h])).values()];
         const inserted = await tx.insertInto("snapshot_payloads")
           .values(unique.map((h) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))

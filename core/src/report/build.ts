@@ -26,13 +26,48 @@ export function licenseTexts(id: string): ReportData["license"] {
   };
 }
 
-/** A JSON annex: the body is the RFC 8785 canonical JSON of `value`; `sha256` hashes the body's UTF-8. */
+/**
+ * The body of a JSON annex: deterministic, and compact yet readable on paper. Keys are in RFC 8785
+ * order; an array is one canonical JSON item per line; an object is one member per line, where a member
+ * that is an array again has one item per line and any other value is canonical JSON.
+ */
+export function annexBody(value: unknown): string {
+  const v: unknown = JSON.parse(canonicalJson(value));
+  const list = (a: unknown[], indent: string) =>
+    a.length ? `[\n${a.map((x) => `${indent}  ${canonicalJson(x)}`).join(",\n")}\n${indent}]` : "[]";
+  if (Array.isArray(v)) return list(v, "");
+  if (typeof v !== "object" || v === null) return canonicalJson(v);
+  const obj = v as Record<string, unknown>;
+  // RFC 8785 sorts keys by UTF-16 code units, as the default string sort does.
+  const keys = Object.keys(obj).sort();
+  if (!keys.length) return "{}";
+  const member = (k: string) => {
+    const x = obj[k];
+    return `  ${canonicalJson(k)}: ${Array.isArray(x) ? list(x, "  ") : canonicalJson(x)}`;
+  };
+  return `{\n${keys.map(member).join(",\n")}\n}`;
+}
+
+/**
+ * A JSON annex. `sha256` is the SHA-256 (lowercase hex) of the UTF-8 bytes of `body`, whatever its layout:
+ * verifying needs only the body string as stored.
+ *
+ * @example
+ * ```ts
+ * const a = await jsonAnnex("snapshots", "Snapshots linked to the run", [{ snapshotId: "12" }]);
+ * a.sha256 === await sha256Hex(a.body); // true
+ * ```
+ */
 export async function jsonAnnex(id: string, title: string, value: unknown): Promise<Annex> {
-  const body = canonicalJson(value);
+  const body = annexBody(value);
   return { id, title, mediaType: "application/json", sha256: await sha256Hex(body), body };
 }
 
-/** Compute `planSnapshotSha256` and `reportSha256` and return the finished report. */
+/**
+ * Seal a report: `meta.planSnapshotSha256` = SHA-256 of the RFC 8785 canonical JSON of `plan`, then
+ * `reportSha256` = SHA-256 of the RFC 8785 canonical JSON of the report without its `reportSha256`
+ * member. Annex hashes are set by {@link jsonAnnex}. `verifyReport` recomputes all three.
+ */
 export async function sealReport(draft: Omit<ReportData, "reportSha256">): Promise<ReportData> {
   const meta = { ...draft.meta, planSnapshotSha256: await jcsSha256(draft.plan) };
   const body = { ...draft, meta };

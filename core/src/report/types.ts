@@ -57,8 +57,9 @@ export interface ReportData {
   };
   tlsDecrypt: {
     required: "on" | "off";
-    activeAtStart: "on" | "off" | "unknown";
-    activeAtEnd: "on" | "off" | "unknown";
+    /** `on`/`off` when every firewall with a known state agrees, `mixed` when they differ. */
+    activeAtStart: "on" | "off" | "mixed" | "unknown";
+    activeAtEnd: "on" | "off" | "mixed" | "unknown";
     alerts: DecryptAlert[];
     /** True when a decrypt-mode change during the run invalidated the results. */
     resultsInvalidated: boolean;

@@ -46,13 +46,11 @@ export async function recordDecryptAlerts(
   if (i < 0) return;
   const now = decryptStateOf(registry, device.vendor, snapshots[i].payload);
   if (now === "unknown") return;
-  const run = await tx.selectFrom("test_runs").select("start_state_json").where(
-    "execution_id",
-    "=",
-    executionId,
-  )
-    .executeTakeFirst();
-  const start = (run?.start_state_json as StartState | undefined)?.decrypt?.[device.id]?.state;
+  const run = await tx.selectFrom("test_runs").select("start_state_json")
+    .where("execution_id", "=", executionId).executeTakeFirst();
+  const raw = run?.start_state_json;
+  const startState = (typeof raw === "string" ? JSON.parse(raw) : raw) as StartState | undefined;
+  const start = startState?.decrypt?.[device.id]?.state;
   if (!start || start === "unknown") return;
   const last = await tx.selectFrom("run_alerts").select("to_state").where("execution_id", "=", executionId)
     .where("device_id", "=", device.id).orderBy("id", "desc").limit(1).executeTakeFirst();

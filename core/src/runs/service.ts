@@ -34,43 +34,88 @@ export interface RunView {
   startedAt: string;
   endedAt: string | null;
   outcome: string | null;
-  preflightAtStart: { pass: boolean; summary: string };
+  /** The pre-flight result evaluated at start (the full result is annex `preflight-at-start`). */
+  preflightAtStart: {
+    pass: boolean;
+    summary: string;
+    checksRun: number;
+    checksPassed: number;
+    checksFailed: number;
+    checksSkipped: number;
+  };
+  /** Enabled devices and the firewalls' TLS-decrypt state when the run started. */
+  labAtStart: StartState & { tlsDecrypt: "on" | "off" | "mixed" | "unknown" };
   alerts: DecryptAlert[];
   reportSha256: string | null;
 }
 
+/** The `results` of a finish request: raw latencies in ms, or a k6 `--summary-export` JSON. */
 export type RunResults =
   | { latencySamplesMs: number[] }
   | { k6Summary: { metrics: Record<string, unknown> } };
 
 const FIREWALL_LABEL = "decrypt_policy";
 const BMC_ROLE = "bmc";
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function overall(states: Array<"on" | "off" | "unknown">): "on" | "off" | "unknown" {
-  const known = states.filter((s) => s !== "unknown");
-  if (!known.length) return "unknown";
-  return known.includes("on") ? "on" : "off";
+/**
+ * The lab's TLS-decrypt state from its firewalls': `on` or `off` when every firewall with a known state
+ * agrees, `mixed` when they differ, `unknown` when none has a readable `decrypt_policy` snapshot.
+ */
+export function labDecryptState(state: StartState): "on" | "off" | "mixed" | "unknown" {
+  const known = new Set(Object.values(state.decrypt).map((d) => d.state).filter((s) => s !== "unknown"));
+  if (known.size === 0) return "unknown";
+  return known.size > 1 ? "mixed" : [...known][0] as "on" | "off";
 }
 
-/** Test runs: start (plan frozen, lab state and pre-flight recorded), finish (report built and frozen once). */
+function toObj<T>(v: unknown): T {
+  return (typeof v === "string" ? JSON.parse(v) : v) as T;
+}
+
+type RunRow = Omit<Selectable<TestRunsTable>, "run_id"> & { run_id: string };
+
+/**
+ * A jsonb value from its canonical JSON text. Sent as a text parameter and cast on the server: a JS string
+ * bound straight to a jsonb parameter is JSON-encoded once more by postgres.js (a jsonb string).
+ */
+const jsonb = (value: unknown) => sql<string>`cast(${canonicalJson(value)}::text as jsonb)`;
+
+/**
+ * Test runs: start (plan frozen, lab state and pre-flight recorded), finish (results aggregated, the
+ * report built once and frozen), and reads. At most one run is active (a partial unique index).
+ *
+ * @example
+ * ```ts
+ * const runs = new RunService(db, registry, "LAB-INTERNAL");
+ * const run = await runs.start({ planIdentifier: "ngfw-throughput-decrypt-on" });
+ * await runs.finish(run.executionId, { outcome: "passed", results: { latencySamplesMs: [12.5, 14, 80] } });
+ * const { text, sha256 } = await runs.report(run.executionId); // the same bytes on every call
+ * ```
+ */
 export class RunService {
   constructor(private db: Kysely<Database>, private registry: Registry, private defaultLicense: string) {}
 
-  async #labState(): Promise<StartState> {
-    const devices = await this.db.selectFrom("devices").select(["id", "hostname", "vendor", "device_role"])
-      .where("enabled", "=", true).orderBy("hostname").execute();
-    const latest = await latestSnapshots(this.db, devices.map((d) => d.id));
+  /** Enabled devices and each firewall's decrypt state from its latest `decrypt_policy` snapshot. */
+  async #labState(db: Kysely<Database>): Promise<StartState> {
+    const devices = await db.selectFrom("devices").select(["id", "hostname", "vendor", "device_role"])
+      .where("enabled", "=", true).orderBy("hostname").orderBy("id").execute();
+    const latest = await latestSnapshots(db, devices.map((d) => d.id));
     const decrypt: StartState["decrypt"] = {};
     for (const d of devices) {
-      if (!this.registry.adapters.get(d.vendor)?.adapter.labels.includes(FIREWALL_LABEL)) continue;
+      const adapter = this.registry.adapters.get(d.vendor)?.adapter;
+      if (!adapter?.labels.includes(FIREWALL_LABEL)) continue;
       const s = latest.find((x) => x.device_id === d.id && x.endpoint_label === FIREWALL_LABEL);
-      const state = s ? decryptStateOf(this.registry, d.vendor, JSON.parse(s.payload)) : "unknown";
-      const f = this.registry.adapters.get(d.vendor)?.adapter.facts?.decryptRuleCount;
       let ruleCount: number | null = null;
       try {
-        ruleCount = s && f ? f(JSON.parse(s.payload)) : null;
-      } catch { /* unknown */ }
-      decrypt[d.id] = { state, snapshotId: s?.id ?? null, ruleCount };
+        ruleCount = s && adapter.facts?.decryptRuleCount
+          ? adapter.facts.decryptRuleCount(JSON.parse(s.payload))
+          : null;
+      } catch { /* a payload the adapter cannot read: state unknown */ }
+      decrypt[d.id] = {
+        state: s ? decryptStateOf(this.registry, d.vendor, JSON.parse(s.payload)) : "unknown",
+        snapshotId: s?.id ?? null,
+        ruleCount,
+      };
     }
     return {
       devices: devices.map((d) => ({
@@ -83,77 +128,93 @@ export class RunService {
     };
   }
 
+  /** Start a run: 404 for an unknown plan, 409 while another run is active. */
   async start(
     input: { planIdentifier: string; licenseId?: string; notes?: string | null },
   ): Promise<RunView> {
     const plan = this.registry.plan(input.planIdentifier);
     if (!plan) throw problems.notFound(`No plan with identifier "${input.planIdentifier}"`);
-    const active = await this.db.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
-      .executeTakeFirst();
-    if (active) {
-      throw problems.conflict(`Run ${active.execution_id} is active; finish it before starting another`, {
-        activeExecutionId: active.execution_id,
-      });
-    }
+    await this.#refuseIfActive(this.db);
+    // A deep copy through canonical JSON: what is stored is exactly what the plan hash commits to.
     const frozen: Plan = JSON.parse(canonicalJson(plan));
     const preflight = await runPreflight(this.db, this.registry, frozen);
-    const state = await this.#labState();
+    const state = await this.#labState(this.db);
     const executionId = crypto.randomUUID();
     try {
       await this.db.insertInto("test_runs").values({
         execution_id: executionId,
-        plan_identifier: plan.identifier,
-        plan_display_name: plan.displayName,
+        plan_identifier: frozen.identifier,
+        plan_display_name: frozen.displayName,
         plan_catalog_version: this.registry.planCatalog.catalogVersion,
-        plan_json: canonicalJson(frozen),
+        plan_json: jsonb(frozen),
         plan_snapshot_sha256: await jcsSha256(frozen),
         license_id: input.licenseId ?? this.defaultLicense,
         notes: input.notes ?? null,
         status: "active",
         started_at: new Date(),
-        start_state_json: canonicalJson(state),
-        preflight_json: canonicalJson(preflight),
+        start_state_json: jsonb(state),
+        preflight_json: jsonb(preflight),
       }).execute();
     } catch (e) {
-      if (isUniqueViolation(e)) throw problems.conflict("Another run was started at the same moment");
-      throw e;
+      // The partial unique index on active runs: another start won the race.
+      if (!isUniqueViolation(e)) throw e;
+      await this.#refuseIfActive(this.db);
+      throw problems.conflict("Another run was started at the same moment");
     }
     return await this.get(executionId);
   }
 
-  async #row(executionId: string) {
-    const isUuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(executionId);
-    const row = isUuid
-      ? await this.db.selectFrom("test_runs").selectAll().select(sql<string>`run_id::text`.as("run_id"))
-        .where("execution_id", "=", executionId).executeTakeFirst()
-      : undefined;
+  async #refuseIfActive(db: Kysely<Database>) {
+    const active = await db.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
+      .executeTakeFirst();
+    if (active) {
+      throw problems.conflict(`Run "${active.execution_id}" is active; finish it before starting another`, {
+        activeExecutionId: active.execution_id,
+      });
+    }
+  }
+
+  async #row(db: Kysely<Database>, executionId: string, lock = false): Promise<RunRow> {
+    let row: RunRow | undefined;
+    if (UUID.test(executionId)) {
+      let q = db.selectFrom("test_runs").selectAll().select(sql<string>`run_id::text`.as("run_id"))
+        .where("execution_id", "=", executionId);
+      if (lock) q = q.forUpdate();
+      row = await q.executeTakeFirst();
+    }
     if (!row) throw problems.notFound(`No test run with executionId "${executionId}"`);
     return row;
   }
 
-  async #alerts(executionId: string): Promise<DecryptAlert[]> {
-    const rows = await this.db.selectFrom("run_alerts").selectAll().select(
-      sql<string>`snapshot_id::text`.as("snapshot_id"),
-    )
-      .where("execution_id", "=", executionId).orderBy("id").execute();
-    return rows.map((a) => ({
-      name: "TLSDecryptModeChanged",
-      at: new Date(a.at).toISOString(),
-      deviceId: a.device_id,
-      deviceHostname: a.device_hostname,
-      from: a.from_state as "on" | "off",
-      to: a.to_state as "on" | "off",
-      snapshotId: a.snapshot_id,
-    }));
+  async #alerts(db: Kysely<Database>, executionIds: string[]): Promise<Map<string, DecryptAlert[]>> {
+    const out = new Map<string, DecryptAlert[]>(executionIds.map((id) => [id, []]));
+    if (!executionIds.length) return out;
+    const rows = await db.selectFrom("run_alerts").selectAll()
+      .select(sql<string>`snapshot_id::text`.as("snapshot_id"))
+      .where("execution_id", "in", executionIds).orderBy("id").execute();
+    for (const a of rows) {
+      out.get(a.execution_id)!.push({
+        name: "TLSDecryptModeChanged",
+        at: new Date(a.at).toISOString(),
+        deviceId: a.device_id,
+        deviceHostname: a.device_hostname,
+        from: a.from_state as "on" | "off",
+        to: a.to_state as "on" | "off",
+        snapshotId: a.snapshot_id,
+      });
+    }
+    return out;
   }
 
+  /** One run (404 when unknown). */
   async get(executionId: string): Promise<RunView> {
-    const r = await this.#row(executionId);
-    return this.#view(r, await this.#alerts(r.execution_id));
+    const r = await this.#row(this.db, executionId);
+    return this.#view(r, (await this.#alerts(this.db, [r.execution_id])).get(r.execution_id)!);
   }
 
   #view(r: RunRow, alerts: DecryptAlert[]): RunView {
     const pf = toObj<PreflightResult>(r.preflight_json);
+    const lab = toObj<StartState>(r.start_state_json);
     return {
       runId: String(r.run_id),
       executionId: r.execution_id,
@@ -167,52 +228,94 @@ export class RunService {
       startedAt: new Date(r.started_at).toISOString(),
       endedAt: r.ended_at ? new Date(r.ended_at).toISOString() : null,
       outcome: r.outcome,
-      preflightAtStart: { pass: pf.pass, summary: pf.summary },
+      preflightAtStart: {
+        pass: pf.pass,
+        summary: pf.summary,
+        checksRun: pf.checksRun,
+        checksPassed: pf.checksPassed,
+        checksFailed: pf.checksFailed,
+        checksSkipped: pf.checksSkipped,
+      },
+      labAtStart: { ...lab, tlsDecrypt: labDecryptState(lab) },
       alerts,
       reportSha256: r.report_sha256,
     };
   }
 
+  /** Runs, newest first. */
   async list(limit = 100): Promise<RunView[]> {
-    const rows = await this.db.selectFrom("test_runs").selectAll().select(
-      sql<string>`run_id::text`.as("run_id"),
-    )
-      .orderBy("started_at", "desc").orderBy("run_id", "desc").limit(limit).execute();
-    const out: RunView[] = [];
-    for (const r of rows) out.push(this.#view(r, await this.#alerts(r.execution_id)));
-    return out;
+    const rows = await this.db.selectFrom("test_runs").selectAll()
+      .select(sql<string>`run_id::text`.as("run_id"))
+      .orderBy("started_at", "desc").orderBy("test_runs.run_id", "desc").limit(limit).execute();
+    const alerts = await this.#alerts(this.db, rows.map((r) => r.execution_id));
+    return rows.map((r) => this.#view(r, alerts.get(r.execution_id)!));
   }
 
-  /** Finish the active run: aggregate results, build the report once and freeze it. */
+  /**
+   * Finish the active run: aggregate the results, build the report once and freeze it. One transaction
+   * holding the run's row lock, so a poll committing meanwhile is either in the report or not linked.
+   */
   async finish(executionId: string, input: { outcome: string; results: RunResults }): Promise<RunView> {
-    const r = await this.#row(executionId);
-    if (r.status !== "active") throw problems.conflict(`Run ${executionId} is already finished`);
+    await this.db.transaction().execute(async (tx) => {
+      const r = await this.#row(tx, executionId, true);
+      if (r.status !== "active") throw problems.conflict(`Run "${executionId}" is already finished`);
+      const endedAt = new Date();
+      const report = await this.#buildReport(tx, r, input, endedAt);
+      await tx.updateTable("test_runs").set({
+        status: "finished",
+        ended_at: endedAt,
+        outcome: input.outcome,
+        results_json: jsonb(input.results),
+        report_json: JSON.stringify(report, null, 2) + "\n",
+        report_sha256: report.reportSha256,
+      }).where("execution_id", "=", r.execution_id).execute();
+    });
+    return await this.get(executionId);
+  }
+
+  async #buildReport(
+    tx: Kysely<Database>,
+    r: RunRow,
+    input: { outcome: string; results: RunResults },
+    endedAt: Date,
+  ): Promise<ReportData> {
     const plan = toObj<Plan>(r.plan_json);
+    const target = plan.sloTargetP99Ms;
     let aggregate: Aggregate;
     let slower: number;
     let source: ReportData["results"]["source"];
+    let submitted: Record<string, unknown>;
     if ("latencySamplesMs" in input.results) {
-      aggregate = aggregateSamples(input.results.latencySamplesMs);
-      slower = shareAbove(input.results.latencySamplesMs, plan.sloTargetP99Ms);
+      const samples = input.results.latencySamplesMs;
+      aggregate = aggregateSamples(samples);
+      slower = shareAbove(samples, target);
       source = "latencySamplesMs";
+      submitted = {
+        source,
+        count: samples.length,
+        latencySamplesMsSha256: await jcsSha256(samples),
+        errorBudget: "exact: share of samples slower than targetP99Ms",
+      };
     } else {
       const m = input.results.k6Summary.metrics;
       const trend = m.http_req_duration as K6Trend;
-      aggregate = aggregateK6(trend, Math.round((m.http_reqs as { count?: number } | undefined)?.count ?? 0));
-      slower = shareAboveK6(trend, plan.sloTargetP99Ms);
+      const reqs = m.http_reqs as { count?: number } | undefined;
+      aggregate = aggregateK6(trend, Math.round(reqs?.count ?? 0));
+      slower = shareAboveK6(trend, target);
       source = "k6-summary";
+      submitted = {
+        source,
+        k6SummarySha256: await jcsSha256(input.results.k6Summary),
+        metricsUsed: { http_req_duration: trend, http_reqs: m.http_reqs ?? null },
+        errorBudget: "estimated: linear interpolation between the exported trend points",
+      };
     }
-    const endedAt = new Date();
     const startState = toObj<StartState>(r.start_state_json);
-    const endState = await this.#labState();
-    const alerts = await this.#alerts(executionId);
+    const endState = await this.#labState(tx);
+    const alerts = (await this.#alerts(tx, [r.execution_id])).get(r.execution_id)!;
     const invalidated = alerts.length > 0;
-    const latencyOk = aggregate.p99_ms <= plan.sloTargetP99Ms;
-    const snapshots = await this.db.selectFrom("snapshots as s").innerJoin(
-      "devices as d",
-      "d.id",
-      "s.device_id",
-    )
+    const snapshots = await tx.selectFrom("snapshots as s")
+      .innerJoin("devices as d", "d.id", "s.device_id")
       .select([
         sql<string>`s.id::text`.as("id"),
         "s.device_id",
@@ -221,14 +324,15 @@ export class RunService {
         "s.payload_sha256",
         "s.collected_at",
       ])
-      .where("s.test_run_execution_id", "=", executionId).orderBy("s.id").execute();
+      .where("s.test_run_execution_id", "=", r.execution_id).orderBy("s.id").execute();
     const startedAt = new Date(r.started_at);
+    const preflight = toObj<PreflightResult>(r.preflight_json);
     const draft: Omit<ReportData, "reportSha256"> = {
       version: 1,
       generatedAt: endedAt.toISOString(),
       meta: {
         runId: String(r.run_id),
-        executionId,
+        executionId: r.execution_id,
         planIdentifier: r.plan_identifier,
         planDisplayName: r.plan_display_name,
         planCatalogVersion: r.plan_catalog_version,
@@ -248,29 +352,33 @@ export class RunService {
       },
       tlsDecrypt: {
         required: plan.tlsDecrypt,
-        activeAtStart: overall(Object.values(startState.decrypt).map((d) => d.state)),
-        activeAtEnd: overall(Object.values(endState.decrypt).map((d) => d.state)),
+        activeAtStart: labDecryptState(startState),
+        activeAtEnd: labDecryptState(endState),
         alerts,
         resultsInvalidated: invalidated,
       },
       results: { source, aggregate },
       slo: {
-        targetP99Ms: plan.sloTargetP99Ms,
+        targetP99Ms: target,
         observedP99Ms: aggregate.p99_ms,
-        pass: latencyOk && !invalidated,
+        pass: aggregate.p99_ms <= target && !invalidated,
         errorBudgetBurnedPct: budgetBurnedPct(slower),
         verdictNote: invalidated
           ? `Results invalidated: TLS decryption changed during the run (${
-            alerts.map((a) => `${a.deviceHostname} ${a.from}→${a.to} at ${a.at}`).join("; ")
-          })`
+            alerts.map((a) => `${a.deviceHostname} ${a.from} to ${a.to} at ${a.at}`).join("; ")
+          }); the measured latencies span the change and do not reflect the plan`
           : null,
       },
       annexes: [
-        await jsonAnnex("A1", "Pre-flight result at run start", toObj(r.preflight_json)),
-        await jsonAnnex("A2", "Lab state at run start", startState),
+        await jsonAnnex("preflight-at-start", "Pre-flight result at run start", preflight),
         await jsonAnnex(
-          "A3",
-          "Snapshots collected during the run",
+          "lab-at-start",
+          "Lab state at run start (devices, firewall TLS decryption)",
+          startState,
+        ),
+        await jsonAnnex(
+          "snapshots",
+          "Snapshots linked to the run",
           snapshots.map((s) => ({
             snapshotId: s.id,
             deviceId: s.device_id,
@@ -280,35 +388,20 @@ export class RunService {
             collectedAt: new Date(s.collected_at).toISOString(),
           })),
         ),
-        await jsonAnnex("A4", "TLSDecryptModeChanged alerts", alerts),
+        await jsonAnnex("decrypt-alerts", "TLSDecryptModeChanged alerts", alerts),
+        await jsonAnnex("lab-at-end", "Lab state at run end (firewall TLS decryption)", endState),
+        await jsonAnnex("results-input", "Results as submitted (digest)", submitted),
       ],
     };
-    const report = await sealReport(draft);
-    const text = JSON.stringify(report, null, 2) + "\n";
-    const done = await this.db.updateTable("test_runs").set({
-      status: "finished",
-      ended_at: endedAt,
-      outcome: input.outcome,
-      results_json: canonicalJson(input.results),
-      report_json: text,
-      report_sha256: report.reportSha256,
-    }).where("execution_id", "=", executionId).where("status", "=", "active").executeTakeFirst();
-    if (Number(done.numUpdatedRows) !== 1) throw problems.conflict(`Run ${executionId} is already finished`);
-    return await this.get(executionId);
+    return await sealReport(draft);
   }
 
-  /** The frozen report bytes, or 404 for an unknown or unfinished run. */
+  /** The frozen report bytes; 404 for an unknown or unfinished run. */
   async report(executionId: string): Promise<{ text: string; sha256: string; licenseId: string }> {
-    const r = await this.#row(executionId);
+    const r = await this.#row(this.db, executionId);
     if (!r.report_json || !r.report_sha256) {
-      throw problems.notFound(`Run ${executionId} has not finished; its report does not exist yet`);
+      throw problems.notFound(`Run "${executionId}" has not finished; its report does not exist yet`);
     }
     return { text: r.report_json, sha256: r.report_sha256, licenseId: r.license_id };
   }
-}
-
-type RunRow = Omit<Selectable<TestRunsTable>, "run_id"> & { run_id: string };
-
-function toObj<T>(v: unknown): T {
-  return (typeof v === "string" ? JSON.parse(v) : v) as T;
 }
