@@ -5,6 +5,7 @@ import { DeviceStore, type KeyRing } from "./devices.ts";
 import { SessionRegistry } from "./sessions.ts";
 import { Metrics } from "./poller/metrics.ts";
 import { PollService } from "./poller/cycle.ts";
+import { DeviceLocks } from "./poller/device_locks.ts";
 import type { TransportLimits } from "./transport/transport.ts";
 import { importCredentialKey } from "./credentials.ts";
 import { openTransport } from "./transport/transport.ts";
@@ -62,6 +63,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     metrics,
     limits,
     config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
+    db.kind === "postgres" ? new DeviceLocks(db) : undefined,
   );
   const log = logger("sessions");
   const svc: Services = {

@@ -24,10 +24,13 @@ export interface SnapshotFilter {
 
 const encodeCursor = (id: string) =>
   btoa(`s:${id}`).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+const MAX_ID = 2n ** 63n - 1n;
+/** The snapshot id a cursor names, or null when it is not a cursor this API made. */
 function decodeCursor(c: string): string | null {
   try {
     const s = atob(c.replace(/-/g, "+").replace(/_/g, "/"));
-    return /^s:\d{1,19}$/.test(s) ? s.slice(2) : null;
+    if (!/^s:\d{1,19}$/.test(s) || BigInt(s.slice(2)) > MAX_ID) return null;
+    return s.slice(2);
   } catch {
     return null;
   }

@@ -144,8 +144,8 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
       summary: "Poll the device now",
       description:
         "Runs one poll cycle synchronously (also when the worker is disabled or the device is suspended). " +
-        "If a poll of the device is already running in this instance, the request waits for it and returns " +
-        "its result instead of polling twice.",
+        "If a poll of the device is already running (in this instance or, on a shared PostgreSQL, another " +
+        "one), the request waits for it and returns its result instead of polling twice.",
       request: { params: IdParam },
       responses: { 200: json(SnapshotResult, "Poll result"), ...problemResponses, ...notFoundResponse },
     }),

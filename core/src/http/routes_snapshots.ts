@@ -5,6 +5,13 @@ import { json, problemResponses } from "./openapi_util.ts";
 import { listSnapshots } from "../snapshots.ts";
 import { problems } from "./problem.ts";
 
+/** A one-line, independent recomputation of `payloadSha256` (README "Snapshot hashes"). */
+export const RECOMPUTE = String.raw`deno eval 'import c from "npm:canonicalize@5.1.0"; ` +
+  String.raw`const s = JSON.parse(await new Response(Deno.stdin.readable).text()).snapshots[0]; ` +
+  String.raw`const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(` +
+  String.raw`c(s.payloadJson)))); console.log([...d].map((b) => b.toString(16).padStart(2, "0")).join("") ` +
+  String.raw`=== s.payloadSha256)' < page.json`;
+
 export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
   app.openapi(
     createRoute({
@@ -15,8 +22,12 @@ export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
       description:
         "Filters: deviceId, endpointLabel, testRunExecutionId (UUID). Without parameters: the latest 100 " +
         "across all devices. `limit` (1-1000, default 100) and the opaque `cursor` from `nextCursor` page " +
-        "through older snapshots. Newest first means storage order (ids increase with every stored snapshot). " +
-        "`payloadSha256` = SHA-256 of the RFC 8785 canonical JSON of `payloadJson`.",
+        "through older snapshots; a cursor stays valid while new snapshots arrive. Newest first means storage " +
+        "order (ids increase with every stored snapshot). Bad parameters are a 400 problem naming the field. " +
+        "`payloadSha256` = lowercase hex SHA-256 of the RFC 8785 (JCS) canonical JSON of `payloadJson`; " +
+        "`adapterModule`/`adapterVersion` name the adapter that collected it; `testRunExecutionId` is the run " +
+        "active at collection (null when none). Recompute the first hash of a page saved as page.json " +
+        `(prints true): \`${RECOMPUTE}\``,
       request: { query: SnapshotQuery },
       responses: { 200: json(SnapshotPage, "A page of snapshots"), ...problemResponses },
     }),

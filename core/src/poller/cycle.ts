@@ -11,6 +11,7 @@ import { CredentialError } from "../credentials.ts";
 import type { TlsVerifyMode } from "../adapter.ts";
 import type { Registry } from "../registry.ts";
 import { recordDecryptAlerts } from "../runs/alerts.ts";
+import type { DeviceLocks } from "./device_locks.ts";
 
 /** Outcome of one poll cycle (spec 4.4 response). */
 export interface PollResult {
@@ -24,8 +25,34 @@ export interface PollResult {
 /** Re-checks, inside the write transaction, that this instance may still write poll results. */
 export type WriteGuard = (tx: Kysely<Database>) => Promise<boolean>;
 
+/** The poll lock was lost before the results were written: the cycle wrote nothing. */
 export class LostLockError extends Error {
   override name = "LostLockError";
+}
+
+/** The worker cancelled the cycle (shutdown grace period over): the cycle wrote nothing. */
+export class PollCancelledError extends Error {
+  override name = "PollCancelledError";
+}
+
+/** Another instance is polling the device right now (a scheduled poll skips it; that poll records it). */
+export class DeviceBusyError extends Error {
+  override name = "DeviceBusyError";
+}
+
+/** A collected snapshot with its canonical JSON text and hash. */
+interface HashedSnapshot {
+  label: string;
+  payload: unknown;
+  text: string;
+  sha256: string;
+  size: number;
+}
+
+interface Outcome {
+  status: PollStatus;
+  error: string;
+  snapshots: HashedSnapshot[];
 }
 
 const log = logger("poller");
@@ -46,6 +73,8 @@ export class PollService {
     private metrics: Metrics,
     private limits: TransportLimits,
     private deviceTimeoutMs: number,
+    /** Per-device locks across instances (PostgreSQL); one process needs none. */
+    private locks?: DeviceLocks,
   ) {}
 
   /** Whether a poll of the device runs in this process now. */
@@ -62,20 +91,82 @@ export class PollService {
     await Promise.allSettled([...this.#inflight.values()]);
   }
 
-  /** Poll a device now, or join the poll already running for it. */
+  /**
+   * Poll a device now, or join the poll already running for it in this process (its result is
+   * returned; the device is never polled twice at once). A caller without a write guard (the manual
+   * snapshot) that joined a scheduled poll which then wrote nothing (lock lost, cancelled) polls anew.
+   * Across instances (PostgreSQL), a per-device lock does the same: a scheduled poll of a device that
+   * another instance is polling fails with DeviceBusyError; a manual snapshot waits for that poll and
+   * returns what it recorded.
+   */
   poll(deviceId: string, opts: { guard?: WriteGuard; signal?: AbortSignal } = {}): Promise<PollResult> {
     const running = this.#inflight.get(deviceId);
-    if (running) return running;
-    const p = this.#cycle(deviceId, opts).finally(() => this.#inflight.delete(deviceId));
+    if (running) {
+      if (opts.guard || opts.signal) return running;
+      return running.catch((e) => {
+        if (e instanceof LostLockError || e instanceof PollCancelledError) return this.poll(deviceId, opts);
+        throw e;
+      });
+    }
+    const p = this.#exclusive(deviceId, opts).finally(() => this.#inflight.delete(deviceId));
     this.#inflight.set(deviceId, p);
     return p;
+  }
+
+  async #exclusive(
+    deviceId: string,
+    opts: { guard?: WriteGuard; signal?: AbortSignal },
+  ): Promise<PollResult> {
+    const locks = this.locks;
+    if (!locks) return await this.#cycle(deviceId, opts);
+    const locked = async (run: () => Promise<PollResult>) => {
+      try {
+        return await run();
+      } finally {
+        await locks.unlock(deviceId);
+      }
+    };
+    if (await locks.tryLock(deviceId)) return await locked(() => this.#cycle(deviceId, opts));
+    if (opts.guard || opts.signal) throw new DeviceBusyError(`Device ${deviceId} is being polled elsewhere`);
+    // A manual snapshot: wait for the other instance's poll (bounded by its time limit) and reuse it.
+    const time = (d: Date | string | null) => d === null ? null : new Date(d).getTime();
+    const before = time((await this.devices.get(deviceId)).last_poll_at);
+    const deadline = Date.now() + this.deviceTimeoutMs + 5_000;
+    while (Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      if (await locks.tryLock(deviceId)) {
+        return await locked(async () => {
+          const row = await this.devices.get(deviceId);
+          if (time(row.last_poll_at) === before) return await this.#cycle(deviceId, opts); // it wrote nothing
+          return await this.#recorded(row);
+        });
+      }
+    }
+    log.warn("Device {id} stayed locked by another instance past its time limit; polling anyway", {
+      id: deviceId,
+    });
+    return await this.#cycle(deviceId, opts);
+  }
+
+  /** The poll result recorded on the device (by another instance's cycle). */
+  async #recorded(row: DeviceRow): Promise<PollResult> {
+    const at = new Date(row.last_poll_at as Date | string);
+    const r = await this.db.selectFrom("snapshots").select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("device_id", "=", row.id).where("collected_at", "=", at).executeTakeFirst();
+    return {
+      ok: row.last_poll_status === "ok",
+      lastPollStatus: row.last_poll_status as PollStatus,
+      lastPollError: row.last_poll_error ?? "",
+      lastPollAt: at.toISOString(),
+      snapshots: Number(r?.n ?? 0),
+    };
   }
 
   async #cycle(deviceId: string, opts: { guard?: WriteGuard; signal?: AbortSignal }): Promise<PollResult> {
     const started = performance.now();
     const row = await this.devices.get(deviceId);
     const reg = this.registry.adapters.get(row.vendor);
-    let outcome: { status: PollStatus; error: string; snapshots: Array<{ label: string; payload: unknown }> };
+    let outcome: Outcome;
     const timeout = AbortSignal.timeout(this.deviceTimeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
     try {
@@ -105,7 +196,11 @@ export class PollService {
             }]`,
           );
         }
-        outcome = { status: "ok", error: `collected ${snapshots.length} snapshot(s)`, snapshots };
+        outcome = {
+          status: "ok",
+          error: `collected ${snapshots.length} snapshot(s)`,
+          snapshots: await Promise.all(snapshots.map(hashSnapshot)),
+        };
       } finally {
         await conn.close();
       }
@@ -113,12 +208,21 @@ export class PollService {
       const err = asDeviceError(e);
       outcome = { status: err.status, error: err.message, snapshots: [] };
     }
-    const at = new Date();
-    await this.#store(row, reg ? { name: reg.name, version: reg.version } : null, outcome, at, opts.guard);
+    if (opts.signal?.aborted) {
+      // Cancelled by the worker (shutdown), not the device's fault: record nothing, it stays due.
+      throw new PollCancelledError(`Poll of ${row.hostname} cancelled; nothing recorded`);
+    }
+    const { at, newPayloads } = await this.#store(
+      row,
+      reg ? { name: reg.name, version: reg.version } : null,
+      outcome,
+      opts.guard,
+    );
     const seconds = (performance.now() - started) / 1000;
     this.metrics.polls.inc({ vendor: row.vendor, status: outcome.status });
     this.metrics.pollDuration.observe(seconds, { vendor: row.vendor });
     if (outcome.status === "ok") this.metrics.snapshotsStored.inc({}, outcome.snapshots.length);
+    this.metrics.payloadsStored.inc({}, newPayloads);
     log.info("Polled {hostname} ({vendor}): {status} {detail} in {ms} ms", {
       hostname: row.hostname,
       vendor: row.vendor,
@@ -135,36 +239,36 @@ export class PollService {
     };
   }
 
+  /**
+   * Write the cycle's snapshots and the device update in one transaction, stamped with the database
+   * clock (the due rule compares with the database's `now()`, so application clocks never matter).
+   */
   async #store(
     row: DeviceRow,
     module: { name: string; version: string } | null,
-    outcome: { status: PollStatus; error: string; snapshots: Array<{ label: string; payload: unknown }> },
-    at: Date,
+    outcome: Outcome,
     guard?: WriteGuard,
-  ) {
-    const hashed = await Promise.all(outcome.snapshots.map(async (s) => {
-      const text = canonicalJson(s.payload);
-      return {
-        label: s.label,
-        text,
-        sha256: await sha256Hex(text),
-        size: new TextEncoder().encode(text).length,
-      };
-    }));
-    await this.db.transaction().execute(async (tx) => {
+  ): Promise<{ at: Date; newPayloads: number }> {
+    const hashed = outcome.snapshots;
+    return await this.db.transaction().execute(async (tx) => {
       if (guard && !(await guard(tx))) throw new LostLockError("Poll lock lost; not writing poll results");
+      const { rows: [{ now }] } = await sql<{ now: Date | string }>`select now() as now`.execute(tx);
+      const at = new Date(now);
       const exists = await tx.selectFrom("devices").select("id").where("id", "=", row.id).forUpdate()
         .executeTakeFirst();
-      if (!exists) return; // deleted while polling: nothing to record
+      if (!exists) return { at, newPayloads: 0 }; // deleted while polling: nothing to record
+      let newPayloads = 0;
       if (hashed.length) {
         // FOR SHARE: a run's finish (FOR UPDATE) waits for this commit, so its report lists these snapshots.
         const run = await tx.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
           .forShare().executeTakeFirst();
-        const unique = [...new Map(hashed.map((h) => [h.sha256, h])).values()];
+        // In hash order, so concurrent cycles sharing payloads take their row locks in one order.
+        const unique = [...new Map(hashed.map((h) => [h.sha256, h])).values()]
+          .sort((a, b) => a.sha256 < b.sha256 ? -1 : 1);
         const inserted = await tx.insertInto("snapshot_payloads")
           .values(unique.map((h) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
           .onConflict((oc) => oc.column("sha256").doNothing()).returning("sha256").execute();
-        this.metrics.payloadsStored.inc({}, inserted.length);
+        newPayloads = inserted.length;
         const rows = await tx.insertInto("snapshots").values(hashed.map((h) => ({
           device_id: row.id,
           endpoint_label: h.label,
@@ -185,7 +289,7 @@ export class PollService {
           )
           .execute();
         if (run) {
-          await recordDecryptAlerts(tx, this.registry, run.execution_id, row, rows, outcome.snapshots, at);
+          await recordDecryptAlerts(tx, this.registry, run.execution_id, row, rows, hashed, at);
         }
       }
       await tx.updateTable("devices").set({
@@ -193,8 +297,29 @@ export class PollService {
         last_poll_status: outcome.status,
         last_poll_error: outcome.error,
       }).where("id", "=", row.id).execute();
+      return { at, newPayloads };
     });
   }
+}
+
+/** RFC 8785 canonical JSON and its SHA-256; a payload without a JSON form is the adapter's fault. */
+async function hashSnapshot(s: { label: string; payload: unknown }): Promise<HashedSnapshot> {
+  let text: string;
+  try {
+    text = canonicalJson(s.payload);
+  } catch (e) {
+    throw new DeviceError(
+      "adapter_error",
+      `Adapter returned a "${s.label}" payload with no JSON form: ${(e as Error).message}`,
+    );
+  }
+  return {
+    label: s.label,
+    payload: s.payload,
+    text,
+    sha256: await sha256Hex(text),
+    size: new TextEncoder().encode(text).length,
+  };
 }
 
 /** Device fields the connection layer needs. */

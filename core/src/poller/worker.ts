@@ -2,7 +2,13 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Db, ReservedSession } from "../db/open.ts";
 import type { Metrics } from "./metrics.ts";
-import { LostLockError, type PollService, type WriteGuard } from "./cycle.ts";
+import {
+  DeviceBusyError,
+  LostLockError,
+  PollCancelledError,
+  type PollService,
+  type WriteGuard,
+} from "./cycle.ts";
 import { logger } from "../log.ts";
 
 const log = logger("poller");
@@ -10,11 +16,19 @@ const log = logger("poller");
 /** Advisory lock class id of the poller (the object id is derived from the schema name). */
 export const POLL_LOCK_CLASS = 20261121;
 
-function schemaHash(s: string): number {
+/** Longest wait for a query on the lock session before it is given up as broken. */
+const LOCK_QUERY_TIMEOUT_MS = 10_000;
+
+/** The advisory lock object id for a schema: instances sharing a schema share the poll lock. */
+export function pollLockKey(schema: string): number {
   let h = 2166136261;
-  for (const c of new TextEncoder().encode(s)) h = Math.imul(h ^ c, 16777619) >>> 0;
+  for (const c of new TextEncoder().encode(schema)) h = Math.imul(h ^ c, 16777619) >>> 0;
   return h & 0x7fffffff;
 }
+
+/** Whether `pid` holds the poll lock `key` (two-key advisory locks show as objsubid 2). */
+const HELD_BY = `exists(select 1 from pg_locks where locktype = 'advisory' and classid = $1 and objid = $2
+  and objsubid = 2 and granted and pid = pg_backend_pid())`;
 
 export interface WorkerOptions {
   scanSeconds: number;
@@ -23,19 +37,29 @@ export interface WorkerOptions {
 
 /**
  * The polling worker: a scan every `scanSeconds` selects due devices and polls them with bounded
- * concurrency. On PostgreSQL only the holder of an advisory lock (held on a dedicated session) polls;
- * the holder keeps it, the others retry every scan, so a killed holder is replaced within one scan.
+ * concurrency. On PostgreSQL only the holder of an advisory lock polls. The lock is a session lock on
+ * a connection of its own; the holder keeps it while it lives, and the others try once per scan, so a
+ * due device is polled by the next scan however many instances run, and a killed holder is replaced
+ * within one scan. Before writing, each cycle re-checks inside its transaction that the lock is still
+ * held by this instance's session; a lost lock stops all writing until the lock is taken again.
  */
 export class PollWorker {
   #timer: ReturnType<typeof setTimeout> | undefined;
-  #reserved: ReservedSession | null = null;
-  #lockKey = 0;
+  /** The dedicated lock session (PostgreSQL), kept while the worker runs. */
+  #session: ReservedSession | null = null;
+  /** Backend pid of the session that holds the lock; null when this instance does not hold it. */
+  #lockPid: number | null = null;
+  #lockKey: number | null = null;
+  /** Due devices selected by the latest scan and not started yet, oldest poll first. */
   #queue: string[] = [];
   #active = 0;
   #stopping = false;
-  #selecting = false;
+  #stopped = false;
+  #selecting: Promise<boolean> | null = null;
   #abort = new AbortController();
+  /** Scans run while holding the lock. */
   scans = 0;
+  /** Scans that found due devices of the previous scan not started yet. */
   overruns = 0;
 
   constructor(
@@ -45,15 +69,15 @@ export class PollWorker {
     private opts: WorkerOptions,
   ) {}
 
+  /** Whether this instance holds the poll lock (always, on embedded PGlite: one process by construction). */
   get holdsLock(): boolean {
-    return this.db.kind === "pglite" || this.#reserved !== null;
+    if (this.#stopped) return false;
+    return this.db.kind === "pglite" || this.#lockPid !== null;
   }
 
+  /** Start scanning: the first scan now, then one every `scanSeconds`. */
   async start(): Promise<void> {
-    if (this.db.kind === "postgres") {
-      const [{ s }] = (await sql<{ s: string }>`select current_schema() as s`.execute(this.db.kysely)).rows;
-      this.#lockKey = schemaHash(s);
-    }
+    if (this.db.kind === "postgres") await this.#key();
     log.info("Polling worker started: scan every {scan} s, concurrency {concurrency}", {
       scan: this.opts.scanSeconds,
       concurrency: this.opts.concurrency,
@@ -65,15 +89,12 @@ export class PollWorker {
     if (this.#stopping) return;
     this.#timer = setTimeout(() => this.#tick(), this.opts.scanSeconds * 1000);
     if (this.#queue.length) {
-      // due devices from an earlier scan have not even started: an overrun
+      // due devices of the previous scan have not even started: an overrun
       this.metrics.overruns.inc();
       this.overruns++;
       log.warn(
         "Poll overrun: {queued} due device(s) from the previous scan not started yet, {active} polling",
-        {
-          queued: this.#queue.length,
-          active: this.#active,
-        },
+        { queued: this.#queue.length, active: this.#active },
       );
     }
     if (this.#selecting) return;
@@ -81,24 +102,28 @@ export class PollWorker {
   }
 
   /**
-   * One scan: take or confirm the lock, select due devices (not already polling or queued), poll them.
-   * Resolves when the devices this scan started are done. Scans may overlap: a hung device never holds
-   * up the next scan, and a device is never polled twice at once.
+   * One scan: take or confirm the lock, re-read due devices from the database (those not polling in
+   * this process), and poll them. Resolves when the polls this scan started are done. Scans may
+   * overlap: a hung device never holds up the next scan, and a device is never polled twice at once.
    */
   async scan(): Promise<void> {
     const t0 = performance.now();
-    this.#selecting = true;
-    let fresh: string[] = [];
-    try {
-      if (!(await this.#ensureLock())) return;
+    if (this.#selecting || this.#stopping) return;
+    this.#selecting = (async () => {
+      if (!(await this.#ensureLock())) return false;
       const due = await dueDevices(this.db.kysely);
-      fresh = due.filter((id) => !this.poller.isPolling(id) && !this.#queue.includes(id));
-      this.#queue.push(...fresh);
+      if (this.#stopping || !this.holdsLock) return false;
+      // Replace, not append: devices still waiting from an earlier scan are re-validated by this read.
+      this.#queue = due.filter((id) => !this.poller.isPolling(id));
       this.scans++;
+      return true;
+    })();
+    try {
+      if (!(await this.#selecting)) return;
     } finally {
-      this.#selecting = false;
+      this.#selecting = null;
     }
-    if (fresh.length) log.debug("Scan: {n} due device(s)", { n: fresh.length });
+    if (this.#queue.length) log.debug("Scan: {n} due device(s)", { n: this.#queue.length });
     await this.#pump();
     this.metrics.scanDuration.observe((performance.now() - t0) / 1000);
   }
@@ -110,15 +135,18 @@ export class PollWorker {
       this.#active++;
       workers.push((async () => {
         try {
-          while (this.#queue.length && !this.#stopping) {
+          while (this.#queue.length && !this.#stopping && this.holdsLock) {
             const id = this.#queue.shift()!;
+            if (this.poller.isPolling(id)) continue; // a manual snapshot got there first
             try {
               await this.poller.poll(id, { guard, signal: this.#abort.signal });
             } catch (e) {
-              if (e instanceof LostLockError) {
-                this.#lostLock();
-                this.#queue.length = 0;
-              } else if ((e as { status?: number }).status !== 404) {
+              if (e instanceof LostLockError || e instanceof PollCancelledError) continue;
+              if (e instanceof DeviceBusyError) { // a manual snapshot elsewhere records this poll
+                log.debug("Skipped device {id}: being polled by another instance", { id });
+                continue;
+              }
+              if ((e as { status?: number }).status !== 404) { // 404: deleted since the scan
                 log.error("Poll of device {id} failed: {error}", { id, error: String(e) });
               }
             }
@@ -131,68 +159,108 @@ export class PollWorker {
     await Promise.all(workers);
   }
 
+  async #key(): Promise<number> {
+    if (this.#lockKey === null) {
+      const [{ s }] = (await sql<{ s: string }>`select current_schema() as s`.execute(this.db.kysely)).rows;
+      this.#lockKey = pollLockKey(s);
+    }
+    return this.#lockKey;
+  }
+
+  /** Inside the write transaction: is the lock still held by the session this instance took it on? */
   #guard(): WriteGuard | undefined {
     if (this.db.kind === "pglite") return undefined;
-    const pid = this.#reserved?.pid;
-    const key = this.#lockKey;
     return async (tx: Kysely<Database>) => {
-      if (pid === undefined) return false;
+      const pid = this.#lockPid;
+      if (pid === null) return false;
       const r = await sql<{ held: boolean }>`select exists(select 1 from pg_locks where locktype = 'advisory'
-        and classid = ${POLL_LOCK_CLASS} and objid = ${key} and objsubid = 2 and pid = ${pid} and granted) as held`
-        .execute(tx);
-      return r.rows[0]?.held === true;
+        and classid = ${POLL_LOCK_CLASS} and objid = ${this.#lockKey} and objsubid = 2 and pid = ${pid}
+        and granted) as held`.execute(tx);
+      const held = r.rows[0]?.held === true;
+      if (!held && this.#lockPid === pid) this.#lostLock();
+      return held;
     };
   }
 
+  async #lockQuery<T>(text: string, params: unknown[]): Promise<T[]> {
+    this.#session ??= await this.db.reserve();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      return await Promise.race([
+        this.#session.query<T>(text, params),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`No answer within ${LOCK_QUERY_TIMEOUT_MS} ms`)),
+            LOCK_QUERY_TIMEOUT_MS,
+          );
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Confirm the lock (the holder keeps it) or try to take it (once per scan). */
   async #ensureLock(): Promise<boolean> {
     if (this.db.kind === "pglite") {
       this.metrics.lockHeld.set(1);
       return true;
     }
-    if (this.#reserved) {
-      try {
-        await this.#reserved.query("select 1");
-        return true;
-      } catch {
-        this.#lostLock();
-      }
-    }
-    let r: ReservedSession | null = null;
     try {
-      r = await this.db.reserve();
-      const [{ ok }] = await r.query<{ ok: boolean }>("select pg_try_advisory_lock($1, $2) as ok", [
-        POLL_LOCK_CLASS,
-        this.#lockKey,
-      ]);
-      if (ok) {
-        this.#reserved = r;
-        this.metrics.lockHeld.set(1);
-        log.info("Took the poll lock (session {pid})", { pid: r.pid });
+      const key = [POLL_LOCK_CLASS, await this.#key()];
+      // The session may have been re-established under us (a new backend holds no lock): ask it.
+      const [{ pid, held }] = await this.#lockQuery<{ pid: number; held: boolean }>(
+        `select pg_backend_pid() as pid, ${HELD_BY} as held`,
+        key,
+      );
+      if (held) {
+        this.#lockPid = pid;
         return true;
       }
-      await r.release();
+      if (this.#lockPid !== null) this.#lostLock();
+      if (this.#stopping) return false;
+      const [{ ok }] = await this.#lockQuery<{ ok: boolean }>(
+        "select pg_try_advisory_lock($1, $2) as ok",
+        key,
+      );
+      if (ok) {
+        this.#lockPid = pid;
+        this.metrics.lockHeld.set(1);
+        log.info("Took the poll lock (session {pid})", { pid });
+        return true;
+      }
+      log.debug("The poll lock is held by another instance; trying again next scan");
     } catch (e) {
-      log.warn("Could not try the poll lock: {error}", { error: String(e) });
-      await r?.release().catch(() => {});
+      log.warn("Could not check the poll lock: {error}", { error: String(e) });
+      this.#lostLock();
+      this.#dropSession();
     }
     this.metrics.lockHeld.set(0);
     return false;
   }
 
+  /** Stop polling: nothing more is started or written until the lock is taken again. */
   #lostLock() {
-    if (!this.#reserved) return;
+    this.#queue = [];
+    if (this.#lockPid === null) return;
     log.warn("Lost the poll lock; no poll results are written until it is taken again");
-    const r = this.#reserved;
-    this.#reserved = null;
+    this.#lockPid = null;
     this.metrics.lockHeld.set(0);
-    r.release().catch(() => {});
+  }
+
+  /** Give up a session that failed: a broken connection is never reused (a fresh one next scan). */
+  #dropSession() {
+    const s = this.#session;
+    this.#session = null;
+    s?.release().catch(() => {});
   }
 
   /** Stop scanning, let running polls finish within `graceMs`, then release the lock. */
   async stop(graceMs: number): Promise<void> {
     this.#stopping = true;
     clearTimeout(this.#timer);
-    this.#queue.length = 0;
+    this.#queue = [];
+    await this.#selecting?.catch(() => {});
     const drained = this.poller.drain();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = await Promise.race([
@@ -207,12 +275,17 @@ export class PollWorker {
       this.#abort.abort();
       await drained;
     }
-    if (this.#reserved) {
-      await this.#reserved.query("select pg_advisory_unlock($1, $2)", [POLL_LOCK_CLASS, this.#lockKey])
-        .catch(() => {});
-      await this.#reserved.release().catch(() => {});
-      this.#reserved = null;
+    if (this.#session) {
+      if (this.#lockPid !== null) {
+        await this.#lockQuery("select pg_advisory_unlock($1, $2)", [POLL_LOCK_CLASS, this.#lockKey])
+          .catch(() => {});
+        log.info("Released the poll lock");
+      }
+      await this.#session.release().catch(() => {});
+      this.#session = null;
     }
+    this.#lockPid = null;
+    this.#stopped = true;
     this.metrics.lockHeld.set(0);
   }
 }

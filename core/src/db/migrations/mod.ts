@@ -1,11 +1,13 @@
 import type { Migration, MigrationProvider } from "kysely/migration";
 import * as m0001 from "./2026_11_21_0001_init.ts";
+import * as m0002 from "./2026_11_21_0002_snapshot_payloads_immutable.ts";
 
 /** Static migration provider: every migration, by its date-prefixed name. */
 export const migrationProvider: MigrationProvider = {
   getMigrations(): Promise<Record<string, Migration>> {
     return Promise.resolve({
       "2026_11_21_0001_init": m0001,
+      "2026_11_21_0002_snapshot_payloads_immutable": m0002,
     });
   },
 };

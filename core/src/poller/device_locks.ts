@@ -1,0 +1,98 @@
+import type { Db, ReservedSession } from "../db/open.ts";
+import { logger } from "../log.ts";
+
+const log = logger("poller");
+
+/** Advisory lock class id of per-device poll locks (the object id is a hash of the device id). */
+export const DEVICE_LOCK_CLASS = 20261122;
+
+/** Close the lock session this long after the last device lock was released. */
+const LINGER_MS = 2_000;
+const QUERY_TIMEOUT_MS = 10_000;
+
+/** The advisory lock object id of a device (collisions only make two devices wait for each other). */
+export function deviceLockKey(deviceId: string): number {
+  let h = 2166136261;
+  for (const c of new TextEncoder().encode(deviceId)) h = Math.imul(h ^ c, 16777619) >>> 0;
+  return h & 0x7fffffff;
+}
+
+/**
+ * Per-device poll locks shared by every instance on one PostgreSQL (session advisory locks on one
+ * dedicated session per instance, opened while polls run): a device is polled by one instance at a
+ * time, whether by the worker or by a manual snapshot. Faults fail open: a broken lock session never
+ * stops a poll, it only logs a warning.
+ */
+export class DeviceLocks {
+  #session: Promise<ReservedSession> | null = null;
+  #held = 0;
+  #idle: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(private db: Db) {}
+
+  /** Take the device's lock if no other instance holds it (true also when the lock session fails). */
+  async tryLock(deviceId: string): Promise<boolean> {
+    clearTimeout(this.#idle);
+    this.#held++;
+    let ok = true;
+    try {
+      const rows = await this.#query<{ ok: boolean }>("select pg_try_advisory_lock($1, $2) as ok", deviceId);
+      ok = rows[0]?.ok === true;
+    } catch (e) {
+      log.warn("Per-device poll lock unavailable, polling without it: {error}", { error: String(e) });
+      this.#drop();
+    }
+    if (!ok) this.#done();
+    return ok;
+  }
+
+  /** Release a lock taken with `tryLock`. */
+  async unlock(deviceId: string): Promise<void> {
+    try {
+      if (this.#session) await this.#query("select pg_advisory_unlock($1, $2)", deviceId);
+    } catch {
+      this.#drop(); // ending the session releases whatever it held
+    } finally {
+      this.#done();
+    }
+  }
+
+  async #query<T>(text: string, deviceId: string): Promise<T[]> {
+    const session = await (this.#session ??= this.db.reserve());
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      return await Promise.race([
+        session.query<T>(text, [DEVICE_LOCK_CLASS, deviceLockKey(deviceId)]),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`No answer within ${QUERY_TIMEOUT_MS} ms`)),
+            QUERY_TIMEOUT_MS,
+          );
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #done() {
+    if (--this.#held > 0) return;
+    const idle = setTimeout(() => this.#drop(), LINGER_MS);
+    Deno.unrefTimer(idle);
+    this.#idle = idle;
+  }
+
+  #drop() {
+    const s = this.#session;
+    this.#session = null;
+    s?.then((x) => x.release()).catch(() => {});
+  }
+
+  /** Close the lock session now (its locks are released with it). */
+  close(): Promise<void> {
+    clearTimeout(this.#idle);
+    const s = this.#session;
+    this.#session = null;
+    return s ? s.then((x) => x.release(), () => {}) : Promise.resolve();
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * Two `deno task poll` processes on one PostgreSQL schema (issue 8 "Done when"): one polls, every due
+ * device is polled once per due window, and after SIGKILL of the lock holder the other instance takes
+ * over at its next scan. Real adapters (modules.gen.ts) against vendor-b-ngfw simulators.
+ */
+import assert from "node:assert/strict";
+import { sql } from "kysely";
+import { dbTest, TEST_ADMIN_TOKEN, TEST_CRED_KEY, testServices } from "@dutlab/core/testing";
+import type { Db } from "../core/src/db/open.ts";
+import { POLL_LOCK_CLASS, pollLockKey } from "../core/src/poller/worker.ts";
+import { startSimulatedDevice } from "../adapters/vendor-b-ngfw/sim.ts";
+import { modules } from "../modules.gen.ts";
+import { until } from "./_poller_lab.ts";
+
+const ROOT = new URL("..", import.meta.url);
+const SCAN_SECONDS = 1;
+
+interface LogLine {
+  "@timestamp": string;
+  level: string;
+  message: string;
+  logger: string;
+  properties: Record<string, unknown>;
+}
+
+/** One `deno task poll` process: the task's command, run directly so that a signal reaches deno itself. */
+class Poller {
+  readonly lines: LogLine[] = [];
+  readonly child: Deno.ChildProcess;
+  readonly done: Promise<Deno.CommandStatus>;
+  #reading: Promise<void>;
+
+  constructor(readonly name: string, databaseUrl: string) {
+    const env: Record<string, string> = {
+      DATABASE_URL: databaseUrl,
+      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+      DUT_CRED_ENC_KEY: TEST_CRED_KEY,
+      DUT_POLL_SCAN_SECONDS: String(SCAN_SECONDS),
+      DUT_SHUTDOWN_GRACE_SECONDS: "5",
+      DUT_LOG_FORMAT: "json",
+      DUT_LOG_LEVEL: "debug",
+    };
+    for (const k of ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"]) {
+      const v = Deno.env.get(k);
+      if (v) env[k] = v;
+    }
+    const child = this.child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "poller.ts"],
+      cwd: ROOT,
+      env,
+      clearEnv: true,
+      stdin: "null",
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+    this.done = this.child.status;
+    this.#reading = (async () => {
+      let buf = "";
+      for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
+        buf += chunk;
+        let nl;
+        while ((nl = buf.indexOf("\n")) >= 0) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          try {
+            this.lines.push(JSON.parse(line));
+          } catch {
+            this.lines.push({ "@timestamp": "", level: "RAW", message: line, logger: "", properties: {} });
+          }
+        }
+      }
+    })();
+  }
+
+  /** Hostnames this process polled, with the time each poll was logged. */
+  polls(after = 0): string[] {
+    return this.lines.filter((l) => l.message.startsWith("Polled ") && Date.parse(l["@timestamp"]) > after)
+      .map((l) => String(l.properties.hostname));
+  }
+
+  count(pattern: RegExp, after = 0): number {
+    return this.lines.filter((l) => pattern.test(l.message) && Date.parse(l["@timestamp"]) > after).length;
+  }
+
+  log(): string {
+    return this.lines.map((l) => `${this.name} ${l["@timestamp"]} ${l.level} ${l.message}`).join("\n");
+  }
+
+  async stop(signal: Deno.Signal = "SIGKILL") {
+    try {
+      this.child.kill(signal);
+    } catch { /* already gone */ }
+    await this.done;
+    await this.#reading;
+  }
+}
+
+dbTest(
+  "two poll processes: one polls each due device once, and the other takes over when it is killed",
+  async (db) => {
+    const task = JSON.parse(await Deno.readTextFile(new URL("deno.json", ROOT))).tasks.poll;
+    assert.equal(task, "deno run -A poller.ts", "the test runs exactly what `deno task poll` runs");
+    const { url, schema } = db as Db & { url: string; schema: string };
+    const { svc } = await testServices(db, modules);
+    const sims = await Promise.all([0, 1, 2].map(() => startSimulatedDevice({ username: "apitoken" })));
+    const hostnames: string[] = [];
+    for (const [i, sim] of sims.entries()) {
+      for (const n of [1, 2]) {
+        const hostname = `fw-${i}-${n}`;
+        hostnames.push(hostname);
+        await svc.devices.create({
+          hostname,
+          vendor: "vendor-b-ngfw",
+          baseUrl: sim.url,
+          username: sim.tokenCredentials.username,
+          password: sim.tokenCredentials.password,
+          tlsVerifyMode: "insecure",
+          pollIntervalSeconds: 300, // one due window spans the whole test
+          enabled: true,
+        });
+      }
+    }
+    const dbUrl = (app: string) => {
+      const u = new URL(url);
+      u.searchParams.set("search_path", schema);
+      u.searchParams.set("application_name", app);
+      return u.toString();
+    };
+    const pollers = [new Poller("p1", dbUrl("dutlab-p1")), new Poller("p2", dbUrl("dutlab-p2"))];
+    const pollsPerDevice = async (after: Date | null = null) => {
+      const r = await sql<{ hostname: string; n: number }>`select d.hostname,
+          count(distinct s.collected_at)::int as n
+        from devices d left join snapshots s on s.device_id = d.id
+          and (${after}::timestamptz is null or s.collected_at > ${after}::timestamptz)
+        group by d.hostname order by d.hostname`.execute(db.kysely);
+      return Object.fromEntries(r.rows.map((x) => [x.hostname, x.n]));
+    };
+    const once = Object.fromEntries([...hostnames].sort().map((h) => [h, 1]));
+    try {
+      // Both start; every device is due (never polled).
+      await until("every device polled", async () => {
+        const r = await sql<{ n: number }>`select count(*)::int as n from devices where last_poll_at is null`
+          .execute(db.kysely);
+        return r.rows[0].n === 0;
+      }, 60_000);
+      await until("a lock holder", () => pollers.some((p) => p.count(/^Took the poll lock/) > 0));
+      const [holder, other] = pollers[0].count(/^Took the poll lock/) ? pollers : [pollers[1], pollers[0]];
+      // The other instance keeps trying, once per scan, and keeps failing: the holder keeps the lock.
+      const tries = other.count(/held by another instance/);
+      await until(
+        "three more lock tries by the other instance",
+        () => other.count(/held by another instance/) >= tries + 3,
+        30_000,
+      );
+      assert.equal(holder.count(/^Took the poll lock/), 1, holder.log());
+      assert.equal(other.count(/^Took the poll lock/), 0, other.log());
+      assert.deepEqual(other.polls(), [], "the instance without the lock polls nothing");
+      assert.deepEqual([...holder.polls()].sort(), [...hostnames].sort(), "each device polled once");
+      assert.deepEqual(await pollsPerDevice(), once, "one poll per device inside its due window");
+      const statuses = await db.kysely.selectFrom("devices").select("last_poll_status").execute();
+      assert.ok(statuses.every((s) => s.last_poll_status === "ok"), JSON.stringify(statuses));
+
+      // SIGKILL the holder, then make every device due again.
+      await holder.stop("SIGKILL");
+      const killedAt = new Date();
+      await db.kysely.updateTable("devices").set({ last_poll_at: sql`now() - interval '1 hour'` } as never)
+        .execute();
+      await until(
+        "every device polled again",
+        async () => Object.values(await pollsPerDevice(killedAt)).every((n) => n >= 1),
+        30_000,
+      );
+      assert.deepEqual(await pollsPerDevice(killedAt), once, "one poll per device after the takeover");
+      assert.deepEqual([...other.polls(killedAt.getTime())].sort(), [...hostnames].sort());
+      assert.equal(other.count(/^Took the poll lock/), 1, other.log());
+      // Within one scan period: the lock went to the survivor's first or second scan after the kill
+      // (the first may run before PostgreSQL has noticed the dead session).
+      const failedTries = other.count(/held by another instance/, killedAt.getTime());
+      assert.ok(failedTries <= 1, `${failedTries} failed lock tries after the kill\n${other.log()}`);
+
+      if (Deno.env.get("SHOW_LOGS")) {
+        console.log(`killed at ${killedAt.toISOString()}\n${holder.log()}\n${other.log()}`);
+      }
+      // SIGTERM: the survivor stops, releases the lock and exits cleanly.
+      await other.stop("SIGTERM");
+      assert.equal((await other.done).code, 0, other.log());
+      assert.equal(other.count(/^Released the poll lock/), 1, other.log());
+      const locks = await sql<
+        { n: number }
+      >`select count(*)::int as n from pg_locks where locktype = 'advisory'
+        and classid = ${POLL_LOCK_CLASS} and objid = ${pollLockKey(schema)} and objsubid = 2`.execute(
+        db.kysely,
+      );
+      assert.equal(locks.rows[0].n, 0);
+    } finally {
+      for (const p of pollers) await p.stop("SIGKILL");
+      for (const s of sims) await s.close();
+    }
+  },
+  { only: ["postgres"] },
+);
