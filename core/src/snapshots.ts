@@ -37,23 +37,26 @@ function decodeCursor(c: string): string | null {
 }
 
 /** Snapshots newest first (by storage order), filtered, paged with an opaque cursor. */
+/** The columns of a snapshot as the API shows it (snapshots `s` joined with its payload `p`). */
+const SNAPSHOT_COLUMNS = [
+  sql<string>`s.id::text`.as("id"),
+  "s.device_id",
+  "s.endpoint_label",
+  "p.payload",
+  "s.payload_sha256",
+  "s.collected_at",
+  "s.test_run_execution_id",
+  "s.adapter_module",
+  "s.adapter_version",
+] as const;
+
 export async function listSnapshots(
   db: Kysely<Database>,
   f: SnapshotFilter,
 ): Promise<{ snapshots: SnapshotView[]; nextCursor: string | null } | { badCursor: true }> {
   const limit = f.limit ?? 100;
   let q = db.selectFrom("snapshots as s").innerJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256")
-    .select([
-      sql<string>`s.id::text`.as("id"),
-      "s.device_id",
-      "s.endpoint_label",
-      "p.payload",
-      "s.payload_sha256",
-      "s.collected_at",
-      "s.test_run_execution_id",
-      "s.adapter_module",
-      "s.adapter_version",
-    ]);
+    .select(SNAPSHOT_COLUMNS);
   if (f.deviceId) q = q.where("s.device_id", "=", f.deviceId);
   if (f.endpointLabel) q = q.where("s.endpoint_label", "=", f.endpointLabel);
   if (f.testRunExecutionId) q = q.where("s.test_run_execution_id", "=", f.testRunExecutionId);
@@ -100,16 +103,6 @@ export async function latestSnapshots(db: Kysely<Database>, deviceIds: string[])
   return await db.selectFrom("snapshot_latest as l")
     .innerJoin("snapshots as s", (j) => j.on(sql`s.id`, "=", sql.ref("l.snapshot_id")))
     .innerJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256")
-    .select([
-      sql<string>`s.id::text`.as("id"),
-      "s.device_id",
-      "s.endpoint_label",
-      "p.payload",
-      "s.payload_sha256",
-      "s.collected_at",
-      "s.test_run_execution_id",
-      "s.adapter_module",
-      "s.adapter_version",
-    ])
+    .select(SNAPSHOT_COLUMNS)
     .where("l.device_id", "in", deviceIds).execute();
 }

@@ -1,3 +1,4 @@
+import type { Aggregate } from "../runs/aggregate.ts";
 import type { Plan } from "../plan.ts";
 
 /** One annex of a report: its body is a string (JSON text for data annexes) and `sha256` hashes it. */
@@ -66,15 +67,7 @@ export interface ReportData {
   };
   results: {
     source: "latencySamplesMs" | "k6-summary";
-    aggregate: {
-      count: number;
-      min_ms: number;
-      max_ms: number;
-      mean_ms: number;
-      p50_ms: number;
-      p95_ms: number;
-      p99_ms: number;
-    };
+    aggregate: Aggregate;
   };
   slo: {
     targetP99Ms: number;
