@@ -1,13 +1,13 @@
 import canonicalize from "canonicalize";
+import { createHash } from "node:crypto";
 
-const hex = (buf: ArrayBuffer | Uint8Array) =>
-  Array.from(buf instanceof Uint8Array ? buf : new Uint8Array(buf), (b) => b.toString(16).padStart(2, "0"))
-    .join("");
-
-/** Lowercase hex SHA-256 of bytes or a UTF-8 string. */
-export async function sha256Hex(data: Uint8Array | string): Promise<string> {
-  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-  return hex(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));
+/**
+ * Lowercase hex SHA-256 of bytes or a UTF-8 string. node:crypto hashes synchronously in a few µs;
+ * `crypto.subtle.digest` costs ~50-200 µs of CPU per call in Deno, which the poll cycle pays ~10 times
+ * per device (BENCHMARKS.md, scenario 1).
+ */
+export function sha256Hex(data: Uint8Array | string): Promise<string> {
+  return Promise.resolve(createHash("sha256").update(data).digest("hex"));
 }
 
 /** RFC 8785 (JCS) canonical JSON of a value. */
