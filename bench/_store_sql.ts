@@ -1,0 +1,139 @@
+/**
+ * The store SQL of the poll cycle without the rest of the cycle, to separate database throughput from
+ * the cycle's own cost: `perPoll` mirrors PollService#store (one transaction per poll, as of this
+ * benchmark); `batched` is a what-if (many polls per transaction, multi-row statements) that shows what
+ * grouping commits would buy. Payloads are hashed before timing.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import { type Kysely, sql } from "kysely";
+import type { Database } from "../core/src/db/schema.ts";
+import { canonicalJson } from "../core/src/hash.ts";
+import { substitute, variedIdentity, type VendorCapture } from "./_capture.ts";
+import { prng } from "./_replay.ts";
+
+export interface HashedPoll {
+  deviceId: string;
+  module: string;
+  snapshots: Array<{ label: string; text: string; sha256: string; size: number }>;
+}
+
+/** `rounds` polls of every device, payloads changing at `changeRate` (the first round all new). */
+export function makePolls(
+  captures: VendorCapture[],
+  devices: Array<{ id: string; vendor: string }>,
+  rounds: number,
+  changeRate: number,
+): HashedPoll[][] {
+  const rand = prng(7);
+  const byVendor = new Map(captures.map((c) => [c.vendor, c]));
+  const base = devices.map((d, i) => {
+    const cap = byVendor.get(d.vendor)!;
+    const pairs: Array<[string, string]> = cap.identity.map((s) => [s, variedIdentity(s, i + 1)]);
+    return cap.snapshots.map((s) => ({ label: s.label, json: substitute(JSON.stringify(s.payload), pairs) }));
+  });
+  const revisions = base.map((b) => b.map(() => 0));
+  const out: HashedPoll[][] = [];
+  for (let r = 0; r < rounds; r++) {
+    out.push(devices.map((d, i) => {
+      if (r > 0) { for (let k = 0; k < revisions[i].length; k++) if (rand() < changeRate) revisions[i][k]++; }
+      return {
+        deviceId: d.id,
+        module: `@dutlab/adapter-${d.vendor}`,
+        snapshots: base[i].map((b, k) => {
+          const payload = JSON.parse(b.json);
+          if (revisions[i][k] > 0) payload.benchRevision = revisions[i][k];
+          const text = canonicalJson(payload);
+          return {
+            label: b.label,
+            text,
+            sha256: createHash("sha256").update(text).digest("hex"),
+            size: new TextEncoder().encode(text).length,
+          };
+        }),
+      };
+    }));
+  }
+  return out;
+}
+
+/** One transaction per poll: the statements of PollService#store. */
+export async function storePerPoll(db: Kysely<Database>, p: HashedPoll): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const { rows: [{ now }] } = await sql<{ now: Date | string }>`select now() as now`.execute(tx);
+    const at = new Date(now);
+    await tx.selectFrom("devices").select("id").where("id", "=", p.deviceId).forUpdate().executeTakeFirst();
+    const run = await tx.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
+      .forShare().executeTakeFirst();
+    const unique = [...new Map(p.snapshots.map((h) => [h.sha256, h])).values()]
+      .sort((a, b) => a.sha256 < b.sha256 ? -1 : 1);
+    await tx.insertInto("snapshot_payloads")
+      .values(unique.map((h) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
+      .onConflict((oc) => oc.column("sha256").doNothing()).returning("sha256").execute();
+    const rows = await tx.insertInto("snapshots").values(p.snapshots.map((h) => ({
+      device_id: p.deviceId,
+      endpoint_label: h.label,
+      payload_sha256: h.sha256,
+      collected_at: at,
+      test_run_execution_id: run?.execution_id ?? null,
+      adapter_module: p.module,
+      adapter_version: "1.0.0",
+    }))).returning([sql<string>`id::text`.as("id"), "endpoint_label"]).execute();
+    await tx.insertInto("snapshot_latest")
+      .values(
+        rows.map((r) => ({ device_id: p.deviceId, endpoint_label: r.endpoint_label, snapshot_id: r.id })),
+      )
+      .onConflict((oc) =>
+        oc.columns(["device_id", "endpoint_label"]).doUpdateSet({ snapshot_id: sql`excluded.snapshot_id` })
+      )
+      .execute();
+    await tx.updateTable("devices").set({
+      last_poll_at: at,
+      last_poll_status: "ok",
+      last_poll_error: `collected ${p.snapshots.length} snapshot(s)`,
+    }).where("id", "=", p.deviceId).execute();
+  });
+}
+
+/** What-if: many polls in one transaction, one multi-row statement per table. */
+export async function storeBatched(db: Kysely<Database>, polls: HashedPoll[]): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const { rows: [{ now }] } = await sql<{ now: Date | string }>`select now() as now`.execute(tx);
+    const at = new Date(now);
+    const ids = polls.map((p) => p.deviceId).sort();
+    await tx.selectFrom("devices").select("id").where("id", "in", ids).orderBy("id").forUpdate().execute();
+    const run = await tx.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
+      .forShare().executeTakeFirst();
+    const all = polls.flatMap((p) => p.snapshots.map((s) => ({ ...s, p })));
+    const unique = [...new Map(all.map((h) => [h.sha256, h])).values()].sort((a, b) =>
+      a.sha256 < b.sha256 ? -1 : 1
+    );
+    await tx.insertInto("snapshot_payloads")
+      .values(unique.map((h) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
+      .onConflict((oc) => oc.column("sha256").doNothing()).execute();
+    const rows = await tx.insertInto("snapshots").values(all.map((h) => ({
+      device_id: h.p.deviceId,
+      endpoint_label: h.label,
+      payload_sha256: h.sha256,
+      collected_at: at,
+      test_run_execution_id: run?.execution_id ?? null,
+      adapter_module: h.p.module,
+      adapter_version: "1.0.0",
+    }))).returning([sql<string>`id::text`.as("id"), "device_id", "endpoint_label"]).execute();
+    await tx.insertInto("snapshot_latest")
+      .values(
+        rows.map((r) => ({ device_id: r.device_id, endpoint_label: r.endpoint_label, snapshot_id: r.id })),
+      )
+      .onConflict((oc) =>
+        oc.columns(["device_id", "endpoint_label"]).doUpdateSet({ snapshot_id: sql`excluded.snapshot_id` })
+      )
+      .execute();
+    await tx.updateTable("devices").set({
+      last_poll_at: at,
+      last_poll_status: "ok",
+      last_poll_error: "collected",
+    })
+      .where("id", "in", ids).execute();
+  });
+}

@@ -1,0 +1,224 @@
+/** Small helpers shared by the benchmark scenarios: statistics, /proc readings, child processes. */
+
+/** One measured figure, with the command that produced it. */
+export interface Figure {
+  scenario: string;
+  name: string;
+  value: number | null;
+  unit: string;
+  /** Parameters the figure depends on (N, backend, rows...). */
+  params?: Record<string, unknown>;
+  /** Target of the issue, in words, and whether this figure meets it. */
+  target?: string;
+  pass?: boolean;
+  /** The command that produced the figure. */
+  command: string;
+  note?: string;
+}
+
+export const TOKEN = "bench-admin-token-0123456789abcdef0123";
+export const CRED_KEY = "ab".repeat(32);
+export const PG_URL = Deno.env.get("BENCH_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/test";
+
+/** Percentile (nearest rank) of unsorted numbers. */
+export function pct(values: number[], p: number): number {
+  if (!values.length) return NaN;
+  const s = [...values].sort((a, b) => a - b);
+  const i = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1));
+  return s[i];
+}
+
+export function mean(values: number[]): number {
+  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN;
+}
+
+export const round = (v: number, d = 1) => Number.isFinite(v) ? Math.round(v * 10 ** d) / 10 ** d : v;
+
+const CLK_TCK = 100;
+
+/** CPU seconds (user + system) used so far by a process, from /proc/<pid>/stat. */
+export function cpuSeconds(pid: number | "self" = "self"): number {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU seconds used so far by every PostgreSQL server process (postmaster and backends). */
+export function postgresCpuSeconds(): number {
+  let total = 0;
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const comm = Deno.readTextFileSync(`/proc/${e.name}/comm`).trim();
+      if (comm === "postgres" || comm.startsWith("postgres:")) total += cpuSeconds(Number(e.name));
+    } catch { /* gone */ }
+  }
+  return total;
+}
+
+/** A field of /proc/<pid>/status in MiB (VmRSS, VmHWM). */
+export function statusMiB(field: "VmRSS" | "VmHWM", pid: number | "self" = "self"): number {
+  try {
+    const m = Deno.readTextFileSync(`/proc/${pid}/status`).match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Samples a process's RSS every `ms` until stopped. */
+export function rssSampler(pid: number | "self" = "self", ms = 100) {
+  const samples: number[] = [];
+  const t = setInterval(() => {
+    const v = statusMiB("VmRSS", pid);
+    if (Number.isFinite(v)) samples.push(v);
+  }, ms);
+  return {
+    stop() {
+      clearInterval(t);
+      const v = statusMiB("VmRSS", pid);
+      if (Number.isFinite(v)) samples.push(v);
+      return { peakMiB: Math.max(...samples), meanMiB: mean(samples), samples: samples.length };
+    },
+  };
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/** Machine facts for the results file. */
+export function machine() {
+  const meminfo = Deno.readTextFileSync("/proc/meminfo");
+  const cpuinfo = Deno.readTextFileSync("/proc/cpuinfo");
+  const kb = (k: string) => Number(meminfo.match(new RegExp(`^${k}:\\s+(\\d+)`, "m"))?.[1] ?? NaN);
+  const load = Deno.readTextFileSync("/proc/loadavg").trim().split(" ").slice(0, 3).map(Number);
+  return {
+    nproc: navigator.hardwareConcurrency,
+    cpuModel: cpuinfo.match(/^model name\s*:\s*(.+)$/m)?.[1] ?? "unknown",
+    memTotalGiB: round(kb("MemTotal") / 1024 / 1024, 1),
+    memAvailableGiB: round(kb("MemAvailable") / 1024 / 1024, 1),
+    loadAvg: load,
+    kernel: Deno.osRelease(),
+    deno: Deno.version.deno,
+  };
+}
+
+/** Lines of a child's stdout as they come (UTF-8, newline-split). */
+export async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  let buf = "";
+  const dec = new TextDecoder();
+  for await (const chunk of stream) {
+    buf += dec.decode(chunk, { stream: true });
+    let i;
+    while ((i = buf.indexOf("\n")) >= 0) {
+      yield buf.slice(0, i);
+      buf = buf.slice(i + 1);
+    }
+  }
+  if (buf) yield buf;
+}
+
+/** Shell-quoted command line, for the record. */
+export function commandLine(cmd: string, args: string[], env: Record<string, string> = {}): string {
+  const q = (s: string) => /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+  const e = Object.entries(env).map(([k, v]) => `${k}=${q(v)}`);
+  return [...e, cmd, ...args.map(q)].join(" ");
+}
+
+/** Run a child to completion; its stdout must end with one JSON result line. Stderr is kept to a file. */
+export async function runJsonChild<T>(
+  args: string[],
+  opts: { env?: Record<string, string>; logFile?: string; timeoutMs?: number } = {},
+): Promise<T> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    env: opts.env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    signal: opts.timeoutMs ? AbortSignal.timeout(opts.timeoutMs) : undefined,
+  }).spawn();
+  const errText = drainTo(child.stderr, opts.logFile);
+  const out = await new Response(child.stdout).text();
+  const status = await child.status;
+  const tail = await errText;
+  const last = out.trim().split("\n").pop() ?? "";
+  if (!status.success || !last.startsWith("{")) {
+    throw new Error(`Child ${args.join(" ")} failed (exit ${status.code}):\n${out.slice(-2000)}\n${tail}`);
+  }
+  return JSON.parse(last) as T;
+}
+
+/** Drain a stream into a file (when given); resolves to the last 3,000 characters. */
+export async function drainTo(stream: ReadableStream<Uint8Array>, file?: string): Promise<string> {
+  const f = file ? await Deno.open(file, { create: true, write: true, truncate: true }) : null;
+  let tail = "";
+  const dec = new TextDecoder();
+  try {
+    for await (const chunk of stream) {
+      await f?.write(chunk);
+      tail = (tail + dec.decode(chunk, { stream: true })).slice(-3000);
+    }
+  } finally {
+    f?.close();
+  }
+  return tail;
+}
+
+/** Wait until `url` answers 200; resolves to the milliseconds since `since`. */
+export async function waitFor200(
+  url: string,
+  since: number,
+  timeoutMs = 60_000,
+  child?: Deno.ChildProcess,
+): Promise<number> {
+  let exited: Deno.CommandStatus | null = null;
+  child?.status.then((s) => (exited = s));
+  while (performance.now() - since < timeoutMs) {
+    if (exited) {
+      throw new Error(
+        `The server exited (code ${(exited as Deno.CommandStatus).code}) before ${url} answered 200`,
+      );
+    }
+    try {
+      const r = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      await r.body?.cancel();
+      if (r.status === 200) return performance.now() - since;
+    } catch { /* not listening yet */ }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`${url} did not answer 200 within ${timeoutMs} ms`);
+}
+
+/** SIGTERM a child, SIGKILL it after `graceMs`; resolves to the ms it took to exit, or null when killed. */
+export async function stopChild(child: Deno.ChildProcess, graceMs = 10_000): Promise<number | null> {
+  const t0 = performance.now();
+  try {
+    child.kill("SIGTERM");
+  } catch {
+    return 0; // already gone
+  }
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const killed = await Promise.race([
+    child.status.then(() => false),
+    new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs))),
+  ]);
+  clearTimeout(timer);
+  if (killed) {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* exited meanwhile */ }
+    await child.status;
+    return null;
+  }
+  return performance.now() - t0;
+}

@@ -1,0 +1,200 @@
+/**
+ * Scenario 5, HTTP API: requests/s and latency of `GET /api/admin/dut/devices` (1,000 devices) and of
+ * the unfiltered snapshot listing (latest 100, payloads included) against `deno run -A server.ts`
+ * started by the benchmark (poller disabled), loaded by autocannon (`npx -y autocannon@9.0.0`, its own
+ * Node process) with 50 connections.
+ *
+ * @module
+ */
+import {
+  commandLine,
+  cpuSeconds,
+  CRED_KEY,
+  drainTo,
+  type Figure,
+  freePort,
+  PG_URL,
+  round,
+  statusMiB,
+  stopChild,
+  TOKEN,
+  waitFor200,
+} from "../_util.ts";
+import type { Ctx } from "../main.ts";
+import { captureVendors, VENDORS } from "../_capture.ts";
+import { benchServices, freshDb } from "../_db.ts";
+import { registerDevices, replayModules } from "../_replay.ts";
+import { makePolls, storeBatched } from "../_store_sql.ts";
+import { migrate, openDatabase } from "../../core/src/db/open.ts";
+import type { Db } from "../../core/src/db/open.ts";
+
+const AUTOCANNON = "autocannon@9.0.0";
+
+interface Autocannon {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; average: number; max: number };
+  throughput: { average: number };
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  "2xx": number;
+}
+
+async function populate(db: Db, captures: Awaited<ReturnType<typeof captureVendors>>) {
+  const { svc } = await benchServices(db, replayModules(captures, { changeRate: 0.05 }).modules);
+  const ids = await registerDevices(svc, 1000);
+  const polls = makePolls(
+    captures,
+    ids.map((id, i) => ({ id, vendor: VENDORS[i % VENDORS.length] })),
+    2,
+    0.05,
+  );
+  for (const round of polls) {
+    for (let j = 0; j < round.length; j += 100) await storeBatched(db.kysely, round.slice(j, j + 100));
+  }
+}
+
+export async function run(ctx: Ctx): Promise<Figure[]> {
+  const captures = await captureVendors();
+  const seconds = ctx.quick ? 3 : 15;
+  const figures: Figure[] = [];
+  for (const backend of ctx.quick ? ["postgres"] as const : ["postgres", "pglite"] as const) {
+    const port = freePort();
+    const env: Record<string, string> = {
+      ADMIN_TOKEN: TOKEN,
+      DUT_CRED_ENC_KEY: CRED_KEY,
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      DUT_API_POLLER_DISABLE: "1",
+    };
+    let cleanup: () => Promise<void>;
+    if (backend === "postgres") {
+      const db = await freshDb("postgres");
+      await populate(db, captures);
+      env.DATABASE_URL = `${PG_URL}?search_path=${db.where}`;
+      cleanup = () => db.close();
+    } else {
+      const dir = `${ctx.tmp}/data`;
+      await Deno.mkdir(dir, { recursive: true });
+      const db = await openDatabase({ dataDir: `${dir}/pglite` });
+      await migrate(db.kysely);
+      await populate(db, captures);
+      await db.close();
+      env.DUT_DATA_DIR = dir;
+      cleanup = () => Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+    const shownEnv = { ...env, ADMIN_TOKEN: "<token>", DUT_CRED_ENC_KEY: "<key>" };
+    const serverCmd = commandLine("deno", ["run", "-A", "server.ts"], shownEnv);
+    const server = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "server.ts"],
+      env,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const logs = Promise.all([
+      drainTo(server.stdout),
+      drainTo(server.stderr, `${ctx.tmp}/server-${backend}.log`),
+    ]);
+    // Our own client, closed before the server is stopped (idle keep-alive connections delay its shutdown).
+    const client = Deno.createHttpClient({});
+    try {
+      await waitFor200(`http://127.0.0.1:${port}/readyz`, performance.now(), 60_000, server);
+      for (
+        const [name, path] of [
+          ["GET /api/admin/dut/devices (1,000 devices)", "/api/admin/dut/devices"],
+          ["GET /api/admin/dut/snapshots (unfiltered: latest 100)", "/api/admin/dut/snapshots"],
+        ]
+      ) {
+        const url = `http://127.0.0.1:${port}${path}`;
+        const first = await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` }, client });
+        const bytes = (await first.arrayBuffer()).byteLength;
+        if (first.status !== 200) throw new Error(`${path} answered ${first.status}`);
+        for (let k = 0; k < 10; k++) {
+          await (await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` }, client })).arrayBuffer();
+        }
+        const args = [
+          "-y",
+          AUTOCANNON,
+          "-c",
+          "50",
+          "-d",
+          String(seconds),
+          "-j",
+          "-H",
+          `authorization=Bearer ${TOKEN}`,
+          url,
+        ];
+        const cpu0 = cpuSeconds(server.pid);
+        const out = await new Deno.Command("npx", { args, stdout: "piped", stderr: "null" }).output();
+        const serverCpu = cpuSeconds(server.pid) - cpu0;
+        const ac = JSON.parse(new TextDecoder().decode(out.stdout)) as Autocannon;
+        const command = commandLine("npx", args.map((a) => a.replace(TOKEN, "<token>")));
+        const p = {
+          backend,
+          connections: 50,
+          seconds,
+          responseBytes: bytes,
+          requests: ac.requests.total,
+          non2xx: ac.non2xx,
+          errors: ac.errors,
+          timeouts: ac.timeouts,
+          serverCpuPct: round((serverCpu / seconds) * 100),
+          serverRssMiB: round(statusMiB("VmRSS", server.pid)),
+        };
+        ctx.log(
+          `${backend} ${path}: ${ac.requests.average} req/s, p99 ${ac.latency.p99} ms, ${ac.non2xx} non-2xx`,
+        );
+        const note = `${command}; server: ${serverCmd}`;
+        figures.push(
+          {
+            scenario: "api",
+            name: `${name}: requests/s`,
+            value: round(ac.requests.average),
+            unit: "req/s",
+            params: p,
+            command: ctx.command,
+            note,
+          },
+          {
+            scenario: "api",
+            name: `${name}: p50 latency`,
+            value: round(ac.latency.p50),
+            unit: "ms",
+            params: p,
+            command: ctx.command,
+            note,
+          },
+          {
+            scenario: "api",
+            name: `${name}: p99 latency`,
+            value: round(ac.latency.p99),
+            unit: "ms",
+            params: p,
+            command: ctx.command,
+            note,
+          },
+        );
+      }
+    } finally {
+      client.close();
+      // Let the requests autocannon left in flight finish: a SIGTERM while responses are still being
+      // written to closed connections left server.ts hanging in shutdown (BENCHMARKS.md, scenario 5).
+      await new Promise((r) => setTimeout(r, 3000));
+      const exitMs = await stopChild(server, 15_000);
+      if (exitMs === null) ctx.log(`${backend}: server did not exit within 15 s of SIGTERM; killed`);
+      figures.push({
+        scenario: "api",
+        name: "server exit after SIGTERM (after the load)",
+        value: exitMs === null ? null : round(exitMs),
+        unit: "ms",
+        params: { backend },
+        command: ctx.command,
+        note: exitMs === null ? "did not exit within 15 s: SIGKILL" : undefined,
+      });
+      await logs;
+      await cleanup();
+    }
+  }
+  return figures;
+}

@@ -1,0 +1,355 @@
+/**
+ * Scenario 1, poll throughput (and the RSS half of scenario 7): N farm devices in a separate process,
+ * all due at once, polled by the real worker in a separate service process; the floor is the same
+ * requests from a bare node:https client at the same concurrency.
+ *
+ * @module
+ */
+import { commandLine, cpuSeconds, drainTo, type Figure, lines, round } from "../_util.ts";
+import type { Ctx } from "../main.ts";
+import { pgliteTemplate } from "../_db.ts";
+
+interface ServiceResult {
+  backend: string;
+  n: number;
+  concurrency: number;
+  polled: number;
+  statuses: Record<string, number>;
+  errors: string[];
+  wallMs: number;
+  pollsPerSecond: number;
+  p50Ms: number;
+  p95Ms: number;
+  cpuMsPerPoll: number;
+  postgresCpuMs: number | null;
+  snapshots: number;
+  pinned: number;
+  overruns: number;
+  rssPeakMiB: number;
+  rssBeforeMiB: number;
+}
+interface FloorResult {
+  n: number;
+  polled: number;
+  failures: number;
+  bytes: number;
+  wallMs: number;
+  pollsPerSecond: number;
+  p50Ms: number;
+  p95Ms: number;
+  cpuMsPerPoll: number;
+}
+
+/** The farm process: devices as JSON lines, a `stats` command, stops at end of stdin. */
+async function startFarm(ctx: Ctx, n: number) {
+  const captures = `${ctx.tmp}/captures.json`;
+  const args = ["run", "-A", "bench/_farm.ts", "--n", String(n), "--captures", captures];
+  const child = new Deno.Command(Deno.execPath(), { args, stdin: "piped", stdout: "piped", stderr: "piped" })
+    .spawn();
+  const errTail = drainTo(child.stderr, `${ctx.tmp}/farm.log`);
+  const out = lines(child.stdout);
+  const devices: string[] = [];
+  let setupMs = 0;
+  for (;;) {
+    const { value, done } = await out.next();
+    if (done) throw new Error(`Farm exited before it was ready: ${await errTail}`);
+    const msg = JSON.parse(value);
+    if (msg.type === "device") devices.push(value);
+    if (msg.type === "ready") {
+      setupMs = msg.setupMs;
+      break;
+    }
+  }
+  const writer = child.stdin.getWriter();
+  const enc = new TextEncoder();
+  return {
+    pid: child.pid,
+    devices,
+    captures,
+    setupMs,
+    command: commandLine("deno", args),
+    async stats(): Promise<{ requests: number; connections: number; unmatched: number }> {
+      await writer.write(enc.encode("stats\n"));
+      for (;;) {
+        const { value, done } = await out.next();
+        if (done) throw new Error("Farm exited");
+        const msg = JSON.parse(value);
+        if (msg.type === "stats") return msg;
+      }
+    },
+    async stop() {
+      await writer.close().catch(() => {});
+      await child.status;
+      await errTail;
+    },
+  };
+}
+
+async function child<T>(ctx: Ctx, args: string[], log: string): Promise<{ result: T; command: string }> {
+  const command = commandLine("deno", args);
+  // Service processes copy a migrated PGlite data dir made once here (initdb on disk takes seconds).
+  const env = { BENCH_PGLITE_TEMPLATE: await pgliteTemplate() };
+  const c = new Deno.Command(Deno.execPath(), { args, env, stdin: "null", stdout: "piped", stderr: "piped" })
+    .spawn();
+  const err = drainTo(c.stderr, `${ctx.tmp}/${log}`);
+  const out = await new Response(c.stdout).text();
+  const status = await c.status;
+  const tail = await err;
+  const last = out.trim().split("\n").pop() ?? "";
+  if (!status.success || !last.startsWith("{")) {
+    throw new Error(`${command} failed (${status.code}): ${tail}`);
+  }
+  return { result: JSON.parse(last) as T, command };
+}
+
+export async function run(ctx: Ctx): Promise<Figure[]> {
+  const sizes = ctx.quick ? [100] : [100, 1000, 3000];
+  const pgliteSizes = ctx.quick ? [100] : [100, 1000];
+  const figures: Figure[] = [];
+  const max = Math.max(...sizes);
+  ctx.log(`starting the device farm (${max} devices)`);
+  const template = pgliteTemplate(); // made while the farm starts, not while anything is measured
+  const farm = await startFarm(ctx, max);
+  await template;
+  ctx.log(`farm ready in ${farm.setupMs} ms`);
+  const base = { command: ctx.command };
+  figures.push({
+    ...base,
+    scenario: "poll",
+    name: "farm start-up (capture + certificates + listeners)",
+    value: round(farm.setupMs / 1000, 1),
+    unit: "s",
+    params: { devices: max },
+    note: farm.command,
+  });
+  try {
+    for (const n of sizes) {
+      const devFile = `${ctx.tmp}/devices-${n}.jsonl`;
+      await Deno.writeTextFile(devFile, farm.devices.slice(0, n).join("\n") + "\n");
+      // Floor twice (the best run is kept: a conservative ratio), the service once per backend.
+      const floors: Array<{ result: FloorResult; command: string; conns: number }> = [];
+      for (let k = 0; k < 2; k++) {
+        await farm.stats();
+        const r = await child<FloorResult>(ctx, [
+          "run",
+          "-A",
+          "bench/_floor.ts",
+          "--devices",
+          devFile,
+          "--captures",
+          farm.captures,
+          "--concurrency",
+          "64",
+        ], `floor-${n}-${k}.log`);
+        const s = await farm.stats();
+        floors.push({ ...r, conns: s.connections });
+        ctx.log(`floor N=${n}: ${round(r.result.wallMs)} ms, ${s.connections} connections`);
+      }
+      const floor = floors.reduce((a, b) => (b.result.wallMs < a.result.wallMs ? b : a));
+      if (!ctx.quick && n === 100) {
+        // For the record: node:https's own connection factory, much costlier per connection in Deno.
+        const d = await child<FloorResult>(ctx, [
+          "run",
+          "-A",
+          "bench/_floor.ts",
+          "--devices",
+          devFile,
+          "--captures",
+          farm.captures,
+          "--agent",
+          "default",
+        ], `floor-${n}-default-agent.log`);
+        figures.push({
+          scenario: "poll",
+          name: "floor with node:https's default agent: CPU per poll (not used for the ratio)",
+          value: round(d.result.cpuMsPerPoll, 2),
+          unit: "ms",
+          params: { n, wallS: round(d.result.wallMs / 1000, 2) },
+          command: ctx.command,
+          note: d.command,
+        });
+      }
+      const f = floor.result;
+      const fp = { n, concurrency: 64, keepAlive: true, runs: floors.map((x) => round(x.result.wallMs)) };
+      figures.push(
+        {
+          ...base,
+          scenario: "poll",
+          name: `floor: time to send all N devices' requests`,
+          value: round(f.wallMs / 1000, 2),
+          unit: "s",
+          params: fp,
+          note: floor.command,
+        },
+        {
+          ...base,
+          scenario: "poll",
+          name: "floor: polls/s",
+          value: round(f.pollsPerSecond),
+          unit: "polls/s",
+          params: fp,
+          note: floor.command,
+        },
+        {
+          ...base,
+          scenario: "poll",
+          name: "floor: CPU per poll",
+          value: round(f.cpuMsPerPoll, 2),
+          unit: "ms",
+          params: fp,
+          note: floor.command,
+        },
+      );
+      const variants: Array<{ backend: string; extra: string[]; label: string }> = [
+        { backend: "postgres", extra: [], label: "postgres" },
+        { backend: "pglite", extra: [], label: "pglite" },
+      ];
+      // Diagnosis (full mode): what the per-device advisory locks cost on PostgreSQL.
+      if (!ctx.quick && n === 1000) {
+        variants.push({
+          backend: "postgres",
+          extra: ["--no-device-locks"],
+          label: "postgres, no device locks",
+        });
+      }
+      for (const { backend, extra, label } of variants) {
+        if (backend === "pglite" && !pgliteSizes.includes(n)) continue;
+        await farm.stats();
+        const farmCpu0 = cpuSeconds(farm.pid);
+        ctx.log(`service N=${n} on ${label}`);
+        const { result: r, command } = await child<ServiceResult>(ctx, [
+          "run",
+          "-A",
+          "bench/_poll_service.ts",
+          "--devices",
+          devFile,
+          "--db",
+          backend,
+          ...extra,
+        ], `service-${n}-${label.replace(/\W+/g, "-")}.log`);
+        const farmCpuMs = (cpuSeconds(farm.pid) - farmCpu0) * 1000;
+        const s = await farm.stats();
+        const p = { n, backend: label, concurrency: r.concurrency };
+        const failed = r.polled - (r.statuses.ok ?? 0);
+        const note = failed ? `${failed} poll(s) not ok: ${r.errors.join("; ")}` : undefined;
+        const ratio = r.wallMs / f.wallMs;
+        ctx.log(
+          `service N=${n} ${label}: ${round(r.wallMs)} ms (floor ${round(f.wallMs)} ms, ratio ${
+            round(ratio, 2)
+          }), ` +
+            `${s.connections} connections, statuses ${JSON.stringify(r.statuses)}`,
+        );
+        figures.push(
+          {
+            ...base,
+            scenario: "poll",
+            name: "time to poll all N devices (one scan)",
+            value: round(r.wallMs / 1000, 2),
+            unit: "s",
+            params: p,
+            target: n === 1000 ? "1,000 devices inside one 30 s scan period" : undefined,
+            pass: n === 1000 ? r.wallMs <= 30_000 && !failed : undefined,
+            note: `${command}${note ? ` — ${note}` : ""}`,
+          },
+          {
+            ...base,
+            scenario: "poll",
+            name: "polls/s",
+            value: round(r.pollsPerSecond),
+            unit: "polls/s",
+            params: p,
+            note: command,
+          },
+          {
+            ...base,
+            scenario: "poll",
+            name: "p95 poll duration (connect, collect, store)",
+            value: round(r.p95Ms),
+            unit: "ms",
+            params: p,
+            note: command,
+          },
+          {
+            ...base,
+            scenario: "poll",
+            name: "service CPU per poll",
+            value: round(r.cpuMsPerPoll, 2),
+            unit: "ms",
+            params: p,
+            note: command,
+          },
+          ...(r.postgresCpuMs !== null
+            ? [{
+              ...base,
+              scenario: "poll",
+              name: "PostgreSQL server CPU per poll",
+              value: round(r.postgresCpuMs / r.polled, 2),
+              unit: "ms",
+              params: p,
+              note: command,
+            }]
+            : []),
+          {
+            ...base,
+            scenario: "poll",
+            name: "farm (device side) CPU per poll",
+            value: round(farmCpuMs / r.polled, 2),
+            unit: "ms",
+            params: p,
+            note: farm.command,
+          },
+          {
+            ...base,
+            scenario: "poll",
+            name: "ratio service ÷ floor (time to poll all)",
+            value: round(ratio, 2),
+            unit: "×",
+            params: p,
+            target: "≤ 1.5",
+            pass: ratio <= 1.5,
+            note: `${command} vs ${floor.command}`,
+          },
+          {
+            ...base,
+            scenario: "poll",
+            name: "ratio service ÷ floor (CPU per poll)",
+            value: round(r.cpuMsPerPoll / f.cpuMsPerPoll, 2),
+            unit: "×",
+            params: p,
+            note: command,
+          },
+          {
+            ...base,
+            scenario: "poll",
+            name: "TLS connections per poll (service; floor)",
+            value: round(s.connections / r.polled, 2),
+            unit: "conn/poll",
+            params: { ...p, floor: round(floor.conns / f.polled, 2) },
+            note: "counted by the farm",
+          },
+          {
+            ...base,
+            scenario: "poll",
+            name: "polls ok / snapshots stored / certificates pinned",
+            value: r.statuses.ok ?? 0,
+            unit: "polls",
+            params: { ...p, snapshots: r.snapshots, pinned: r.pinned, overruns: r.overruns },
+            note,
+          },
+          {
+            ...base,
+            scenario: "footprint",
+            name: `service RSS while polling ${n} devices (peak; before the scan)`,
+            value: round(r.rssPeakMiB),
+            unit: "MiB",
+            params: { ...p, beforeScanMiB: round(r.rssBeforeMiB) },
+            note: command,
+          },
+        );
+      }
+    }
+  } finally {
+    await farm.stop();
+  }
+  return figures;
+}

@@ -1,0 +1,165 @@
+/**
+ * Scenario 4, pre-flight at scale: latency of `POST /api/test-runs/preflight` (the real route, in
+ * process) for 1,000 devices while the snapshots table grows through 10^4 ... 10^7 rows. History rows
+ * are bulk-generated with INSERT ... SELECT generate_series (FK triggers off for the load: the rows
+ * point at existing devices and payloads by construction); after each step every device gets one more
+ * poll's snapshots (the store SQL, batched), so the latest snapshots are the newest rows.
+ *
+ * @module
+ */
+import { sql } from "kysely";
+import { type Figure, mean, pct, round as rnd } from "../_util.ts";
+import type { Ctx } from "../main.ts";
+import { captureVendors } from "../_capture.ts";
+import { benchServices, freshDb } from "../_db.ts";
+import { countRows, registerDevices, replayModules } from "../_replay.ts";
+import { makePolls, storeBatched } from "../_store_sql.ts";
+import { VENDORS } from "../_capture.ts";
+import { createApp } from "../../core/src/http/app.ts";
+import { TOKEN } from "../_util.ts";
+
+const PLAN = "ngfw-throughput-decrypt-on";
+
+export async function run(ctx: Ctx): Promise<Figure[]> {
+  const captures = await captureVendors();
+  const figures: Figure[] = [];
+  const plan = ctx.quick
+    ? { postgres: [1e4, 1e5], pglite: [] as number[] }
+    : { postgres: [1e4, 1e5, 1e6, 1e7], pglite: [1e4, 1e5] };
+  const devices = 1000;
+  const samples = ctx.quick ? 5 : 10;
+  for (const backend of ["postgres", "pglite"] as const) {
+    if (!plan[backend].length) continue;
+    await using db = await freshDb(backend);
+    const replay = replayModules(captures, { changeRate: 0.05 });
+    const { svc } = await benchServices(db, replay.modules);
+    const ids = await registerDevices(svc, devices);
+    const app = createApp(svc);
+    const steps = plan[backend].length + 1;
+    const polls = makePolls(
+      captures,
+      ids.map((id, i) => ({ id, vendor: VENDORS[i % VENDORS.length] })),
+      steps,
+      0.05,
+    );
+    const round = async (k: number) => {
+      for (let j = 0; j < polls[k].length; j += 64) await storeBatched(db.kysely, polls[k].slice(j, j + 64));
+    };
+    await round(0);
+    const exec = (q: string) => sql.raw(q).execute(db.kysely);
+    await exec(
+      `create table bench_slots as select (row_number() over (order by l.device_id, l.endpoint_label) - 1)::int as k,
+      s.device_id, s.endpoint_label, s.payload_sha256, s.adapter_module, s.adapter_version
+      from snapshot_latest l join snapshots s on s.id = l.snapshot_id`,
+    );
+    const slots = Number(
+      (await sql<{ n: string }>`select count(*)::text as n from bench_slots`.execute(db.kysely)).rows[0].n,
+    );
+    const first: number[] = [];
+    for (const [step, size] of plan[backend].entries()) {
+      const have = await countRows(db, "snapshots");
+      const add = size - have - slots;
+      if (add > 0) {
+        const t0 = performance.now();
+        const chunk = 1_000_000;
+        for (let from = 0; from < add; from += chunk) {
+          const n = Math.min(chunk, add - from);
+          await db.kysely.transaction().execute(async (tx) => {
+            await sql.raw(`set local session_replication_role = replica`).execute(tx);
+            await sql.raw(`insert into snapshots (device_id, endpoint_label, payload_sha256, collected_at,
+                adapter_module, adapter_version)
+              select sl.device_id, sl.endpoint_label, sl.payload_sha256,
+                now() - interval '2 hours' - make_interval(secs => ${
+              have + from
+            } + g), sl.adapter_module, sl.adapter_version
+              from generate_series(1, ${n}) g join bench_slots sl on sl.k = g % ${slots}`).execute(tx);
+          });
+        }
+        ctx.log(`${backend}: generated ${add} rows in ${rnd((performance.now() - t0) / 1000)} s`);
+      }
+      await round(step + 1); // the newest snapshot of every device and label
+      await exec(`analyze snapshots`);
+      const rows = await countRows(db, "snapshots");
+      const req = () =>
+        app.request("/api/test-runs/preflight", {
+          method: "POST",
+          headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+          body: JSON.stringify({ planIdentifier: PLAN }),
+        });
+      let checks = 0, status = 0;
+      for (let k = 0; k < 2; k++) {
+        const r = await req();
+        status = r.status;
+        checks = (await r.json()).checksRun;
+      }
+      const ms: number[] = [];
+      for (let k = 0; k < samples; k++) {
+        const t = performance.now();
+        const r = await req();
+        await r.arrayBuffer();
+        ms.push(performance.now() - t);
+      }
+      // The database's share: the pre-flight read (as runPreflight issues it), timed by the server.
+      const labels = [...new Set(svc.registry.checks.map((c) => `'${c.check.label}'`))].join(", ");
+      const plans = await sql.raw<{ "QUERY PLAN": unknown }>(`explain (analyze, format json)
+        select d.id, d.hostname, d.vendor, d.device_role, l.endpoint_label, s.id::text, s.payload_sha256,
+          s.collected_at, p.payload
+        from devices d
+        left join snapshot_latest l on l.device_id = d.id and l.endpoint_label in (${labels})
+        left join snapshots s on s.id = l.snapshot_id
+        left join snapshot_payloads p on p.sha256 = s.payload_sha256
+        where d.enabled order by d.hostname, d.id`).execute(db.kysely);
+      const plan0 = plans.rows[0]["QUERY PLAN"];
+      const explained = (typeof plan0 === "string" ? JSON.parse(plan0) : plan0) as Array<
+        { "Execution Time": number }
+      >;
+      const sqlMs = explained[0]["Execution Time"];
+      const p50 = pct(ms, 50);
+      if (!first.length) first.push(p50);
+      ctx.log(
+        `${backend} ${rows} rows: p50 ${rnd(p50)} ms, p95 ${
+          rnd(pct(ms, 95))
+        } ms (${checks} checks, HTTP ${status})`,
+      );
+      const p = { backend, devices, snapshotRows: rows, checks, httpStatus: status, samples, plan: PLAN };
+      figures.push(
+        {
+          scenario: "preflight",
+          name: `pre-flight latency p50 at 10^${Math.round(Math.log10(size))} rows`,
+          value: rnd(p50),
+          unit: "ms",
+          params: p,
+          target: backend === "postgres" && size === 1e7 ? "≤ 100 ms at 10^7 rows, flat" : undefined,
+          pass: backend === "postgres" && size === 1e7 ? p50 <= 100 : undefined,
+          command: ctx.command,
+        },
+        {
+          scenario: "preflight",
+          name: `pre-flight SQL execution time (EXPLAIN ANALYZE) at 10^${Math.round(Math.log10(size))} rows`,
+          value: rnd(sqlMs, 2),
+          unit: "ms",
+          params: p,
+          command: ctx.command,
+        },
+        {
+          scenario: "preflight",
+          name: `pre-flight latency p95 at 10^${Math.round(Math.log10(size))} rows`,
+          value: rnd(pct(ms, 95)),
+          unit: "ms",
+          params: { ...p, mean: rnd(mean(ms)) },
+          command: ctx.command,
+        },
+      );
+    }
+    const last = figures.filter((f) => f.params?.backend === backend && f.name.includes("p50")).at(-1)!;
+    figures.push({
+      scenario: "preflight",
+      name: "flatness: p50 at the largest size ÷ p50 at 10^4 rows",
+      value: rnd((last.value as number) / first[0], 2),
+      unit: "×",
+      params: { backend, from: 1e4, to: last.params!.snapshotRows },
+      command: ctx.command,
+    });
+  }
+  return figures;
+}
