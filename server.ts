@@ -22,7 +22,13 @@ const server = Deno.serve({
 }, app.fetch);
 onShutdown(async () => {
   ac.abort();
-  await server.finished;
+  // Connections to clients that went away can keep `finished` pending: wait at most the grace period.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    server.finished,
+    new Promise((r) => (timer = setTimeout(r, rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000))),
+  ]);
+  clearTimeout(timer);
   await worker?.stop(rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000);
   await rt.services.releaseAllParked();
   await rt.close();

@@ -113,7 +113,8 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
 
 /** Apply every pending migration. Kysely takes a PostgreSQL advisory lock, so concurrent starts are safe. */
 export async function migrate(db: Kysely<Database>, schema?: string): Promise<string[]> {
-  // With several schemas in one database (tests), name ours: Kysely's table check spans all schemas.
+  // Name our schema explicitly (search_path may select one): Kysely's table check spans all schemas.
+  schema ??= (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s;
   const migrator = new Migrator({
     db,
     provider: migrationProvider,
