@@ -1,12 +1,14 @@
 import { type Kysely, type Selectable, sql } from "kysely";
 import type { Database, DevicesTable } from "./db/schema.ts";
 import type { AdapterDefinition, TlsVerifyMode } from "./adapter.ts";
-import { type CredentialKey, decryptSecret, encryptSecret } from "./credentials.ts";
+import { CredentialError, type CredentialKey, decryptSecret, encryptSecret } from "./credentials.ts";
+import { connectDevice, type ConnectedDevice } from "./connect.ts";
+import type { TransportLimits } from "./transport/transport.ts";
 import { problems } from "./http/problem.ts";
-import type { Registry } from "./registry.ts";
+import type { RegisteredAdapter, Registry } from "./registry.ts";
 import type { SessionRegistry } from "./sessions.ts";
 import { sha256Hex } from "./hash.ts";
-import type { PollStatus } from "./errors.ts";
+import { DeviceError, type PollStatus } from "./errors.ts";
 
 export type DeviceRow = Selectable<DevicesTable>;
 
@@ -230,6 +232,34 @@ export class DeviceStore {
     return decryptSecret(this.keys.all, row.id, row.password_enc);
   }
 
+  /**
+   * Open an adapter session for a device over the core transport: the one path of poll cycles and
+   * connection tests. The password is decrypted here and lives only in the adapter session.
+   * Throws DeviceError (`adapter_error`, `credential_error`) before any I/O when it cannot start.
+   */
+  async connect(
+    row: DeviceRow,
+    limits: TransportLimits,
+    signal: AbortSignal,
+  ): Promise<{ conn: ConnectedDevice; reg: RegisteredAdapter }> {
+    const reg = this.registry.adapters.get(row.vendor);
+    if (!reg) throw new DeviceError("adapter_error", `No adapter is enabled for vendor "${row.vendor}"`);
+    const password = await this.decryptPassword(row).catch((e) => {
+      throw e instanceof CredentialError ? new DeviceError("credential_error", e.message) : e;
+    });
+    const conn = await connectDevice({
+      adapter: reg.adapter,
+      device: deviceTarget(row),
+      credentials: { username: row.username, password },
+      credentialKey: await credentialKeyOf(row),
+      sessions: this.sessions,
+      limits,
+      signal,
+      onPin: (fp) => this.pin(row.id, fp),
+    });
+    return { conn, reg };
+  }
+
   /** Record a trust-on-first-use pin unless one was set meanwhile. */
   async pin(id: string, sha256: string): Promise<void> {
     await this.db.updateTable("devices").set({ pinned_cert_sha256: sha256 })
@@ -239,6 +269,20 @@ export class DeviceStore {
   get sessionRegistry(): SessionRegistry {
     return this.sessions;
   }
+}
+
+/** Device fields the connection layer needs. */
+export function deviceTarget(row: DeviceRow) {
+  return {
+    id: row.id,
+    hostname: row.hostname,
+    vendor: row.vendor,
+    deviceRole: row.device_role,
+    baseUrl: row.base_url,
+    username: row.username,
+    tlsVerifyMode: row.tls_verify_mode as TlsVerifyMode,
+    pinnedCertSha256: row.pinned_cert_sha256,
+  };
 }
 
 export function isUniqueViolation(e: unknown): boolean {

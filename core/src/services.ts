@@ -10,7 +10,7 @@ import type { TransportLimits } from "./transport/transport.ts";
 import { importCredentialKey } from "./credentials.ts";
 import { openTransport } from "./transport/transport.ts";
 import type { TlsVerifyMode } from "./adapter.ts";
-import { deviceTarget } from "./poller/cycle.ts";
+import { deviceTarget } from "./devices.ts";
 import { logger } from "./log.ts";
 import type { DeviceRow } from "./devices.ts";
 

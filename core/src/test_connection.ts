@@ -1,8 +1,5 @@
-import { asDeviceError, connectDevice } from "./connect.ts";
-import { CredentialError } from "./credentials.ts";
-import { credentialKeyOf, type DeviceRow } from "./devices.ts";
-import { DeviceError } from "./errors.ts";
-import { deviceTarget } from "./poller/cycle.ts";
+import { asDeviceError } from "./connect.ts";
+import type { DeviceRow } from "./devices.ts";
 import type { Services } from "./services.ts";
 
 const STAGE: Record<string, string> = {
@@ -24,21 +21,12 @@ export async function testConnection(
   const t0 = performance.now();
   const ms = () => Math.round(performance.now() - t0);
   try {
-    const reg = svc.registry.adapters.get(row.vendor);
-    if (!reg) throw new DeviceError("adapter_error", `No adapter is enabled for vendor "${row.vendor}"`);
-    const password = await svc.devices.decryptPassword(row).catch((e) => {
-      throw e instanceof CredentialError ? new DeviceError("credential_error", e.message) : e;
-    });
-    await using conn = await connectDevice({
-      adapter: reg.adapter,
-      device: deviceTarget(row),
-      credentials: { username: row.username, password },
-      credentialKey: await credentialKeyOf(row),
-      sessions: svc.sessions,
-      limits: svc.limits,
-      signal: AbortSignal.timeout(svc.config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000),
-      onPin: (fp) => svc.devices.pin(row.id, fp),
-    });
+    const { conn } = await svc.devices.connect(
+      row,
+      svc.limits,
+      AbortSignal.timeout(svc.config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000),
+    );
+    await using _closing = conn;
     const r = await conn.session.testConnection();
     const latency = ms();
     const tls = row.tls_verify_mode === "insecure"

@@ -1,14 +1,12 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { canonicalJson, sha256Hex } from "../hash.ts";
-import { asDeviceError, connectDevice } from "../connect.ts";
+import { asDeviceError } from "../connect.ts";
 import { DeviceError, type PollStatus } from "../errors.ts";
-import { credentialKeyOf, type DeviceRow, type DeviceStore } from "../devices.ts";
+import type { DeviceRow, DeviceStore } from "../devices.ts";
 import type { TransportLimits } from "../transport/transport.ts";
 import type { Metrics } from "./metrics.ts";
 import { logger } from "../log.ts";
-import { CredentialError } from "../credentials.ts";
-import type { TlsVerifyMode } from "../adapter.ts";
 import type { Registry } from "../registry.ts";
 import { recordDecryptAlerts } from "../runs/alerts.ts";
 import type { DeviceLocks } from "./device_locks.ts";
@@ -170,24 +168,10 @@ export class PollService {
     const timeout = AbortSignal.timeout(this.deviceTimeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
     try {
-      if (!reg) throw new DeviceError("adapter_error", `No adapter is enabled for vendor "${row.vendor}"`);
-      let password: string | null = await this.devices.decryptPassword(row).catch((e) => {
-        throw e instanceof CredentialError ? new DeviceError("credential_error", e.message) : e;
-      });
-      const conn = await connectDevice({
-        adapter: reg.adapter,
-        device: deviceTarget(row),
-        credentials: { username: row.username, password: password! },
-        credentialKey: await credentialKeyOf(row),
-        sessions: this.devices.sessionRegistry,
-        limits: this.limits,
-        signal,
-        onPin: (fp) => this.devices.pin(row.id, fp),
-      });
-      password = null; // the adapter session holds the only copy until the cycle ends
+      const { conn, reg: active } = await this.devices.connect(row, this.limits, signal);
       try {
         const snapshots = await raceSignal(conn.session.collectAll(), signal, this.deviceTimeoutMs);
-        const expected = reg.adapter.labels;
+        const expected = active.adapter.labels;
         if (snapshots.length !== expected.length || snapshots.some((s, i) => s.label !== expected[i])) {
           throw new DeviceError(
             "adapter_error",
@@ -319,20 +303,6 @@ async function hashSnapshot(s: { label: string; payload: unknown }): Promise<Has
     text,
     sha256: await sha256Hex(text),
     size: new TextEncoder().encode(text).length,
-  };
-}
-
-/** Device fields the connection layer needs. */
-export function deviceTarget(row: DeviceRow) {
-  return {
-    id: row.id,
-    hostname: row.hostname,
-    vendor: row.vendor,
-    deviceRole: row.device_role,
-    baseUrl: row.base_url,
-    username: row.username,
-    tlsVerifyMode: row.tls_verify_mode as TlsVerifyMode,
-    pinnedCertSha256: row.pinned_cert_sha256,
   };
 }
 
