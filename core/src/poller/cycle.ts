@@ -1,4 +1,4 @@
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { canonicalJson, sha256Hex } from "../hash.ts";
 import { asDeviceError } from "../connect.ts";
@@ -8,8 +8,10 @@ import type { TransportLimits } from "../transport/transport.ts";
 import type { Metrics } from "./metrics.ts";
 import { logger } from "../log.ts";
 import type { Registry } from "../registry.ts";
-import { recordDecryptAlerts } from "../runs/alerts.ts";
 import type { DeviceLocks } from "./device_locks.ts";
+import { type HashedSnapshot, LostLockError, type Outcome, PollStore, type WriteGuard } from "./store.ts";
+
+export { LostLockError, type WriteGuard } from "./store.ts";
 
 /** Outcome of one poll cycle (spec 4.4 response). */
 export interface PollResult {
@@ -18,14 +20,6 @@ export interface PollResult {
   lastPollError: string;
   lastPollAt: string;
   snapshots: number;
-}
-
-/** Re-checks, inside the write transaction, that this instance may still write poll results. */
-export type WriteGuard = (tx: Kysely<Database>) => Promise<boolean>;
-
-/** The poll lock was lost before the results were written: the cycle wrote nothing. */
-export class LostLockError extends Error {
-  override name = "LostLockError";
 }
 
 /** The worker cancelled the cycle (shutdown grace period over): the cycle wrote nothing. */
@@ -38,21 +32,6 @@ export class DeviceBusyError extends Error {
   override name = "DeviceBusyError";
 }
 
-/** A collected snapshot with its canonical JSON text and hash. */
-interface HashedSnapshot {
-  label: string;
-  payload: unknown;
-  text: string;
-  sha256: string;
-  size: number;
-}
-
-interface Outcome {
-  status: PollStatus;
-  error: string;
-  snapshots: HashedSnapshot[];
-}
-
 const log = logger("poller");
 
 /**
@@ -63,6 +42,7 @@ const log = logger("poller");
  */
 export class PollService {
   #inflight = new Map<string, Promise<PollResult>>();
+  #store: PollStore;
 
   constructor(
     private db: Kysely<Database>,
@@ -73,7 +53,9 @@ export class PollService {
     private deviceTimeoutMs: number,
     /** Per-device locks across instances (PostgreSQL); one process needs none. */
     private locks?: DeviceLocks,
-  ) {}
+  ) {
+    this.#store = new PollStore(db, registry);
+  }
 
   /** Whether a poll of the device runs in this process now. */
   isPolling(deviceId: string): boolean {
@@ -196,7 +178,7 @@ export class PollService {
       // Cancelled by the worker (shutdown), not the device's fault: record nothing, it stays due.
       throw new PollCancelledError(`Poll of ${row.hostname} cancelled; nothing recorded`);
     }
-    const { at, newPayloads } = await this.#store(
+    const { at, newPayloads } = await this.#store.write(
       row,
       reg ? { name: reg.name, version: reg.version } : null,
       outcome,
@@ -221,68 +203,6 @@ export class PollService {
       lastPollAt: at.toISOString(),
       snapshots: outcome.snapshots.length,
     };
-  }
-
-  /**
-   * Write the cycle's snapshots and the device update in one transaction, stamped with the database
-   * clock (the due rule compares with the database's `now()`, so application clocks never matter).
-   */
-  async #store(
-    row: DeviceRow,
-    module: { name: string; version: string } | null,
-    outcome: Outcome,
-    guard?: WriteGuard,
-  ): Promise<{ at: Date; newPayloads: number }> {
-    const hashed = outcome.snapshots;
-    return await this.db.transaction().execute(async (tx) => {
-      if (guard && !(await guard(tx))) throw new LostLockError("Poll lock lost; not writing poll results");
-      const { rows: [{ now }] } = await sql<{ now: Date | string }>`select now() as now`.execute(tx);
-      const at = new Date(now);
-      const exists = await tx.selectFrom("devices").select("id").where("id", "=", row.id).forUpdate()
-        .executeTakeFirst();
-      if (!exists) return { at, newPayloads: 0 }; // deleted while polling: nothing to record
-      let newPayloads = 0;
-      if (hashed.length) {
-        // FOR SHARE: a run's finish (FOR UPDATE) waits for this commit, so its report lists these snapshots.
-        const run = await tx.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
-          .forShare().executeTakeFirst();
-        // In hash order, so concurrent cycles sharing payloads take their row locks in one order.
-        const unique = [...new Map(hashed.map((h) => [h.sha256, h])).values()]
-          .sort((a, b) => a.sha256 < b.sha256 ? -1 : 1);
-        const inserted = await tx.insertInto("snapshot_payloads")
-          .values(unique.map((h) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
-          .onConflict((oc) => oc.column("sha256").doNothing()).returning("sha256").execute();
-        newPayloads = inserted.length;
-        const rows = await tx.insertInto("snapshots").values(hashed.map((h) => ({
-          device_id: row.id,
-          endpoint_label: h.label,
-          payload_sha256: h.sha256,
-          collected_at: at,
-          test_run_execution_id: run?.execution_id ?? null,
-          adapter_module: module!.name,
-          adapter_version: module!.version,
-        }))).returning([sql<string>`id::text`.as("id"), "endpoint_label"]).execute();
-        await tx.insertInto("snapshot_latest")
-          .values(
-            rows.map((r) => ({ device_id: row.id, endpoint_label: r.endpoint_label, snapshot_id: r.id })),
-          )
-          .onConflict((oc) =>
-            oc.columns(["device_id", "endpoint_label"]).doUpdateSet({
-              snapshot_id: sql`excluded.snapshot_id`,
-            })
-          )
-          .execute();
-        if (run) {
-          await recordDecryptAlerts(tx, this.registry, run.execution_id, row, rows, hashed, at);
-        }
-      }
-      await tx.updateTable("devices").set({
-        last_poll_at: at,
-        last_poll_status: outcome.status,
-        last_poll_error: outcome.error,
-      }).where("id", "=", row.id).execute();
-      return { at, newPayloads };
-    });
   }
 }
 

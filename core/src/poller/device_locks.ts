@@ -27,6 +27,8 @@ export class DeviceLocks {
   #session: Promise<ReservedSession> | null = null;
   #held = 0;
   #idle: ReturnType<typeof setTimeout> | undefined;
+  #locks = new Batcher<boolean>((keys) => this.#batch("pg_try_advisory_lock", keys));
+  #unlocks = new Batcher<boolean>((keys) => this.#batch("pg_advisory_unlock", keys));
 
   constructor(private db: Db) {}
 
@@ -36,8 +38,7 @@ export class DeviceLocks {
     this.#held++;
     let ok = true;
     try {
-      const rows = await this.#query<{ ok: boolean }>("select pg_try_advisory_lock($1, $2) as ok", deviceId);
-      ok = rows[0]?.ok === true;
+      ok = await this.#locks.run(deviceLockKey(deviceId));
     } catch (e) {
       log.warn("Per-device poll lock unavailable, polling without it: {error}", { error: String(e) });
       this.#drop();
@@ -49,7 +50,7 @@ export class DeviceLocks {
   /** Release a lock taken with `tryLock`. */
   async unlock(deviceId: string): Promise<void> {
     try {
-      if (this.#session) await this.#query("select pg_advisory_unlock($1, $2)", deviceId);
+      if (this.#session) await this.#unlocks.run(deviceLockKey(deviceId));
     } catch {
       this.#drop(); // ending the session releases whatever it held
     } finally {
@@ -57,12 +58,16 @@ export class DeviceLocks {
     }
   }
 
-  async #query<T>(text: string, deviceId: string): Promise<T[]> {
+  /** One round trip for many keys: `fn` applied to each, answers in key order. */
+  async #batch(fn: "pg_try_advisory_lock" | "pg_advisory_unlock", keys: number[]): Promise<boolean[]> {
     const session = await (this.#session ??= this.db.reserve());
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      return await Promise.race([
-        session.query<T>(text, [DEVICE_LOCK_CLASS, deviceLockKey(deviceId)]),
+      const rows = await Promise.race([
+        session.query<{ ok: boolean }>(
+          `select ${fn}($1, k) as ok from unnest($2::int4[]) with ordinality as t(k, n) order by n`,
+          [DEVICE_LOCK_CLASS, keys],
+        ),
         new Promise<never>((_, reject) => {
           timer = setTimeout(
             () => reject(new Error(`No answer within ${QUERY_TIMEOUT_MS} ms`)),
@@ -70,6 +75,10 @@ export class DeviceLocks {
           );
         }),
       ]);
+      if (rows.length !== keys.length) {
+        throw new Error(`${fn}: ${rows.length} answers for ${keys.length} keys`);
+      }
+      return rows.map((r) => r.ok === true);
     } finally {
       clearTimeout(timer);
     }
@@ -94,5 +103,42 @@ export class DeviceLocks {
     const s = this.#session;
     this.#session = null;
     return s ? s.then((x) => x.release(), () => {}) : Promise.resolve();
+  }
+}
+
+/**
+ * Coalesces calls into batches: the first call is sent at once (after the current turn of the event
+ * loop, so calls made together go together); calls made while a batch is in flight wait for it and go
+ * as the next batch. Under load, one round trip serves many polls; alone, a call pays one round trip.
+ */
+class Batcher<T> {
+  #pending: Array<{ key: number; resolve(v: T): void; reject(e: unknown): void }> = [];
+  #busy = false;
+
+  constructor(private send: (keys: number[]) => Promise<T[]>) {}
+
+  run(key: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.push({ key, resolve, reject });
+      if (this.#busy) return;
+      this.#busy = true;
+      queueMicrotask(() => this.#drain());
+    });
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#pending.length) {
+        const batch = this.#pending.splice(0, 1000);
+        try {
+          const out = await this.send(batch.map((b) => b.key));
+          batch.forEach((b, i) => b.resolve(out[i]));
+        } catch (e) {
+          for (const b of batch) b.reject(e);
+        }
+      }
+    } finally {
+      this.#busy = false;
+    }
   }
 }

@@ -1,0 +1,236 @@
+import { type Kysely, sql } from "kysely";
+import type { Database } from "../db/schema.ts";
+import type { PollStatus } from "../errors.ts";
+import type { DeviceRow } from "../devices.ts";
+import type { Registry } from "../registry.ts";
+import { recordDecryptAlerts } from "../runs/alerts.ts";
+import { logger } from "../log.ts";
+
+/** A collected snapshot with its canonical JSON text and hash. */
+export interface HashedSnapshot {
+  label: string;
+  payload: unknown;
+  text: string;
+  sha256: string;
+  size: number;
+}
+
+/** What one poll cycle writes: its status and, on success, its snapshots. */
+export interface Outcome {
+  status: PollStatus;
+  error: string;
+  snapshots: HashedSnapshot[];
+}
+
+/** Re-checks, inside the write transaction, that this instance may still write poll results. */
+export type WriteGuard = (tx: Kysely<Database>) => Promise<boolean>;
+
+/** The poll lock was lost before the results were written: the cycle wrote nothing. */
+export class LostLockError extends Error {
+  override name = "LostLockError";
+}
+
+/** What the store did with one poll's results. */
+export interface Stored {
+  /** The database clock at the write (the poll's `lastPollAt` and its snapshots' `collectedAt`). */
+  at: Date;
+  /** Payloads this write added (the rest were already stored, by content). */
+  newPayloads: number;
+}
+
+interface Job {
+  row: DeviceRow;
+  module: { name: string; version: string } | null;
+  outcome: Outcome;
+  guard?: WriteGuard;
+  resolve(s: Stored): void;
+  reject(e: unknown): void;
+}
+
+/** At most this many polls' results go into one transaction. */
+export const MAX_BATCH = 64;
+
+const log = logger("poller");
+
+/**
+ * Group commit of poll results. Every poll's snapshots, payloads, latest-snapshot pointers and device
+ * update are written in one transaction, stamped with the database clock (the due rule compares with
+ * the database's `now()`, so application clocks never matter). While one transaction is being written,
+ * the results of polls that finish meanwhile wait and then go together into the next one (up to
+ * {@link MAX_BATCH}), with one multi-row statement per table: an idle service writes each poll at once,
+ * a busy one writes a few transactions per second instead of one per poll.
+ *
+ * Each poll still gets its own outcome: a poll whose write guard fails (the poll lock was lost) is
+ * rejected with {@link LostLockError} and writes nothing while the others in the batch are written; a
+ * device deleted while it was polled records nothing; when a batch fails as a whole, each poll is
+ * retried in a transaction of its own so that one bad result cannot fail the others.
+ */
+export class PollStore {
+  #pending: Job[] = [];
+  #writing = false;
+
+  constructor(private db: Kysely<Database>, private registry: Registry) {}
+
+  /** Queue one poll's results; resolves once they are committed. */
+  write(
+    row: DeviceRow,
+    module: { name: string; version: string } | null,
+    outcome: Outcome,
+    guard?: WriteGuard,
+  ): Promise<Stored> {
+    return new Promise<Stored>((resolve, reject) => {
+      this.#pending.push({ row, module, outcome, guard, resolve, reject });
+      if (!this.#writing) {
+        this.#writing = true;
+        // Let the polls that finish in this same turn of the event loop join the first batch.
+        queueMicrotask(() => this.#drain());
+      }
+    });
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#pending.length) {
+        const batch = this.#pending.splice(0, MAX_BATCH);
+        try {
+          const out = await this.#transaction(batch);
+          batch.forEach((j, i) => {
+            const r = out[i];
+            if (r instanceof Error) j.reject(r);
+            else j.resolve(r);
+          });
+        } catch (e) {
+          if (batch.length === 1) {
+            batch[0].reject(e);
+            continue;
+          }
+          log.warn("Writing {n} poll results together failed ({error}); writing them one by one", {
+            n: batch.length,
+            error: String(e),
+          });
+          for (const j of batch) {
+            try {
+              const [r] = await this.#transaction([j]);
+              if (r instanceof Error) j.reject(r);
+              else j.resolve(r);
+            } catch (e1) {
+              j.reject(e1);
+            }
+          }
+        }
+      }
+    } finally {
+      this.#writing = false;
+    }
+  }
+
+  /** One transaction for the batch: per job, what it stored or the error it gets. */
+  async #transaction(batch: Job[]): Promise<Array<Stored | Error>> {
+    return await this.db.transaction().execute(async (tx) => {
+      const out: Array<Stored | Error | null> = batch.map(() => null);
+      // Each distinct guard (the worker's lock check) once, inside this transaction.
+      const guards = new Map<WriteGuard, boolean>();
+      for (const j of batch) {
+        if (j.guard && !guards.has(j.guard)) guards.set(j.guard, await j.guard(tx));
+      }
+      const { rows: [{ now }] } = await sql<{ now: Date | string }>`select now() as now`.execute(tx);
+      const at = new Date(now);
+      batch.forEach((j, i) => {
+        if (j.guard && !guards.get(j.guard)) {
+          out[i] = new LostLockError("Poll lock lost; not writing poll results");
+        }
+      });
+      const live = batch.map((j, i) => ({ j, i })).filter(({ i }) => out[i] === null);
+      if (!live.length) return out as Array<Stored | Error>;
+      // Lock the devices in id order (concurrent writers never wait on each other in a cycle); a device
+      // deleted while it was polled records nothing.
+      const ids = [...new Set(live.map(({ j }) => j.row.id))].sort();
+      const existing = new Set(
+        (await tx.selectFrom("devices").select("id").where("id", "in", ids).orderBy("id").forUpdate()
+          .execute())
+          .map((r) => r.id),
+      );
+      const writes: Array<{ j: Job; i: number }> = [];
+      for (const w of live) {
+        if (existing.has(w.j.row.id)) writes.push(w);
+        else out[w.i] = { at, newPayloads: 0 };
+      }
+      const withSnapshots = writes.filter(({ j }) => j.outcome.snapshots.length > 0);
+      const newPayloads = new Map<number, number>();
+      if (withSnapshots.length) {
+        // FOR SHARE: a run's finish (FOR UPDATE) waits for this commit, so its report lists these snapshots.
+        const run = await tx.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
+          .forShare().executeTakeFirst();
+        // In hash order, so concurrent writers sharing payloads take their row locks in one order.
+        const owner = new Map<string, { h: HashedSnapshot; i: number }>();
+        for (const { j, i } of withSnapshots) {
+          for (const h of j.outcome.snapshots) if (!owner.has(h.sha256)) owner.set(h.sha256, { h, i });
+        }
+        const unique = [...owner.values()].sort((a, b) => a.h.sha256 < b.h.sha256 ? -1 : 1);
+        const inserted = await tx.insertInto("snapshot_payloads")
+          .values(unique.map(({ h }) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
+          .onConflict((oc) => oc.column("sha256").doNothing()).returning("sha256").execute();
+        for (const { sha256 } of inserted) {
+          const i = owner.get(sha256)!.i;
+          newPayloads.set(i, (newPayloads.get(i) ?? 0) + 1);
+        }
+        const rows = await tx.insertInto("snapshots").values(
+          withSnapshots.flatMap(({ j }) =>
+            j.outcome.snapshots.map((h) => ({
+              device_id: j.row.id,
+              endpoint_label: h.label,
+              payload_sha256: h.sha256,
+              collected_at: at,
+              test_run_execution_id: run?.execution_id ?? null,
+              adapter_module: j.module!.name,
+              adapter_version: j.module!.version,
+            }))
+          ),
+        ).returning([sql<string>`id::text`.as("id"), "device_id", "endpoint_label"]).execute();
+        // A device appears once per batch (one poll per device at a time), so (device, label) is unique.
+        const byDevice = new Map<string, Array<{ id: string; endpoint_label: string }>>();
+        for (const r of rows) {
+          const list = byDevice.get(r.device_id) ?? [];
+          list.push({ id: r.id, endpoint_label: r.endpoint_label });
+          byDevice.set(r.device_id, list);
+        }
+        await tx.insertInto("snapshot_latest")
+          .values(
+            rows.map((r) => ({
+              device_id: r.device_id,
+              endpoint_label: r.endpoint_label,
+              snapshot_id: r.id,
+            })),
+          )
+          .onConflict((oc) =>
+            oc.columns(["device_id", "endpoint_label"]).doUpdateSet({
+              snapshot_id: sql`excluded.snapshot_id`,
+            })
+          )
+          .execute();
+        if (run) {
+          for (const { j } of withSnapshots) {
+            await recordDecryptAlerts(
+              tx,
+              this.registry,
+              run.execution_id,
+              j.row,
+              byDevice.get(j.row.id) ?? [],
+              j.outcome.snapshots,
+              at,
+            );
+          }
+        }
+      }
+      if (writes.length) {
+        const values = writes.map(({ j }) =>
+          sql`(${j.row.id}::uuid, ${j.outcome.status}::text, ${j.outcome.error}::text)`
+        );
+        await sql`update devices set last_poll_at = ${at}, last_poll_status = v.status, last_poll_error = v.error
+          from (values ${sql.join(values)}) as v(id, status, error) where devices.id = v.id`.execute(tx);
+      }
+      for (const { i } of writes) out[i] = { at, newPayloads: newPayloads.get(i) ?? 0 };
+      return out as Array<Stored | Error>;
+    });
+  }
+}

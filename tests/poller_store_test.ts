@@ -1,0 +1,164 @@
+/**
+ * Group commit of poll results (core/src/poller/store.ts) and batched per-device locks: results of polls
+ * that finish together share one transaction, yet each poll keeps its own outcome.
+ */
+import assert from "node:assert/strict";
+import { sql } from "kysely";
+import { dbTest } from "@dutlab/core/testing";
+import { type HashedSnapshot, LostLockError, type Outcome, PollStore } from "../core/src/poller/store.ts";
+import { DeviceLocks } from "../core/src/poller/device_locks.ts";
+import { canonicalJson, sha256Hex } from "../core/src/hash.ts";
+import { addDevice, count, setup } from "./_poller_lab.ts";
+import type { Db } from "../core/src/db/open.ts";
+import type { Services } from "../core/src/services.ts";
+
+const MODULE = { name: "@dutlab/adapter-fixture", version: "0.0.1" };
+
+async function snap(label: string, payload: unknown): Promise<HashedSnapshot> {
+  const text = canonicalJson(payload);
+  return { label, payload, text, sha256: await sha256Hex(text), size: new TextEncoder().encode(text).length };
+}
+
+async function ok(n: number, shared: unknown): Promise<Outcome> {
+  return {
+    status: "ok",
+    error: "collected 3 snapshot(s)",
+    snapshots: [
+      await snap("deploy_status", { device: n }),
+      await snap("decrypt_policy", shared), // the same payload on every device: stored once
+      await snap("ntp_config", { servers: [`10.0.0.${n}`] }),
+    ],
+  };
+}
+
+async function devices(svc: Services, n: number) {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) ids.push(await addDevice(svc, `https://192.0.2.${i + 1}`));
+  return await Promise.all(ids.map((id) => svc.devices.get(id)));
+}
+
+async function lastPoll(db: Db, id: string) {
+  const r = await sql<{ status: string | null; error: string | null; at: Date | string | null }>`
+    select last_poll_status as status, last_poll_error as error, last_poll_at as at from devices where id = ${id}`
+    .execute(db.kysely);
+  return r.rows[0];
+}
+
+dbTest("poll results written together share one transaction and keep their own outcomes", async (db) => {
+  const { svc } = await setup(db);
+  const rows = await devices(svc, 10);
+  const store = new PollStore(db.kysely, svc.registry);
+  const shared = { mode: "off", rules: 3 };
+  const outcomes: Outcome[] = await Promise.all(
+    rows.map(async (_, i) =>
+      i % 3 === 2
+        ? { status: "unreachable", error: `connect ECONNREFUSED #${i}`, snapshots: [] }
+        : await ok(i, shared)
+    ),
+  );
+  const stored = await Promise.all(rows.map((r, i) => store.write(r, MODULE, outcomes[i])));
+  // One transaction: one database clock for every poll in it.
+  assert.equal(new Set(stored.map((s) => s.at.getTime())).size, 1);
+  // 7 polls with 3 snapshots: 2 distinct payloads each + the shared one.
+  assert.equal(stored.reduce((a, s) => a + s.newPayloads, 0), 7 * 2 + 1);
+  assert.equal(await count(db, "snapshot_payloads"), 15);
+  for (const [i, r] of rows.entries()) {
+    const want = outcomes[i];
+    assert.equal(await count(db, "snapshots", r.id), want.snapshots.length, `snapshots of device ${i}`);
+    assert.equal(await count(db, "snapshot_latest", r.id), want.snapshots.length);
+    const p = await lastPoll(db, r.id);
+    assert.deepEqual([p.status, p.error], [want.status, want.error]);
+    assert.equal(new Date(p.at!).getTime(), stored[i].at.getTime());
+  }
+  // Each latest pointer names that device's own snapshot of that label, with that device's payload.
+  const latest = await sql<
+    { device_id: string; endpoint_label: string; payload_sha256: string; sid: string }
+  >`
+    select l.device_id, l.endpoint_label, s.payload_sha256, s.device_id::text as sid
+    from snapshot_latest l join snapshots s on s.id = l.snapshot_id`.execute(db.kysely);
+  for (const l of latest.rows) {
+    assert.equal(l.sid, l.device_id);
+    const i = rows.findIndex((r) => r.id === l.device_id);
+    assert.equal(l.payload_sha256, outcomes[i].snapshots.find((s) => s.label === l.endpoint_label)!.sha256);
+  }
+  // Written again (a second round): the shared and unchanged payloads are not stored twice.
+  const again = await Promise.all(rows.map((r, i) => store.write(r, MODULE, outcomes[i])));
+  assert.equal(again.reduce((a, s) => a + s.newPayloads, 0), 0);
+  assert.equal(await count(db, "snapshots"), 7 * 3 * 2);
+});
+
+dbTest(
+  "a lost write guard rejects only the polls it guards; a deleted device records nothing",
+  async (db) => {
+    const { svc } = await setup(db);
+    const rows = await devices(svc, 5);
+    const store = new PollStore(db.kysely, svc.registry);
+    let asked = 0;
+    const lost = () => {
+      asked++;
+      return Promise.resolve(false);
+    };
+    await svc.devices.delete(rows[4].id);
+    const results = await Promise.allSettled(
+      rows.map(async (r, i) => store.write(r, MODULE, await ok(i, { i }), i < 2 ? lost : undefined)),
+    );
+    assert.equal(asked, 1, "one guard is asked once per transaction");
+    for (const i of [0, 1]) {
+      const r = results[i];
+      assert.ok(r.status === "rejected" && r.reason instanceof LostLockError, `poll ${i} lost its lock`);
+      assert.equal(await count(db, "snapshots", rows[i].id), 0);
+      assert.equal((await lastPoll(db, rows[i].id)).status, null);
+    }
+    for (const i of [2, 3]) {
+      assert.equal(results[i].status, "fulfilled");
+      assert.equal(await count(db, "snapshots", rows[i].id), 3);
+      assert.equal((await lastPoll(db, rows[i].id)).status, "ok");
+    }
+    const gone = results[4];
+    assert.ok(gone.status === "fulfilled" && gone.value.newPayloads === 0);
+    assert.equal(await count(db, "snapshots", rows[4].id), 0);
+  },
+);
+
+dbTest("when a shared transaction fails, each poll is written on its own", async (db) => {
+  const { svc } = await setup(db);
+  const rows = await devices(svc, 4);
+  const store = new PollStore(db.kysely, svc.registry);
+  await sql`create function refuse_poison() returns trigger language plpgsql as $$
+    begin raise exception 'injected failure'; end $$`.execute(db.kysely);
+  await sql`create trigger refuse_poison before insert on snapshots for each row
+    when (new.endpoint_label = 'poison') execute function refuse_poison()`.execute(db.kysely);
+  const outcomes = await Promise.all(rows.map(async (_, i) => {
+    const o = await ok(i, { i });
+    if (i === 1) o.snapshots[2] = await snap("poison", { i });
+    return o;
+  }));
+  const results = await Promise.allSettled(rows.map((r, i) => store.write(r, MODULE, outcomes[i])));
+  assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+  assert.match(String((results[1] as PromiseRejectedResult).reason), /injected failure/);
+  assert.equal(await count(db, "snapshots", rows[1].id), 0);
+  assert.equal((await lastPoll(db, rows[1].id)).status, null);
+  for (const i of [0, 2, 3]) assert.equal(await count(db, "snapshots", rows[i].id), 3);
+});
+
+dbTest("per-device locks taken together are held per device across instances", async (db) => {
+  if (db.kind !== "postgres") return; // per-device locks exist on PostgreSQL only
+  const a = new DeviceLocks(db);
+  const b = new DeviceLocks(db);
+  try {
+    const ids = Array.from({ length: 20 }, () => crypto.randomUUID());
+    assert.deepEqual(await Promise.all(ids.map((id) => a.tryLock(id))), ids.map(() => true));
+    assert.deepEqual(await Promise.all(ids.map((id) => b.tryLock(id))), ids.map(() => false));
+    await Promise.all(ids.slice(0, 10).map((id) => a.unlock(id)));
+    assert.deepEqual(
+      await Promise.all(ids.map((id) => b.tryLock(id))),
+      ids.map((_, i) => i < 10),
+      "only the released devices can be taken",
+    );
+    await Promise.all(ids.slice(10).map((id) => a.unlock(id)));
+    await Promise.all(ids.slice(0, 10).map((id) => b.unlock(id)));
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
