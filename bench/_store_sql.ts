@@ -1,8 +1,9 @@
 /**
- * The store SQL of the poll cycle without the rest of the cycle, to separate database throughput from
- * the cycle's own cost: `perPoll` mirrors PollService#store (one transaction per poll, as of this
- * benchmark); `batched` is a what-if (many polls per transaction, multi-row statements) that shows what
- * grouping commits would buy. Payloads are hashed before timing.
+ * The store path of the poll cycle without the rest of the cycle, to separate database throughput from
+ * the cycle's own cost: `storeWithPollStore` drives the production store (core/src/poller/store.ts,
+ * group commit) from 64 concurrent writers as the worker does; `storePerPoll` is the store as it was
+ * before group commit (one transaction per poll), kept as the baseline; `storeBatched` writes fixed
+ * batches directly (used to load data quickly). Payloads are hashed before timing.
  *
  * @module
  */
@@ -10,6 +11,8 @@ import { createHash } from "node:crypto";
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../core/src/db/schema.ts";
 import { canonicalJson } from "../core/src/hash.ts";
+import type { DeviceRow } from "../core/src/devices.ts";
+import type { PollStore } from "../core/src/poller/store.ts";
 import { substitute, variedIdentity, type VendorCapture } from "./_capture.ts";
 import { prng } from "./_replay.ts";
 
@@ -58,7 +61,29 @@ export function makePolls(
   return out;
 }
 
-/** One transaction per poll: the statements of PollService#store. */
+/**
+ * The production store: 64 concurrent writers hand each poll's results to `PollStore.write`, as the
+ * worker's 64 concurrent polls do; polls that finish while a write is in flight share the next one.
+ */
+export async function storeWithPollStore(
+  store: PollStore,
+  rows: Map<string, DeviceRow>,
+  polls: HashedPoll[],
+): Promise<void> {
+  const queue = [...polls];
+  await Promise.all(Array.from({ length: 64 }, async () => {
+    while (queue.length) {
+      const p = queue.shift()!;
+      await store.write(rows.get(p.deviceId)!, { name: p.module, version: "1.0.0" }, {
+        status: "ok",
+        error: `collected ${p.snapshots.length} snapshot(s)`,
+        snapshots: p.snapshots.map((h) => ({ ...h, payload: null })),
+      });
+    }
+  }));
+}
+
+/** One transaction per poll: the statements of the store before group commit (the baseline). */
 export async function storePerPoll(db: Kysely<Database>, p: HashedPoll): Promise<void> {
   await db.transaction().execute(async (tx) => {
     const { rows: [{ now }] } = await sql<{ now: Date | string }>`select now() as now`.execute(tx);
@@ -96,7 +121,7 @@ export async function storePerPoll(db: Kysely<Database>, p: HashedPoll): Promise
   });
 }
 
-/** What-if: many polls in one transaction, one multi-row statement per table. */
+/** Fixed batches: many polls in one transaction, one multi-row statement per table (data loading). */
 export async function storeBatched(db: Kysely<Database>, polls: HashedPoll[]): Promise<void> {
   await db.transaction().execute(async (tx) => {
     const { rows: [{ now }] } = await sql<{ now: Date | string }>`select now() as now`.execute(tx);
