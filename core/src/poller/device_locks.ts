@@ -1,5 +1,6 @@
 import type { Db, ReservedSession } from "../db/open.ts";
 import { logger } from "../log.ts";
+import { Batcher } from "./batcher.ts";
 
 const log = logger("poller");
 
@@ -27,8 +28,8 @@ export class DeviceLocks {
   #session: Promise<ReservedSession> | null = null;
   #held = 0;
   #idle: ReturnType<typeof setTimeout> | undefined;
-  #locks = new Batcher<boolean>((keys) => this.#batch("pg_try_advisory_lock", keys));
-  #unlocks = new Batcher<boolean>((keys) => this.#batch("pg_advisory_unlock", keys));
+  #locks = new Batcher<number, boolean>((keys) => this.#batch("pg_try_advisory_lock", keys));
+  #unlocks = new Batcher<number, boolean>((keys) => this.#batch("pg_advisory_unlock", keys));
 
   constructor(private db: Db) {}
 
@@ -103,42 +104,5 @@ export class DeviceLocks {
     const s = this.#session;
     this.#session = null;
     return s ? s.then((x) => x.release(), () => {}) : Promise.resolve();
-  }
-}
-
-/**
- * Coalesces calls into batches: the first call is sent at once (after the current turn of the event
- * loop, so calls made together go together); calls made while a batch is in flight wait for it and go
- * as the next batch. Under load, one round trip serves many polls; alone, a call pays one round trip.
- */
-class Batcher<T> {
-  #pending: Array<{ key: number; resolve(v: T): void; reject(e: unknown): void }> = [];
-  #busy = false;
-
-  constructor(private send: (keys: number[]) => Promise<T[]>) {}
-
-  run(key: number): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.#pending.push({ key, resolve, reject });
-      if (this.#busy) return;
-      this.#busy = true;
-      queueMicrotask(() => this.#drain());
-    });
-  }
-
-  async #drain(): Promise<void> {
-    try {
-      while (this.#pending.length) {
-        const batch = this.#pending.splice(0, 1000);
-        try {
-          const out = await this.send(batch.map((b) => b.key));
-          batch.forEach((b, i) => b.resolve(out[i]));
-        } catch (e) {
-          for (const b of batch) b.reject(e);
-        }
-      }
-    } finally {
-      this.#busy = false;
-    }
   }
 }
