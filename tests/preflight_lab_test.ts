@@ -519,7 +519,7 @@ dbTest("pre-flight writes nothing and contacts no device", async (db) => {
   assert.equal(results[0].status, 200, "the HA change on the device is not seen without a snapshot");
 });
 
-dbTest("latest snapshots come from one query, whatever the number of devices and checks", async (db) => {
+dbTest("pre-flight reads with two queries, whatever the number of devices and checks", async (db) => {
   await using l = await lab(db);
   const queries: string[] = [];
   const counter: KyselyPlugin = {
@@ -530,9 +530,10 @@ dbTest("latest snapshots come from one query, whatever the number of devices and
   const counted = db.kysely.withPlugin(counter);
   const four = await runPreflight(counted, l.svc.registry, plan);
   assert.equal(four.checksRun, 12);
-  assert.deepEqual(queries, ["SelectQueryNode"]);
+  // The enabled devices, then the latest snapshots (and payloads) of the pairs a check applies to.
+  assert.deepEqual(queries, ["SelectQueryNode", "RawNode"]);
 
-  // Four more devices (the same simulators under other names), all polled: still one SELECT.
+  // Four more devices (the same simulators under other names), all polled: still two queries.
   const more = { ngfwA: "vendor-a-ngfw", ngfwB: "vendor-b-ngfw", sw: "vendor-a-switch", bmc: "vendor-a-bmc" };
   for (const [k, vendor] of Object.entries(more) as Array<[keyof typeof more, string]>) {
     const id = await l.register(`${vendor}-2`, vendor, l.sims[k]);
@@ -542,5 +543,5 @@ dbTest("latest snapshots come from one query, whatever the number of devices and
   const eight = await runPreflight(counted, l.svc.registry, plan);
   assert.equal(eight.checksRun, 24);
   assert.equal(eight.pass, true, JSON.stringify(failing(eight)));
-  assert.deepEqual(queries, ["SelectQueryNode"]);
+  assert.deepEqual(queries, ["SelectQueryNode", "RawNode"]);
 });

@@ -49,13 +49,34 @@ function message(e: unknown): string {
   return m.length > MAX_ERROR_TEXT ? `${m.slice(0, MAX_ERROR_TEXT)}…` : m;
 }
 
-/** Freeze a parsed payload so that a check cannot change what the next check reads. */
+/** Freeze a payload so that a check cannot change what the next check reads. */
 function deepFreeze<T>(v: T): T {
   if (typeof v === "object" && v !== null && !Object.isFrozen(v)) {
     Object.freeze(v);
     for (const x of Object.values(v)) deepFreeze(x);
   }
   return v;
+}
+
+/** `deepFreeze` for what `JSON.parse` returns (plain objects and arrays only), without the allocations. */
+function freezeParsed(v: unknown): unknown {
+  if (typeof v === "object" && v !== null) {
+    Object.freeze(v);
+    if (Array.isArray(v)) { for (let i = 0; i < v.length; i++) freezeParsed(v[i]); }
+    else for (const k in v) freezeParsed((v as Record<string, unknown>)[k]);
+  }
+  return v;
+}
+
+/** Whether a check applies to a device and plan: a boolean, or what `appliesTo` threw. */
+type Applies = boolean | { threw: string };
+
+function applies(check: CheckDefinition, device: CheckDevice, plan: Plan): Applies {
+  try {
+    return !!check.appliesTo(device, plan);
+  } catch (e) {
+    return { threw: message(e) };
+  }
 }
 
 /**
@@ -78,6 +99,28 @@ export function evaluateCheck(
   snapshot: CheckSnapshot | null,
   ctx: CheckContext,
 ): CheckResult | null {
+  const a = applies(check, device, plan);
+  if (a === false) return null;
+  const view = () => {
+    deepFreeze(snapshot!.payload);
+    return { ...snapshot!, collectedAt: new Date(snapshot!.collectedAt) };
+  };
+  return evaluateApplicable(check, device, plan, snapshot, view, ctx, a);
+}
+
+/**
+ * The rest of `evaluateCheck` once `appliesTo` has answered (anything but `false`). `snapshot` is what the
+ * evidence cites; `view()` builds the snapshot the check evaluates, a fresh object whose payload is frozen.
+ */
+function evaluateApplicable(
+  check: CheckDefinition,
+  device: CheckDevice,
+  plan: Plan,
+  snapshot: Pick<CheckSnapshot, "id" | "payloadSha256" | "collectedAt"> | null,
+  view: () => CheckSnapshot,
+  ctx: CheckContext,
+  applied: true | { threw: string },
+): CheckResult {
   const base = {
     checkId: check.id,
     description: check.description,
@@ -97,12 +140,8 @@ export function evaluateCheck(
     detail: `check error: ${detail}`,
     evidence,
   });
-  try {
-    // A broken predicate must not hide the check (a lab would look ready): it is reported as an error.
-    if (!check.appliesTo(device, plan)) return null;
-  } catch (e) {
-    return error(`appliesTo failed for this device (${message(e)})`);
-  }
+  // A broken predicate must not hide the check (a lab would look ready): it is reported as an error.
+  if (applied !== true) return error(`appliesTo failed for this device (${applied.threw})`);
   if (!snapshot) {
     return {
       ...base,
@@ -114,8 +153,7 @@ export function evaluateCheck(
   }
   let r: unknown;
   try {
-    deepFreeze(snapshot.payload);
-    r = check.evaluate({ ...snapshot, collectedAt: new Date(snapshot.collectedAt) }, plan, ctx);
+    r = check.evaluate(view(), plan, ctx);
   } catch (e) {
     return error(`could not evaluate the ${check.label} payload (${message(e)})`);
   }
@@ -158,11 +196,33 @@ export function summarize(
   };
 }
 
+/** The latest snapshot of one (device, label), as the pre-flight read returns it. */
+interface Latest {
+  id: string;
+  sha: string;
+  at: Date;
+}
+
+/** What the pre-flight read returns: the enabled devices, what `appliesTo` said, the latest snapshots. */
+interface LabState {
+  devices: CheckDevice[];
+  /** Per check (registry order), per device (`devices` order). */
+  verdicts: Applies[][];
+  /** Label → device id → its latest snapshot of that label (fetched pairs only). */
+  latest: Map<string, Map<string, Latest>>;
+  /** Payload text by SHA-256, each distinct payload once. */
+  texts: Map<string, string>;
+}
+
 /**
  * Evaluate the latest stored snapshots against a plan (spec 4.8).
  *
- * - Read-only: one SELECT, whatever the number of checks and devices (enabled devices joined with their
- *   latest snapshot of every label a check reads). It never collects, never contacts a device, never writes.
+ * - Read-only: two SELECTs whatever the number of checks and devices, in one read-only REPEATABLE READ
+ *   transaction (one view of the database): the enabled devices; then, once `appliesTo` has answered, the
+ *   latest snapshot of only the (device, label) pairs a check applies to, with each distinct payload text
+ *   once. It never collects, never contacts a device, never writes.
+ * - Each distinct payload (by SHA-256) is parsed and frozen once, when a check first reads it, and shared
+ *   by every check and device that reads it; evidence cites each device's own snapshot.
  * - Enabled devices only; one result per (check, device) the check applies to, checks in registry order,
  *   devices by hostname.
  * - `pass` is true only when at least one check ran and every check passed: a skipped check (no snapshot)
@@ -181,71 +241,118 @@ export async function runPreflight(
   plan: Plan,
   now: Date = new Date(),
 ): Promise<PreflightResult> {
-  const labels = [...new Set(registry.checks.map((c) => c.check.label))];
-  if (labels.length === 0) return summarize(plan, [], now);
-  const rows = await db.selectFrom("devices as d")
-    .leftJoin(
-      "snapshot_latest as l",
-      (j) => j.onRef("l.device_id", "=", "d.id").on("l.endpoint_label", "in", labels),
-    )
-    .leftJoin("snapshots as s", (j) => j.on(sql`s.id`, "=", sql.ref("l.snapshot_id")))
-    .leftJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256")
-    .select([
-      "d.id as device_id",
-      "d.hostname",
-      "d.vendor",
-      "d.device_role",
-      "l.endpoint_label",
-      sql<string | null>`s.id::text`.as("snapshot_id"),
-      "s.payload_sha256",
-      "s.collected_at",
-      "p.payload",
-    ])
-    .where("d.enabled", "=", true)
-    .orderBy("d.hostname").orderBy("d.id")
-    .execute();
+  const defs = registry.checks.map((c) => c.check);
+  if (defs.length === 0) return summarize(plan, [], now);
+  const read = (tx: Kysely<Database>) => readLab(tx, defs, plan);
+  const { devices, verdicts, latest, texts } = db.isTransaction
+    ? await read(db)
+    : await db.transaction().setIsolationLevel("repeatable read").setAccessMode("read only").execute(read);
 
-  const devices = new Map<string, CheckDevice>();
-  const snapshots = new Map<string, { id: string; sha: string; at: Date; payload: unknown }>();
-  for (const r of rows) {
-    if (!devices.has(r.device_id)) {
-      devices.set(r.device_id, {
-        id: r.device_id,
-        hostname: r.hostname,
-        vendor: r.vendor,
-        deviceRole: r.device_role,
-      });
-    }
-    if (r.snapshot_id && r.endpoint_label && r.payload_sha256 && r.collected_at && r.payload !== null) {
-      snapshots.set(`${r.device_id}\0${r.endpoint_label}`, {
-        id: r.snapshot_id,
-        sha: r.payload_sha256,
-        at: new Date(r.collected_at),
-        // Parsed once and frozen: every check of this label reads the same, unchangeable value.
-        payload: deepFreeze(JSON.parse(r.payload)),
-      });
-    }
-  }
+  // Each distinct payload is parsed and frozen once, when a check first reads it: every check of every
+  // device that reads it sees the same, unchangeable value, and a payload no check reads is never parsed.
+  const parsed = new Map<string, unknown>();
+  const payloadOf = (sha: string): unknown => {
+    if (parsed.has(sha)) return parsed.get(sha);
+    const value = freezeParsed(JSON.parse(texts.get(sha)!));
+    parsed.set(sha, value);
+    return value;
+  };
+  const facts = new Map(devices.map((d) => [d.vendor, registry.adapters.get(d.vendor)?.adapter.facts ?? {}]));
 
   const checks: CheckResult[] = [];
-  for (const { check } of registry.checks) {
-    for (const device of devices.values()) {
-      const s = snapshots.get(`${device.id}\0${check.label}`);
-      const snapshot: CheckSnapshot | null = s
-        ? {
-          id: s.id,
-          deviceId: device.id,
-          endpointLabel: check.label,
-          vendor: device.vendor,
-          payload: s.payload,
-          payloadSha256: s.sha,
-          collectedAt: s.at,
-        }
-        : null;
-      const facts = registry.adapters.get(device.vendor)?.adapter.facts ?? {};
-      const r = evaluateCheck(check, device, plan, snapshot, { now: new Date(now), facts });
-      if (r) checks.push(r);
+  defs.forEach((check, i) => {
+    const byDevice = latest.get(check.label);
+    devices.forEach((device, j) => {
+      const verdict = verdicts[i][j];
+      if (verdict === false) return;
+      const s = byDevice?.get(device.id);
+      const snapshot = s && texts.has(s.sha) ? { id: s.id, payloadSha256: s.sha, collectedAt: s.at } : null;
+      const view = () => lazySnapshot(s!, device, check.label, payloadOf);
+      const ctx = { now: new Date(now), facts: facts.get(device.vendor)! };
+      checks.push(evaluateApplicable(check, device, plan, snapshot, view, ctx, verdict));
+    });
+  });
+  return summarize(plan, checks, now);
+}
+
+/** The two reads of a pre-flight (`tx`: one transaction), `appliesTo` asked in between. */
+async function readLab(tx: Kysely<Database>, defs: CheckDefinition[], plan: Plan): Promise<LabState> {
+  const devices: CheckDevice[] = (await tx.selectFrom("devices")
+    .select(["id", "hostname", "vendor", "device_role"])
+    .where("enabled", "=", true)
+    .orderBy("hostname").orderBy("id")
+    .execute()).map((d) => ({ id: d.id, hostname: d.hostname, vendor: d.vendor, deviceRole: d.device_role }));
+  // appliesTo needs only the device and the plan. Fetch a label for a device only when a check of that
+  // label applies to it, or when its appliesTo threw (the error result cites that snapshot).
+  const verdicts = defs.map((check) => devices.map((device) => applies(check, device, plan)));
+  const wanted = new Map<string, Set<string>>();
+  defs.forEach((check, i) => {
+    let ids = wanted.get(check.label);
+    if (!ids) wanted.set(check.label, ids = new Set());
+    verdicts[i].forEach((v, j) => v !== false && ids.add(devices[j].id));
+  });
+  const latest = new Map<string, Map<string, Latest>>();
+  const texts = new Map<string, string>();
+  const labels = [...wanted.keys()].filter((l) => wanted.get(l)!.size > 0);
+  if (labels.length === 0) return { devices, verdicts, latest, texts };
+  // One statement: the latest snapshot of each wanted pair, then each distinct payload of those once
+  // (payload rows carry only sha256 and payload). Per label, its device ids comma-separated (UUIDs).
+  const ids = labels.map((l) => [...wanted.get(l)!].join(","));
+  const { rows } = await sql<{
+    device_id: string | null;
+    endpoint_label: string | null;
+    snapshot_id: string | null;
+    sha256: string;
+    collected_at: Date | string | null;
+    payload: string | null;
+  }>`with w as (
+      select l.device_id, l.endpoint_label, l.snapshot_id, s.payload_sha256, s.collected_at
+      from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
+      cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
+      join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = g.label
+      join snapshots s on s.id = l.snapshot_id
+    )
+    select device_id::text, endpoint_label, snapshot_id::text, payload_sha256 as sha256, collected_at,
+      null::text as payload
+    from w
+    union all
+    select null, null, null, p.sha256, null, p.payload
+    from snapshot_payloads p where p.sha256 in (select payload_sha256 from w)`.execute(tx);
+  for (const r of rows) {
+    if (r.payload !== null) texts.set(r.sha256, r.payload);
+    else if (r.device_id && r.endpoint_label && r.snapshot_id && r.collected_at) {
+      let byDevice = latest.get(r.endpoint_label);
+      if (!byDevice) latest.set(r.endpoint_label, byDevice = new Map());
+      byDevice.set(r.device_id, { id: r.snapshot_id, sha: r.sha256, at: new Date(r.collected_at) });
     }
   }
-  return summarize(plan, checks, now);
+  return { devices, verdicts, latest, texts };
+}
+
+/**
+ * The snapshot a check evaluates (a fresh object per evaluation), whose `payload` is an accessor: the
+ * shared frozen value, produced on first read (`snapshot-fresh` reads only `collectedAt`), or what the
+ * check assigned to its own copy.
+ */
+function lazySnapshot(
+  s: Latest,
+  device: CheckDevice,
+  label: string,
+  payloadOf: (sha: string) => unknown,
+): CheckSnapshot {
+  let own: { value: unknown } | null = null;
+  return {
+    id: s.id,
+    deviceId: device.id,
+    endpointLabel: label,
+    vendor: device.vendor,
+    get payload() {
+      return own ? own.value : payloadOf(s.sha);
+    },
+    set payload(value: unknown) {
+      own = { value };
+    },
+    payloadSha256: s.sha,
+    collectedAt: new Date(s.at),
+  };
 }
