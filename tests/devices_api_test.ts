@@ -42,6 +42,26 @@ dbTest("registering a device applies the defaults and never returns the password
   assert.ok(!JSON.stringify(list).includes(PASSWORD));
 });
 
+dbTest("the device list reads every column of the API view and never the credential", async (db) => {
+  const { app, auth, svc } = await testServices(db, fixtureModules());
+  for (const h of ["fw-b", "fw-a"]) {
+    const res = await app.request("/api/admin/dut/devices", jsonReq("POST", device({ hostname: h }), auth));
+    assert.equal(res.status, 201);
+  }
+  const rows = await svc.devices.list();
+  assert.deepEqual(rows.map((r) => r.hostname), ["fw-a", "fw-b"], "hostname order");
+  const stored = await svc.db.kysely.selectFrom("devices").selectAll().where("hostname", "=", "fw-a")
+    .executeTakeFirstOrThrow();
+  assert.ok(stored.password_enc.length > 0);
+  // Exactly the stored columns but the credential, with the stored values.
+  const { password_enc: _, ...expected } = stored;
+  assert.deepEqual(rows[0], expected);
+  assert.ok(!("password_enc" in rows[0]));
+  const list = await (await app.request("/api/admin/dut/devices", { headers: auth })).json();
+  assert.deepEqual(list.devices.map((d: { hostname: string }) => d.hostname), ["fw-a", "fw-b"]);
+  assert.ok(!JSON.stringify(list).includes(stored.password_enc));
+});
+
 dbTest(
   "refused registrations store nothing: bad fields, vendor without adapter, duplicate hostname",
   async (db) => {
@@ -303,7 +323,10 @@ dbTest("key rotation re-encrypts every credential and the old key can then be dr
   assert.deepEqual(r, { rotated: 3, current: 0, undecryptable: 0 });
   assert.deepEqual(await reencryptCredentials(db.kysely, both), { rotated: 0, current: 3, undecryptable: 0 });
   const onlyNew = await testServices(db, fixtureModules(), { DUT_CRED_ENC_KEY: NEW });
-  for (const row of await onlyNew.svc.devices.list()) {
+  const listed = await onlyNew.svc.devices.list();
+  assert.equal(listed.length, 3);
+  for (const { id } of listed) {
+    const row = await onlyNew.svc.devices.get(id);
     assert.equal(keyIdOf(row.password_enc), onlyNew.svc.keys.current.id);
     assert.equal(await onlyNew.svc.devices.decryptPassword(row), `pw-${row.hostname}`);
   }

@@ -11,6 +11,28 @@ import { sha256Hex } from "./hash.ts";
 import { DeviceError, type PollStatus } from "./errors.ts";
 
 export type DeviceRow = Selectable<DevicesTable>;
+/** A device row without its credential: what the API view is made from. */
+export type DeviceListRow = Omit<DeviceRow, "password_enc">;
+
+/** The columns of `DeviceListRow`: every column the API view shows, never `password_enc`. */
+const VIEW_COLUMNS = [
+  "id",
+  "hostname",
+  "vendor",
+  "device_role",
+  "base_url",
+  "username",
+  "tls_verify_mode",
+  "poll_interval_seconds",
+  "notes",
+  "enabled",
+  "last_poll_at",
+  "last_poll_status",
+  "last_poll_error",
+  "pinned_cert_sha256",
+  "created_at",
+  "updated_at",
+] as const satisfies ReadonlyArray<keyof DeviceListRow>;
 
 /** The API form of a device (spec 2.2): every field but the password. */
 export interface DeviceView {
@@ -35,7 +57,7 @@ export interface DeviceView {
 
 const iso = (d: Date | string | null | unknown) => (d === null ? null : new Date(d as string).toISOString());
 
-export function toView(r: DeviceRow): DeviceView {
+export function toView(r: DeviceListRow): DeviceView {
   return {
     id: r.id,
     hostname: r.hostname,
@@ -81,8 +103,9 @@ export class DeviceStore {
     private sessions: SessionRegistry,
   ) {}
 
-  async list(): Promise<DeviceRow[]> {
-    return await this.db.selectFrom("devices").selectAll().orderBy("hostname").execute();
+  /** Every device in hostname order, with the columns of the API view only (no credential). */
+  async list(): Promise<DeviceListRow[]> {
+    return await this.db.selectFrom("devices").select(VIEW_COLUMNS).orderBy("hostname").execute();
   }
 
   /** The device row, or a 404 problem. */

@@ -1,6 +1,7 @@
 import type { Migration, MigrationProvider } from "kysely/migration";
 import * as m0001 from "./2026_11_21_0001_init.ts";
 import * as m0002 from "./2026_11_21_0002_snapshot_payloads_immutable.ts";
+import * as m0003 from "./2026_11_21_0003_slimmer_snapshot_indexes.ts";
 
 /** Static migration provider: every migration, by its date-prefixed name. */
 export const migrationProvider: MigrationProvider = {
@@ -8,6 +9,7 @@ export const migrationProvider: MigrationProvider = {
     return Promise.resolve({
       "2026_11_21_0001_init": m0001,
       "2026_11_21_0002_snapshot_payloads_immutable": m0002,
+      "2026_11_21_0003_slimmer_snapshot_indexes": m0003,
     });
   },
 };

@@ -1,0 +1,99 @@
+/**
+ * Indexes of `snapshots` (issue 11): migration 2026_11_21_0003 replaces snapshots_label_id by the
+ * deduplicated snapshots_label, its down restores the index as 0001 created it, and the listing
+ * queries still find their rows through an index.
+ */
+import assert from "node:assert/strict";
+import { type Kysely, sql } from "kysely";
+import { Migrator, NO_MIGRATIONS } from "kysely/migration";
+import { dbTest } from "@dutlab/core/testing";
+import { migrationProvider } from "../core/src/db/migrations/mod.ts";
+import type { Database } from "../core/src/db/schema.ts";
+
+/** The definition of every index on `snapshots`, by name, without the schema. */
+async function snapshotIndexes(db: Kysely<Database>): Promise<Record<string, string>> {
+  const r = await sql<{ indexname: string; indexdef: string }>`select indexname, indexdef from pg_indexes
+    where schemaname = current_schema() and tablename = 'snapshots' order by indexname`.execute(db);
+  return Object.fromEntries(
+    r.rows.map((x) => [x.indexname, x.indexdef.replace(/ ON \S+\.snapshots /, " ON snapshots ")]),
+  );
+}
+
+async function migrator(db: Kysely<Database>): Promise<Migrator> {
+  const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0].s;
+  return new Migrator({ db, provider: migrationProvider, migrationTableSchema: schema });
+}
+
+async function ok(p: Promise<{ error?: unknown }>) {
+  const { error } = await p;
+  if (error) throw error;
+}
+
+dbTest(
+  "snapshots carry the indexes of migration 0003: snapshots_label instead of snapshots_label_id",
+  async (db) => {
+    const idx = await snapshotIndexes(db.kysely);
+    assert.deepEqual(Object.keys(idx), [
+      "snapshots_device_id",
+      "snapshots_device_label_id",
+      "snapshots_label",
+      "snapshots_payload",
+      "snapshots_pkey",
+      "snapshots_run_id",
+    ]);
+    assert.equal(
+      idx.snapshots_label,
+      "CREATE INDEX snapshots_label ON snapshots USING btree (endpoint_label)",
+    );
+  },
+);
+
+dbTest("migration 0003 down restores snapshots_label_id exactly as 0001 created it", async (db) => {
+  const m = await migrator(db.kysely);
+  const latest = await snapshotIndexes(db.kysely);
+  await ok(m.migrateTo("2026_11_21_0002_snapshot_payloads_immutable"));
+  const down = await snapshotIndexes(db.kysely);
+  assert.notDeepEqual(down, latest, "0003 changed the indexes");
+  assert.ok("snapshots_label_id" in down && !("snapshots_label" in down), JSON.stringify(down));
+  // The schema 0001 and 0002 build from scratch.
+  await ok(m.migrateTo(NO_MIGRATIONS));
+  await ok(m.migrateTo("2026_11_21_0002_snapshot_payloads_immutable"));
+  assert.deepEqual(down, await snapshotIndexes(db.kysely));
+  await ok(m.migrateToLatest());
+  assert.deepEqual(await snapshotIndexes(db.kysely), latest);
+});
+
+dbTest("listings by a rare label, by a missing label and by device and label read an index", async (db) => {
+  const k = db.kysely;
+  // 20 devices x 6 labels x 150 polls, in poll order, and 20 snapshots of a label one device has.
+  await sql`insert into devices (id, hostname, vendor, base_url, username, password_enc, tls_verify_mode,
+      poll_interval_seconds)
+    select ('00000000-0000-4000-8000-' || lpad(n::text, 12, '0'))::uuid, 'dev-' || n, 'fixture-fw',
+      'https://10.0.0.' || n, 'admin', 'v1.x.y.z', 'insecure', 300 from generate_series(1, 20) n`.execute(k);
+  await sql`insert into snapshot_payloads (sha256, payload, size_bytes) values (${"0".repeat(64)}, '{}', 2)`
+    .execute(k);
+  await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, collected_at, adapter_module,
+      adapter_version)
+    select ('00000000-0000-4000-8000-' || lpad(d::text, 12, '0'))::uuid,
+      case when r < 20 and d = 1 and l = 1 then 'rare_label' else 'label_' || l end, ${"0".repeat(64)},
+      now(), '@dutlab/adapter-fixture', '1.0.0'
+    from generate_series(1, 150) r, generate_series(1, 20) d, generate_series(1, 6) l order by r, d, l`
+    .execute(k);
+  await sql`analyze snapshots`.execute(k);
+  // The query of listSnapshots (core/src/snapshots.ts) with the default page size.
+  const plan = async (where: ReturnType<typeof sql>) =>
+    (await sql<{ "QUERY PLAN": string }>`explain select s.id::text as id, s.device_id, s.endpoint_label,
+        p.payload, s.payload_sha256, s.collected_at, s.test_run_execution_id, s.adapter_module,
+        s.adapter_version
+      from snapshots as s inner join snapshot_payloads as p on p.sha256 = s.payload_sha256
+      where ${where} order by s.id desc limit 101`.execute(k)).rows.map((r) => r["QUERY PLAN"]).join("\n");
+  for (const label of ["rare_label", "no_such_label"]) {
+    const text = await plan(sql`s.endpoint_label = ${label}`);
+    assert.match(text, /(on|using) snapshots_label\b/, text);
+    assert.doesNotMatch(text, /Seq Scan on snapshots|snapshots_pkey/, text);
+  }
+  const dev = "00000000-0000-4000-8000-000000000007";
+  const text = await plan(sql`s.device_id = ${dev} and s.endpoint_label = 'label_3'`);
+  assert.match(text, /(on|using) snapshots_device_label_id\b/, text);
+  assert.doesNotMatch(text, /Seq Scan on snapshots|snapshots_pkey/, text);
+});
