@@ -9,6 +9,7 @@ import type { RegisteredAdapter, Registry } from "./registry.ts";
 import type { SessionRegistry } from "./sessions.ts";
 import { sha256Hex } from "./hash.ts";
 import { DeviceError, type PollStatus } from "./errors.ts";
+import { Batcher } from "./batcher.ts";
 
 export type DeviceRow = Selectable<DevicesTable>;
 /** A device row without its credential: what the API view is made from. */
@@ -283,11 +284,21 @@ export class DeviceStore {
     return { conn, reg };
   }
 
-  /** Record a trust-on-first-use pin unless one was set meanwhile. */
+  /**
+   * Record a trust-on-first-use pin unless one was set meanwhile. Pins recorded together (a first scan
+   * of many new devices) go in one statement.
+   */
   async pin(id: string, sha256: string): Promise<void> {
-    await this.db.updateTable("devices").set({ pinned_cert_sha256: sha256 })
-      .where("id", "=", id).where("pinned_cert_sha256", "is", null).execute();
+    await this.#pins.run({ id, sha256 });
   }
+
+  #pins = new Batcher<{ id: string; sha256: string }, void>(async (pins) => {
+    const values = pins.map((p) => sql`(${p.id}::uuid, ${p.sha256}::text)`);
+    await sql`update devices set pinned_cert_sha256 = v.sha256
+      from (values ${sql.join(values)}) as v(id, sha256)
+      where devices.id = v.id and devices.pinned_cert_sha256 is null`.execute(this.db);
+    return pins.map(() => undefined);
+  }, 256);
 
   get sessionRegistry(): SessionRegistry {
     return this.sessions;

@@ -9,7 +9,7 @@ import type { Metrics } from "./metrics.ts";
 import { logger } from "../log.ts";
 import type { Registry } from "../registry.ts";
 import type { DeviceLocks } from "./device_locks.ts";
-import { Batcher } from "./batcher.ts";
+import { Batcher } from "../batcher.ts";
 import { type HashedSnapshot, LostLockError, type Outcome, PollStore, type WriteGuard } from "./store.ts";
 
 export { LostLockError, type WriteGuard } from "./store.ts";

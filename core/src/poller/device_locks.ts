@@ -1,6 +1,6 @@
 import type { Db, ReservedSession } from "../db/open.ts";
 import { logger } from "../log.ts";
-import { Batcher } from "./batcher.ts";
+import { Batcher } from "../batcher.ts";
 
 const log = logger("poller");
 
