@@ -12,7 +12,7 @@ import type { Db } from "../core/src/db/open.ts";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import type { CheckDefinition } from "../core/src/check.ts";
 import { buildRegistry, type Registry } from "../core/src/registry.ts";
-import { evaluateCheck, runPreflight, summarize } from "../core/src/preflight.ts";
+import { evaluateCheck, PayloadCache, payloadCache, runPreflight, summarize } from "../core/src/preflight.ts";
 import { latestSnapshots } from "../core/src/snapshots.ts";
 
 const PLAN = "fixture-plan";
@@ -348,3 +348,43 @@ dbTest(
   // PGlite is one session: another query cannot run between the two reads (it would join the transaction).
   { only: ["postgres"] },
 );
+
+dbTest("parsed payloads are kept across pre-flights: a cached payload is not read again", async (db) => {
+  payloadCache.clear();
+  const ids = await devices(db, "fx-1");
+  const text = JSON.stringify({ servers: ["10.0.0.9"], cacheProbe: crypto.randomUUID() });
+  const sha = await sha256Hex(text);
+  await put(db, ids["fx-1"], "ntp_config", text);
+  const registry = registryWith(reporter("ntp-1", "ntp_config", () => true));
+  const plan = registry.plan(PLAN)!;
+  const now = new Date();
+  const first = await runPreflight(db.kysely, registry, plan, now);
+  assert.equal(first.checks[0].status, "pass");
+  assert.ok(payloadCache.has(sha), "the parsed payload is cached");
+  // Corrupt the stored text behind the engine's back (a real payload never changes: UPDATE is refused).
+  await db.kysely.transaction().execute(async (tx) => {
+    await sql`alter table snapshot_payloads disable trigger snapshot_payloads_no_update`.execute(tx);
+    await sql`update snapshot_payloads set payload = ${NOT_JSON} where sha256 = ${sha}`.execute(tx);
+    await sql`alter table snapshot_payloads enable trigger snapshot_payloads_no_update`.execute(tx);
+  });
+  assert.deepEqual(await runPreflight(db.kysely, registry, plan, now), first, "served from the cache");
+  payloadCache.clear();
+  const reread = await runPreflight(db.kysely, registry, plan, now);
+  assert.equal(reread.checks[0].status, "error", "without the cache the corrupted text is read");
+});
+
+Deno.test("the payload cache keeps the most recently used payloads within its budget", () => {
+  const c = new PayloadCache(30);
+  const text = (k: string) => JSON.stringify({ k: k.repeat(4) }); // 12 characters
+  c.put("a", text("a"));
+  c.put("b", text("b"));
+  assert.deepEqual(c.get("a")?.value, { k: "aaaa" }); // parsed on first read; a is now the most recent
+  assert.ok(Object.isFrozen(c.get("a")?.value), "a parsed payload is frozen");
+  c.put("c", text("c")); // over budget: b (least recently used) goes
+  assert.deepEqual([c.has("a"), c.has("b"), c.has("c")], [true, false, true]);
+  assert.equal(c.bytes, 24);
+  const huge = c.put("huge", JSON.stringify({ k: "x".repeat(40) })); // larger than the budget: not kept
+  assert.deepEqual([c.has("huge"), c.size], [false, 2]);
+  assert.equal((huge.value as { k: string }).k.length, 40, "yet usable by the pre-flight that read it");
+  assert.throws(() => c.put("bad", "{not json").value, SyntaxError);
+});

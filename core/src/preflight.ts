@@ -196,6 +196,82 @@ export function summarize(
   };
 }
 
+/** One payload: its text until a check first reads it, then its parsed, frozen value. */
+export class PayloadEntry {
+  #text: string | null;
+  #value: unknown = undefined;
+
+  constructor(text: string, readonly size: number) {
+    this.#text = text;
+  }
+
+  /** The parsed, frozen payload (parsed on first use; throws when the text is not JSON). */
+  get value(): unknown {
+    if (this.#text !== null) {
+      this.#value = freezeParsed(JSON.parse(this.#text));
+      this.#text = null;
+    }
+    return this.#value;
+  }
+}
+
+/**
+ * Payloads by SHA-256, kept across pre-flights up to a budget of payload text (least recently used first
+ * out), parsed when a check first reads them. A payload's hash names its content, and stored payloads are
+ * immutable, so an entry is valid for any database and never goes stale; the budget only bounds memory.
+ */
+export class PayloadCache {
+  #entries = new Map<string, PayloadEntry>();
+  #bytes = 0;
+
+  constructor(readonly budgetBytes: number) {}
+
+  has(sha: string): boolean {
+    return this.#entries.has(sha);
+  }
+
+  /** The entry (and marks it recently used), or undefined. */
+  get(sha: string): PayloadEntry | undefined {
+    const e = this.#entries.get(sha);
+    if (!e) return undefined;
+    this.#entries.delete(sha);
+    this.#entries.set(sha, e);
+    return e;
+  }
+
+  /** The entry for a payload text read from the database (kept if it fits the budget). */
+  put(sha: string, text: string): PayloadEntry {
+    const known = this.#entries.get(sha);
+    if (known) return known;
+    const e = new PayloadEntry(text, text.length);
+    if (e.size > this.budgetBytes) return e;
+    this.#entries.set(sha, e);
+    this.#bytes += e.size;
+    for (const [k, old] of this.#entries) {
+      if (this.#bytes <= this.budgetBytes) break;
+      this.#entries.delete(k);
+      this.#bytes -= old.size;
+    }
+    return e;
+  }
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  clear(): void {
+    this.#entries.clear();
+    this.#bytes = 0;
+  }
+}
+
+/** The process's payload cache: 32 MiB of payload text (~10,000 payloads of a few kB). */
+export const payloadCache = new PayloadCache(32 * 1024 * 1024);
+
 /** The latest snapshot of one (device, label), as the pre-flight read returns it. */
 interface Latest {
   id: string;
@@ -210,19 +286,21 @@ interface LabState {
   verdicts: Applies[][];
   /** Label → device id → its latest snapshot of that label (fetched pairs only). */
   latest: Map<string, Map<string, Latest>>;
-  /** Payload text by SHA-256, each distinct payload once. */
-  texts: Map<string, string>;
+  /** The payload of every latest snapshot read, by SHA-256 (from the payload cache or read now). */
+  payloads: Map<string, PayloadEntry>;
 }
 
 /**
  * Evaluate the latest stored snapshots against a plan (spec 4.8).
  *
- * - Read-only: two SELECTs whatever the number of checks and devices, in one read-only REPEATABLE READ
- *   transaction (one view of the database): the enabled devices; then, once `appliesTo` has answered, the
- *   latest snapshot of only the (device, label) pairs a check applies to, with each distinct payload text
- *   once. It never collects, never contacts a device, never writes.
+ * - Read-only: at most three SELECTs whatever the number of checks and devices, in one read-only
+ *   REPEATABLE READ transaction (one view of the database): the enabled devices; then, once `appliesTo`
+ *   has answered, the latest snapshot of only the (device, label) pairs a check applies to; then each
+ *   distinct payload text once, except those in {@link payloadCache}. It never collects, never contacts a
+ *   device, never writes.
  * - Each distinct payload (by SHA-256) is parsed and frozen once, when a check first reads it, and shared
- *   by every check and device that reads it; evidence cites each device's own snapshot.
+ *   by every check and device that reads it, in this and later pre-flights (kept in {@link payloadCache});
+ *   evidence cites each device's own snapshot.
  * - Enabled devices only; one result per (check, device) the check applies to, checks in registry order,
  *   devices by hostname.
  * - `pass` is true only when at least one check ran and every check passed: a skipped check (no snapshot)
@@ -244,19 +322,15 @@ export async function runPreflight(
   const defs = registry.checks.map((c) => c.check);
   if (defs.length === 0) return summarize(plan, [], now);
   const read = (tx: Kysely<Database>) => readLab(tx, defs, plan);
-  const { devices, verdicts, latest, texts } = db.isTransaction
+  const { devices, verdicts, latest, payloads } = db.isTransaction
     ? await read(db)
     : await db.transaction().setIsolationLevel("repeatable read").setAccessMode("read only").execute(read);
 
   // Each distinct payload is parsed and frozen once, when a check first reads it: every check of every
   // device that reads it sees the same, unchangeable value, and a payload no check reads is never parsed.
-  const parsed = new Map<string, unknown>();
-  const payloadOf = (sha: string): unknown => {
-    if (parsed.has(sha)) return parsed.get(sha);
-    const value = freezeParsed(JSON.parse(texts.get(sha)!));
-    parsed.set(sha, value);
-    return value;
-  };
+  // Payloads are kept for later pre-flights (content-addressed and immutable, so always valid).
+  const payloadOf = (sha: string): unknown => payloads.get(sha)!.value;
+  const known = (sha: string) => payloads.has(sha);
   const facts = new Map(devices.map((d) => [d.vendor, registry.adapters.get(d.vendor)?.adapter.facts ?? {}]));
 
   const checks: CheckResult[] = [];
@@ -266,7 +340,7 @@ export async function runPreflight(
       const verdict = verdicts[i][j];
       if (verdict === false) return;
       const s = byDevice?.get(device.id);
-      const snapshot = s && texts.has(s.sha) ? { id: s.id, payloadSha256: s.sha, collectedAt: s.at } : null;
+      const snapshot = s && known(s.sha) ? { id: s.id, payloadSha256: s.sha, collectedAt: s.at } : null;
       const view = () => lazySnapshot(s!, device, check.label, payloadOf);
       const ctx = { now: new Date(now), facts: facts.get(device.vendor)! };
       checks.push(evaluateApplicable(check, device, plan, snapshot, view, ctx, verdict));
@@ -292,41 +366,43 @@ async function readLab(tx: Kysely<Database>, defs: CheckDefinition[], plan: Plan
     verdicts[i].forEach((v, j) => v !== false && ids.add(devices[j].id));
   });
   const latest = new Map<string, Map<string, Latest>>();
-  const texts = new Map<string, string>();
+  const payloads = new Map<string, PayloadEntry>();
   const labels = [...wanted.keys()].filter((l) => wanted.get(l)!.size > 0);
-  if (labels.length === 0) return { devices, verdicts, latest, texts };
-  // One statement: the latest snapshot of each wanted pair, then each distinct payload of those once
-  // (payload rows carry only sha256 and payload). Per label, its device ids comma-separated (UUIDs).
+  if (labels.length === 0) return { devices, verdicts, latest, payloads };
+  // The latest snapshot of each wanted pair (small rows). Per label, its device ids comma-separated (UUIDs).
   const ids = labels.map((l) => [...wanted.get(l)!].join(","));
   const { rows } = await sql<{
-    device_id: string | null;
-    endpoint_label: string | null;
-    snapshot_id: string | null;
+    device_id: string;
+    endpoint_label: string;
+    snapshot_id: string;
     sha256: string;
-    collected_at: Date | string | null;
-    payload: string | null;
-  }>`with w as (
-      select l.device_id, l.endpoint_label, l.snapshot_id, s.payload_sha256, s.collected_at
+    collected_at: Date | string;
+  }>`select l.device_id::text, l.endpoint_label, l.snapshot_id::text, s.payload_sha256 as sha256, s.collected_at
       from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
       cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
       join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = g.label
-      join snapshots s on s.id = l.snapshot_id
-    )
-    select device_id::text, endpoint_label, snapshot_id::text, payload_sha256 as sha256, collected_at,
-      null::text as payload
-    from w
-    union all
-    select null, null, null, p.sha256, null, p.payload
-    from snapshot_payloads p where p.sha256 in (select payload_sha256 from w)`.execute(tx);
+      join snapshots s on s.id = l.snapshot_id`.execute(tx);
+  const shas = new Set<string>();
   for (const r of rows) {
-    if (r.payload !== null) texts.set(r.sha256, r.payload);
-    else if (r.device_id && r.endpoint_label && r.snapshot_id && r.collected_at) {
-      let byDevice = latest.get(r.endpoint_label);
-      if (!byDevice) latest.set(r.endpoint_label, byDevice = new Map());
-      byDevice.set(r.device_id, { id: r.snapshot_id, sha: r.sha256, at: new Date(r.collected_at) });
-    }
+    let byDevice = latest.get(r.endpoint_label);
+    if (!byDevice) latest.set(r.endpoint_label, byDevice = new Map());
+    byDevice.set(r.device_id, { id: r.snapshot_id, sha: r.sha256, at: new Date(r.collected_at) });
+    shas.add(r.sha256);
   }
-  return { devices, verdicts, latest, texts };
+  // Then each distinct payload text once, only those not parsed already (payloads never change).
+  // Cache hits are taken now, so a concurrent pre-flight's evictions cannot take them away later.
+  const missing: string[] = [];
+  for (const sha of shas) {
+    const e = payloadCache.get(sha);
+    if (e) payloads.set(sha, e);
+    else missing.push(sha);
+  }
+  if (missing.length) {
+    const read = await sql<{ sha256: string; payload: string }>`select sha256, payload
+      from snapshot_payloads where sha256 = any(${missing}::text[])`.execute(tx);
+    for (const p of read.rows) payloads.set(p.sha256, payloadCache.put(p.sha256, p.payload));
+  }
+  return { devices, verdicts, latest, payloads };
 }
 
 /**
