@@ -367,7 +367,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
             ...base,
             scenario: "poll",
             name: "TLS connections per poll (service; floor)",
-            value: round(s.connections / r.polled, 2),
+            value: round(s.connections / (r.polled + r.steady.polled), 2), // both scans
             unit: "conn/poll",
             params: { ...p, floor: round(floor.conns / f.polled, 2) },
             note: "counted by the farm",

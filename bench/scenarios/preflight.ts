@@ -188,7 +188,9 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
         },
       );
     }
-    const last = figures.filter((f) => f.params?.backend === backend && f.name.includes("p50")).at(-1)!;
+    const last = figures.filter((f) =>
+      f.params?.backend === backend && f.name.startsWith("pre-flight latency p50 at")
+    ).at(-1)!;
     figures.push({
       scenario: "preflight",
       name: "flatness: p50 at the largest size ÷ p50 at 10^4 rows",
