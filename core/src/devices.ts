@@ -10,6 +10,7 @@ import type { SessionRegistry } from "./sessions.ts";
 import { sha256Hex } from "./hash.ts";
 import { DeviceError, type PollStatus } from "./errors.ts";
 import { Batcher } from "./batcher.ts";
+import { isUuid } from "./ids.ts";
 
 export type DeviceRow = Selectable<DevicesTable>;
 /** A device row without its credential: what the API view is made from. */
@@ -93,8 +94,6 @@ export function credentialKeyOf(row: DeviceRow): Promise<string> {
   return sha256Hex(`${row.username}\0${row.password_enc}`).then((h) => h.slice(0, 16));
 }
 
-const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
-
 /** Registry of devices under test: CRUD with encrypted credentials. */
 export class DeviceStore {
   constructor(
@@ -109,14 +108,22 @@ export class DeviceStore {
     return await this.db.selectFrom("devices").select(VIEW_COLUMNS).orderBy("hostname").execute();
   }
 
-  /** The device row, or a 404 problem. */
+  /**
+   * The device row, or a 404 problem. Rows asked for together (the polls a scan starts at once) are read
+   * in one query.
+   */
   async get(id: string): Promise<DeviceRow> {
-    const row = isUuid(id)
-      ? await this.db.selectFrom("devices").selectAll().where("id", "=", id).executeTakeFirst()
-      : undefined;
+    const row = isUuid(id) ? await this.#rows.run(id) : undefined;
     if (!row) throw problems.notFound(`No device with id "${id}"`);
     return row;
   }
+
+  #rows = new Batcher<string, DeviceRow | undefined>(async (ids) => {
+    const rows = await this.db.selectFrom("devices").selectAll().where("id", "in", [...new Set(ids)])
+      .execute();
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.map((id) => byId.get(id));
+  }, 256);
 
   adapterFor(vendor: string): { adapter: AdapterDefinition; name: string; version: string } | undefined {
     return this.registry.adapters.get(vendor);

@@ -36,7 +36,6 @@ function decodeCursor(c: string): string | null {
   }
 }
 
-/** Snapshots newest first (by storage order), filtered, paged with an opaque cursor. */
 /** The columns of a snapshot as the API shows it (snapshots `s` joined with its payload `p`). */
 const SNAPSHOT_COLUMNS = [
   sql<string>`s.id::text`.as("id"),
@@ -50,6 +49,7 @@ const SNAPSHOT_COLUMNS = [
   "s.adapter_version",
 ] as const;
 
+/** Snapshots newest first (by storage order), filtered, paged with an opaque cursor. */
 export async function listSnapshots(
   db: Kysely<Database>,
   f: SnapshotFilter,

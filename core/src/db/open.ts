@@ -16,6 +16,29 @@ export interface ReservedSession {
   release(): Promise<void>;
 }
 
+/**
+ * A query on a reserved session that gives up (rejects) when no answer comes within `ms`: a lock session
+ * whose connection broke must not hang the poller.
+ */
+export async function queryWithin<T>(
+  session: ReservedSession,
+  ms: number,
+  text: string,
+  params: unknown[],
+): Promise<T[]> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      session.query<T>(text, params),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`No answer within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** An open database: Kysely plus what the poller needs from the driver. */
 export interface Db extends AsyncDisposable {
   kysely: Kysely<Database>;

@@ -9,7 +9,6 @@ import type { Metrics } from "./metrics.ts";
 import { logger } from "../log.ts";
 import type { Registry } from "../registry.ts";
 import type { DeviceLocks } from "./device_locks.ts";
-import { Batcher } from "../batcher.ts";
 import { type HashedSnapshot, LostLockError, type Outcome, PollStore, type WriteGuard } from "./store.ts";
 
 export { LostLockError, type WriteGuard } from "./store.ts";
@@ -34,7 +33,6 @@ export class DeviceBusyError extends Error {
 }
 
 const log = logger("poller");
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The poll cycle of spec 1.1 step 3, shared by the worker and the manual snapshot endpoint: decrypt the
@@ -45,8 +43,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export class PollService {
   #inflight = new Map<string, Promise<PollResult>>();
   #store: PollStore;
-  /** Device rows read for polls that start together: one query for all of them. */
-  #rows: Batcher<string, DeviceRow | undefined>;
 
   constructor(
     private db: Kysely<Database>,
@@ -59,11 +55,6 @@ export class PollService {
     private locks?: DeviceLocks,
   ) {
     this.#store = new PollStore(db, registry);
-    this.#rows = new Batcher(async (ids) => {
-      const rows = await db.selectFrom("devices").selectAll().where("id", "in", [...new Set(ids)]).execute();
-      const byId = new Map(rows.map((r) => [r.id, r]));
-      return ids.map((id) => byId.get(id));
-    }, 256);
   }
 
   /** Whether a poll of the device runs in this process now. */
@@ -153,8 +144,7 @@ export class PollService {
 
   async #cycle(deviceId: string, opts: { guard?: WriteGuard; signal?: AbortSignal }): Promise<PollResult> {
     const started = performance.now();
-    const row = (UUID.test(deviceId) ? await this.#rows.run(deviceId) : undefined) ??
-      await this.devices.get(deviceId); // not found: the store's 404 problem
+    const row = await this.devices.get(deviceId);
     const reg = this.registry.adapters.get(row.vendor);
     let outcome: Outcome;
     const timeout = AbortSignal.timeout(this.deviceTimeoutMs);

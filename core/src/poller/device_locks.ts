@@ -1,4 +1,4 @@
-import type { Db, ReservedSession } from "../db/open.ts";
+import { type Db, queryWithin, type ReservedSession } from "../db/open.ts";
 import { logger } from "../log.ts";
 import { Batcher } from "../batcher.ts";
 
@@ -62,27 +62,14 @@ export class DeviceLocks {
   /** One round trip for many keys: `fn` applied to each, answers in key order. */
   async #batch(fn: "pg_try_advisory_lock" | "pg_advisory_unlock", keys: number[]): Promise<boolean[]> {
     const session = await (this.#session ??= this.db.reserve());
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      const rows = await Promise.race([
-        session.query<{ ok: boolean }>(
-          `select ${fn}($1, k) as ok from unnest($2::int4[]) with ordinality as t(k, n) order by n`,
-          [DEVICE_LOCK_CLASS, keys],
-        ),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new Error(`No answer within ${QUERY_TIMEOUT_MS} ms`)),
-            QUERY_TIMEOUT_MS,
-          );
-        }),
-      ]);
-      if (rows.length !== keys.length) {
-        throw new Error(`${fn}: ${rows.length} answers for ${keys.length} keys`);
-      }
-      return rows.map((r) => r.ok === true);
-    } finally {
-      clearTimeout(timer);
-    }
+    const rows = await queryWithin<{ ok: boolean }>(
+      session,
+      QUERY_TIMEOUT_MS,
+      `select ${fn}($1, k) as ok from unnest($2::int4[]) with ordinality as t(k, n) order by n`,
+      [DEVICE_LOCK_CLASS, keys],
+    );
+    if (rows.length !== keys.length) throw new Error(`${fn}: ${rows.length} answers for ${keys.length} keys`);
+    return rows.map((r) => r.ok === true);
   }
 
   #done() {

@@ -1,6 +1,6 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
-import type { Db, ReservedSession } from "../db/open.ts";
+import { type Db, queryWithin, type ReservedSession } from "../db/open.ts";
 import type { Metrics } from "./metrics.ts";
 import {
   DeviceBusyError,
@@ -184,20 +184,7 @@ export class PollWorker {
 
   async #lockQuery<T>(text: string, params: unknown[]): Promise<T[]> {
     this.#session ??= await this.db.reserve();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      return await Promise.race([
-        this.#session.query<T>(text, params),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new Error(`No answer within ${LOCK_QUERY_TIMEOUT_MS} ms`)),
-            LOCK_QUERY_TIMEOUT_MS,
-          );
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return await queryWithin<T>(this.#session, LOCK_QUERY_TIMEOUT_MS, text, params);
   }
 
   /** Confirm the lock (the holder keeps it) or try to take it (once per scan). */

@@ -2,6 +2,7 @@ import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { DeviceRow } from "../devices.ts";
 import type { Registry } from "../registry.ts";
+import { jsonValue } from "../db/json.ts";
 
 /** Decrypt state of the firewalls recorded at a run's start. */
 export interface StartState {
@@ -48,9 +49,7 @@ export async function recordDecryptAlerts(
   if (now === "unknown") return;
   const run = await tx.selectFrom("test_runs").select("start_state_json")
     .where("execution_id", "=", executionId).executeTakeFirst();
-  const raw = run?.start_state_json;
-  const startState = (typeof raw === "string" ? JSON.parse(raw) : raw) as StartState | undefined;
-  const start = startState?.decrypt?.[device.id]?.state;
+  const start = run && jsonValue<StartState>(run.start_state_json).decrypt?.[device.id]?.state;
   if (!start || start === "unknown") return;
   const last = await tx.selectFrom("run_alerts").select("to_state").where("execution_id", "=", executionId)
     .where("device_id", "=", device.id).orderBy("id", "desc").limit(1).executeTakeFirst();

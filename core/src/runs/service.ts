@@ -19,6 +19,8 @@ import {
 import { jsonAnnex, licenseTexts, sealReport } from "../report/build.ts";
 import type { DecryptAlert, ReportData } from "../report/types.ts";
 import { isUniqueViolation } from "../devices.ts";
+import { isUuid } from "../ids.ts";
+import { jsonValue } from "../db/json.ts";
 
 /** A run as the API shows it. */
 export interface RunView {
@@ -56,7 +58,6 @@ export type RunResults =
 
 const FIREWALL_LABEL = "decrypt_policy";
 const BMC_ROLE = "bmc";
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The lab's TLS-decrypt state from its firewalls': `on` or `off` when every firewall with a known state
@@ -66,10 +67,6 @@ export function labDecryptState(state: StartState): "on" | "off" | "mixed" | "un
   const known = new Set(Object.values(state.decrypt).map((d) => d.state).filter((s) => s !== "unknown"));
   if (known.size === 0) return "unknown";
   return known.size > 1 ? "mixed" : [...known][0] as "on" | "off";
-}
-
-function toObj<T>(v: unknown): T {
-  return (typeof v === "string" ? JSON.parse(v) : v) as T;
 }
 
 type RunRow = Omit<Selectable<TestRunsTable>, "run_id"> & { run_id: string };
@@ -176,7 +173,7 @@ export class RunService {
 
   async #row(db: Kysely<Database>, executionId: string, lock = false): Promise<RunRow> {
     let row: RunRow | undefined;
-    if (UUID.test(executionId)) {
+    if (isUuid(executionId)) {
       let q = db.selectFrom("test_runs").selectAll().select(sql<string>`run_id::text`.as("run_id"))
         .where("execution_id", "=", executionId);
       if (lock) q = q.forUpdate();
@@ -213,8 +210,8 @@ export class RunService {
   }
 
   #view(r: RunRow, alerts: DecryptAlert[]): RunView {
-    const pf = toObj<PreflightResult>(r.preflight_json);
-    const lab = toObj<StartState>(r.start_state_json);
+    const pf = jsonValue<PreflightResult>(r.preflight_json);
+    const lab = jsonValue<StartState>(r.start_state_json);
     return {
       runId: String(r.run_id),
       executionId: r.execution_id,
@@ -279,7 +276,7 @@ export class RunService {
     input: { outcome: string; results: RunResults },
     endedAt: Date,
   ): Promise<ReportData> {
-    const plan = toObj<Plan>(r.plan_json);
+    const plan = jsonValue<Plan>(r.plan_json);
     const target = plan.sloTargetP99Ms;
     let aggregate: Aggregate;
     let slower: number;
@@ -310,7 +307,7 @@ export class RunService {
         errorBudget: "estimated: linear interpolation between the exported trend points",
       };
     }
-    const startState = toObj<StartState>(r.start_state_json);
+    const startState = jsonValue<StartState>(r.start_state_json);
     const endState = await this.#labState(tx);
     const alerts = (await this.#alerts(tx, [r.execution_id])).get(r.execution_id)!;
     const invalidated = alerts.length > 0;
@@ -326,7 +323,7 @@ export class RunService {
       ])
       .where("s.test_run_execution_id", "=", r.execution_id).orderBy("s.id").execute();
     const startedAt = new Date(r.started_at);
-    const preflight = toObj<PreflightResult>(r.preflight_json);
+    const preflight = jsonValue<PreflightResult>(r.preflight_json);
     const draft: Omit<ReportData, "reportSha256"> = {
       version: 1,
       generatedAt: endedAt.toISOString(),
