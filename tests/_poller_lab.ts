@@ -120,3 +120,29 @@ export async function captureLogs(): Promise<LogRecord[]> {
 export function messageOf(r: LogRecord): string {
   return r.message.map((m) => typeof m === "string" ? m : JSON.stringify(m)).join("");
 }
+
+/** SHA-256 hex with WebCrypto, independent of the service's own hash helpers. */
+export async function webSha256Hex(text: string): Promise<string> {
+  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** An active test run written straight into the table (no plan, no pre-flight); its executionId. */
+export async function insertActiveRun(db: Db): Promise<string> {
+  const executionId = crypto.randomUUID();
+  await db.kysely.insertInto("test_runs").values({
+    execution_id: executionId,
+    plan_identifier: "fixture-plan",
+    plan_display_name: "Fixture plan",
+    plan_catalog_version: 1,
+    plan_json: "{}",
+    plan_snapshot_sha256: "0".repeat(64),
+    license_id: "LAB-INTERNAL",
+    notes: null,
+    status: "active",
+    started_at: new Date(),
+    start_state_json: "{}",
+    preflight_json: "{}",
+  } as never).execute();
+  return executionId;
+}

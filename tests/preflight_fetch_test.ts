@@ -14,6 +14,7 @@ import type { CheckDefinition } from "../core/src/check.ts";
 import { buildRegistry, type Registry } from "../core/src/registry.ts";
 import { evaluateCheck, PayloadCache, payloadCache, runPreflight, summarize } from "../core/src/preflight.ts";
 import { latestSnapshots } from "../core/src/snapshots.ts";
+import { webSha256Hex as sha256Hex } from "./_poller_lab.ts";
 
 const PLAN = "fixture-plan";
 const NOT_JSON = "{not json: a payload no check may read";
@@ -64,11 +65,6 @@ async function devices(db: Db, ...hostnames: string[]): Promise<Record<string, s
     });
   }
   return ids;
-}
-
-async function sha256Hex(text: string): Promise<string> {
-  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** Store `text` as the latest `label` snapshot of a device, the way the poll cycle does; its id. */

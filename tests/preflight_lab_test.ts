@@ -10,6 +10,7 @@ import { payloadCache, runPreflight } from "../core/src/preflight.ts";
 import type { CheckResult, PreflightResult } from "../core/src/preflight.ts";
 import { defineCheck } from "@dutlab/core";
 import { modules } from "../modules.gen.ts";
+import { webSha256Hex } from "./_poller_lab.ts";
 import type { LoadedModules } from "@dutlab/core/server";
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { startSimulatedDevice as startNgfwB } from "@dutlab/adapter-vendor-b-ngfw/sim";
@@ -448,8 +449,7 @@ dbTest(
     await using l = await lab(db, mods);
     // The BMC's latest ntp_config replaced by a payload its adapter cannot read (a DB-level forgery).
     const junk = '{"NTP":"nope"}';
-    const sha = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(junk));
-    const hex = Array.from(new Uint8Array(sha), (b) => b.toString(16).padStart(2, "0")).join("");
+    const hex = await webSha256Hex(junk);
     await db.kysely.insertInto("snapshot_payloads").values({
       sha256: hex,
       payload: junk,

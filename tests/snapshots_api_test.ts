@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest } from "@dutlab/core/testing";
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { addDevice, fixtureDevice, setup } from "./_poller_lab.ts";
+import { addDevice, fixtureDevice, insertActiveRun, setup, webSha256Hex } from "./_poller_lab.ts";
 
 interface Page {
   snapshots: Array<{
@@ -49,8 +49,7 @@ async function seed(db: Parameters<Parameters<typeof dbTest>[1]>[0]) {
   const b = await addDevice(ctx.svc, dev.sim.url);
   // 240 older snapshots of a, stored first (ids and collectedAt both increase)
   const bulk = '{"bulk":true}';
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(bulk));
-  const sha = Array.from(new Uint8Array(digest), (x) => x.toString(16).padStart(2, "0")).join("");
+  const sha = await webSha256Hex(bulk);
   await db.kysely.insertInto("snapshot_payloads").values({ sha256: sha, payload: bulk, size_bytes: 13 })
     .execute();
   await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, collected_at, adapter_module,
@@ -59,21 +58,7 @@ async function seed(db: Parameters<Parameters<typeof dbTest>[1]>[0]) {
       now() - interval '1 day' + g * interval '1 second', '@dutlab/adapter-fixture-fw', '0.0.1'
     from generate_series(1, 240) g order by g`.execute(db.kysely);
   await ctx.svc.poller.poll(a);
-  const run = crypto.randomUUID();
-  await db.kysely.insertInto("test_runs").values({
-    execution_id: run,
-    plan_identifier: "fixture-plan",
-    plan_display_name: "Fixture plan",
-    plan_catalog_version: 1,
-    plan_json: "{}",
-    plan_snapshot_sha256: "0".repeat(64),
-    license_id: "LAB-INTERNAL",
-    notes: null,
-    status: "active",
-    started_at: new Date(),
-    start_state_json: "{}",
-    preflight_json: "{}",
-  } as never).execute();
+  const run = await insertActiveRun(db);
   await ctx.svc.poller.poll(b);
   await ctx.svc.poller.poll(a);
   await db.kysely.updateTable("test_runs").set({ status: "finished", ended_at: new Date() }).execute();

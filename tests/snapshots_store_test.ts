@@ -6,53 +6,23 @@ import assert from "node:assert/strict";
 import canonicalize from "canonicalize";
 import { type RawBuilder, sql } from "kysely";
 import { dbTest } from "@dutlab/core/testing";
-import { latestSnapshots } from "../core/src/snapshots.ts";
+import { latestSnapshots, type SnapshotView } from "../core/src/snapshots.ts";
 import { RECOMPUTE } from "../core/src/http/routes_snapshots.ts";
-import type { Db } from "../core/src/db/open.ts";
-import { addDevice, count, fixtureDevice, setup, view } from "./_poller_lab.ts";
+import {
+  addDevice,
+  count,
+  fixtureDevice,
+  insertActiveRun,
+  setup,
+  view,
+  webSha256Hex as sha256,
+} from "./_poller_lab.ts";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 
-interface Snap {
-  id: string;
-  deviceId: string;
-  endpointLabel: string;
-  payloadJson: unknown;
-  payloadSha256: string;
-  collectedAt: string;
-  testRunExecutionId: string | null;
-  adapterModule: string;
-  adapterVersion: string;
-}
-
-async function list(app: OpenAPIHono, auth: Record<string, string>, query = ""): Promise<Snap[]> {
+async function list(app: OpenAPIHono, auth: Record<string, string>, query = ""): Promise<SnapshotView[]> {
   const res = await app.request(`/api/admin/dut/snapshots?limit=1000${query}`, { headers: auth });
   assert.equal(res.status, 200);
   return (await res.json()).snapshots;
-}
-
-/** SHA-256 hex with WebCrypto, independent of the service's hash helpers. */
-async function sha256(text: string): Promise<string> {
-  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-async function insertActiveRun(db: Db): Promise<string> {
-  const executionId = crypto.randomUUID();
-  await db.kysely.insertInto("test_runs").values({
-    execution_id: executionId,
-    plan_identifier: "fixture-plan",
-    plan_display_name: "Fixture plan",
-    plan_catalog_version: 1,
-    plan_json: "{}",
-    plan_snapshot_sha256: "0".repeat(64),
-    license_id: "LAB-INTERNAL",
-    notes: null,
-    status: "active",
-    started_at: new Date(),
-    start_state_json: "{}",
-    preflight_json: "{}",
-  } as never).execute();
-  return executionId;
 }
 
 dbTest("payloadSha256 is the SHA-256 of the RFC 8785 canonical JSON of payloadJson", async (db) => {
