@@ -2,8 +2,8 @@
  * The store path of the poll cycle without the rest of the cycle, to separate database throughput from
  * the cycle's own cost: `storeWithPollStore` drives the production store (core/src/poller/store.ts,
  * group commit) from 64 concurrent writers as the worker does; `storePerPoll` is the store as it was
- * before group commit (one transaction per poll), kept as the baseline; `storeBatched` writes fixed
- * batches directly (used to load data quickly). Payloads are hashed before timing.
+ * before group commit (one transaction per poll), kept as the baseline; `storeRound` loads a round of
+ * polls through the production store (data for the other scenarios). Payloads are hashed before timing.
  *
  * @module
  */
@@ -12,7 +12,8 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../core/src/db/schema.ts";
 import { canonicalJson } from "../core/src/hash.ts";
 import type { DeviceRow } from "../core/src/devices.ts";
-import type { PollStore } from "../core/src/poller/store.ts";
+import { PollStore } from "../core/src/poller/store.ts";
+import type { Registry } from "../core/src/registry.ts";
 import { substitute, variedIdentity, type VendorCapture } from "./_capture.ts";
 import { prng } from "./_replay.ts";
 
@@ -121,44 +122,15 @@ export async function storePerPoll(db: Kysely<Database>, p: HashedPoll): Promise
   });
 }
 
-/** Fixed batches: many polls in one transaction, one multi-row statement per table (data loading). */
-export async function storeBatched(db: Kysely<Database>, polls: HashedPoll[]): Promise<void> {
-  await db.transaction().execute(async (tx) => {
-    const { rows: [{ now }] } = await sql<{ now: Date | string }>`select now() as now`.execute(tx);
-    const at = new Date(now);
-    const ids = polls.map((p) => p.deviceId).sort();
-    await tx.selectFrom("devices").select("id").where("id", "in", ids).orderBy("id").forUpdate().execute();
-    const run = await tx.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
-      .forShare().executeTakeFirst();
-    const all = polls.flatMap((p) => p.snapshots.map((s) => ({ ...s, p })));
-    const unique = [...new Map(all.map((h) => [h.sha256, h])).values()].sort((a, b) =>
-      a.sha256 < b.sha256 ? -1 : 1
-    );
-    await tx.insertInto("snapshot_payloads")
-      .values(unique.map((h) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
-      .onConflict((oc) => oc.column("sha256").doNothing()).execute();
-    const rows = await tx.insertInto("snapshots").values(all.map((h) => ({
-      device_id: h.p.deviceId,
-      endpoint_label: h.label,
-      payload_sha256: h.sha256,
-      collected_at: at,
-      test_run_execution_id: run?.execution_id ?? null,
-      adapter_module: h.p.module,
-      adapter_version: "1.0.0",
-    }))).returning([sql<string>`id::text`.as("id"), "device_id", "endpoint_label"]).execute();
-    await tx.insertInto("snapshot_latest")
-      .values(
-        rows.map((r) => ({ device_id: r.device_id, endpoint_label: r.endpoint_label, snapshot_id: r.id })),
-      )
-      .onConflict((oc) =>
-        oc.columns(["device_id", "endpoint_label"]).doUpdateSet({ snapshot_id: sql`excluded.snapshot_id` })
-      )
-      .execute();
-    await tx.updateTable("devices").set({
-      last_poll_at: at,
-      last_poll_status: "ok",
-      last_poll_error: "collected",
-    })
-      .where("id", "in", ids).execute();
-  });
+/** Load one round of polls through the production store (data for the other scenarios, not timed). */
+export async function storeRound(
+  db: Kysely<Database>,
+  registry: Registry,
+  polls: HashedPoll[],
+): Promise<void> {
+  const ids = polls.map((p) => p.deviceId);
+  const rows = new Map(
+    (await db.selectFrom("devices").selectAll().where("id", "in", ids).execute()).map((r) => [r.id, r]),
+  );
+  await storeWithPollStore(new PollStore(db, registry), rows, polls);
 }

@@ -222,3 +222,18 @@ export async function stopChild(child: Deno.ChildProcess, graceMs = 10_000): Pro
   }
   return performance.now() - t0;
 }
+
+/** `deno run -A server.ts` with `env`; stdout drained, stderr to `logFile`. `logs` settles when it exits. */
+export function startServer(
+  env: Record<string, string>,
+  logFile: string,
+): { child: Deno.ChildProcess; logs: Promise<unknown> } {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "server.ts"],
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  return { child, logs: Promise.all([drainTo(child.stdout), drainTo(child.stderr, logFile)]) };
+}

@@ -10,11 +10,11 @@ import {
   commandLine,
   cpuSeconds,
   CRED_KEY,
-  drainTo,
   type Figure,
   freePort,
   PG_URL,
   round,
+  startServer,
   statusMiB,
   stopChild,
   TOKEN,
@@ -24,7 +24,7 @@ import type { Ctx } from "../main.ts";
 import { captureVendors, VENDORS } from "../_capture.ts";
 import { benchServices, freshDb } from "../_db.ts";
 import { registerDevices, replayModules } from "../_replay.ts";
-import { makePolls, storeBatched } from "../_store_sql.ts";
+import { makePolls, storeRound } from "../_store_sql.ts";
 import { migrate, openDatabase } from "../../core/src/db/open.ts";
 import type { Db } from "../../core/src/db/open.ts";
 
@@ -49,9 +49,7 @@ async function populate(db: Db, captures: Awaited<ReturnType<typeof captureVendo
     2,
     0.05,
   );
-  for (const round of polls) {
-    for (let j = 0; j < round.length; j += 100) await storeBatched(db.kysely, round.slice(j, j + 100));
-  }
+  for (const round of polls) await storeRound(db.kysely, svc.registry, round);
 }
 
 export async function run(ctx: Ctx): Promise<Figure[]> {
@@ -85,17 +83,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
     }
     const shownEnv = { ...env, ADMIN_TOKEN: "<token>", DUT_CRED_ENC_KEY: "<key>" };
     const serverCmd = commandLine("deno", ["run", "-A", "server.ts"], shownEnv);
-    const server = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "server.ts"],
-      env,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const logs = Promise.all([
-      drainTo(server.stdout),
-      drainTo(server.stderr, `${ctx.tmp}/server-${backend}.log`),
-    ]);
+    const { child: server, logs } = startServer(env, `${ctx.tmp}/server-${backend}.log`);
     // Our own client, closed before the server is stopped (idle keep-alive connections delay its shutdown).
     const client = Deno.createHttpClient({});
     try {

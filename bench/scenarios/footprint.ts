@@ -7,11 +7,11 @@
  */
 import {
   commandLine,
-  drainTo,
   type Figure,
   freePort,
   mean,
   round,
+  startServer,
   statusMiB,
   stopChild,
   waitFor200,
@@ -35,17 +35,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
           DUT_DATA_DIR: "<empty temp dir>",
         });
         const t0 = performance.now();
-        const child = new Deno.Command(Deno.execPath(), {
-          args: ["run", "-A", "server.ts"],
-          env,
-          stdin: "null",
-          stdout: "piped",
-          stderr: "piped",
-        }).spawn();
-        const logs = Promise.all([
-          drainTo(child.stdout),
-          drainTo(child.stderr, `${ctx.tmp}/server-${k}-${phase}.log`),
-        ]);
+        const { child, logs } = startServer(env, `${ctx.tmp}/server-${k}-${phase}.log`);
         try {
           const ms = await waitFor200(`http://127.0.0.1:${port}/readyz`, t0, 120_000, child);
           (phase === "cold" ? cold : warm).push(ms);

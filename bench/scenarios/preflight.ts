@@ -3,7 +3,7 @@
  * process) for 1,000 devices while the snapshots table grows through 10^4 ... 10^7 rows. History rows
  * are bulk-generated with INSERT ... SELECT generate_series (FK triggers off for the load: the rows
  * point at existing devices and payloads by construction); after each step every device gets one more
- * poll's snapshots (the store SQL, batched), so the latest snapshots are the newest rows.
+ * poll's snapshots (through the production store), so the latest snapshots are the newest rows.
  *
  * @module
  */
@@ -22,7 +22,7 @@ import type { Ctx } from "../main.ts";
 import { captureVendors } from "../_capture.ts";
 import { benchServices, freshDb } from "../_db.ts";
 import { countRows, registerDevices, replayModules } from "../_replay.ts";
-import { makePolls, storeBatched } from "../_store_sql.ts";
+import { makePolls, storeRound } from "../_store_sql.ts";
 import { VENDORS } from "../_capture.ts";
 import { createApp } from "../../core/src/http/app.ts";
 import { TOKEN } from "../_util.ts";
@@ -52,7 +52,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       0.05,
     );
     const round = async (k: number) => {
-      for (let j = 0; j < polls[k].length; j += 64) await storeBatched(db.kysely, polls[k].slice(j, j + 64));
+      await storeRound(db.kysely, svc.registry, polls[k]);
     };
     await round(0);
     const exec = (q: string) => sql.raw(q).execute(db.kysely);
