@@ -5,7 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, type SimulatedDevice, TEST_ADMIN_TOKEN, testServices } from "@dutlab/core/testing";
-import { findChromium, pdfPages, printToPdf } from "@dutlab/core/testing/chromium";
+import {
+  assertReportPages,
+  findChromium,
+  oneLine,
+  pdfPages,
+  printToPdf,
+  squash,
+} from "@dutlab/core/testing/chromium";
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { startSimulatedDevice as startNgfwB } from "@dutlab/adapter-vendor-b-ngfw/sim";
 import { startSimulatedDevice as startSwitch } from "@dutlab/adapter-vendor-a-switch/sim";
@@ -25,9 +32,6 @@ import {
 const chromium = findChromium();
 const inCi = Boolean(Deno.env.get("CI"));
 if (!chromium && !inCi) console.warn("Chromium not found: the full-flow test skips its print checks");
-
-const squash = (s: string) => s.replace(/\s+/g, "");
-const oneLine = (s: string) => s.replace(/\s+/g, " ");
 
 dbTest("a full run on the simulated lab yields a verified report that prints on A4", async (db) => {
   const { app, auth } = await testServices(db, modules);
@@ -134,18 +138,7 @@ dbTest("a full run on the simulated lab yields a verified report that prints on 
     if (!chromium && !inCi) return;
     assert.ok(chromium, "Chromium is required when CI is set: install the Debian package chromium");
     const pages = await pdfPages(await printToPdf(share.url));
-    const n = pages.length;
-    assert.ok(n >= 5, `at least one page per section, got ${n}`);
-    const footer = `Licence ${report.license.id} — ${report.license.name}`;
-    pages.forEach((p, i) => {
-      assert.ok(
-        Math.abs(p.widthPt - 595) <= 1 && Math.abs(p.heightPt - 842) <= 1,
-        `page ${i + 1} is A4 portrait`,
-      );
-      const t = oneLine(p.text);
-      assert.ok(t.includes(footer), `page ${i + 1} carries the licence footer`);
-      assert.match(t, new RegExp(`page ${i + 1} of ${n}(?!\\d)`), `page ${i + 1} is numbered`);
-    });
+    assertReportPages(pages, report.license);
     const cover = squash(pages[0].text);
     assert.ok(cover.includes(report.reportSha256), "the cover shows the JSON's reportSha256");
     assert.ok(cover.includes(report.meta.planSnapshotSha256));

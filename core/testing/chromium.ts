@@ -16,6 +16,7 @@
  *
  * @module
  */
+import assert from "node:assert/strict";
 import { getDocumentProxy } from "unpdf";
 
 /** One page of a PDF: its size in points (1/72 in) as displayed, and its text. */
@@ -181,4 +182,32 @@ export async function pdfPages(pdf: Uint8Array): Promise<PdfPage[]> {
   } finally {
     await doc.loadingTask.destroy();
   }
+}
+
+/** PDF text with all white space removed (text extraction splits runs unpredictably). */
+export const squash = (s: string): string => s.replace(/\s+/g, "");
+/** PDF text with white space folded to single spaces. */
+export const oneLine = (s: string): string => s.replace(/\s+/g, " ");
+
+/**
+ * The print contract of the report page: at least `minPages` pages, each A4 portrait, each carrying the
+ * licence footer and "page n of N".
+ */
+export function assertReportPages(
+  pages: PdfPage[],
+  license: { id: string; name: string },
+  minPages = 5,
+): void {
+  const n = pages.length;
+  assert.ok(n >= minPages, `at least one page per section, got ${n}`);
+  const footer = `Licence ${license.id} — ${license.name}`;
+  pages.forEach((p, i) => {
+    assert.ok(
+      Math.abs(p.widthPt - 595) <= 1 && Math.abs(p.heightPt - 842) <= 1,
+      `page ${i + 1} is A4 portrait`,
+    );
+    const t = oneLine(p.text);
+    assert.ok(t.includes(footer), `page ${i + 1} carries the licence footer`);
+    assert.match(t, new RegExp(`page ${i + 1} of ${n}(?!\\d)`), `page ${i + 1} is numbered`);
+  });
 }
