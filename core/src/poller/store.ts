@@ -3,7 +3,8 @@ import type { Database } from "../db/schema.ts";
 import type { PollStatus } from "../errors.ts";
 import type { DeviceRow } from "../devices.ts";
 import type { Registry } from "../registry.ts";
-import { recordDecryptAlerts } from "../runs/alerts.ts";
+import { recordDecryptAlerts, type StartState } from "../runs/alerts.ts";
+import { jsonValue } from "../db/json.ts";
 import { logger } from "../log.ts";
 
 /** A collected snapshot with its canonical JSON text and hash. */
@@ -209,11 +210,18 @@ export class PollStore {
           )
           .execute();
         if (run) {
+          // The run's start state, read at most once for the whole batch (only if a firewall needs it).
+          let start: Promise<StartState | undefined> | undefined;
+          const startState = () =>
+            start ??= tx.selectFrom("test_runs").select("start_state_json")
+              .where("execution_id", "=", run.execution_id).executeTakeFirst()
+              .then((r) => r && jsonValue<StartState>(r.start_state_json));
           for (const { j } of withSnapshots) {
             await recordDecryptAlerts(
               tx,
               this.registry,
               run.execution_id,
+              startState,
               j.row,
               byDevice.get(j.row.id) ?? [],
               j.outcome.snapshots,

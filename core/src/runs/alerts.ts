@@ -2,7 +2,6 @@ import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { DeviceRow } from "../devices.ts";
 import type { Registry } from "../registry.ts";
-import { jsonValue } from "../db/json.ts";
 
 /** Decrypt state of the firewalls recorded at a run's start. */
 export interface StartState {
@@ -32,12 +31,14 @@ export function decryptStateOf(
 /**
  * `TLSDecryptModeChanged` (spec 6): when a snapshot stored during an active run shows a firewall's
  * decrypt state differing from its last known state in the run (the state at start, then the last
- * alert), record an alert. Runs in the poll cycle's transaction.
+ * alert), record an alert. Runs in the poll cycle's transaction. `startState` reads the run's start
+ * state (the caller reads it once for all the polls it writes together).
  */
 export async function recordDecryptAlerts(
   tx: Kysely<Database>,
   registry: Registry,
   executionId: string,
+  startState: () => Promise<StartState | undefined>,
   device: DeviceRow,
   rows: Array<{ id: string; endpoint_label: string }>,
   snapshots: Array<{ label: string; payload: unknown }>,
@@ -47,9 +48,7 @@ export async function recordDecryptAlerts(
   if (i < 0) return;
   const now = decryptStateOf(registry, device.vendor, snapshots[i].payload);
   if (now === "unknown") return;
-  const run = await tx.selectFrom("test_runs").select("start_state_json")
-    .where("execution_id", "=", executionId).executeTakeFirst();
-  const start = run && jsonValue<StartState>(run.start_state_json).decrypt?.[device.id]?.state;
+  const start = (await startState())?.decrypt?.[device.id]?.state;
   if (!start || start === "unknown") return;
   const last = await tx.selectFrom("run_alerts").select("to_state").where("execution_id", "=", executionId)
     .where("device_id", "=", device.id).orderBy("id", "desc").limit(1).executeTakeFirst();
