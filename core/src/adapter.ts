@@ -78,6 +78,18 @@ export interface AdapterFacts {
   haState?(payload: unknown): { raw: string; mapped: CatalogHaState | null };
   /** Deployment state and pending change count, from a `deploy_status` payload. */
   deployState?(payload: unknown): { state: string; pendingChanges: number };
+  /**
+   * Device inventory from the payload of the adapter's `inventoryLabel`: each member null when the device
+   * does not say it.
+   */
+  inventory?(payload: unknown): DeviceInventory;
+}
+
+/** What a device says about itself, for a report's device inventory. */
+export interface DeviceInventory {
+  model: string | null;
+  softwareVersion: string | null;
+  serialNumber: string | null;
 }
 
 /** An adapter module: the default export of `adapters/<vendor-key>/mod.ts`. */
@@ -93,6 +105,8 @@ export interface AdapterDefinition {
   /** Labels collected on every successful poll, in order. Their count is the snapshot count per poll. */
   labels: readonly string[];
   facts?: AdapterFacts;
+  /** The label whose payload `facts.inventory` reads (required when `facts.inventory` is given). */
+  inventoryLabel?: string;
   /** Open a session for one device (does no I/O until a method is called). */
   create(ctx: AdapterContext): AdapterSession;
   /** Log out a parked session that core evicts (device deleted, credential rotated, shutdown). */
