@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest, TEST_ADMIN_TOKEN, TEST_CRED_KEY, testServices } from "@dutlab/core/testing";
+import { childEnv, dbTest, TEST_ADMIN_TOKEN, TEST_CRED_KEY, testServices } from "@dutlab/core/testing";
 import type { Db } from "../core/src/db/open.ts";
 import { POLL_LOCK_CLASS, pollLockKey } from "../core/src/poller/worker.ts";
 import { startSimulatedDevice } from "../adapters/vendor-b-ngfw/sim.ts";
@@ -31,7 +31,7 @@ class Poller {
   #reading: Promise<void>;
 
   constructor(readonly name: string, databaseUrl: string) {
-    const env: Record<string, string> = {
+    const env = childEnv({
       DATABASE_URL: databaseUrl,
       ADMIN_TOKEN: TEST_ADMIN_TOKEN,
       DUT_CRED_ENC_KEY: TEST_CRED_KEY,
@@ -39,16 +39,11 @@ class Poller {
       DUT_SHUTDOWN_GRACE_SECONDS: "5",
       DUT_LOG_FORMAT: "json",
       DUT_LOG_LEVEL: "debug",
-    };
-    for (const k of ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"]) {
-      const v = Deno.env.get(k);
-      if (v) env[k] = v;
-    }
+    });
     const child = this.child = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "poller.ts"],
       cwd: ROOT,
       env,
-      clearEnv: true,
       stdin: "null",
       stdout: "null",
       stderr: "piped",

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { dbTest, TEST_ADMIN_TOKEN, testServices } from "@dutlab/core/testing";
+import { childEnv, dbTest, TEST_ADMIN_TOKEN, testServices } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import { verifyReport, verifyReportBytes } from "../core/src/report/verify.ts";
 import { canonicalJson, jcsSha256, sha256Hex } from "../core/src/hash.ts";
@@ -175,7 +175,7 @@ async function task(args: string[], env: Record<string, string> = {}) {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["task", "-q", "verify-report", ...args],
     cwd: ROOT,
-    env: { NO_COLOR: "1", ...env },
+    env: childEnv(env),
     stdout: "piped",
     stderr: "piped",
   }).output();

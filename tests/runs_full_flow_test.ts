@@ -4,7 +4,14 @@
  * snapshots, and the served print page printed by real headless Chromium.
  */
 import assert from "node:assert/strict";
-import { dbTest, jsonReq, type SimulatedDevice, TEST_ADMIN_TOKEN, testServices } from "@dutlab/core/testing";
+import {
+  childEnv,
+  dbTest,
+  jsonReq,
+  type SimulatedDevice,
+  TEST_ADMIN_TOKEN,
+  testServices,
+} from "@dutlab/core/testing";
 import {
   assertReportPages,
   findChromium,
@@ -82,7 +89,7 @@ dbTest("a full run on the simulated lab yields a verified report that prints on 
     const verify = await new Deno.Command(Deno.execPath(), {
       args: ["task", "-q", "verify-report", `${base}/api/test-runs/${run.executionId}/report.json`],
       cwd: new URL("../", import.meta.url).pathname,
-      env: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, NO_COLOR: "1" },
+      env: childEnv({ ADMIN_TOKEN: TEST_ADMIN_TOKEN }),
       stdout: "piped",
       stderr: "piped",
     }).output();

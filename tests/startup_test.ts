@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
+import { childEnv } from "@dutlab/core/testing";
 
 const root = new URL("..", import.meta.url).pathname;
 const dec = new TextDecoder();
 
-/** Run `server.ts` with a clean environment plus `env`, return exit code and stderr lines. */
+/** Run `server.ts` with the inherited environment (dutlab's own variables removed) plus `env`. */
 async function runServe(env: Record<string, string>, ms = 20_000) {
   const cmd = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "server.ts"],
     cwd: root,
-    env: { PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "/tmp", NO_COLOR: "1", ...env },
-    clearEnv: true,
+    env: childEnv(env),
     stdout: "piped",
     stderr: "piped",
     signal: AbortSignal.timeout(ms),
@@ -72,13 +72,7 @@ Deno.test("serve starts on a fresh embedded data dir, stores secrets 0600, and a
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "server.ts"],
     cwd: root,
-    env: {
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      DUT_DATA_DIR: dir,
-      NO_COLOR: "1",
-      DUT_API_POLLER_DISABLE: "1",
-    },
+    env: childEnv({ PORT: String(port), HOST: "127.0.0.1", DUT_DATA_DIR: dir, DUT_API_POLLER_DISABLE: "1" }),
     stdout: "null",
     stderr: "piped",
   }).spawn();

@@ -1,0 +1,40 @@
+import { EnvSchema } from "../src/config.ts";
+
+/**
+ * The environment of a child process a test starts: the parent's whole environment (proxy, CA and cache
+ * variables such as `DENO_DIR`, `HTTPS_PROXY` or `NODE_EXTRA_CA_CERTS` included, so the child reuses the
+ * parent's module cache and trust store and never downloads anything), minus every variable dutlab itself
+ * reads (README "Configuration"), which the test controls, plus `set`.
+ *
+ * Pass the result as `env` and leave `clearEnv` unset.
+ */
+export function childEnv(
+  set: Record<string, string> = {},
+  opts: { remove?: string[]; from?: Record<string, string> } = {},
+): Record<string, string> {
+  const controlled = new Set([...Object.keys(EnvSchema.shape), "NO_COLOR", ...(opts.remove ?? [])]);
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(opts.from ?? Deno.env.toObject())) {
+    if (!controlled.has(k)) env[k] = v;
+  }
+  return { NO_COLOR: "1", ...env, ...set };
+}
+
+/** Variables a child needs from its parent to reuse its module cache and reach the registry like it. */
+export const INHERITED_VARIABLES = [
+  "PATH",
+  "HOME",
+  "DENO_DIR",
+  "XDG_CACHE_HOME",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "NODE_EXTRA_CA_CERTS",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "DENO_CERT",
+  "DENO_TLS_CA_STORE",
+] as const;
