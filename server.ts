@@ -4,6 +4,7 @@ import {
   createApp,
   exitOnStartupError,
   finishKeyRotation,
+  logger,
   onShutdown,
   startWorker,
 } from "@dutlab/core/server";
@@ -18,7 +19,8 @@ const server = Deno.serve({
   hostname: rt.config.HOST,
   port: rt.config.PORT,
   signal: ac.signal,
-  onListen: ({ hostname, port }) => console.error(`dutlab listening on http://${hostname}:${port}`),
+  onListen: ({ hostname, port }) =>
+    logger("http").info("dutlab listening on {url}", { url: `http://${hostname}:${port}` }),
 }, app.fetch);
 onShutdown(async () => {
   ac.abort();

@@ -9,7 +9,16 @@ import { defineAdapter } from "@dutlab/core";
 import { fixtureAdapter, fixtureModules } from "../core/testing/fixture_modules.ts";
 import { LostLockError } from "../core/src/poller/cycle.ts";
 import type { Db } from "../core/src/db/open.ts";
-import { addDevice, closedPort, count, fixtureDevice, setup, view } from "./_poller_lab.ts";
+import {
+  addDevice,
+  captureLogs,
+  closedPort,
+  count,
+  fixtureDevice,
+  messageOf,
+  setup,
+  view,
+} from "./_poller_lab.ts";
 
 /** A fixture-fw variant whose collectAll result is rewritten by `mangle`. */
 function mangledAdapter(
@@ -185,3 +194,32 @@ async function assertNothingStored(db: Db, id: string) {
     .executeTakeFirstOrThrow();
   assert.deepEqual([row.last_poll_at, row.last_poll_status, row.last_poll_error], [null, null, null]);
 }
+
+dbTest("a failed poll is logged at warning with hostname and status once per status change", async (db) => {
+  const records = await captureLogs();
+  const { svc } = await setup(db);
+  await using dev = await fixtureDevice();
+  const id = await addDevice(svc, dev.sim.url);
+  const hostname = (await view(svc, id)).hostname;
+  const mine = () =>
+    records.filter((r) => r.properties.hostname === hostname && r.level !== "debug")
+      .map((r) => `${r.level} ${r.properties.status}`);
+  await svc.poller.poll(id);
+  dev.sim.faults.status = 503;
+  for (let i = 0; i < 3; i++) await svc.poller.poll(id); // three failing scans, one warning
+  dev.state.password = "rotated-on-the-device";
+  dev.sim.faults.status = null;
+  await svc.poller.poll(id);
+  await svc.poller.poll(id);
+  dev.state.password = "fixture-pass";
+  await svc.poller.poll(id);
+  await svc.poller.poll(id);
+  assert.deepEqual(mine(), ["warning http_error", "warning auth_failed", "info ok"]);
+  const warning = records.find((r) => r.level === "warning" && r.properties.hostname === hostname)!;
+  assert.match(messageOf(warning), new RegExp(`^Poll of ${hostname} \\(fixture-fw\\) failed: http_error`));
+  assert.equal(
+    records.filter((r) => r.level === "debug" && r.properties.hostname === hostname).length,
+    8,
+    "every poll at debug level",
+  );
+});

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { relative } from "node:path";
 import { childEnv, dbTest, TEST_ADMIN_TOKEN, testServices } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import { verifyReport, verifyReportBytes } from "../core/src/report/verify.ts";
@@ -171,10 +172,11 @@ dbTest("a change in each member is reported against the hash that commits to it"
   ]);
 });
 
-async function task(args: string[], env: Record<string, string> = {}) {
+async function task(args: string[], env: Record<string, string> = {}, cwd = ROOT) {
+  const config = cwd === ROOT ? [] : ["--config", `${ROOT}deno.json`];
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["task", "-q", "verify-report", ...args],
-    cwd: ROOT,
+    args: ["task", "-q", ...config, "verify-report", ...args],
+    cwd,
     env: childEnv(env),
     stdout: "piped",
     stderr: "piped",
@@ -195,6 +197,13 @@ dbTest("deno task verify-report checks a file and a served URL and exits 1 on a 
     const ok = await task([good]);
     assert.equal(ok.code, 0, ok.stdout + ok.stderr);
     assert.match(ok.stdout, new RegExp(`^OK reportSha256 ${sha}$`, "m"));
+
+    // From any directory: a relative path is relative to where the command was started.
+    const inDir = await task(["report.json"], {}, dir);
+    assert.equal(inDir.code, 0, inDir.stdout + inDir.stderr);
+    const sub = `${ROOT}tests`;
+    const fromSub = await task([relative(sub, good)], {}, sub);
+    assert.equal(fromSub.code, 0, fromSub.stdout + fromSub.stderr);
 
     const bad = `${dir}/tampered.json`;
     await Deno.writeTextFile(bad, text.replace('"outcome": "passed"', '"outcome": "failed"'));

@@ -53,6 +53,7 @@ Deno.test("bad configuration exits non-zero with one clear line per problem", as
       /^dutlab: BAD_CONFIG: ADMIN_TOKEN: required when DATABASE_URL is set/,
     ],
     [{ PORT: "70000" }, /^dutlab: BAD_CONFIG: PORT: must be at most 65535$/],
+    [{ HOST: "http://localhost" }, /^dutlab: BAD_CONFIG: HOST: must be an IP address or a host name/],
   ];
   for (const [env, re] of cases) {
     const r = await runServe({ DUT_DATA_DIR: dir, ...env });
@@ -66,13 +67,47 @@ Deno.test("bad configuration exits non-zero with one clear line per problem", as
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("serve starts on a fresh embedded data dir, stores secrets 0600, and a second serve is refused", async () => {
+/** Every line parsed as JSON (DUT_LOG_FORMAT=json promises nothing else on stderr). */
+function jsonLines(text: string): Array<{ level: string; message: string }> {
+  return text.trim().split("\n").filter(Boolean).map((l) => {
+    try {
+      return JSON.parse(l);
+    } catch {
+      throw new Error(`not a JSON line: ${l}`);
+    }
+  });
+}
+
+Deno.test("migrate asks for no secret; serve then starts, stores secrets 0600, logs JSON only, and a second serve is refused", async () => {
   const dir = await Deno.makeTempDir();
   const port = freePort();
+  // `deno task migrate` uses the database only: no admin token or key is generated or needed.
+  const task = JSON.parse(await Deno.readTextFile(`${root}deno.json`)).tasks.migrate;
+  assert.equal(task, "deno run -A tools/migrate.ts");
+  const migrated = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "tools/migrate.ts"],
+    cwd: root,
+    env: childEnv({ DUT_DATA_DIR: dir, DUT_LOG_FORMAT: "json" }),
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const migrateLog = jsonLines(dec.decode(migrated.stderr));
+  assert.equal(migrated.code, 0, dec.decode(migrated.stderr));
+  assert.ok(migrateLog.some((l) => /^Creating the embedded database in .* \(first start/.test(l.message)));
+  assert.ok(migrateLog.some((l) => l.message.startsWith("Applied migrations")));
+  await assert.rejects(Deno.stat(`${dir}/secrets.json`), Deno.errors.NotFound);
+  await assert.rejects(Deno.stat(`${dir}/dutlab.pid`), Deno.errors.NotFound, "lock released");
+
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "server.ts"],
     cwd: root,
-    env: childEnv({ PORT: String(port), HOST: "127.0.0.1", DUT_DATA_DIR: dir, DUT_API_POLLER_DISABLE: "1" }),
+    env: childEnv({
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DUT_DATA_DIR: dir,
+      DUT_API_POLLER_DISABLE: "1",
+      DUT_LOG_FORMAT: "json",
+    }),
     stdout: "null",
     stderr: "piped",
   }).spawn();
@@ -102,8 +137,11 @@ Deno.test("serve starts on a fresh embedded data dir, stores secrets 0600, and a
     child.kill("SIGTERM");
     const status = await child.status;
     const log = dec.decode(await new Response(child.stderr).arrayBuffer());
-    assert.match(log, /Generated an admin token; read it from/);
-    assert.match(log, /Polling worker disabled by DUT_API_POLLER_DISABLE=1/);
+    const lines = jsonLines(log).map((l) => l.message);
+    assert.ok(lines.some((m) => /^Generated an admin token; read it from/.test(m)), log);
+    assert.ok(lines.some((m) => /^Opening the embedded database in/.test(m)), log);
+    assert.ok(lines.includes(`dutlab listening on "http://127.0.0.1:${port}"`), log);
+    assert.ok(lines.some((m) => /^Polling worker disabled by DUT_API_POLLER_DISABLE=1/.test(m)), log);
     const secrets = JSON.parse(await Deno.readTextFile(`${dir}/secrets.json`));
     assert.ok(!log.includes(secrets.adminToken) && !log.includes(secrets.credEncKey), "no secret in the log");
     assert.equal(status.code, 0, "clean shutdown on SIGTERM");

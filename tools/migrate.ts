@@ -1,7 +1,4 @@
-/** `deno task migrate`: apply pending migrations and exit. */
-import { bootstrap, exitOnStartupError } from "@dutlab/core/server";
-import { modules } from "../modules.gen.ts";
+/** `deno task migrate`: apply pending migrations and exit (needs no admin token or credential key). */
+import { exitOnStartupError, migrateOnly } from "@dutlab/core/server";
 
-const rt = await bootstrap(modules).catch(exitOnStartupError);
-await rt.close();
-console.error("dutlab: migrations are up to date");
+await migrateOnly().catch(exitOnStartupError);

@@ -2,7 +2,9 @@
  * `deno task verify-report <file-or-url> [--expect <sha256>]`: recompute every hash of a ReportData
  * document and print OK or what differs.
  *
- * - A file path (or `-` for stdin) is read as is.
+ * - A file path (or `-` for stdin) is read as is; a relative path is relative to the directory the command
+ *   was started from (`deno task` runs tools from the project root and passes that directory as INIT_CWD),
+ *   so it works from any directory: `deno task --config <clone>/deno.json verify-report report.json`.
  * - A URL is fetched with `Authorization: Bearer $ADMIN_TOKEN` when that variable is set. A print-page URL
  *   (`/runs/<executionId>/report`) is read as its JSON twin `/api/test-runs/<executionId>/report.json`.
  *   When the response carries `X-Report-Sha256`, it must equal the report's `reportSha256`.
@@ -16,6 +18,7 @@
  * Exit codes: 0 every hash matches; 1 a hash differs or the input is not a report; 2 usage or I/O error.
  * @module
  */
+import { resolve } from "node:path";
 import { type VerifyOutcome, verifyReportBytes } from "../core/src/report/verify.ts";
 
 const USAGE = "Usage: deno task verify-report <file-or-url> [--expect <sha256>]";
@@ -55,7 +58,11 @@ async function load(target: string): Promise<{ bytes: Uint8Array; header: string
       from: "stdin",
     };
   }
-  return { bytes: await Deno.readFile(target), header: null, from: target };
+  return {
+    bytes: await Deno.readFile(resolve(Deno.env.get("INIT_CWD") ?? Deno.cwd(), target)),
+    header: null,
+    from: target,
+  };
 }
 
 /** Findings as printable lines. */

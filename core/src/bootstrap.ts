@@ -17,6 +17,7 @@ export { buildServices } from "./services.ts";
 export { migrate, openDatabase } from "./db/open.ts";
 export { PollWorker } from "./poller/worker.ts";
 export { StartupError } from "./errors.ts";
+export { logger } from "./log.ts";
 
 /** A started process: configuration, database, registry and services, closed with `close()`. */
 export interface Runtime extends AsyncDisposable {
@@ -66,7 +67,7 @@ export async function bootstrap(
       if (s.generatedAdminToken) {
         log.info("Generated an admin token; read it from {path} (key adminToken)", { path: s.path });
       }
-      db = await openDatabase({ dataDir: `${parsed.DUT_DATA_DIR}/pglite` });
+      db = await openEmbedded(parsed.DUT_DATA_DIR);
     } catch (e) {
       release();
       throw e;
@@ -96,6 +97,58 @@ export async function bootstrap(
   return { config, db, registry, services, close, [Symbol.asyncDispose]: close };
 }
 
+/** Open the embedded database, saying what happens while it initialises (a first start takes longest). */
+async function openEmbedded(dir: string): Promise<Db> {
+  const log = logger("startup");
+  const path = `${dir}/pglite`;
+  const fresh = !(await Deno.stat(`${path}/PG_VERSION`).then(() => true, () => false));
+  log.info(
+    fresh
+      ? "Creating the embedded database in {path} (first start; this takes a few seconds)"
+      : "Opening the embedded database in {path} (usually under a second)",
+    { path },
+  );
+  const t0 = performance.now();
+  const db = await openDatabase({ dataDir: path });
+  log.info("Embedded database ready in {ms} ms", { ms: Math.round(performance.now() - t0) });
+  return db;
+}
+
+/**
+ * `deno task migrate`: apply pending migrations and exit. Asks only for what it uses: the database
+ * (DATABASE_URL or the data directory); no admin token or credential key is read, required or generated.
+ */
+export async function migrateOnly(
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): Promise<string[]> {
+  const parsed = parseEnv(env, { secrets: false });
+  await setupLogging({ format: parsed.DUT_LOG_FORMAT, level: parsed.DUT_LOG_LEVEL });
+  let release = () => {};
+  let db: Db;
+  if (parsed.DATABASE_URL) {
+    db = await openDatabase({ url: parsed.DATABASE_URL });
+  } else {
+    release = (await lockDataDir(parsed.DUT_DATA_DIR)).release;
+    try {
+      db = await openEmbedded(parsed.DUT_DATA_DIR);
+    } catch (e) {
+      release();
+      throw e;
+    }
+  }
+  try {
+    const applied = await migrate(db.kysely);
+    logger("startup").info(
+      applied.length ? "Applied migrations: {applied}" : "Migrations are up to date",
+      { applied: applied.join(", ") },
+    );
+    return applied;
+  } finally {
+    await db.close();
+    release();
+  }
+}
+
 /**
  * With DUT_CRED_ENC_KEY_PREVIOUS set, re-encrypt old credentials with the current key in the background
  * (`serve` and `poll` call it; every instance may, rows are swapped only if unchanged).
@@ -107,10 +160,26 @@ export function finishKeyRotation(rt: Runtime): void {
   );
 }
 
-/** Print a start-up error as one clear line per problem and exit non-zero. */
+/**
+ * Print a start-up error as one clear line per problem and exit non-zero. With DUT_LOG_FORMAT=json each
+ * line is a JSON object like the log's, so a JSON-lines collector reads it too.
+ */
 export function exitOnStartupError(e: unknown): never {
   if (e instanceof StartupError) {
-    for (const line of e.message.split("\n")) console.error(`dutlab: ${e.code}: ${line}`);
+    const json = Deno.env.get("DUT_LOG_FORMAT")?.trim() === "json";
+    for (const line of e.message.split("\n")) {
+      console.error(
+        json
+          ? JSON.stringify({
+            "@timestamp": new Date().toISOString(),
+            level: "ERROR",
+            message: `${e.code}: ${line}`,
+            logger: "dutlab.startup",
+            properties: { code: e.code },
+          })
+          : `dutlab: ${e.code}: ${line}`,
+      );
+    }
     Deno.exit(2);
   }
   throw e;

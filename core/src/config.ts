@@ -6,16 +6,32 @@ const int = (min: number, max: number, def: number) =>
   z.string().trim().regex(/^\d+$/, "must be a whole number").transform(Number)
     .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`))
     .optional().transform((v) => v ?? def);
-const key = z.string().trim().regex(HEX64, "must be exactly 64 hex characters (32 bytes)");
+/** The one-line command that prints a fresh secret (64 hex characters), runnable where Node.js is. */
+export const GENERATE_SECRET = `node -e 'console.log(require("crypto").randomBytes(32).toString("hex"))'`;
+const key = z.string().trim().regex(
+  HEX64,
+  `must be exactly 64 hex characters (32 bytes); generate one with: ${GENERATE_SECRET}`,
+);
+/** A listen address: an IPv4 or IPv6 address or a host name, without scheme, brackets or port. */
+const host = z.string().trim().min(1).refine(
+  (v) =>
+    z.ipv4().safeParse(v).success || z.ipv6().safeParse(v).success ||
+    (!/^[\d.]+$/.test(v) && z.hostname().safeParse(v).success),
+  "must be an IP address or a host name without scheme or port, like 0.0.0.0, 127.0.0.1, :: or localhost",
+);
 
 /** Every environment variable dutlab reads, parsed once at start (README "Configuration"). */
 export const EnvSchema = z.object({
   PORT: int(1, 65535, 8080),
-  HOST: z.string().trim().min(1).default("0.0.0.0"),
+  HOST: host.default("0.0.0.0"),
   DATABASE_URL: z.string().trim().regex(/^postgres(ql)?:\/\/.+/, "must be a postgres:// or postgresql:// URL")
     .optional(),
   DUT_DATA_DIR: z.string().trim().min(1).default("./.data"),
-  ADMIN_TOKEN: z.string().trim().min(24, "must be at least 24 characters").optional(),
+  ADMIN_TOKEN: z.string().trim().min(
+    24,
+    `must be at least 24 characters; generate one with: ${GENERATE_SECRET}`,
+  )
+    .optional(),
   DUT_CRED_ENC_KEY: key.optional(),
   DUT_CRED_ENC_KEY_PREVIOUS: key.optional(),
   DUT_API_POLLER_DISABLE: z.enum(["0", "1"], { message: 'must be "0" or "1"' }).default("0"),
@@ -50,8 +66,12 @@ export interface Config extends Env {
   extraCa: string[];
 }
 
-/** Parse the environment; throws a StartupError listing one line per problem. Never echoes values. */
-export function parseEnv(env: Record<string, string | undefined>): Env {
+/**
+ * Parse the environment; throws a StartupError listing one line per problem. Never echoes values.
+ * `secrets: false` (the `migrate` command) does not require ADMIN_TOKEN and DUT_CRED_ENC_KEY with
+ * DATABASE_URL: a command asks only for what it uses.
+ */
+export function parseEnv(env: Record<string, string | undefined>, opts: { secrets?: boolean } = {}): Env {
   const clean = Object.fromEntries(
     Object.keys(EnvSchema.shape).map((k) => [k, env[k] === "" ? undefined : env[k]]),
   );
@@ -60,13 +80,14 @@ export function parseEnv(env: Record<string, string | undefined>): Env {
     const lines = r.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
     throw new StartupError("BAD_CONFIG", lines.join("\n"));
   }
-  if (r.data.DATABASE_URL) {
+  if (r.data.DATABASE_URL && opts.secrets !== false) {
     const missing = (["ADMIN_TOKEN", "DUT_CRED_ENC_KEY"] as const).filter((k) => !r.data[k]);
     if (missing.length) {
       throw new StartupError(
         "BAD_CONFIG",
         missing.map((k) =>
-          `${k}: required when DATABASE_URL is set (a shared database needs the same secret on every instance)`
+          `${k}: required when DATABASE_URL is set (a shared database needs the same secret on every ` +
+          `instance); generate one with: ${GENERATE_SECRET}`
         ).join("\n"),
       );
     }

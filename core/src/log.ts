@@ -24,7 +24,7 @@ export async function setupLogging(
     reset: true,
     sinks: {
       console: getStreamSink(Deno.stderr.writable, {
-        formatter: opts.format === "json" ? getJsonLinesFormatter() : getTextFormatter(),
+        formatter: opts.format === "json" ? getJsonLinesFormatter() : getTextFormatter({ value: "bare" }),
       }),
     },
     loggers: [
