@@ -13,6 +13,7 @@ import {
   type CollectedSnapshot,
   type ConnectionTestResult,
   defineAdapter,
+  type DeviceInventory,
 } from "@dutlab/core";
 import {
   deleteSession,
@@ -272,6 +273,30 @@ export function ntpServers(payload: unknown): string[] {
   });
 }
 
+const text = (v: unknown): string | null => (typeof v === "string" && v.trim() !== "" ? v.trim() : null);
+
+/**
+ * Device inventory from a `system_info` payload (the ComputerSystem the controller manages): `Model`,
+ * `BiosVersion` as the software version (the host firmware; the controller's own firmware is
+ * `manager_info.FirmwareVersion` and every component's is in `firmware_inventory`), and `SerialNumber`.
+ * All null when the service has no system (the absent marker).
+ */
+export function inventory(payload: unknown): DeviceInventory {
+  if (!isObject(payload)) throw new Error("system_info payload is not an object");
+  if (payload.present === false && payload.resource === "ComputerSystem") {
+    return { model: null, softwareVersion: null, serialNumber: null };
+  }
+  const type = payload["@odata.type"];
+  if (typeof type !== "string" || !type.includes("ComputerSystem")) {
+    throw new Error(`system_info payload is not a ComputerSystem (@odata.type ${JSON.stringify(type)})`);
+  }
+  return {
+    model: text(payload.Model),
+    softwareVersion: text(payload.BiosVersion),
+    serialNumber: text(payload.SerialNumber),
+  };
+}
+
 const adapter: AdapterDefinition = defineAdapter({
   kind: "adapter",
   vendorKey: "vendor-a-bmc",
@@ -279,7 +304,8 @@ const adapter: AdapterDefinition = defineAdapter({
   coreVersion: "^1.0.0",
   deviceRoles: ["bmc"],
   labels: LABELS,
-  facts: { ntpServers },
+  facts: { ntpServers, inventory },
+  inventoryLabel: "system_info",
   create: (ctx) => new RedfishSession(ctx),
   // Sessions are never parked (one per cycle, deleted in close()); this only guards against a
   // parked login from an older build.
