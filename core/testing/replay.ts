@@ -122,6 +122,8 @@ export async function startReplayServer(folder: string | URL): Promise<ReplaySer
 export interface ExpectedCase {
   /** Facts compared deeply; a fact not named here is not compared (but it is still read). */
   facts: Record<string, unknown>;
+  /** Anything else a vendor's own test compares (e.g. the poll's notes). */
+  [more: string]: unknown;
 }
 
 /**
@@ -132,22 +134,31 @@ export async function replayCase(
   adapter: AdapterDefinition,
   folder: string | URL,
   credentials: { username: string; password: string } = { username: "admin", password: "replay-Pass1" },
-): Promise<{ snaps: CollectedSnapshot[]; facts: Record<string, unknown>; replay: ReplayServer }> {
+): Promise<{
+  snaps: CollectedSnapshot[];
+  facts: Record<string, unknown>;
+  /** The session's `pollNotes()` after the poll. */
+  notes: string[];
+  expected: ExpectedCase;
+  replay: ReplayServer;
+}> {
   const dir = folder instanceof URL ? folder.pathname : folder;
   const expected = JSON.parse(await Deno.readTextFile(`${dir}/expected.json`)) as ExpectedCase;
   const replay = await startReplayServer(dir);
   try {
     let snaps: CollectedSnapshot[];
+    let notes: string[];
     {
       await using conn = await connectTo(adapter, replay, { credentials, sessions: new SessionRegistry() });
       snaps = await conn.session.collectAll();
+      notes = conn.session.pollNotes?.() ?? [];
     }
     assert.deepEqual(snaps.map((s) => s.label), [...adapter.labels]);
     const facts = readFacts(adapter, snaps);
     for (const [name, want] of Object.entries(expected.facts)) {
       assert.deepEqual(facts[name], want, `fact ${name} of case ${dir.split("/").pop()}`);
     }
-    return { snaps, facts, replay };
+    return { snaps, facts, notes, expected, replay };
   } finally {
     await replay.close();
   }
