@@ -72,6 +72,54 @@ export function membersOf(collection: Resource, path: string): string[] {
   });
 }
 
+/** Pages of one collection read at most (`Members@odata.nextLink` is followed up to this bound). */
+export const MAX_COLLECTION_PAGES = 32;
+
+/** A collection read across its pages. */
+export interface PagedMembers {
+  /** The first page as the device returned it. */
+  first: Resource;
+  /** Member URIs of every page read, in order. */
+  members: string[];
+  /** Later pages as returned (empty when the collection fits one page). */
+  pages: Resource[];
+  /** Set when the bound stopped the reading: the next link not followed. */
+  truncatedAt: string | null;
+}
+
+/** Read a collection and follow `Members@odata.nextLink` (DSP0266 7.3.3) up to `MAX_COLLECTION_PAGES`. */
+export async function readCollection(
+  get: (path: string) => Promise<Resource>,
+  path: string,
+  maxPages = MAX_COLLECTION_PAGES,
+): Promise<PagedMembers> {
+  const first = await get(path);
+  const members = membersOf(first, path);
+  const pages: Resource[] = [];
+  const seen = new Set([path]);
+  let next = nextLinkOf(first, path);
+  while (next !== null && pages.length + 1 < maxPages) {
+    if (seen.has(next)) {
+      throw new DeviceError("protocol_error", `Collection ${path} links page ${next} twice`);
+    }
+    seen.add(next);
+    const page = await get(next);
+    pages.push(page);
+    members.push(...membersOf(page, next));
+    next = nextLinkOf(page, next);
+  }
+  return { first, members, pages, truncatedAt: next };
+}
+
+function nextLinkOf(page: Resource, path: string): string | null {
+  const next = page["Members@odata.nextLink"];
+  if (next === undefined || next === null) return null;
+  if (typeof next !== "string" || next === "") {
+    throw new DeviceError("protocol_error", `"Members@odata.nextLink" of ${path} is not a URI`);
+  }
+  return pathOf(next);
+}
+
 /** Path (and query) of a URI the device returned, absolute or relative. */
 function pathOf(uri: string): string {
   const u = new URL(uri, "https://device.invalid");
@@ -89,6 +137,10 @@ export class RedfishClient {
   #loggingIn: Promise<void> | null = null;
   #sessionsPath: string | null = null;
   #closed = false;
+  /** Authorization header value when the session service refused and this cycle uses Basic. */
+  #basic: string | null = null;
+  /** Set when this cycle fell back to Basic authentication: why, for the poll detail. */
+  fallbackNote: string | null = null;
 
   constructor(private ctx: AdapterContext) {}
 
@@ -109,7 +161,7 @@ export class RedfishClient {
 
   /** Create a session unless one is open. */
   async login(): Promise<void> {
-    if (this.#login) return;
+    if (this.#login || this.#basic) return;
     if (this.#closed) {
       // A request still running after close() must not open a session nobody will delete.
       throw new DeviceError("adapter_error", "Redfish session already closed for this cycle");
@@ -126,12 +178,20 @@ export class RedfishClient {
       path,
       json: { UserName: username, Password: password },
     });
-    if (isSessionLimit(res)) {
-      throw new DeviceError(
-        "http_error",
-        `Cannot create a Redfish session: the device's session limit is reached (SessionLimitExceeded, ` +
-          `${describe(res)}); close other sessions or wait for them to time out`,
-      );
+    // DSP0266: a service without sessions answers 404/405/501 on the Sessions collection; a full session
+    // table names SessionLimitExceeded. Both refuse the session, not the credentials: use Basic this cycle.
+    const refusal = isSessionLimit(res)
+      ? `the session table is full (${describe(res)})`
+      : res.status === 404 || res.status === 405 || res.status === 501
+      ? `the service offers no sessions (${describe(res)})`
+      : null;
+    if (refusal) {
+      this.#basic = `Basic ${btoa(`${username}:${password}`)}`;
+      this.fallbackNote = `Redfish session refused: ${refusal}; this cycle used HTTP Basic authentication`;
+      this.ctx.log.warn("Redfish session refused on {hostname}; using Basic authentication this cycle", {
+        hostname: this.ctx.device.hostname,
+      });
+      return;
     }
     if (res.status === 401 || res.status === 403) {
       throw new DeviceError("auth_failed", `Login refused: ${describe(res)}`);
@@ -167,6 +227,17 @@ export class RedfishClient {
     return await this.ctx.http.request({ path, headers: { "x-auth-token": token } });
   }
 
+  async #getBasic(path: string, basic: string): Promise<DeviceResponse> {
+    const res = await this.ctx.http.request({ path, headers: { authorization: basic } });
+    if (res.status === 401) {
+      throw new DeviceError(
+        "auth_failed",
+        `Basic authentication refused after the session service refused a session: ${describe(res)}`,
+      );
+    }
+    return res;
+  }
+
   #token(): string {
     if (!this.#login) {
       throw new DeviceError("adapter_error", "Redfish session closed while a request was pending");
@@ -177,14 +248,14 @@ export class RedfishClient {
   /** GET a resource; the answer must be a JSON object. */
   async get(path: string): Promise<Resource> {
     await this.login();
-    const token = this.#token();
-    let res = await this.#send(path, token);
-    if (res.status === 401) {
+    const token = this.#basic ? null : this.#token();
+    let res = token === null ? await this.#getBasic(path, this.#basic!) : await this.#send(path, token);
+    if (res.status === 401 && token !== null) {
       // Expired or dropped session (Base NoValidSession): the device no longer holds it, so no logout.
       // Only forget it if no concurrent call has already replaced it.
       if (this.#login?.token === token) this.#login = null;
       await this.login();
-      res = await this.#send(path, this.#token());
+      res = this.#basic ? await this.#getBasic(path, this.#basic) : await this.#send(path, this.#token());
       if (res.status === 401) {
         throw new DeviceError("auth_failed", `Session refused again after re-login: ${describe(res)}`);
       }
@@ -209,6 +280,7 @@ export class RedfishClient {
   /** End of the cycle: wait for a login in flight, delete the session, and refuse to log in again. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#basic = null;
     await this.#loggingIn?.catch(() => {});
     await this.logout();
   }

@@ -13,11 +13,12 @@ import {
   type CollectedSnapshot,
   type ConnectionTestResult,
   defineAdapter,
+  type DeviceInventory,
 } from "@dutlab/core";
 import {
   deleteSession,
   linkOf,
-  membersOf,
+  readCollection,
   RedfishClient,
   type RedfishLogin,
   type Resource,
@@ -47,8 +48,30 @@ export interface AbsentResource {
 
 /** Payload of `firmware_inventory`: the collection and each member, keyed by its `@odata.id`. */
 export interface FirmwareInventoryPayload {
+  /** The collection's first page as returned. */
   collection: Resource;
+  /** Later pages (`Members@odata.nextLink` followed), present only when there were any. */
+  pages?: Resource[];
+  /** Present only when the page or member bound cut the reading: what was left unread. */
+  truncated?: { nextLink: string | null; membersNotRead: number; detail: string };
   members: Record<string, Resource>;
+}
+
+/** Where one manager keeps its time settings, as read from the device. */
+export interface ManagerTimeSettings {
+  /** The Manager's `@odata.id`. */
+  manager: string;
+  /** Its ManagerNetworkProtocol resource, or the absent marker when it links none. */
+  networkProtocol: Resource | AbsentResource;
+  /** An OEM date/time resource the manager links (`Oem.<vendor>.Links.DateTimeService`), when it does. */
+  dateTime?: Resource;
+}
+
+/** Payload of `ntp_config`: the time settings of every manager of the service, in collection order. */
+export interface NtpConfigPayload {
+  managers: ManagerTimeSettings[];
+  /** Present only when the manager bound cut the Managers collection. */
+  truncated?: { detail: string };
 }
 
 const absent = (resource: string, detail: string): AbsentResource => ({ present: false, resource, detail });
@@ -60,6 +83,10 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
 const MEMBER_CONCURRENCY = 4;
 /** Processors looked at for a CPU figure (GPUs, FPGAs and the like are skipped). */
 const MAX_PROCESSORS = 8;
+/** Managers whose time settings are read (a chassis with many blades lists one per blade). */
+const MAX_MANAGERS = 16;
+/** Firmware inventory members read (each is one GET). */
+const MAX_FIRMWARE_MEMBERS = 256;
 
 interface Topology {
   root: Resource;
@@ -90,9 +117,11 @@ class RedfishSession implements AdapterSession {
     this.#rf = new RedfishClient(ctx);
   }
 
+  #get = (path: string) => this.#rf.get(path);
+
   async #firstMember(collectionPath: string | null): Promise<string | null> {
     if (!collectionPath) return null;
-    return membersOf(await this.#rf.get(collectionPath), collectionPath)[0] ?? null;
+    return (await readCollection(this.#get, collectionPath, 1)).members[0] ?? null;
   }
 
   /** Service root, the first computer system, and the manager that manages it. */
@@ -153,10 +182,61 @@ class RedfishSession implements AdapterSession {
     if (!inventoryPath) {
       return absent("SoftwareInventoryCollection", `${updatePath} links no FirmwareInventory collection`);
     }
-    const collection = await this.#rf.get(inventoryPath);
-    const paths = membersOf(collection, inventoryPath);
+    const paged = await readCollection(this.#get, inventoryPath);
+    const paths = paged.members.slice(0, MAX_FIRMWARE_MEMBERS);
     const bodies = await this.#getAll(paths);
-    return { collection, members: Object.fromEntries(paths.map((p, i) => [p, bodies[i]])) };
+    const out: FirmwareInventoryPayload = { collection: paged.first, members: {} };
+    if (paged.pages.length > 0) out.pages = paged.pages;
+    const skipped = paged.members.length - paths.length;
+    if (paged.truncatedAt !== null || skipped > 0) {
+      out.truncated = {
+        nextLink: paged.truncatedAt,
+        membersNotRead: skipped,
+        detail: (paged.truncatedAt !== null
+          ? `stopped after ${paged.pages.length + 1} pages of ${inventoryPath}; ${paged.truncatedAt} not read`
+          : `read ${paths.length} of ${paged.members.length} members of ${inventoryPath}`) +
+          ` (bounds: pages and ${MAX_FIRMWARE_MEMBERS} members)`,
+      };
+    }
+    out.members = Object.fromEntries(paths.map((p, i) => [p, bodies[i]]));
+    return out;
+  }
+
+  /**
+   * Time settings of every manager: the Managers collection (all pages, up to MAX_MANAGERS), else the
+   * system's own manager; for each, its NetworkProtocol and any OEM DateTime resource it links.
+   */
+  async #timeSettings(t: Topology): Promise<NtpConfigPayload | AbsentResource> {
+    const collectionPath = linkOf(t.root, "Managers");
+    let paths: string[] = [];
+    let truncated: NtpConfigPayload["truncated"];
+    if (collectionPath) {
+      const paged = await readCollection(this.#get, collectionPath);
+      paths = paged.members.slice(0, MAX_MANAGERS);
+      if (paged.truncatedAt !== null || paged.members.length > MAX_MANAGERS) {
+        truncated = {
+          detail: `read the first ${paths.length} managers of ${collectionPath}` +
+            (paged.truncatedAt !== null ? `; ${paged.truncatedAt} not read` : ""),
+        };
+      }
+    }
+    if (t.managerPath && !paths.includes(t.managerPath)) paths.unshift(t.managerPath);
+    if (paths.length === 0) return absent("Manager", "The service root links no Managers collection");
+    const managers: ManagerTimeSettings[] = [];
+    for (const path of paths) {
+      const manager = path === t.managerPath && t.manager ? t.manager : await this.#rf.get(path);
+      const protocolPath = linkOf(manager, "NetworkProtocol");
+      const entry: ManagerTimeSettings = {
+        manager: path,
+        networkProtocol: protocolPath
+          ? await this.#rf.get(protocolPath)
+          : absent("ManagerNetworkProtocol", `${path} links no NetworkProtocol resource`),
+      };
+      const dateTimePath = oemDateTimeLink(manager);
+      if (dateTimePath) entry.dateTime = await this.#rf.get(dateTimePath);
+      managers.push(entry);
+    }
+    return truncated ? { managers, truncated } : { managers };
   }
 
   async collectAll(): Promise<CollectedSnapshot[]> {
@@ -167,13 +247,7 @@ class RedfishSession implements AdapterSession {
         t.systemsPath ? `${t.systemsPath} has no members` : "The service root links no Systems collection",
       );
     const manager = t.manager ?? absent("Manager", "Neither the system nor the service root links a manager");
-    const protocolPath = linkOf(t.manager, "NetworkProtocol");
-    const ntp = protocolPath ? await this.#rf.get(protocolPath) : absent(
-      "ManagerNetworkProtocol",
-      t.manager
-        ? `${t.managerPath} links no NetworkProtocol resource, so NTP is not reported`
-        : "No manager found, so NTP is not reported",
-    );
+    const ntp = await this.#timeSettings(t);
 
     const chassisPath = linkOf(t.system, "Links", "Chassis") ??
       await this.#firstMember(linkOf(t.root, "Chassis"));
@@ -205,7 +279,7 @@ class RedfishSession implements AdapterSession {
     }
     const procsPath = linkOf(t.system, "Processors");
     if (procsPath) {
-      const procs = membersOf(await this.#rf.get(procsPath), procsPath).slice(0, MAX_PROCESSORS);
+      const procs = (await readCollection(this.#get, procsPath)).members.slice(0, MAX_PROCESSORS);
       for (const p of procs) {
         const proc = await this.#rf.get(p);
         if (proc.ProcessorType !== undefined && proc.ProcessorType !== "CPU") continue;
@@ -221,9 +295,9 @@ class RedfishSession implements AdapterSession {
     }
     return {
       cpuPercent: null,
-      cpuDetail: `Redfish session created, but the controller reports no CPU load: ` +
-        `${t.managerPath ?? "no manager"} offers no ManagerDiagnosticData and ` +
-        `${procsPath ?? "no system"} offers no ProcessorMetrics`,
+      cpuDetail: `the controller exposes no CPU figure: ` +
+        `${t.managerPath ?? "no manager"} links no ManagerDiagnosticData with ProcessorStatistics and ` +
+        `no CPU of ${procsPath ?? "(no system)"} links ProcessorMetrics with a load`,
     };
   }
 
@@ -237,39 +311,137 @@ class RedfishSession implements AdapterSession {
   async close(): Promise<void> {
     await this.#rf.close();
   }
+
+  pollNotes(): string[] {
+    return this.#rf.fallbackNote ? [this.#rf.fallbackNote] : [];
+  }
+}
+
+/** `Oem.<vendor>.Links.DateTimeService` of a Manager (HPE iLO: `/redfish/v1/Managers/1/DateTime`). */
+function oemDateTimeLink(manager: Resource): string | null {
+  const oem = manager.Oem;
+  if (!isObject(oem)) return null;
+  for (const vendor of Object.values(oem)) {
+    const link = linkOf(vendor, "Links", "DateTimeService");
+    if (link) return link;
+  }
+  return null;
 }
 
 function isLogin(v: unknown): v is RedfishLogin {
   return isObject(v) && typeof v.token === "string" && typeof v.sessionPath === "string";
 }
 
-/**
- * Configured time servers from an `ntp_config` payload (a ManagerNetworkProtocol resource):
- * `NTP.NTPServers` without empty strings and nulls; `[]` when the NTP block is missing or the
- * manager has no NetworkProtocol resource. `NTP.ProtocolEnabled` is not consulted.
- */
-export function ntpServers(payload: unknown): string[] {
-  if (!isObject(payload)) throw new Error("ntp_config payload is not an object");
-  if (payload.present === false && payload.resource === "ManagerNetworkProtocol") return [];
-  const type = payload["@odata.type"];
-  if (typeof type !== "string" || !type.includes("ManagerNetworkProtocol")) {
-    throw new Error(
-      `ntp_config payload is not a ManagerNetworkProtocol resource (@odata.type ${JSON.stringify(type)})`,
-    );
-  }
-  const ntp = payload.NTP;
-  if (ntp === undefined || ntp === null) return [];
-  if (!isObject(ntp)) throw new Error(`"NTP" in ntp_config payload is not an object`);
-  const servers = ntp.NTPServers;
-  if (servers === undefined || servers === null) return [];
-  if (!Array.isArray(servers)) throw new Error(`"NTP.NTPServers" in ntp_config payload is not a list`);
-  return servers.flatMap((s) => {
+/** One place a manager keeps time servers, as `timeSources` reads it. */
+export interface TimeSource {
+  /** The Manager's `@odata.id` (or the resource's own, for a payload stored before every manager was read). */
+  manager: string;
+  /** Which resource and property: `NetworkProtocol.NTP.NTPServers` or `DateTime.NTPServers` / `DateTime.StaticNTPServers`. */
+  property: string;
+  servers: string[];
+  /** False when the resource says NTP is off (`NTP.ProtocolEnabled: false`); its servers are then no source. */
+  enabled: boolean;
+}
+
+function serverList(v: unknown, what: string): string[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw new Error(`"${what}" in ntp_config payload is not a list`);
+  return v.flatMap((s) => {
     if (s === null) return [];
-    if (typeof s !== "string") {
-      throw new Error(`"NTP.NTPServers" holds a non-string entry ${JSON.stringify(s)}`);
-    }
+    if (typeof s !== "string") throw new Error(`"${what}" holds a non-string entry ${JSON.stringify(s)}`);
     return s.trim() ? [s.trim()] : [];
   });
+}
+
+function protocolSources(manager: string, protocol: unknown): TimeSource[] {
+  if (!isObject(protocol)) throw new Error("a NetworkProtocol in the ntp_config payload is not an object");
+  if (protocol.present === false) return [];
+  const type = protocol["@odata.type"];
+  if (typeof type !== "string" || !type.includes("ManagerNetworkProtocol")) {
+    throw new Error(`not a ManagerNetworkProtocol resource (@odata.type ${JSON.stringify(type)})`);
+  }
+  const ntp = protocol.NTP;
+  if (ntp === undefined || ntp === null) return [];
+  if (!isObject(ntp)) throw new Error(`"NTP" in ntp_config payload is not an object`);
+  const servers = serverList(ntp.NTPServers, "NTP.NTPServers");
+  if (servers.length === 0) return [];
+  return [{
+    manager,
+    property: "NetworkProtocol.NTP.NTPServers",
+    servers,
+    enabled: ntp.ProtocolEnabled !== false,
+  }];
+}
+
+function dateTimeSources(manager: string, dt: unknown): TimeSource[] {
+  if (dt === undefined) return [];
+  if (!isObject(dt)) throw new Error("a DateTime resource in the ntp_config payload is not an object");
+  // HPE iLO: NTPServers are the servers in use (static or from DHCP); StaticNTPServers the configured ones.
+  for (const key of ["NTPServers", "StaticNTPServers"]) {
+    const servers = serverList(dt[key], `DateTime.${key}`);
+    if (servers.length > 0) return [{ manager, property: `DateTime.${key}`, servers, enabled: true }];
+  }
+  return [];
+}
+
+/**
+ * Every place the service keeps time servers, from an `ntp_config` payload: per manager, the
+ * NetworkProtocol's `NTP.NTPServers` (with `NTP.ProtocolEnabled`) and an OEM DateTime resource's
+ * `NTPServers` (else `StaticNTPServers`). Also reads a payload stored before every manager was read (a
+ * single ManagerNetworkProtocol resource, or the absent marker).
+ */
+export function timeSources(payload: unknown): TimeSource[] {
+  if (!isObject(payload)) throw new Error("ntp_config payload is not an object");
+  if (payload.present === false) return [];
+  if (Array.isArray(payload.managers)) {
+    return payload.managers.flatMap((m) => {
+      if (!isObject(m) || typeof m.manager !== "string") {
+        throw new Error(`an entry of "managers" in ntp_config payload has no "manager"`);
+      }
+      return [...protocolSources(m.manager, m.networkProtocol), ...dateTimeSources(m.manager, m.dateTime)];
+    });
+  }
+  const id = typeof payload["@odata.id"] === "string" ? payload["@odata.id"] : "(unknown manager)";
+  return protocolSources(id.replace(/\/NetworkProtocol\/?$/, ""), payload);
+}
+
+/**
+ * Time servers in effect, from an `ntp_config` payload: the servers of every enabled source of
+ * `timeSources`, trimmed and de-duplicated, in manager order. Servers listed while the manager says NTP
+ * is off (`NTP.ProtocolEnabled: false`) are no time source and are left out. Throws when the payload is
+ * not of the shape the adapter stores.
+ */
+export function ntpServers(payload: unknown): string[] {
+  const out: string[] = [];
+  for (const s of timeSources(payload)) {
+    if (!s.enabled) continue;
+    for (const server of s.servers) if (!out.includes(server)) out.push(server);
+  }
+  return out;
+}
+
+const text = (v: unknown): string | null => (typeof v === "string" && v.trim() !== "" ? v.trim() : null);
+
+/**
+ * Device inventory from a `system_info` payload (the ComputerSystem the controller manages): `Model`,
+ * `BiosVersion` as the software version (the host firmware; the controller's own firmware is
+ * `manager_info.FirmwareVersion` and every component's is in `firmware_inventory`), and `SerialNumber`.
+ * All null when the service has no system (the absent marker).
+ */
+export function inventory(payload: unknown): DeviceInventory {
+  if (!isObject(payload)) throw new Error("system_info payload is not an object");
+  if (payload.present === false && payload.resource === "ComputerSystem") {
+    return { model: null, softwareVersion: null, serialNumber: null };
+  }
+  const type = payload["@odata.type"];
+  if (typeof type !== "string" || !type.includes("ComputerSystem")) {
+    throw new Error(`system_info payload is not a ComputerSystem (@odata.type ${JSON.stringify(type)})`);
+  }
+  return {
+    model: text(payload.Model),
+    softwareVersion: text(payload.BiosVersion),
+    serialNumber: text(payload.SerialNumber),
+  };
 }
 
 const adapter: AdapterDefinition = defineAdapter({
@@ -279,7 +451,8 @@ const adapter: AdapterDefinition = defineAdapter({
   coreVersion: "^1.0.0",
   deviceRoles: ["bmc"],
   labels: LABELS,
-  facts: { ntpServers },
+  facts: { ntpServers, inventory },
+  inventoryLabel: "system_info",
   create: (ctx) => new RedfishSession(ctx),
   // Sessions are never parked (one per cycle, deleted in close()); this only guards against a
   // parked login from an older build.

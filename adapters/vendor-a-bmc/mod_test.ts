@@ -21,8 +21,12 @@ async function testConnection(sim: VendorSim) {
   return await conn.session.testConnection();
 }
 
+const CASES = ["dmtf-public-rackmount1", "dmtf-public-bladed", "oem-datetime", "basic-auth-only"].map((c) =>
+  new URL(`./testdata/${c}`, import.meta.url)
+);
+
 Deno.test("vendor-a-bmc meets the adapter contract", (t) =>
-  runAdapterContract(t, { adapter, start: () => startSimulatedDevice() }));
+  runAdapterContract(t, { adapter, start: () => startSimulatedDevice(), cases: CASES }));
 
 Deno.test("vendor-a-bmc meets the adapter contract against a DMTF mockup-style service", (t) =>
   runAdapterContract(t, { adapter, start: () => startSimulatedDevice({ layout: "dmtf-mockup" }) }));
@@ -53,8 +57,13 @@ Deno.test("works against a DMTF mockup-style service with other ids and no NTP b
   assert.equal(payloadOf(snaps, "manager_info").Id, "BMC");
   assert.equal(payloadOf(snaps, "chassis_info").Id, "1U");
   const ntp = payloadOf(snaps, "ntp_config");
-  assert.equal(ntp["@odata.id"], "/redfish/v1/Managers/BMC/NetworkProtocol");
-  assert.equal(ntp.NTP, undefined, "stored as the device reports it: no NTP block");
+  assert.equal(ntp.managers[0].manager, "/redfish/v1/Managers/BMC");
+  assert.equal(ntp.managers[0].networkProtocol["@odata.id"], "/redfish/v1/Managers/BMC/NetworkProtocol");
+  assert.equal(
+    ntp.managers[0].networkProtocol.NTP,
+    undefined,
+    "stored as the device reports it: no NTP block",
+  );
   assert.deepEqual(ntpServers(ntp), []);
   assert.deepEqual(Object.keys(payloadOf(snaps, "firmware_inventory").members), [
     "/redfish/v1/UpdateService/FirmwareInventory/BMC",
@@ -120,14 +129,23 @@ Deno.test("with a session cap of 2, 50 polls in a row all succeed and delete eve
 });
 
 for (const status of [400, 403, 503]) {
-  Deno.test(`a full session table (HTTP ${status}) gives http_error naming SessionLimitExceeded`, async () => {
+  Deno.test(`a full session table (HTTP ${status}) falls back to Basic for the cycle and says so`, async () => {
     await using sim = await startSimulatedDevice({ sessionCap: 2 });
     sim.state.sessionLimitStatus = status;
     sim.addForeignSessions(2);
-    await assert.rejects(
-      () => pollFresh(sim),
-      isStatus("http_error", new RegExp(`session limit is reached \\(SessionLimitExceeded, HTTP ${status}`)),
-    );
+    await using conn = await connectTo(adapter, sim.sim, { credentials: sim.credentials });
+    const snaps = await conn.session.collectAll();
+    assert.equal(snaps.length, LABELS.length);
+    assert.deepEqual(ntpServers(payloadOf(snaps, "ntp_config")), ["192.0.2.123", "192.0.2.124"]);
+    const notes = conn.session.pollNotes?.() ?? [];
+    assert.equal(notes.length, 1);
+    assert.match(notes[0], new RegExp(`session table is full \\(HTTP ${status} .*SessionLimitExceeded`));
+    assert.match(notes[0], /this cycle used HTTP Basic authentication/);
+    assert.ok(!notes[0].includes(sim.credentials.password));
+    const data = sim.sim.requests.filter((r) => r.method === "GET" && r.path !== "/redfish/v1/");
+    assert.ok(data.length > 0 && data.every((r) => r.authStyle === "basic"), "every data call sent Basic");
+    await conn.close();
+    assert.equal(sim.sim.requests.filter((r) => r.method === "DELETE").length, 0, "no session to delete");
     assert.equal(sim.openSessions(), 2, "only the foreign sessions");
     sim.expireSessions();
   });
@@ -161,7 +179,7 @@ Deno.test("testConnection says so when the controller offers no CPU figure", asy
   assert.equal(r.cpuPercent, null);
   assert.match(
     r.cpuDetail,
-    /reports no CPU load: \/redfish\/v1\/Managers\/CIMC offers no ManagerDiagnosticData/,
+    /exposes no CPU figure: \/redfish\/v1\/Managers\/CIMC links no ManagerDiagnosticData/,
   );
   assert.equal(sim.openSessions(), 0);
 });

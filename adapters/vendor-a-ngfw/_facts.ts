@@ -1,4 +1,4 @@
-import type { AdapterFacts, CatalogHaState } from "@dutlab/core";
+import type { AdapterFacts, CatalogHaState, DeviceInventory } from "@dutlab/core";
 
 type Json = Record<string, unknown>;
 
@@ -109,4 +109,22 @@ export function haState(payload: unknown): { raw: string; mapped: CatalogHaState
   return { raw: p.nodeState, mapped: HA_MAP[p.nodeState] ?? null };
 }
 
-export const facts: AdapterFacts = { deployState, decryptRuleCount, ntpServers, haState };
+const text = (v: unknown): string | null => (typeof v === "string" && v.trim() !== "" ? v.trim() : null);
+
+/**
+ * `system_info` (`GET /operational/systeminfo/default`) → `platformModel` (e.g. "Cisco Firepower Threat
+ * Defense for KVM"), `softwareVersion` (e.g. "6.6.1-91") and `serialNumber`.
+ */
+export function inventory(payload: unknown): DeviceInventory {
+  const p = obj(payload, "the system_info payload");
+  if (p.type !== undefined && p.type !== "systeminformation") {
+    throw new Error(`Expected the system_info payload to be of type "systeminformation"`);
+  }
+  return {
+    model: text(p.platformModel),
+    softwareVersion: text(p.softwareVersion),
+    serialNumber: text(p.serialNumber),
+  };
+}
+
+export const facts: AdapterFacts = { deployState, decryptRuleCount, ntpServers, haState, inventory };

@@ -126,6 +126,7 @@ const adapter: AdapterDefinition = defineAdapter({
   deviceRoles: ["ngfw"],
   labels: LABELS,
   facts,
+  inventoryLabel: "system_info",
   create: (ctx) => new FdmSession(ctx),
   /** Revoke a parked session's refresh and access tokens. */
   async release(ctx, parked) {

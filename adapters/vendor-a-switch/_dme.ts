@@ -80,3 +80,28 @@ export function ntpServers(payload: unknown): string[] {
   }
   return names;
 }
+
+const attr = (env: unknown, cls: string, name: string): string | null => {
+  if (!isEnvelope(env)) return null;
+  const v = objectsOf(env, cls)[0]?.attributes[name];
+  return typeof v === "string" && v.trim() !== "" ? v.trim() : null;
+};
+
+/**
+ * Device inventory from a `system_info` payload `{ topSystem, showVersion, chassis }`: model from the
+ * chassis object `eqptCh` (`model`, else `descr`), software version `sysmgrShowVersion.nxosVersion`, serial
+ * `topSystem.serial` (else `eqptCh.ser`). A member is null when the switch does not say it (e.g. a payload
+ * stored before `chassis` was collected).
+ */
+export function inventory(
+  payload: unknown,
+): { model: string | null; softwareVersion: string | null; serialNumber: string | null } {
+  if (!isRecord(payload) || !isEnvelope(payload.topSystem) || !isEnvelope(payload.showVersion)) {
+    throw new Error(`Not a system_info payload: expected { topSystem, showVersion } DME envelopes`);
+  }
+  return {
+    model: attr(payload.chassis, "eqptCh", "model") ?? attr(payload.chassis, "eqptCh", "descr"),
+    softwareVersion: attr(payload.showVersion, "sysmgrShowVersion", "nxosVersion"),
+    serialNumber: attr(payload.topSystem, "topSystem", "serial") ?? attr(payload.chassis, "eqptCh", "ser"),
+  };
+}

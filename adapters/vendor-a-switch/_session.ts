@@ -16,6 +16,7 @@ export const PATHS = {
   logout: "/api/aaaLogout.json",
   topSystem: "/api/mo/sys.json",
   showVersion: "/api/mo/sys/showversion.json",
+  chassis: "/api/mo/sys/ch.json",
   ntp: "/api/mo/sys/time.json?rsp-subtree=full",
   cpu: "/api/class/procSysCpuSummary.json",
   memory: "/api/class/procSysMem.json",
@@ -174,6 +175,7 @@ export class NxApiSession implements AdapterSession {
     const systemInfo = {
       topSystem: await this.#get(PATHS.topSystem),
       showVersion: await this.#get(PATHS.showVersion),
+      chassis: await this.#get(PATHS.chassis),
     };
     const ntp = await this.#get(PATHS.ntp);
     const cpu = await this.#get(PATHS.cpu);

@@ -5,22 +5,25 @@
  * @module
  */
 import { type AdapterDefinition, defineAdapter } from "@dutlab/core";
-import { ntpServers } from "./_dme.ts";
+import { inventory, ntpServers } from "./_dme.ts";
 import { asParkedLogin, LABELS, logout, NxApiSession } from "./_session.ts";
 
-const adapter: AdapterDefinition & { facts: { ntpServers(payload: unknown): string[] } } = defineAdapter({
-  kind: "adapter",
-  vendorKey: "vendor-a-switch",
-  displayName: "Vendor A switch (NX-API REST)",
-  coreVersion: "^1.0.0",
-  deviceRoles: ["switch"],
-  labels: LABELS,
-  facts: { ntpServers },
-  create: (ctx) => new NxApiSession(ctx),
-  async release(ctx, parked) {
-    const s = asParkedLogin(parked);
-    if (s) await logout(ctx.http, s);
-  },
-});
+const adapter:
+  & AdapterDefinition
+  & { facts: { ntpServers(payload: unknown): string[]; inventory: typeof inventory } } = defineAdapter({
+    kind: "adapter",
+    vendorKey: "vendor-a-switch",
+    displayName: "Vendor A switch (NX-API REST)",
+    coreVersion: "^1.0.0",
+    deviceRoles: ["switch"],
+    labels: LABELS,
+    facts: { ntpServers, inventory },
+    inventoryLabel: "system_info",
+    create: (ctx) => new NxApiSession(ctx),
+    async release(ctx, parked) {
+      const s = asParkedLogin(parked);
+      if (s) await logout(ctx.http, s);
+    },
+  });
 
 export default adapter;

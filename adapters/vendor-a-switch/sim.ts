@@ -39,6 +39,8 @@ export interface SimVpc {
 export interface SwitchState {
   hostname: string;
   serial: string;
+  /** `eqptCh.model` of `sys/ch`. */
+  chassisModel: string;
   nxosVersion: string;
   nxosImageFile: string;
   biosVersion: string;
@@ -89,6 +91,7 @@ export function defaultState(): SwitchState {
   return {
     hostname: "lab-n9k-01",
     serial: "FDO21120U8N",
+    chassisModel: "N9K-C93180YC-EX",
     nxosVersion: "10.3(4a)",
     nxosImageFile: "bootflash:///nxos64-cs.10.3.4a.M.bin",
     biosVersion: "05.47",
@@ -175,6 +178,7 @@ const mo = (cls: string, rn: string, attrs: Record<string, string>, children: Mo
 const KNOWN_CLASSES = new Set([
   "topSystem",
   "sysmgrShowVersion",
+  "eqptCh",
   "datetimeClkPol",
   "datetimeNtpProvider",
   "procSystem",
@@ -192,6 +196,15 @@ const KNOWN_CLASSES = new Set([
 
 function buildTree(s: SwitchState): Mo {
   const children: Mo[] = [
+    mo("eqptCh", "ch", {
+      descr: "Nexus9000 C93180YC-EX chassis",
+      id: "1",
+      model: s.chassisModel,
+      operSt: "online",
+      rev: "0",
+      ser: s.serial,
+      vendor: "Cisco Systems, Inc.",
+    }),
     mo("sysmgrShowVersion", "showversion", {
       biosCompileTime: "05/17/2022",
       biosVersion: s.biosVersion,

@@ -69,3 +69,29 @@ export function ntpServers(payload: unknown): string[] {
     .map((s) => (isObj(s) && typeof s.server === "string" ? s.server.trim() : ""))
     .filter((s) => s.length > 0);
 }
+
+const text = (v: unknown): string | null =>
+  typeof v === "string" && v.trim() !== "" ? v.trim() : typeof v === "number" ? String(v) : null;
+
+/**
+ * Device inventory from a `system_info` payload (the `monitor/system/status` envelope): serial and version
+ * from the envelope (`serial`; `version` plus `build`, e.g. "v7.2.5 build 1517"), model from `results`
+ * (`model_name` + `model_number`, e.g. "FortiGate 60F", else `model`). FortiOS 6.2 answers an empty
+ * `results`, so the model is null there.
+ */
+export function inventory(
+  payload: unknown,
+): { model: string | null; softwareVersion: string | null; serialNumber: string | null } {
+  const r = results(payload, "system_info");
+  const env = payload as Obj;
+  const res = isObj(r) ? r : {};
+  const name = text(res.model_name);
+  const number = text(res.model_number);
+  const version = text(env.version);
+  const build = text(env.build);
+  return {
+    model: name && number ? `${name} ${number}` : name ?? number ?? text(res.model),
+    softwareVersion: version && build ? `${version} build ${build}` : version,
+    serialNumber: text(env.serial),
+  };
+}

@@ -18,7 +18,7 @@ import {
   DeviceError,
   type DeviceResponse,
 } from "@dutlab/core";
-import { decryptRuleCount, ntpServers } from "./_facts.ts";
+import { decryptRuleCount, inventory, ntpServers } from "./_facts.ts";
 
 /** The registered user name that selects API-token (bearer) authentication. */
 export const TOKEN_USERNAME = "apitoken";
@@ -287,7 +287,7 @@ class RestV2Session implements AdapterSession {
 /** The adapter, typed so that its labels and facts are known to callers. */
 export type RestV2Adapter = AdapterDefinition & {
   labels: typeof LABELS;
-  facts: Required<Pick<AdapterFacts, "decryptRuleCount" | "ntpServers">>;
+  facts: Required<Pick<AdapterFacts, "decryptRuleCount" | "ntpServers" | "inventory">>;
 };
 
 const adapter: RestV2Adapter = defineAdapter({
@@ -297,7 +297,8 @@ const adapter: RestV2Adapter = defineAdapter({
   coreVersion: "^1.0.0",
   deviceRoles: ["ngfw"],
   labels: LABELS,
-  facts: { decryptRuleCount, ntpServers },
+  facts: { decryptRuleCount, ntpServers, inventory },
+  inventoryLabel: "system_info",
   create: (ctx) => new RestV2Session(ctx),
   // Only the login style is parked; admin sessions are closed every cycle, so there is nothing to log out.
   release: () => Promise.resolve(),

@@ -60,6 +60,12 @@ export interface AdapterSession {
   collectAll(): Promise<CollectedSnapshot[]>;
   /** End of the cycle: log out, or park the login in `ctx.sessions` where the device allows reuse. */
   close(): Promise<void>;
+  /**
+   * Optional: what the operator should know about this cycle beyond its snapshots (e.g. "the session
+   * service refused; this cycle used Basic authentication"). Read after `collectAll`; core appends each
+   * note to the poll detail.
+   */
+  pollNotes?(): string[];
 }
 
 /** HA node state in the wording of the check catalog (spec 4.9). */

@@ -80,6 +80,17 @@ function validateAdapter(m: LoadedModule): AdapterDefinition {
   }
   if (!Array.isArray(a.deviceRoles) || a.deviceRoles.length === 0) bad("deviceRoles");
   if (typeof a.create !== "function") bad("create");
+  if (a.facts !== undefined && !isObj(a.facts)) bad("facts");
+  const facts = (a.facts ?? {}) as Record<string, unknown>;
+  if (facts.inventory !== undefined && typeof facts.inventory !== "function") bad("facts.inventory");
+  if (a.inventoryLabel !== undefined && typeof a.inventoryLabel !== "string") bad("inventoryLabel");
+  if (facts.inventory !== undefined && !(a.labels as unknown[]).includes(a.inventoryLabel)) {
+    shapeError(
+      m,
+      `adapter: "inventoryLabel" ${JSON.stringify(a.inventoryLabel ?? null)} is not one of its labels ` +
+        `(required when facts.inventory is given)`,
+    );
+  }
   checkCore(m, a.coreVersion);
   return a as unknown as AdapterDefinition;
 }

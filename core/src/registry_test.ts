@@ -72,3 +72,37 @@ Deno.test("registry refuses modules of the wrong shape, naming the module", () =
     });
   }
 });
+
+Deno.test("registry refuses facts.inventory whose inventoryLabel is not one of the adapter's labels", () => {
+  const inventory = () => ({ model: null, softwareVersion: null, serialNumber: null });
+  const withInventory = (extra: Record<string, unknown>) => {
+    const mods = fixtureModules();
+    mods.adapters[0] = {
+      ...mods.adapters[0],
+      module: { ...fixtureAdapter, facts: { ...fixtureAdapter.facts, inventory }, ...extra },
+    };
+    return mods;
+  };
+  assert.equal(
+    buildRegistry(withInventory({ inventoryLabel: "system_info" })).adapters.get("fixture-fw")?.adapter
+      .inventoryLabel,
+    "system_info",
+  );
+  for (const extra of [{}, { inventoryLabel: "inventory" }, { inventoryLabel: 3 }]) {
+    assert.throws(() => buildRegistry(withInventory(extra)), (e: unknown) => {
+      assert.ok(e instanceof StartupError && e.code === "MODULE_SHAPE", JSON.stringify(extra));
+      assert.match(e.message, /@dutlab\/adapter-fixture-fw@0.0.1 .*inventoryLabel/);
+      return true;
+    });
+  }
+  const notFn = fixtureModules();
+  notFn.adapters[0] = {
+    ...notFn.adapters[0],
+    module: { ...fixtureAdapter, facts: { inventory: "system_info" }, inventoryLabel: "system_info" },
+  };
+  assert.throws(() => buildRegistry(notFn), code("MODULE_SHAPE"));
+  // An inventoryLabel without facts.inventory is harmless (nothing reads it) but must still be a string.
+  assert.doesNotThrow(() =>
+    buildRegistry(withInventory({ facts: fixtureAdapter.facts, inventoryLabel: "x" }))
+  );
+});

@@ -36,7 +36,10 @@ export async function testConnection(
       : "";
     return {
       ok: true,
-      detail: `Authentication succeeded; CPU monitor reachable: ${r.cpuDetail}; latency ${latency} ms.${tls}`,
+      // A test that read no figure must not claim a CPU monitor: it says the device exposes none.
+      detail: r.cpuPercent === null
+        ? `Authentication succeeded; no CPU figure: ${r.cpuDetail}; latency ${latency} ms.${tls}`
+        : `Authentication succeeded; CPU monitor reachable: ${r.cpuDetail}; latency ${latency} ms.${tls}`,
       latencyMs: latency,
     };
   } catch (e) {

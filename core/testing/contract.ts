@@ -6,6 +6,8 @@ import { canonicalJson } from "../src/hash.ts";
 import { SessionRegistry } from "../src/sessions.ts";
 import type { TransportLimits } from "../src/transport/transport.ts";
 import type { Simulator } from "./simulator.ts";
+import { readFacts } from "./facts.ts";
+import { startReplayServer } from "./replay.ts";
 
 /** What an adapter's `sim.ts` hands the contract kit. */
 export interface SimulatedDevice extends AsyncDisposable {
@@ -105,7 +107,12 @@ export async function releaseParked(
  */
 export async function runAdapterContract(
   t: Deno.TestContext,
-  subject: { adapter: AdapterDefinition; start(): Promise<SimulatedDevice> },
+  subject: {
+    adapter: AdapterDefinition;
+    start(): Promise<SimulatedDevice>;
+    /** Replay case folders (see `startReplayServer`) whose collected payloads every fact must read too. */
+    cases?: Array<string | URL>;
+  },
 ): Promise<void> {
   const { adapter } = subject;
   await using device = await subject.start();
@@ -135,6 +142,29 @@ export async function runAdapterContract(
     for (const s of snaps) assert.doesNotThrow(() => canonicalJson(s.payload));
     await releaseParked(adapter, device, sessions);
     assert.equal(device.openSessions(), 0, "no session left open after release");
+  });
+
+  await t.step("every declared fact reads the adapter's own collected payload without throwing", async () => {
+    const declared = Object.keys(adapter.facts ?? {});
+    if (adapter.facts?.inventory) {
+      assert.ok(
+        adapter.inventoryLabel && adapter.labels.includes(adapter.inventoryLabel),
+        "inventoryLabel is one of the adapter's labels",
+      );
+    }
+    const sessions = new SessionRegistry();
+    const snaps = await pollOnce(adapter, device, sessions);
+    await releaseParked(adapter, device, sessions);
+    assert.deepEqual(Object.keys(readFacts(adapter, snaps)).sort(), declared.sort());
+    for (const c of subject.cases ?? []) {
+      await using replay = await startReplayServer(c);
+      let caseSnaps;
+      {
+        await using conn = await connectTo(adapter, replay, { credentials: device.credentials });
+        caseSnaps = await conn.session.collectAll();
+      }
+      assert.deepEqual(Object.keys(readFacts(adapter, caseSnaps)).sort(), declared.sort(), String(c));
+    }
   });
 
   await t.step("wrong credentials give auth_failed", async () => {

@@ -162,9 +162,10 @@ export class PollService {
             }]`,
           );
         }
+        const notes = conn.session.pollNotes?.() ?? [];
         outcome = {
           status: "ok",
-          error: `collected ${snapshots.length} snapshot(s)`,
+          error: [`collected ${snapshots.length} snapshot(s)`, ...notes].join("; "),
           snapshots: await Promise.all(snapshots.map(hashSnapshot)),
         };
       } finally {

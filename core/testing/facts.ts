@@ -1,0 +1,29 @@
+import type { AdapterDefinition, AdapterFacts, CollectedSnapshot } from "../src/adapter.ts";
+
+/** The label each standard fact reads (`inventory` reads the adapter's `inventoryLabel`). */
+export const FACT_LABELS: Readonly<Record<Exclude<keyof AdapterFacts, "inventory">, string>> = {
+  decryptRuleCount: "decrypt_policy",
+  ntpServers: "ntp_config",
+  haState: "ha_status",
+  deployState: "deploy_status",
+};
+
+/** Every fact the adapter declares, read from the snapshots of one poll (a throw propagates). */
+export function readFacts(adapter: AdapterDefinition, snaps: CollectedSnapshot[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const facts = adapter.facts ?? {};
+  const payload = (label: string) => {
+    const s = snaps.find((x) => x.label === label);
+    if (!s) throw new Error(`No snapshot labelled "${label}" was collected`);
+    return s.payload;
+  };
+  for (const [name, label] of Object.entries(FACT_LABELS)) {
+    const fn = facts[name as keyof typeof FACT_LABELS] as ((p: unknown) => unknown) | undefined;
+    if (fn) out[name] = fn(payload(label));
+  }
+  if (facts.inventory) {
+    if (!adapter.inventoryLabel) throw new Error("facts.inventory is declared without an inventoryLabel");
+    out.inventory = facts.inventory(payload(adapter.inventoryLabel));
+  }
+  return out;
+}
