@@ -69,6 +69,15 @@ export function labDecryptState(state: StartState): "on" | "off" | "mixed" | "un
   return known.size > 1 ? "mixed" : [...known][0] as "on" | "off";
 }
 
+const preflightSummary = (pf: PreflightResult): RunView["preflightAtStart"] => ({
+  pass: pf.pass,
+  summary: pf.summary,
+  checksRun: pf.checksRun,
+  checksPassed: pf.checksPassed,
+  checksFailed: pf.checksFailed,
+  checksSkipped: pf.checksSkipped,
+});
+
 type RunRow = Omit<Selectable<TestRunsTable>, "run_id"> & { run_id: string };
 
 /**
@@ -209,7 +218,42 @@ export class RunService {
     return this.#view(r, (await this.#alerts(this.db, [r.execution_id])).get(r.execution_id)!);
   }
 
+  /**
+   * The API view of a run. For a finished run every member that the frozen report also states is read
+   * from the report (meta, licence, pre-flight and lab state at start, alerts, verdict), so the two can
+   * never disagree; the row is immutable once finished (migration 2026_11_23_0005).
+   */
   #view(r: RunRow, alerts: DecryptAlert[]): RunView {
+    const view = this.#rowView(r, alerts);
+    if (!r.report_json) return view;
+    const report = JSON.parse(r.report_json) as ReportData;
+    const annex = (id: string) => {
+      const a = report.annexes.find((x) => x.id === id);
+      return a ? JSON.parse(a.body) : undefined;
+    };
+    const pf = annex("preflight-at-start") as PreflightResult | undefined;
+    const lab = annex("lab-at-start") as StartState | undefined;
+    return {
+      ...view,
+      runId: report.meta.runId,
+      executionId: report.meta.executionId,
+      planIdentifier: report.meta.planIdentifier,
+      planDisplayName: report.meta.planDisplayName,
+      planCatalogVersion: report.meta.planCatalogVersion,
+      planSnapshotSha256: report.meta.planSnapshotSha256,
+      licenseId: report.license.id,
+      notes: report.meta.notes,
+      startedAt: report.meta.startedAt,
+      endedAt: report.meta.endedAt,
+      outcome: report.meta.outcome,
+      preflightAtStart: pf ? preflightSummary(pf) : view.preflightAtStart,
+      labAtStart: lab ? { ...lab, tlsDecrypt: labDecryptState(lab) } : view.labAtStart,
+      alerts: report.tlsDecrypt.alerts,
+      reportSha256: report.reportSha256,
+    };
+  }
+
+  #rowView(r: RunRow, alerts: DecryptAlert[]): RunView {
     const pf = jsonValue<PreflightResult>(r.preflight_json);
     const lab = jsonValue<StartState>(r.start_state_json);
     return {
@@ -225,14 +269,7 @@ export class RunService {
       startedAt: new Date(r.started_at).toISOString(),
       endedAt: r.ended_at ? new Date(r.ended_at).toISOString() : null,
       outcome: r.outcome,
-      preflightAtStart: {
-        pass: pf.pass,
-        summary: pf.summary,
-        checksRun: pf.checksRun,
-        checksPassed: pf.checksPassed,
-        checksFailed: pf.checksFailed,
-        checksSkipped: pf.checksSkipped,
-      },
+      preflightAtStart: preflightSummary(pf),
       labAtStart: { ...lab, tlsDecrypt: labDecryptState(lab) },
       alerts,
       reportSha256: r.report_sha256,
