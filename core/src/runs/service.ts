@@ -12,15 +12,17 @@ import {
   aggregateK6,
   aggregateSamples,
   budgetBurnedPct,
-  type K6Trend,
   shareAbove,
   shareAboveK6,
 } from "./aggregate.ts";
 import { jsonAnnex, licenseTexts, sealReport } from "../report/build.ts";
-import type { DecryptAlert, ReportData } from "../report/types.ts";
+import type { DecryptAlert, ReportData, VerdictReason, VerdictValue } from "../report/types.ts";
 import { isUniqueViolation } from "../devices.ts";
 import { isUuid } from "../ids.ts";
 import { jsonValue } from "../db/json.ts";
+import { readK6 } from "./k6.ts";
+import { k6Figures, type RawCounts, rawFigures } from "./figures.ts";
+import { computeVerdict } from "./verdict.ts";
 
 /** A run as the API shows it. */
 export interface RunView {
@@ -49,12 +51,17 @@ export interface RunView {
   labAtStart: StartState & { tlsDecrypt: "on" | "off" | "mixed" | "unknown" };
   alerts: DecryptAlert[];
   reportSha256: string | null;
+  /** The frozen report's verdict; null while active or for reports frozen before verdicts existed. */
+  verdict: { value: VerdictValue; reasons: VerdictReason[] } | null;
 }
 
-/** The `results` of a finish request: raw latencies in ms, or a k6 `--summary-export` JSON. */
+/**
+ * The `results` of a finish request: raw latencies in ms with optional counts from the load generator, or a
+ * k6 summary (`--summary-export` JSON or the JSON of `handleSummary(data)`).
+ */
 export type RunResults =
-  | { latencySamplesMs: number[] }
-  | { k6Summary: { metrics: Record<string, unknown> } };
+  | { latencySamplesMs: number[] } & RawCounts
+  | { k6Summary: { metrics: Record<string, unknown>; state?: unknown } };
 
 const FIREWALL_LABEL = "decrypt_policy";
 const BMC_ROLE = "bmc";
@@ -250,6 +257,7 @@ export class RunService {
       labAtStart: lab ? { ...lab, tlsDecrypt: labDecryptState(lab) } : view.labAtStart,
       alerts: report.tlsDecrypt.alerts,
       reportSha256: report.reportSha256,
+      verdict: report.verdict ? { value: report.verdict.value, reasons: report.verdict.reasons } : null,
     };
   }
 
@@ -273,6 +281,7 @@ export class RunService {
       labAtStart: { ...lab, tlsDecrypt: labDecryptState(lab) },
       alerts,
       reportSha256: r.report_sha256,
+      verdict: null,
     };
   }
 
@@ -315,12 +324,15 @@ export class RunService {
   ): Promise<ReportData> {
     const plan = jsonValue<Plan>(r.plan_json);
     const target = plan.sloTargetP99Ms;
+    const startedAt = new Date(r.started_at);
+    const runDurationS = (endedAt.getTime() - startedAt.getTime()) / 1000;
     let aggregate: Aggregate;
     let slower: number;
     let source: ReportData["results"]["source"];
     let submitted: Record<string, unknown>;
+    let results: ReportData["results"];
     if ("latencySamplesMs" in input.results) {
-      const samples = input.results.latencySamplesMs;
+      const { latencySamplesMs: samples, ...counts } = input.results;
       aggregate = aggregateSamples(samples);
       slower = shareAbove(samples, target);
       source = "latencySamplesMs";
@@ -328,20 +340,58 @@ export class RunService {
         source,
         count: samples.length,
         latencySamplesMsSha256: await jcsSha256(samples),
+        counts,
         errorBudget: "exact: share of samples slower than targetP99Ms",
       };
+      results = {
+        source,
+        aggregate,
+        latencyProvenance: {
+          source: "service",
+          exactness: "exact",
+          basis: "percentiles of the submitted samples, linear interpolation between closest ranks",
+        },
+        figures: rawFigures(samples.length, counts, runDurationS),
+        checks: null,
+        thresholds: [],
+      };
     } else {
+      const k6 = readK6(input.results.k6Summary);
       const m = input.results.k6Summary.metrics;
-      const trend = m.http_req_duration as K6Trend;
-      const reqs = m.http_reqs as { count?: number } | undefined;
-      aggregate = aggregateK6(trend, Math.round(reqs?.count ?? 0));
-      slower = shareAboveK6(trend, target);
+      aggregate = aggregateK6(k6.duration, Math.round(k6.requests.count));
+      slower = shareAboveK6(k6.duration, target);
       source = "k6-summary";
       submitted = {
         source,
+        k6Format: k6.format,
         k6SummarySha256: await jcsSha256(input.results.k6Summary),
-        metricsUsed: { http_req_duration: trend, http_reqs: m.http_reqs ?? null },
+        metricsUsed: Object.fromEntries(
+          [
+            "http_req_duration",
+            "http_reqs",
+            "http_req_failed",
+            "data_sent",
+            "data_received",
+            "iterations",
+            "checks",
+          ]
+            .filter((n) => m[n] !== undefined).map((n) => [n, m[n]]),
+        ),
+        testRunDurationMs: k6.testRunDurationMs,
         errorBudget: "estimated: linear interpolation between the exported trend points",
+      };
+      results = {
+        source,
+        aggregate,
+        latencyProvenance: {
+          source: "load-generator",
+          exactness: "exact",
+          basis: "k6 http_req_duration trend (p50 = med); count = http_reqs",
+        },
+        k6Format: k6.format,
+        figures: k6Figures(k6, runDurationS),
+        checks: k6.checks,
+        thresholds: k6.thresholds,
       };
     }
     const startState = jsonValue<StartState>(r.start_state_json);
@@ -359,8 +409,20 @@ export class RunService {
         "s.collected_at",
       ])
       .where("s.test_run_execution_id", "=", r.execution_id).orderBy("s.id").execute();
-    const startedAt = new Date(r.started_at);
     const preflight = jsonValue<PreflightResult>(r.preflight_json);
+    const activeAtStart = labDecryptState(startState);
+    const activeAtEnd = labDecryptState(endState);
+    const verdict = computeVerdict({
+      outcome: input.outcome,
+      plan,
+      observedP99Ms: aggregate.p99_ms,
+      figures: results.figures!,
+      thresholds: results.thresholds ?? [],
+      preflight,
+      alerts,
+      decryptAtStart: activeAtStart,
+      decryptAtEnd: activeAtEnd,
+    });
     const draft: Omit<ReportData, "reportSha256"> = {
       version: 1,
       generatedAt: endedAt.toISOString(),
@@ -386,12 +448,12 @@ export class RunService {
       },
       tlsDecrypt: {
         required: plan.tlsDecrypt,
-        activeAtStart: labDecryptState(startState),
-        activeAtEnd: labDecryptState(endState),
+        activeAtStart,
+        activeAtEnd,
         alerts,
         resultsInvalidated: invalidated,
       },
-      results: { source, aggregate },
+      results,
       slo: {
         targetP99Ms: target,
         observedP99Ms: aggregate.p99_ms,
@@ -402,7 +464,9 @@ export class RunService {
             alerts.map((a) => `${a.deviceHostname} ${a.from} to ${a.to} at ${a.at}`).join("; ")
           }); the measured latencies span the change and do not reflect the plan`
           : null,
+        errorBudgetExactness: source === "k6-summary" ? "estimated" : "exact",
       },
+      verdict,
       annexes: [
         await jsonAnnex("preflight-at-start", "Pre-flight result at run start", preflight),
         await jsonAnnex(
