@@ -148,3 +148,46 @@ export function shuffledRange(n: number): number[] {
   }
   return a;
 }
+
+/**
+ * The JSON of `handleSummary(data)` as current k6 releases pass it (`{type, contains, values,
+ * thresholds: {<expr>: {ok}}}` per metric, `state.testRunDurationMs`), for a 90-second run with 434 failed
+ * requests of 12,000 and a crossed `http_req_failed` threshold. Shaped after k6's summary code
+ * (`js/summary.go`, summarizeMetricsToObject); the numbers are ours.
+ */
+export function k6HandleSummary(): Record<string, unknown> {
+  const trend = {
+    avg: 18.402716,
+    min: 3.1187,
+    med: 14.90235,
+    max: 412.5531,
+    "p(90)": 31.204467,
+    "p(95)": 44.80152,
+    "p(99)": 97.33018,
+  };
+  return {
+    root_group: { name: "", path: "", id: "d41d8cd98f00b204e9800998ecf8427e", groups: [], checks: [] },
+    options: { summaryTrendStats: ["avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"], noColor: false },
+    state: { isStdOutTTY: false, isStdErrTTY: false, testRunDurationMs: 90012.5 },
+    metrics: {
+      http_req_duration: {
+        type: "trend",
+        contains: "time",
+        values: trend,
+        thresholds: { "p(95)<500": { ok: true } },
+      },
+      http_reqs: { type: "counter", contains: "default", values: { count: 12000, rate: 133.3148 } },
+      http_req_failed: {
+        type: "rate",
+        contains: "default",
+        values: { rate: 0.036166666666666666, passes: 434, fails: 11566 },
+        thresholds: { "rate<0.01": { ok: false } },
+      },
+      data_sent: { type: "counter", contains: "data", values: { count: 1620000, rate: 17997.5 } },
+      data_received: { type: "counter", contains: "data", values: { count: 84213000, rate: 935577.5 } },
+      iterations: { type: "counter", contains: "default", values: { count: 12000, rate: 133.3148 } },
+      checks: { type: "rate", contains: "default", values: { rate: 0.963833, passes: 11566, fails: 434 } },
+      vus: { type: "gauge", contains: "default", values: { value: 40, min: 40, max: 40 } },
+    },
+  };
+}

@@ -94,6 +94,8 @@ dbTest(
       assert.equal(report.slo.observedP99Ms < report.slo.targetP99Ms, true);
       assert.equal(report.slo.errorBudgetBurnedPct, 0);
       assert.equal(report.slo.pass, false);
+      assert.equal(report.verdict?.value, "invalid", "a decrypt alert cannot read as a pass");
+      assert.equal(report.verdict?.reasons.find((r) => r.input === "decrypt-alerts")?.effect, "invalid");
       assert.match(
         report.slo.verdictNote ?? "",
         /^Results invalidated: TLS decryption changed during the run/,

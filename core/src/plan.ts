@@ -14,6 +14,11 @@ export interface Plan {
   /** Whether the firewalls must decrypt TLS during the run. */
   tlsDecrypt: "on" | "off";
   sloTargetP99Ms: number;
+  /**
+   * Highest acceptable share of failed requests, in percent, for the run's verdict (README "Verdict").
+   * Absent: the plan sets no error-rate threshold.
+   */
+  maxErrorRatePct?: number;
   deploymentMode: string;
   phases: PlanPhase[];
   /** Vendors whose devices take part (checks apply to enabled devices of these vendors). */

@@ -87,6 +87,7 @@ export const fixturePlugin = definePlugin({
       description: "for tests",
       tlsDecrypt: "on",
       sloTargetP99Ms: 100,
+      maxErrorRatePct: 1,
       deploymentMode: "inline",
       phases: [{ name: "steady", durationS: 60, load: { rps: 10 } }],
       vendors: ["fixture-fw"],

@@ -39,6 +39,7 @@ export const plans: Plan[] = [
       "re-sign) on all outbound HTTPS, mixed object sizes, 30 minutes at peak.",
     tlsDecrypt: "on",
     sloTargetP99Ms: 250,
+    maxErrorRatePct: 1,
     deploymentMode: "inline-routed",
     phases: phases(
       { throughputGbps: 8, connectionsPerSecond: 20_000 },
@@ -65,6 +66,7 @@ export const plans: Plan[] = [
       "a firewall sustains without decryption.",
     tlsDecrypt: "off",
     sloTargetP99Ms: 120,
+    maxErrorRatePct: 1,
     deploymentMode: "inline-routed",
     phases: phases(
       { throughputGbps: 20, connectionsPerSecond: 50_000 },
@@ -88,5 +90,5 @@ export default definePlugin({
   kind: "plugin",
   name: "plan-catalog",
   coreVersion: "^1.0.0",
-  planCatalog: { catalogVersion: 4, plans },
+  planCatalog: { catalogVersion: 5, plans },
 });

@@ -10,6 +10,7 @@ const catalog = plugin.planCatalog;
  */
 const RELEASED: Record<number, string> = {
   4: "f914d7af0dbcba9aa1f214ab0ab7622d9913022e3238c8a5f0ec4946428e4caa",
+  5: "884a54da325d7a21ed31d8eaa86447f90ec55327664f70163f33dae9e77190b8",
 };
 
 Deno.test("a change to the plans comes with a new catalogVersion", async () => {
@@ -52,6 +53,9 @@ Deno.test("every plan is well-formed data", () => {
     assert.ok(p.tlsDecrypt === "on" || p.tlsDecrypt === "off", `${at} tlsDecrypt`);
     assert.ok(Number.isInteger(p.sloTargetP99Ms) && p.sloTargetP99Ms > 0, `${at} sloTargetP99Ms`);
     assert.ok(p.deploymentMode.trim(), `${at} deploymentMode`);
+    if (p.maxErrorRatePct !== undefined) {
+      assert.ok(p.maxErrorRatePct >= 0 && p.maxErrorRatePct <= 100, `${at} maxErrorRatePct is a percentage`);
+    }
     assert.ok(p.vendors.length > 0 && new Set(p.vendors).size === p.vendors.length, `${at} vendors`);
     assert.ok(p.deviceRoles.length > 0, `${at} deviceRoles`);
     assert.ok(p.phases.length > 0, `${at} phases`);

@@ -70,6 +70,20 @@ export interface TestRunsTable {
   results_json: ColumnType<unknown | null, string | null, string | null>;
   report_json: string | null;
   report_sha256: string | null;
+  /** The lab's name (`DUT_LAB_NAME`) at start; null for runs started before 2026_11_23_0005. */
+  lab_name: string | null;
+  /** The customer (licensee) named at start. */
+  customer: string | null;
+}
+
+/** Audit trail of finished runs deleted through `dutlab_delete_finished_run` (append-only). */
+export interface RunDeletionsTable {
+  id: Generated<string>;
+  execution_id: string;
+  report_sha256: string | null;
+  reason: string;
+  actor: string;
+  deleted_at: Generated<Timestamp>;
 }
 
 export interface RunAlertsTable {
@@ -92,4 +106,5 @@ export interface Database {
   snapshot_latest: SnapshotLatestTable;
   test_runs: TestRunsTable;
   run_alerts: RunAlertsTable;
+  run_deletions: RunDeletionsTable;
 }

@@ -11,6 +11,7 @@ import { runPreflight } from "../preflight.ts";
 import { problems } from "./problem.ts";
 import { RunService } from "../runs/service.ts";
 import { shareLink } from "./share.ts";
+import { k6Issues } from "../runs/k6.ts";
 
 const Evidence = z.object({ snapshotId: z.string(), payloadSha256: z.string(), collectedAt: z.string() })
   .nullable();
@@ -50,6 +51,9 @@ const Plan = z.object({
   description: z.string(),
   tlsDecrypt: z.enum(["on", "off"]),
   sloTargetP99Ms: z.number(),
+  maxErrorRatePct: z.number().optional().openapi({
+    description: "Highest acceptable share of failed requests in percent (verdict input `error-rate`)",
+  }),
   deploymentMode: z.string(),
   phases: z.array(PlanPhase),
   vendors: z.array(z.string()),
@@ -110,6 +114,16 @@ const Run = z.object({
   }),
   alerts: z.array(Alert),
   reportSha256: z.string().nullable(),
+  verdict: z.object({
+    value: z.enum(["pass", "fail", "invalid", "inconclusive"]),
+    reasons: z.array(z.object({
+      input: z.string(),
+      effect: z.enum(["pass", "fail", "invalid", "inconclusive", "none"]),
+      detail: z.string(),
+    })),
+  }).nullable().openapi({
+    description: "The frozen report's verdict (null while active or in older reports)",
+  }),
 }).openapi("TestRun");
 
 const planIdentifier = z.string().trim().min(1, "must not be empty").max(200);
@@ -125,30 +139,42 @@ const StartBody = z.object({
 }).strict().openapi("StartRunRequest");
 
 const finite = z.number().finite().min(0, "must be non-negative");
-const K6Summary = z.object({
-  metrics: z.object({
-    http_req_duration: z.object({
-      avg: finite,
-      min: finite,
-      med: finite,
-      max: finite,
-      "p(90)": finite.optional(),
-      "p(95)": finite,
-      "p(99)": finite.optional(),
-    }, { message: "must be the http_req_duration trend of a k6 --summary-export file" }).passthrough()
-      .refine((t) => t["p(99)"] !== undefined, {
-        message: 'lacks p(99): run k6 with --summary-trend-stats "avg,min,med,max,p(90),p(95),p(99)"',
-      }),
-    http_reqs: z.object({ count: finite }).passthrough().optional(),
-  }).passthrough(),
-}).passthrough();
+const count = z.number().int("must be a whole number").min(0, "must be non-negative").max(
+  Number.MAX_SAFE_INTEGER,
+);
+const K6Summary = z.object({ metrics: z.record(z.string(), z.unknown()) }).passthrough()
+  .superRefine((v, ctx) => {
+    for (const i of k6Issues(v)) ctx.addIssue({ code: "custom", path: i.path, message: i.message });
+  })
+  .openapi({
+    description:
+      "A k6 summary: the `--summary-export` JSON, or the JSON of `handleSummary(data)`. Required " +
+      "metrics: http_req_duration (with p(99): --summary-trend-stats), http_reqs, http_req_failed; read when " +
+      "present: data_sent, data_received, iterations, checks and every metric's thresholds.",
+  });
+const RawResults = z.object({
+  latencySamplesMs: z.array(finite).min(1, "must hold at least one sample").max(1_000_000),
+  requests: count.optional().openapi({ description: "Requests sent (default: the number of samples)" }),
+  failedRequests: count.optional().openapi({ description: "Requests that failed" }),
+  bytesSent: count.optional(),
+  bytesReceived: count.optional(),
+  durationS: finite.optional().openapi({ description: "Duration of the load in seconds" }),
+}).strict().superRefine((v, ctx) => {
+  const requests = v.requests ?? v.latencySamplesMs.length;
+  if (v.failedRequests !== undefined && v.failedRequests > requests) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["failedRequests"],
+      message: `must not exceed requests (${requests})`,
+    });
+  }
+});
 const FinishBody = z.object({
   outcome: z.enum(["passed", "failed", "aborted"]),
   results: z.union([
-    z.object({ latencySamplesMs: z.array(finite).min(1, "must hold at least one sample").max(1_000_000) })
-      .strict(),
+    RawResults,
     z.object({ k6Summary: K6Summary }).strict(),
-  ], { message: "must be {latencySamplesMs: [...]} or {k6Summary: <k6 --summary-export JSON>}" }),
+  ], { message: "must be {latencySamplesMs: [...]} or {k6Summary: <k6 summary JSON>}" }),
 }).strict().openapi("FinishRunRequest");
 
 const ExecParam = z.object({

@@ -23,6 +23,49 @@ export interface DecryptAlert {
   snapshotId: string;
 }
 
+/** Where a figure of the report came from. */
+export type FigureSource = "load-generator" | "service";
+
+/**
+ * One figure of the result: its value and unit, who produced it (`load-generator`: read as the load
+ * generator reported it; `service`: computed by dutlab), whether it is `exact` or `estimated`, and how.
+ */
+export interface Figure {
+  value: number;
+  unit: string;
+  source: FigureSource;
+  exactness: "exact" | "estimated";
+  basis: string;
+}
+
+/** The whole result besides latency; a figure is null when the input does not carry it. */
+export interface ResultFigures {
+  /** Duration of the load (s). */
+  durationS: Figure | null;
+  requests: Figure | null;
+  requestsPerSecond: Figure | null;
+  failedRequests: Figure | null;
+  /** Failed requests in percent of all requests. */
+  errorRatePct: Figure | null;
+  bytesSent: Figure | null;
+  bytesReceived: Figure | null;
+  /** (bytes sent + bytes received) × 8 per second. */
+  bitsPerSecond: Figure | null;
+  iterations: Figure | null;
+}
+
+/** The overall verdict's values (README "Verdict"). */
+export type VerdictValue = "pass" | "fail" | "invalid" | "inconclusive";
+
+/** One input of the verdict rule and what it contributed. */
+export interface VerdictReason {
+  /** `outcome`, `slo`, `error-rate`, `load-generator-thresholds`, `preflight`, `decrypt-alerts`, `decrypt-config`, `coverage`. */
+  input: string;
+  /** What this input alone would make the verdict; `none` when the input does not apply. */
+  effect: VerdictValue | "none";
+  detail: string;
+}
+
 /** ReportData version 1 (spec 2.5). */
 export interface ReportData {
   version: 1;
@@ -68,6 +111,15 @@ export interface ReportData {
   results: {
     source: "latencySamplesMs" | "k6-summary";
     aggregate: Aggregate;
+    /** Provenance of `aggregate` (absent in reports frozen before it was recorded). */
+    latencyProvenance?: { source: FigureSource; exactness: "exact" | "estimated"; basis: string };
+    /** Which k6 JSON form was submitted. */
+    k6Format?: "summary-export" | "handleSummary";
+    figures?: ResultFigures;
+    /** The load generator's checks (k6 `checks`), when given. */
+    checks?: { passes: number; fails: number } | null;
+    /** The load generator's own thresholds, when given. */
+    thresholds?: Array<{ metric: string; expression: string; ok: boolean }>;
   };
   slo: {
     targetP99Ms: number;
@@ -81,6 +133,13 @@ export interface ReportData {
     errorBudgetBurnedPct: number;
     /** Why `pass` is false even if the latency met the target (e.g. invalidated by a decrypt change). */
     verdictNote: string | null;
+    /** Whether `errorBudgetBurnedPct` is exact (raw samples) or estimated (k6 quantiles). */
+    errorBudgetExactness?: "exact" | "estimated";
   };
+  /**
+   * The overall verdict from every input that can undermine a result, with one reason per input
+   * (README "Verdict"). Absent in reports frozen before it existed.
+   */
+  verdict?: { value: VerdictValue; rule: string; reasons: VerdictReason[] };
   annexes: Annex[];
 }

@@ -12,15 +12,17 @@ import {
   aggregateK6,
   aggregateSamples,
   budgetBurnedPct,
-  type K6Trend,
   shareAbove,
   shareAboveK6,
 } from "./aggregate.ts";
 import { jsonAnnex, licenseTexts, sealReport } from "../report/build.ts";
-import type { DecryptAlert, ReportData } from "../report/types.ts";
+import type { DecryptAlert, ReportData, VerdictReason, VerdictValue } from "../report/types.ts";
 import { isUniqueViolation } from "../devices.ts";
 import { isUuid } from "../ids.ts";
 import { jsonValue } from "../db/json.ts";
+import { readK6 } from "./k6.ts";
+import { k6Figures, type RawCounts, rawFigures } from "./figures.ts";
+import { computeVerdict } from "./verdict.ts";
 
 /** A run as the API shows it. */
 export interface RunView {
@@ -49,12 +51,17 @@ export interface RunView {
   labAtStart: StartState & { tlsDecrypt: "on" | "off" | "mixed" | "unknown" };
   alerts: DecryptAlert[];
   reportSha256: string | null;
+  /** The frozen report's verdict; null while active or for reports frozen before verdicts existed. */
+  verdict: { value: VerdictValue; reasons: VerdictReason[] } | null;
 }
 
-/** The `results` of a finish request: raw latencies in ms, or a k6 `--summary-export` JSON. */
+/**
+ * The `results` of a finish request: raw latencies in ms with optional counts from the load generator, or a
+ * k6 summary (`--summary-export` JSON or the JSON of `handleSummary(data)`).
+ */
 export type RunResults =
-  | { latencySamplesMs: number[] }
-  | { k6Summary: { metrics: Record<string, unknown> } };
+  | { latencySamplesMs: number[] } & RawCounts
+  | { k6Summary: { metrics: Record<string, unknown>; state?: unknown } };
 
 const FIREWALL_LABEL = "decrypt_policy";
 const BMC_ROLE = "bmc";
@@ -68,6 +75,15 @@ export function labDecryptState(state: StartState): "on" | "off" | "mixed" | "un
   if (known.size === 0) return "unknown";
   return known.size > 1 ? "mixed" : [...known][0] as "on" | "off";
 }
+
+const preflightSummary = (pf: PreflightResult): RunView["preflightAtStart"] => ({
+  pass: pf.pass,
+  summary: pf.summary,
+  checksRun: pf.checksRun,
+  checksPassed: pf.checksPassed,
+  checksFailed: pf.checksFailed,
+  checksSkipped: pf.checksSkipped,
+});
 
 type RunRow = Omit<Selectable<TestRunsTable>, "run_id"> & { run_id: string };
 
@@ -209,7 +225,43 @@ export class RunService {
     return this.#view(r, (await this.#alerts(this.db, [r.execution_id])).get(r.execution_id)!);
   }
 
+  /**
+   * The API view of a run. For a finished run every member that the frozen report also states is read
+   * from the report (meta, licence, pre-flight and lab state at start, alerts, verdict), so the two can
+   * never disagree; the row is immutable once finished (migration 2026_11_23_0005).
+   */
   #view(r: RunRow, alerts: DecryptAlert[]): RunView {
+    const view = this.#rowView(r, alerts);
+    if (!r.report_json) return view;
+    const report = JSON.parse(r.report_json) as ReportData;
+    const annex = (id: string) => {
+      const a = report.annexes.find((x) => x.id === id);
+      return a ? JSON.parse(a.body) : undefined;
+    };
+    const pf = annex("preflight-at-start") as PreflightResult | undefined;
+    const lab = annex("lab-at-start") as StartState | undefined;
+    return {
+      ...view,
+      runId: report.meta.runId,
+      executionId: report.meta.executionId,
+      planIdentifier: report.meta.planIdentifier,
+      planDisplayName: report.meta.planDisplayName,
+      planCatalogVersion: report.meta.planCatalogVersion,
+      planSnapshotSha256: report.meta.planSnapshotSha256,
+      licenseId: report.license.id,
+      notes: report.meta.notes,
+      startedAt: report.meta.startedAt,
+      endedAt: report.meta.endedAt,
+      outcome: report.meta.outcome,
+      preflightAtStart: pf ? preflightSummary(pf) : view.preflightAtStart,
+      labAtStart: lab ? { ...lab, tlsDecrypt: labDecryptState(lab) } : view.labAtStart,
+      alerts: report.tlsDecrypt.alerts,
+      reportSha256: report.reportSha256,
+      verdict: report.verdict ? { value: report.verdict.value, reasons: report.verdict.reasons } : null,
+    };
+  }
+
+  #rowView(r: RunRow, alerts: DecryptAlert[]): RunView {
     const pf = jsonValue<PreflightResult>(r.preflight_json);
     const lab = jsonValue<StartState>(r.start_state_json);
     return {
@@ -225,17 +277,11 @@ export class RunService {
       startedAt: new Date(r.started_at).toISOString(),
       endedAt: r.ended_at ? new Date(r.ended_at).toISOString() : null,
       outcome: r.outcome,
-      preflightAtStart: {
-        pass: pf.pass,
-        summary: pf.summary,
-        checksRun: pf.checksRun,
-        checksPassed: pf.checksPassed,
-        checksFailed: pf.checksFailed,
-        checksSkipped: pf.checksSkipped,
-      },
+      preflightAtStart: preflightSummary(pf),
       labAtStart: { ...lab, tlsDecrypt: labDecryptState(lab) },
       alerts,
       reportSha256: r.report_sha256,
+      verdict: null,
     };
   }
 
@@ -278,12 +324,15 @@ export class RunService {
   ): Promise<ReportData> {
     const plan = jsonValue<Plan>(r.plan_json);
     const target = plan.sloTargetP99Ms;
+    const startedAt = new Date(r.started_at);
+    const runDurationS = (endedAt.getTime() - startedAt.getTime()) / 1000;
     let aggregate: Aggregate;
     let slower: number;
     let source: ReportData["results"]["source"];
     let submitted: Record<string, unknown>;
+    let results: ReportData["results"];
     if ("latencySamplesMs" in input.results) {
-      const samples = input.results.latencySamplesMs;
+      const { latencySamplesMs: samples, ...counts } = input.results;
       aggregate = aggregateSamples(samples);
       slower = shareAbove(samples, target);
       source = "latencySamplesMs";
@@ -291,20 +340,58 @@ export class RunService {
         source,
         count: samples.length,
         latencySamplesMsSha256: await jcsSha256(samples),
+        counts,
         errorBudget: "exact: share of samples slower than targetP99Ms",
       };
+      results = {
+        source,
+        aggregate,
+        latencyProvenance: {
+          source: "service",
+          exactness: "exact",
+          basis: "percentiles of the submitted samples, linear interpolation between closest ranks",
+        },
+        figures: rawFigures(samples.length, counts, runDurationS),
+        checks: null,
+        thresholds: [],
+      };
     } else {
+      const k6 = readK6(input.results.k6Summary);
       const m = input.results.k6Summary.metrics;
-      const trend = m.http_req_duration as K6Trend;
-      const reqs = m.http_reqs as { count?: number } | undefined;
-      aggregate = aggregateK6(trend, Math.round(reqs?.count ?? 0));
-      slower = shareAboveK6(trend, target);
+      aggregate = aggregateK6(k6.duration, Math.round(k6.requests.count));
+      slower = shareAboveK6(k6.duration, target);
       source = "k6-summary";
       submitted = {
         source,
+        k6Format: k6.format,
         k6SummarySha256: await jcsSha256(input.results.k6Summary),
-        metricsUsed: { http_req_duration: trend, http_reqs: m.http_reqs ?? null },
+        metricsUsed: Object.fromEntries(
+          [
+            "http_req_duration",
+            "http_reqs",
+            "http_req_failed",
+            "data_sent",
+            "data_received",
+            "iterations",
+            "checks",
+          ]
+            .filter((n) => m[n] !== undefined).map((n) => [n, m[n]]),
+        ),
+        testRunDurationMs: k6.testRunDurationMs,
         errorBudget: "estimated: linear interpolation between the exported trend points",
+      };
+      results = {
+        source,
+        aggregate,
+        latencyProvenance: {
+          source: "load-generator",
+          exactness: "exact",
+          basis: "k6 http_req_duration trend (p50 = med); count = http_reqs",
+        },
+        k6Format: k6.format,
+        figures: k6Figures(k6, runDurationS),
+        checks: k6.checks,
+        thresholds: k6.thresholds,
       };
     }
     const startState = jsonValue<StartState>(r.start_state_json);
@@ -322,8 +409,20 @@ export class RunService {
         "s.collected_at",
       ])
       .where("s.test_run_execution_id", "=", r.execution_id).orderBy("s.id").execute();
-    const startedAt = new Date(r.started_at);
     const preflight = jsonValue<PreflightResult>(r.preflight_json);
+    const activeAtStart = labDecryptState(startState);
+    const activeAtEnd = labDecryptState(endState);
+    const verdict = computeVerdict({
+      outcome: input.outcome,
+      plan,
+      observedP99Ms: aggregate.p99_ms,
+      figures: results.figures!,
+      thresholds: results.thresholds ?? [],
+      preflight,
+      alerts,
+      decryptAtStart: activeAtStart,
+      decryptAtEnd: activeAtEnd,
+    });
     const draft: Omit<ReportData, "reportSha256"> = {
       version: 1,
       generatedAt: endedAt.toISOString(),
@@ -349,12 +448,12 @@ export class RunService {
       },
       tlsDecrypt: {
         required: plan.tlsDecrypt,
-        activeAtStart: labDecryptState(startState),
-        activeAtEnd: labDecryptState(endState),
+        activeAtStart,
+        activeAtEnd,
         alerts,
         resultsInvalidated: invalidated,
       },
-      results: { source, aggregate },
+      results,
       slo: {
         targetP99Ms: target,
         observedP99Ms: aggregate.p99_ms,
@@ -365,7 +464,9 @@ export class RunService {
             alerts.map((a) => `${a.deviceHostname} ${a.from} to ${a.to} at ${a.at}`).join("; ")
           }); the measured latencies span the change and do not reflect the plan`
           : null,
+        errorBudgetExactness: source === "k6-summary" ? "estimated" : "exact",
       },
+      verdict,
       annexes: [
         await jsonAnnex("preflight-at-start", "Pre-flight result at run start", preflight),
         await jsonAnnex(

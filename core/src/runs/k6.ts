@@ -1,0 +1,158 @@
+/**
+ * k6 end-of-test summaries, in both JSON forms k6 writes:
+ *
+ * - `--summary-export=file.json` (the legacy export): each metric's values are flat members — a trend
+ *   `{avg, min, med, max, "p(90)", "p(95)", "p(99)"}` (the `--summary-trend-stats`), a counter
+ *   `{count, rate}`, a rate `{passes, fails, value}` — and `thresholds` maps each expression to a boolean
+ *   that is `true` when the threshold was **crossed** (k6 issue #1498);
+ * - `JSON.stringify(data)` from `handleSummary(data)`: each metric is `{type, contains, values, thresholds}`
+ *   with the same values under `values` (a rate has `{rate, passes, fails}`), `thresholds` maps each
+ *   expression to `{ok}`, and `state.testRunDurationMs` is the test's duration.
+ *
+ * In a rate, `passes` counts the samples that were true: for `http_req_failed` that is the number of
+ * failed requests (k6 issue #2386). A metric may be in either form; one document is one form in practice.
+ *
+ * @module
+ */
+import type { K6Trend } from "./aggregate.ts";
+
+/** A problem with a submitted k6 summary, at a path below `k6Summary`. */
+export interface K6Issue {
+  path: Array<string | number>;
+  message: string;
+}
+
+/** A k6 summary reduced to what the report reads. */
+export interface K6Figures {
+  format: "summary-export" | "handleSummary";
+  duration: K6Trend;
+  requests: { count: number; rate: number | null };
+  failed: { failed: number; total: number; rate: number };
+  dataSent: { count: number; rate: number | null } | null;
+  dataReceived: { count: number; rate: number | null } | null;
+  iterations: { count: number; rate: number | null } | null;
+  checks: { passes: number; fails: number } | null;
+  thresholds: Array<{ metric: string; expression: string; ok: boolean }>;
+  /** `state.testRunDurationMs` (handleSummary form), else null. */
+  testRunDurationMs: number | null;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
+
+/** Metrics a finish needs; the others are read when present. */
+export const K6_REQUIRED = ["http_req_duration", "http_reqs", "http_req_failed"] as const;
+const TREND = ["avg", "min", "med", "max", "p(95)", "p(99)"] as const;
+const HINT = 'run k6 with --summary-trend-stats "avg,min,med,max,p(90),p(95),p(99)"';
+
+/** The values of one metric, whichever form it is in, with the path prefix of those values. */
+function valuesOf(metric: unknown): { v: Record<string, unknown>; at: string[]; nested: boolean } | null {
+  if (!isObj(metric)) return null;
+  if (isObj(metric.values)) return { v: metric.values, at: ["values"], nested: true };
+  return { v: metric, at: [], nested: false };
+}
+
+/** Every problem of a k6 summary for a finish (empty when it can be read). */
+export function k6Issues(summary: unknown): K6Issue[] {
+  if (!isObj(summary) || !isObj(summary.metrics)) {
+    return [{ path: ["metrics"], message: "must be the metrics object of a k6 summary" }];
+  }
+  const metrics = summary.metrics;
+  const issues: K6Issue[] = [];
+  const need = (name: string, keys: readonly string[], what: string) => {
+    const m = valuesOf(metrics[name]);
+    if (!m) {
+      issues.push({ path: ["metrics", name], message: `required k6 metric ${name} is missing (${what})` });
+      return;
+    }
+    for (const k of keys) {
+      if (!isNum(m.v[k])) {
+        issues.push({
+          path: ["metrics", name, ...m.at, k],
+          message: k === "p(99)"
+            ? `lacks p(99): ${HINT}`
+            : `must be a non-negative number (${name} is a k6 ${what})`,
+        });
+      }
+    }
+  };
+  need("http_req_duration", TREND, "trend");
+  need("http_reqs", ["count"], "counter");
+  const failed = valuesOf(metrics.http_req_failed);
+  if (!failed) {
+    issues.push({
+      path: ["metrics", "http_req_failed"],
+      message: "required k6 metric http_req_failed is missing (rate of failed requests)",
+    });
+  } else {
+    for (const k of ["passes", "fails"]) {
+      if (!isNum(failed.v[k])) {
+        issues.push({ path: ["metrics", "http_req_failed", ...failed.at, k], message: "must be a count" });
+      }
+    }
+  }
+  for (
+    const [name, keys] of [
+      ["data_sent", ["count"]],
+      ["data_received", ["count"]],
+      ["iterations", ["count"]],
+      [
+        "checks",
+        ["passes", "fails"],
+      ],
+    ] as const
+  ) {
+    if (metrics[name] === undefined) continue;
+    const m = valuesOf(metrics[name]);
+    for (const k of keys) {
+      if (!m || !isNum(m.v[k])) {
+        issues.push({
+          path: ["metrics", name, ...(m?.at ?? []), k],
+          message: "must be a non-negative number",
+        });
+      }
+    }
+  }
+  return issues;
+}
+
+const counter = (metric: unknown) => {
+  const m = valuesOf(metric);
+  if (!m || !isNum(m.v.count)) return null;
+  return { count: m.v.count, rate: isNum(m.v.rate) ? m.v.rate : null };
+};
+
+/** Read a summary that {@link k6Issues} accepted. */
+export function readK6(summary: { metrics: Record<string, unknown>; state?: unknown }): K6Figures {
+  const m = summary.metrics;
+  const d = valuesOf(m.http_req_duration)!;
+  const f = valuesOf(m.http_req_failed)!;
+  const failedCount = f.v.passes as number;
+  const total = failedCount + (f.v.fails as number);
+  const checks = valuesOf(m.checks);
+  const thresholds: K6Figures["thresholds"] = [];
+  for (const [metric, raw] of Object.entries(m).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)) {
+    if (!isObj(raw) || !isObj(raw.thresholds)) continue;
+    for (const [expression, t] of Object.entries(raw.thresholds)) {
+      // handleSummary: {ok}; --summary-export: true when the threshold was crossed.
+      if (isObj(t) && typeof t.ok === "boolean") thresholds.push({ metric, expression, ok: t.ok });
+      else if (typeof t === "boolean") thresholds.push({ metric, expression, ok: !t });
+    }
+  }
+  const state = isObj(summary.state) ? summary.state : {};
+  return {
+    format: d.nested ? "handleSummary" : "summary-export",
+    duration: d.v as unknown as K6Trend,
+    requests: counter(m.http_reqs)!,
+    failed: { failed: failedCount, total, rate: total > 0 ? failedCount / total : 0 },
+    dataSent: counter(m.data_sent),
+    dataReceived: counter(m.data_received),
+    iterations: counter(m.iterations),
+    checks: checks && isNum(checks.v.passes) && isNum(checks.v.fails)
+      ? { passes: checks.v.passes, fails: checks.v.fails }
+      : null,
+    thresholds,
+    testRunDurationMs: isNum(state.testRunDurationMs) ? state.testRunDurationMs : null,
+  };
+}

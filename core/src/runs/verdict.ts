@@ -1,0 +1,162 @@
+import type { Plan } from "../plan.ts";
+import type { PreflightResult } from "../preflight.ts";
+import type { DecryptAlert, ResultFigures, VerdictReason, VerdictValue } from "../report/types.ts";
+
+/** Identifies the rule below in every report that applies it (README "Verdict"). */
+export const VERDICT_RULE = "dutlab-verdict-1";
+
+/** Share of the planned phases a run must cover to be judged (the load's duration against the plan's). */
+export const MIN_COVERAGE = 0.95;
+
+/** Everything the verdict reads. */
+export interface VerdictInputs {
+  outcome: string;
+  plan: Plan;
+  observedP99Ms: number;
+  figures: ResultFigures;
+  thresholds: Array<{ metric: string; expression: string; ok: boolean }>;
+  preflight: PreflightResult;
+  alerts: DecryptAlert[];
+  decryptAtStart: "on" | "off" | "mixed" | "unknown";
+  decryptAtEnd: "on" | "off" | "mixed" | "unknown";
+}
+
+/** Severity order: the verdict is the most severe effect among the reasons. */
+const ORDER: VerdictValue[] = ["invalid", "fail", "inconclusive", "pass"];
+
+const pct = (x: number) => `${Math.round(x * 1000) / 1000} %`;
+
+/**
+ * The overall verdict of a run and one reason per input (rule `dutlab-verdict-1`):
+ *
+ * | input | pass | fail | invalid | inconclusive |
+ * | --- | --- | --- | --- | --- |
+ * | `outcome` (operator) | passed | failed | aborted | |
+ * | `slo` | p99 ≤ target | p99 > target | | |
+ * | `error-rate` | ≤ plan's `maxErrorRatePct` | above it | | threshold set, failures unknown |
+ * | `load-generator-thresholds` | all held | one crossed | | |
+ * | `preflight` at start | passed | | | failed, skipped or errored checks |
+ * | `decrypt-alerts` | none | | a TLSDecryptModeChanged alert | |
+ * | `decrypt-config` at start and end | matches plan | | differs from plan (or mixed) | unknown |
+ * | `coverage` | load ≥ 95 % of the plan's phases | | | shorter |
+ *
+ * The verdict is the most severe effect: `invalid` > `fail` > `inconclusive` > `pass`. An input that does
+ * not apply (no threshold in the plan, no load-generator thresholds, a plan without phases) has effect
+ * `none`.
+ */
+export function computeVerdict(
+  i: VerdictInputs,
+): { value: VerdictValue; rule: string; reasons: VerdictReason[] } {
+  const reasons: VerdictReason[] = [];
+  const add = (input: string, effect: VerdictReason["effect"], detail: string) =>
+    reasons.push({ input, effect, detail });
+
+  add(
+    "outcome",
+    i.outcome === "passed" ? "pass" : i.outcome === "failed" ? "fail" : "invalid",
+    i.outcome === "aborted"
+      ? "The operator aborted the run: the results cover an incomplete run"
+      : `The operator declared the run ${i.outcome}`,
+  );
+
+  const target = i.plan.sloTargetP99Ms;
+  add(
+    "slo",
+    i.observedP99Ms <= target ? "pass" : "fail",
+    `p99 ${i.observedP99Ms} ms ${i.observedP99Ms <= target ? "≤" : ">"} target ${target} ms`,
+  );
+
+  const max = i.plan.maxErrorRatePct;
+  const rate = i.figures.errorRatePct;
+  if (max === undefined) add("error-rate", "none", "The plan sets no error-rate threshold");
+  else if (!rate) {
+    add(
+      "error-rate",
+      "inconclusive",
+      `The plan allows at most ${pct(max)} failed requests, but the results do not say how many failed`,
+    );
+  } else {
+    const failed = i.figures.failedRequests?.value;
+    const of = i.figures.requests?.value;
+    add(
+      "error-rate",
+      rate.value <= max ? "pass" : "fail",
+      `${pct(rate.value)} of requests failed${
+        failed !== undefined && of !== undefined ? ` (${failed} of ${of})` : ""
+      }; ` +
+        `the plan allows at most ${pct(max)}`,
+    );
+  }
+
+  if (!i.thresholds.length) {
+    add("load-generator-thresholds", "none", "The load generator reported no threshold");
+  } else {
+    const crossed = i.thresholds.filter((t) => !t.ok);
+    add(
+      "load-generator-thresholds",
+      crossed.length ? "fail" : "pass",
+      crossed.length
+        ? `Crossed: ${crossed.map((t) => `${t.metric} ${t.expression}`).join(", ")}`
+        : `All ${i.thresholds.length} held`,
+    );
+  }
+
+  const pf = i.preflight;
+  const bad = pf.checks.filter((c) => !c.pass);
+  add(
+    "preflight",
+    pf.pass ? "pass" : "inconclusive",
+    pf.pass ? `Pre-flight at start: ${pf.summary}` : `The lab was not ready at start: ${pf.summary}` +
+      (bad.length
+        ? ` (${bad.slice(0, 5).map((c) => `${c.checkId} on ${c.deviceHostname}: ${c.status}`).join("; ")}${
+          bad.length > 5 ? `; ${bad.length - 5} more` : ""
+        })`
+        : ""),
+  );
+
+  add(
+    "decrypt-alerts",
+    i.alerts.length ? "invalid" : "pass",
+    i.alerts.length
+      ? `TLS decryption changed during the run (${
+        i.alerts.map((a) => `${a.deviceHostname} ${a.from} to ${a.to} at ${a.at}`).join("; ")
+      }): the measurements span the change`
+      : "No TLSDecryptModeChanged alert during the run",
+  );
+
+  const want = i.plan.tlsDecrypt;
+  const states = [["start", i.decryptAtStart], ["end", i.decryptAtEnd]] as const;
+  const differs = states.filter(([, s]) => s === "mixed" || ((s === "on" || s === "off") && s !== want));
+  const unknown = states.filter(([, s]) => s === "unknown");
+  add(
+    "decrypt-config",
+    differs.length ? "invalid" : unknown.length ? "inconclusive" : "pass",
+    differs.length
+      ? `The plan requires TLS decryption ${want}; it was ${
+        differs.map(([at, s]) => `${s} at ${at}`).join(", ")
+      }`
+      : unknown.length
+      ? `The plan requires TLS decryption ${want}; the firewalls' state was unknown at ${
+        unknown.map(([at]) => at).join(" and ")
+      }`
+      : `TLS decryption ${want} at start and end, as the plan requires`,
+  );
+
+  const planned = i.plan.phases.reduce((t, p) => t + Math.max(0, p.durationS), 0);
+  const ran = i.figures.durationS;
+  if (planned <= 0 || !ran) add("coverage", "none", "The plan has no timed phase");
+  else {
+    const share = ran.value / planned;
+    add(
+      "coverage",
+      share >= MIN_COVERAGE ? "pass" : "inconclusive",
+      `The load ran ${Math.round(ran.value)} s of the plan's ${planned} s (${
+        Math.round(share * 1000) / 10
+      } %; ` +
+        `at least ${MIN_COVERAGE * 100} % needed)`,
+    );
+  }
+
+  const value = ORDER.find((v) => reasons.some((r) => r.effect === v)) ?? "pass";
+  return { value, rule: VERDICT_RULE, reasons };
+}
