@@ -94,7 +94,8 @@ Deno.test("migrate asks for no secret; serve then starts, stores secrets 0600, l
   const migrateLog = jsonLines(dec.decode(migrated.stderr));
   assert.equal(migrated.code, 0, dec.decode(migrated.stderr));
   assert.ok(migrateLog.some((l) => /^Creating the embedded database in .* \(first start/.test(l.message)));
-  assert.ok(migrateLog.some((l) => l.message.startsWith("Applied migrations")));
+  // The shipped template already holds the migrations it was built with; newer ones are applied.
+  assert.ok(migrateLog.some((l) => /^(Applied migrations|Migrations are up to date)/.test(l.message)));
   await assert.rejects(Deno.stat(`${dir}/secrets.json`), Deno.errors.NotFound);
   await assert.rejects(Deno.stat(`${dir}/dutlab.pid`), Deno.errors.NotFound, "lock released");
 

@@ -1,59 +1,382 @@
 /**
- * `deno task lab`: start one device simulator per available vendor on loopback HTTPS and print each
- * one's URL, credentials and certificate fingerprint, with a ready `curl` to register it.
- * Runs until Ctrl-C. Options: `--json` prints one JSON line per device instead.
+ * `deno task lab`: one device simulator per available vendor on loopback HTTPS, for trying dutlab without
+ * hardware (README "Five-minute tour").
+ *
+ * - `deno task lab [--register] [--json]`: start the lab and print each simulator's URL, credentials,
+ *   certificate fingerprint and a ready `curl` that registers it. Ports and certificates are kept in
+ *   `<DUT_DATA_DIR>/lab/state.json` (default `./.data`), so a restarted lab answers on the same addresses
+ *   with the same certificates and registered devices keep working (their pins stay valid). `--register`
+ *   registers every lab device through the API, or updates it when a device of that hostname exists, so it
+ *   can be repeated (never a 409). The API is `DUT_URL`, else `http://localhost:$PORT` (`PORT` default
+ *   8080); the token is `ADMIN_TOKEN`, else `adminToken` of `<DUT_DATA_DIR>/secrets.json`.
+ * - `deno task lab set <vendor> <key>=<value>...`: change a running lab's simulated device through the
+ *   lab's control endpoint (loopback only, port in the state file). Keys: `decrypt=on|off` (firewalls),
+ *   `deploy=ok|pending|failed` and `ha=active|standby|failed` (vendor-a-ngfw), `ntp=on|off`,
+ *   `down=true|false`, `cert=rotate` (a new certificate: a pinned device then fails with `tls_error`).
+ * - `deno task lab show`: the running lab's devices and their settings.
+ *
+ * Runs until Ctrl-C.
+ * @module
  */
-import type { SimulatedDevice } from "@dutlab/core/testing";
+import { certificateFromPem, type SimulatedDevice } from "@dutlab/core/testing";
 import { modules } from "../modules.gen.ts";
 
+const dataDir = Deno.env.get("DUT_DATA_DIR") || "./.data";
+const stateFile = `${dataDir}/lab/state.json`;
+const apiUrl = (Deno.env.get("DUT_URL") || `http://localhost:${Deno.env.get("PORT") || "8080"}`).replace(
+  /\/+$/,
+  "",
+);
+
+interface LabState {
+  controlPort?: number;
+  devices: Record<string, { port: number; certPem: string; keyPem: string }>;
+}
+
+async function readState(): Promise<LabState> {
+  try {
+    return JSON.parse(await Deno.readTextFile(stateFile));
+  } catch {
+    return { devices: {} };
+  }
+}
+
+async function writeState(s: LabState): Promise<void> {
+  await Deno.mkdir(`${dataDir}/lab`, { recursive: true, mode: 0o700 });
+  await Deno.writeTextFile(stateFile, JSON.stringify(s, null, 2) + "\n", { mode: 0o600 });
+}
+
+/** Settings a lab device accepts, applied to its simulator's state. */
+type Device = SimulatedDevice & {
+  // deno-lint-ignore no-explicit-any
+  state?: any;
+  setDecrypt?(on: boolean): void;
+  deploy?(s?: string): void;
+  addPendingChange?(type: string, name?: string | null): void;
+};
+
+interface LabDevice {
+  vendor: string;
+  hostname: string;
+  dev: Device;
+  settings: Record<string, string>;
+  /** The device's NTP configuration as it started, restored by `ntp=on`. */
+  ntp: unknown;
+}
+
+function ntpOf(l: LabDevice): unknown {
+  const s = l.dev.state;
+  if (!s) return null;
+  if (l.vendor === "vendor-a-ngfw") return [...s.ntpServers];
+  if (l.vendor === "vendor-b-ngfw") return s.ntp.ntpsync;
+  if (l.vendor === "vendor-a-switch") return [...s.ntpProviders];
+  if (l.vendor === "vendor-a-bmc") return s.ntpServers;
+  return null;
+}
+
+/** Apply one setting; returns an error message when the key or value does not apply to this device. */
+async function apply(
+  l: LabDevice,
+  key: string,
+  value: string,
+  save: () => Promise<void>,
+): Promise<string | null> {
+  const s = l.dev.state;
+  const bad = (allowed: string) => `${l.vendor}: ${key} must be ${allowed}`;
+  switch (key) {
+    case "decrypt": {
+      if (value !== "on" && value !== "off") return bad("on or off");
+      if (l.vendor === "vendor-a-ngfw") l.dev.setDecrypt!(value === "on");
+      else if (l.vendor === "vendor-b-ngfw") {
+        for (const p of s.policies) p["ssl-ssh-profile"] = "no-inspection";
+        if (value === "on") {
+          s.policies[s.policies.length > 1 ? 1 : 0]["ssl-ssh-profile"] = "custom-deep-inspection";
+        }
+      } else return `${l.vendor}: no TLS decryption on this device`;
+      break;
+    }
+    case "deploy": {
+      if (l.vendor !== "vendor-a-ngfw") return `${l.vendor}: deploy applies to vendor-a-ngfw`;
+      if (value === "ok") l.dev.deploy!("DEPLOYED");
+      else if (value === "failed") l.dev.deploy!("DEPLOY_FAILED");
+      else if (value === "pending") l.dev.addPendingChange!("accessrule", "lab-throughput-permit");
+      else return bad("ok, pending or failed");
+      break;
+    }
+    case "ha": {
+      if (l.vendor !== "vendor-a-ngfw") return `${l.vendor}: ha applies to vendor-a-ngfw`;
+      const states: Record<string, string> = {
+        active: "HA_ACTIVE_NODE",
+        standby: "HA_STANDBY_NODE",
+        failed: "HA_FAILED_NODE",
+      };
+      if (!states[value]) return bad("active, standby or failed");
+      s.ha.nodeState = states[value];
+      break;
+    }
+    case "ntp": {
+      if (value !== "on" && value !== "off") return bad("on or off");
+      const on = value === "on";
+      if (l.vendor === "vendor-a-ngfw") s.ntpServers = on ? [...(l.ntp as string[])] : [];
+      else if (l.vendor === "vendor-b-ngfw") s.ntp.ntpsync = on ? l.ntp : "disable";
+      else if (l.vendor === "vendor-a-switch") s.ntpProviders = on ? [...(l.ntp as unknown[])] : [];
+      else if (l.vendor === "vendor-a-bmc") s.ntpServers = on ? l.ntp : [];
+      else return `${l.vendor}: no NTP setting`;
+      break;
+    }
+    case "down": {
+      if (value !== "true" && value !== "false") return bad("true or false");
+      await l.dev.sim.setDown(value === "true");
+      break;
+    }
+    case "cert": {
+      if (value !== "rotate") return bad("rotate");
+      await l.dev.sim.rotateCertificate();
+      await save();
+      value = l.dev.sim.fingerprint;
+      break;
+    }
+    default:
+      return `unknown setting ${key} (decrypt, deploy, ha, ntp, down, cert)`;
+  }
+  l.settings[key] = value;
+  return null;
+}
+
+// ---------------------------------------------------------------- client commands
+
+if (Deno.args[0] === "set" || Deno.args[0] === "show") {
+  const st = await readState();
+  if (!st.controlPort) {
+    console.error(`No lab state in ${stateFile}: start the lab first with \`deno task lab\``);
+    Deno.exit(2);
+  }
+  const [cmd, vendor, ...pairs] = Deno.args;
+  let res: Response;
+  try {
+    res = cmd === "show"
+      ? await fetch(`http://127.0.0.1:${st.controlPort}/devices`)
+      : await fetch(`http://127.0.0.1:${st.controlPort}/devices/${encodeURIComponent(vendor ?? "")}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(Object.fromEntries(pairs.map((p) => {
+          const i = p.indexOf("=");
+          return i > 0 ? [p.slice(0, i), p.slice(i + 1)] : [p, ""];
+        }))),
+      });
+  } catch {
+    console.error(
+      `The lab is not running (no answer on 127.0.0.1:${st.controlPort}): start it with \`deno task lab\``,
+    );
+    Deno.exit(2);
+  }
+  const body = await res.json();
+  if (!res.ok) {
+    console.error(body.error);
+    Deno.exit(1);
+  }
+  console.log(JSON.stringify(body));
+  Deno.exit(0);
+}
+
+// ---------------------------------------------------------------- the lab
+
 const json = Deno.args.includes("--json");
-const api = Deno.env.get("DUT_URL") ?? "http://localhost:8080";
-const started: SimulatedDevice[] = [];
+const register = Deno.args.includes("--register");
+const st = await readState();
+const lab: LabDevice[] = [];
+const save = async () => {
+  for (const l of lab) {
+    st.devices[l.vendor] = {
+      port: l.dev.sim.port,
+      certPem: l.dev.sim.certificate.certPem,
+      keyPem: l.dev.sim.certificate.keyPem,
+    };
+  }
+  await writeState(st);
+};
+
 for (const { name, module } of modules.adapters) {
   const vendor = (module as { vendorKey: string }).vendorKey;
-  let sim: SimulatedDevice;
+  let dev: Device;
   try {
     const mod = await import(`${name}/sim`) as { startSimulatedDevice(): Promise<SimulatedDevice> };
-    sim = await mod.startSimulatedDevice();
+    dev = await mod.startSimulatedDevice() as Device;
   } catch (e) {
     console.error(`${vendor}: no simulator (${(e as Error).message})`);
     continue;
   }
-  started.push(sim);
-  const hostname = `lab-${vendor}`;
+  const kept = st.devices[vendor];
+  if (kept) {
+    const certificate = await certificateFromPem(kept.certPem, kept.keyPem).catch(() => undefined);
+    try {
+      await dev.sim.relisten({ port: kept.port, certificate });
+    } catch (e) {
+      console.error(`${vendor}: port ${kept.port} is taken (${(e as Error).name}); using a new port`);
+      await dev.sim.relisten({ port: 0, certificate });
+    }
+  }
+  const l: LabDevice = { vendor, hostname: `lab-${vendor}`, dev, settings: {}, ntp: null };
+  l.ntp = ntpOf(l);
+  // The lab starts ready for a decrypt-on plan: both firewalls decrypt (the FDM simulator starts without).
+  if (vendor === "vendor-a-ngfw" || vendor === "vendor-b-ngfw") await apply(l, "decrypt", "on", save);
+  lab.push(l);
+}
+await save();
+
+// The control endpoint: loopback only, on the port kept in the state file.
+const handler = async (req: Request): Promise<Response> => {
+  const url = new URL(req.url);
+  const view = (l: LabDevice) => ({
+    vendor: l.vendor,
+    hostname: l.hostname,
+    url: l.dev.sim.url,
+    username: l.dev.credentials.username,
+    password: l.dev.credentials.password,
+    sha256: l.dev.sim.fingerprint,
+    down: l.dev.sim.down,
+    settings: l.settings,
+  });
+  if (req.method === "GET" && url.pathname === "/devices") return Response.json(lab.map(view));
+  const m = /^\/devices\/([^/]+)$/.exec(url.pathname);
+  if (req.method === "POST" && m) {
+    const l = lab.find((d) =>
+      d.vendor === decodeURIComponent(m[1]) || d.hostname === decodeURIComponent(m[1])
+    );
+    if (!l) {
+      return Response.json({
+        error: `unknown lab device ${m[1]}; one of ${lab.map((d) => d.vendor).join(", ")}`,
+      }, {
+        status: 404,
+      });
+    }
+    let body: Record<string, unknown>;
+    try {
+      body = await req.json();
+    } catch {
+      return Response.json({ error: "body must be a JSON object of settings" }, { status: 400 });
+    }
+    if (Object.keys(body).length === 0) {
+      return Response.json({ error: "no setting given (key=value)" }, { status: 400 });
+    }
+    for (const [k, v] of Object.entries(body)) {
+      const err = await apply(l, k, String(v), save);
+      if (err) return Response.json({ error: err }, { status: 400 });
+    }
+    console.error(`lab: ${l.vendor} ${Object.entries(body).map(([k, v]) => `${k}=${v}`).join(" ")}`);
+    return Response.json(view(l));
+  }
+  return Response.json({ error: "not found" }, { status: 404 });
+};
+const listen = (port: number) => Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, handler);
+let control: Deno.HttpServer<Deno.NetAddr>;
+try {
+  control = listen(st.controlPort ?? 0);
+} catch {
+  control = listen(0);
+}
+st.controlPort = control.addr.port;
+await save();
+
+for (const l of lab) {
   const body = {
-    hostname,
-    vendor,
-    baseUrl: sim.sim.url,
-    username: sim.credentials.username,
-    password: sim.credentials.password,
+    hostname: l.hostname,
+    vendor: l.vendor,
+    baseUrl: l.dev.sim.url,
+    username: l.dev.credentials.username,
+    password: l.dev.credentials.password,
     tlsVerifyMode: "self-signed",
   };
   if (json) {
     console.log(
-      JSON.stringify({ vendor, url: sim.sim.url, ...sim.credentials, sha256: sim.sim.fingerprint }),
+      JSON.stringify({
+        vendor: l.vendor,
+        url: l.dev.sim.url,
+        ...l.dev.credentials,
+        sha256: l.dev.sim.fingerprint,
+      }),
     );
     continue;
   }
-  console.log(`\n${vendor}  ${sim.sim.url}`);
-  console.log(`  credentials  ${sim.credentials.username} / ${sim.credentials.password}`);
-  console.log(`  certificate  sha256 ${sim.sim.fingerprint}`);
+  console.log(`\n${l.vendor}  ${l.dev.sim.url}`);
+  console.log(`  credentials  ${l.dev.credentials.username} / ${l.dev.credentials.password}`);
+  console.log(`  certificate  sha256 ${l.dev.sim.fingerprint}`);
   console.log(
-    `  register     curl -sS -X POST ${api}/api/admin/dut/devices -H "Authorization: Bearer $ADMIN_TOKEN" \\`,
+    `  register     curl -sS -X POST ${apiUrl}/api/admin/dut/devices -H "Authorization: Bearer $ADMIN_TOKEN" \\`,
   );
   console.log(`                 -H 'content-type: application/json' -d '${JSON.stringify(body)}'`);
 }
 if (!json) {
   console.log(
-    `\n${started.length} simulator(s) running. The API token is in .data/secrets.json (adminToken) for`,
+    `\n${lab.length} simulator(s) running; state kept in ${stateFile}; control on 127.0.0.1:${st.controlPort}.`,
   );
-  console.log(
-    "an embedded `deno task serve`; export ADMIN_TOKEN=... then run the curl lines. Ctrl-C stops the lab.",
-  );
+  console.log("Register them all with `deno task lab --register` (or the curl lines); change one with");
+  console.log("`deno task lab set vendor-a-ngfw decrypt=off` (see README). Ctrl-C stops the lab.");
 }
+
+/** The admin token: ADMIN_TOKEN, else the embedded service's generated one. */
+async function token(): Promise<string | null> {
+  const t = Deno.env.get("ADMIN_TOKEN");
+  if (t) return t;
+  try {
+    return JSON.parse(await Deno.readTextFile(`${dataDir}/secrets.json`)).adminToken ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Register every lab device, or update the one already registered under its hostname (idempotent). */
+async function registerAll(): Promise<boolean> {
+  const tok = await token();
+  if (!tok) {
+    console.error(
+      `lab --register: no token: set ADMIN_TOKEN or start \`deno task serve\` first (${dataDir}/secrets.json)`,
+    );
+    return false;
+  }
+  const headers = { authorization: `Bearer ${tok}`, "content-type": "application/json" };
+  let existing: Array<{ id: string; hostname: string }> = [];
+  try {
+    const r = await fetch(`${apiUrl}/api/admin/dut/devices`, { headers });
+    if (!r.ok) throw new Error(`HTTP ${r.status}`);
+    existing = (await r.json()).devices;
+  } catch (e) {
+    console.error(
+      `lab --register: cannot list devices at ${apiUrl} (${(e as Error).message}); is the service running?`,
+    );
+    return false;
+  }
+  let ok = true;
+  for (const l of lab) {
+    const body = {
+      hostname: l.hostname,
+      vendor: l.vendor,
+      baseUrl: l.dev.sim.url,
+      username: l.dev.credentials.username,
+      password: l.dev.credentials.password,
+      tlsVerifyMode: "self-signed",
+      pollIntervalSeconds: 30,
+    };
+    const found = existing.find((d) => d.hostname === l.hostname);
+    const r = await fetch(
+      found ? `${apiUrl}/api/admin/dut/devices/${found.id}` : `${apiUrl}/api/admin/dut/devices`,
+      { method: found ? "PATCH" : "POST", headers, body: JSON.stringify(body) },
+    );
+    const text = await r.text();
+    if (!r.ok) ok = false;
+    console.log(
+      `${found ? "updated" : "registered"} ${l.hostname}: HTTP ${r.status}${r.ok ? "" : ` ${text}`}`,
+    );
+  }
+  return ok;
+}
+
+if (register && !(await registerAll())) Deno.exitCode = 1;
+
 const stop = async () => {
-  await Promise.allSettled(started.map((s) => s.close()));
-  Deno.exit(0);
+  await control.shutdown();
+  await Promise.allSettled(lab.map((l) => l.dev.close()));
+  Deno.exit(Deno.exitCode ?? 0);
 };
 Deno.addSignalListener("SIGINT", stop);
 Deno.addSignalListener("SIGTERM", stop);

@@ -1,6 +1,7 @@
 import { type Config, parseEnv } from "./config.ts";
 import { loadOrCreateSecrets, lockDataDir } from "./datadir.ts";
 import { type Db, migrate, openDatabase } from "./db/open.ts";
+import { unpackTemplate } from "./db/template.ts";
 import { StartupError } from "./errors.ts";
 import { logger, setupLogging } from "./log.ts";
 import { buildRegistry, type LoadedModules, type Registry } from "./registry.ts";
@@ -97,19 +98,34 @@ export async function bootstrap(
   return { config, db, registry, services, close, [Symbol.asyncDispose]: close };
 }
 
-/** Open the embedded database, saying what happens while it initialises (a first start takes longest). */
+/**
+ * Open the embedded database, saying what happens while it initialises. A new data directory is unpacked
+ * from the migrated template shipped with the core (core/src/db/template.ts) instead of running PGlite's
+ * initdb; if the template does not unpack or open, the directory is cleared and initdb runs as before.
+ */
 async function openEmbedded(dir: string): Promise<Db> {
   const log = logger("startup");
   const path = `${dir}/pglite`;
-  const fresh = !(await Deno.stat(`${path}/PG_VERSION`).then(() => true, () => false));
-  log.info(
-    fresh
-      ? "Creating the embedded database in {path} (first start; this takes a few seconds)"
-      : "Opening the embedded database in {path} (usually under a second)",
-    { path },
-  );
+  const exists = (p: string) => Deno.stat(p).then(() => true, () => false);
   const t0 = performance.now();
-  const db = await openDatabase({ dataDir: path });
+  let db: Db | null = null;
+  if (!(await exists(`${path}/PG_VERSION`))) {
+    log.info("Creating the embedded database in {path} from its template (first start; about a second)", {
+      path,
+    });
+    try {
+      if (!(await exists(path)) && await unpackTemplate(path)) db = await openDatabase({ dataDir: path });
+    } catch (e) {
+      log.warn("The database template did not load ({error}); creating the database from scratch", {
+        error: String(e),
+      });
+      await Deno.remove(path, { recursive: true }).catch(() => {});
+    }
+    if (!db) log.info("Creating the embedded database with initdb (this takes a few seconds)");
+  } else {
+    log.info("Opening the embedded database in {path} (usually under a second)", { path });
+  }
+  db ??= await openDatabase({ dataDir: path });
   log.info("Embedded database ready in {ms} ms", { ms: Math.round(performance.now() - t0) });
   return db;
 }

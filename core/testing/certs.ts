@@ -97,3 +97,23 @@ export async function issueCertificate(ca: CertificateBundle, hosts: string[]): 
   });
   return bundle(cert, keys);
 }
+
+/** A bundle from stored PEM text (a certificate and its PKCS#8 ECDSA P-256 key), e.g. kept across restarts. */
+export async function certificateFromPem(certPem: string, keyPem: string): Promise<CertificateBundle> {
+  const cert = new x509.X509Certificate(certPem);
+  const privateKey = await crypto.subtle.importKey(
+    "pkcs8",
+    x509.PemConverter.decodeFirst(keyPem),
+    ALG,
+    true,
+    ["sign"],
+  );
+  const publicKey = await cert.publicKey.export(ALG, ["verify"]);
+  return {
+    certPem,
+    keyPem,
+    sha256: await sha256Hex(new Uint8Array(cert.rawData)),
+    keys: { privateKey, publicKey },
+    cert,
+  };
+}

@@ -1,5 +1,6 @@
 import postgres from "postgres";
 import { type Db, migrate, openDatabase } from "../src/db/open.ts";
+import { loadTemplate } from "../src/db/template.ts";
 
 /** The database backends tests run against: PGlite always, PostgreSQL when TEST_DATABASE_URL is set. */
 export function testBackends(): Array<"pglite" | "postgres"> {
@@ -8,10 +9,14 @@ export function testBackends(): Array<"pglite" | "postgres"> {
 
 let template: Promise<Blob> | null = null;
 
-/** A migrated PGlite data directory, made once per test process (a fresh initdb costs ~2.5 s; loading ~0.4 s). */
+/**
+ * A migrated PGlite data directory, made once per test process from the shipped template (a fresh initdb
+ * costs ~2.5 s; loading ~0.4 s), with any newer migration applied.
+ */
 function pgliteTemplate(): Promise<Blob> {
   template ??= (async () => {
-    const db = await openDatabase({});
+    const shipped = await loadTemplate();
+    const db = await openDatabase(shipped ? { loadDataDir: shipped } : {});
     await migrate(db.kysely);
     const dump = await db.dumpDataDir!();
     await db.close();

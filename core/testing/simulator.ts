@@ -118,11 +118,43 @@ export class Simulator implements AsyncDisposable {
 
   /** Serve a new certificate (fresh self-signed unless given) on the same port; returns its SHA-256. */
   async rotateCertificate(next?: CertificateBundle): Promise<string> {
-    this.certificate = next ?? await selfSignedCertificate({ commonName: this.opts.name });
-    this.#releaseHangs();
-    await this.#server.shutdown();
-    this.#listen(this.#port);
+    await this.relisten({ certificate: next ?? await selfSignedCertificate({ commonName: this.opts.name }) });
     return this.fingerprint;
+  }
+
+  /**
+   * Serve on `port` (0: any free port) with `certificate` (the current one when omitted), e.g. to keep a
+   * simulator's address and certificate across restarts of the lab. Throws when the port is taken.
+   */
+  async relisten(opts: { port?: number; certificate?: CertificateBundle }): Promise<void> {
+    this.#releaseHangs();
+    if (this.#down === null) await this.#server.shutdown();
+    if (opts.certificate) this.certificate = opts.certificate;
+    const port = opts.port ?? this.#port;
+    if (this.#down !== null) this.#down = port;
+    else this.#listen(port);
+  }
+
+  /** Port kept while the simulated device is down (not listening); null while it is up. */
+  #down: number | null = null;
+
+  /** Whether the simulated device is down: its port refuses connections, as a powered-off device's does. */
+  get down(): boolean {
+    return this.#down !== null;
+  }
+
+  /** Take the simulated device down (stop listening) or bring it back up on the same port. */
+  async setDown(down: boolean): Promise<void> {
+    if (down === this.down) return;
+    if (down) {
+      this.#releaseHangs();
+      this.#down = this.#port;
+      await this.#server.shutdown();
+    } else {
+      const port = this.#down!;
+      this.#down = null;
+      this.#listen(port);
+    }
   }
 
   #releaseHangs() {
@@ -132,7 +164,7 @@ export class Simulator implements AsyncDisposable {
 
   async close(): Promise<void> {
     this.#releaseHangs();
-    await this.#server.shutdown();
+    if (this.#down === null) await this.#server.shutdown();
   }
 
   [Symbol.asyncDispose](): Promise<void> {

@@ -46,7 +46,7 @@ export interface Db extends AsyncDisposable {
   /** A dedicated session (PostgreSQL only; PGlite is one process by construction). */
   reserve(): Promise<ReservedSession>;
   /** PGlite only: the data directory as a tarball (test templates). */
-  dumpDataDir?(): Promise<Blob>;
+  dumpDataDir?(compression?: "none" | "gzip"): Promise<Blob>;
   close(): Promise<void>;
 }
 
@@ -55,7 +55,7 @@ export interface OpenOptions {
   url?: string;
   /** PGlite data directory; in-memory when absent. */
   dataDir?: string;
-  /** PGlite: start from this dumped data directory (tests). */
+  /** PGlite: start from this dumped data directory (a template; with `dataDir`, only for a new one). */
   loadDataDir?: Blob;
   /** PostgreSQL schema to use (tests isolate themselves in a fresh schema). */
   schema?: string;
@@ -113,9 +113,8 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
     };
     return db;
   }
-  const pglite = opts.dataDir
-    ? new PGlite(opts.dataDir)
-    : new PGlite(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {});
+  const load = opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {};
+  const pglite = opts.dataDir ? new PGlite(opts.dataDir, load) : new PGlite(load);
   await pglite.waitReady;
   const kysely = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
   const db: Db = {
@@ -124,7 +123,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
     reserve() {
       return Promise.reject(new Error("PGlite has a single session; no reserved sessions"));
     },
-    dumpDataDir: () => pglite.dumpDataDir("none"),
+    dumpDataDir: (compression: "none" | "gzip" = "none") => pglite.dumpDataDir(compression),
     async close() {
       await kysely.destroy();
       if (!pglite.closed) await pglite.close();

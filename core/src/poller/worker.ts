@@ -16,6 +16,12 @@ const log = logger("poller");
 /** Advisory lock class id of the poller (the object id is derived from the schema name). */
 export const POLL_LOCK_CLASS = 20261121;
 
+/**
+ * How long after a device's due time the scan that waits for it starts: the due rule is strict
+ * (`lastPollAt + interval` earlier than now), so the scan starts just after, not at, the due time.
+ */
+export const WAKE_MARGIN_MS = 50;
+
 /** Longest wait for a query on the lock session before it is given up as broken. */
 const LOCK_QUERY_TIMEOUT_MS = 10_000;
 
@@ -57,6 +63,8 @@ export class PollWorker {
   #stopped = false;
   #selecting: Promise<boolean> | null = null;
   #abort = new AbortController();
+  /** Ends a tick's wait for the next due device early (stop). */
+  #wake: (() => void) | null = null;
   /** Scans run while holding the lock. */
   scans = 0;
   /** Scans that found due devices of the previous scan not started yet. */
@@ -85,9 +93,47 @@ export class PollWorker {
     this.#tick();
   }
 
+  /**
+   * A scan tick, at least `scanSeconds` after the previous scan started. When no device is due yet but one
+   * becomes due within a scan period, the scan waits until that moment (plus WAKE_MARGIN_MS) instead of
+   * finding it "not yet due" and leaving it to the following scan: a device polled at the end of one scan
+   * with an interval equal to the scan period would otherwise be polled every two periods. The next tick
+   * is timed from the scan's actual start, so scans are never more frequent than `scanSeconds`.
+   */
   #tick() {
     if (this.#stopping) return;
-    this.#timer = setTimeout(() => this.#tick(), this.opts.scanSeconds * 1000);
+    this.#timer = undefined;
+    (async () => {
+      const wait = await this.#untilDue().catch(() => 0);
+      if (wait > 0 && wait < this.opts.scanSeconds * 1000) {
+        await new Promise<void>((r) => {
+          this.#timer = setTimeout(r, wait + WAKE_MARGIN_MS);
+          this.#wake = r;
+        });
+        this.#wake = null;
+      }
+      if (this.#stopping) return;
+      this.#timer = setTimeout(() => this.#tick(), this.opts.scanSeconds * 1000);
+      this.#scanTick();
+    })();
+  }
+
+  /**
+   * Milliseconds, on the database clock, until the earliest enabled device becomes due (0 or less when one
+   * is due now or was never polled).
+   */
+  async #untilDue(): Promise<number> {
+    const r = await sql<{ ms: number | string | null; never: boolean }>`select
+        extract(epoch from min(last_poll_at + poll_interval_seconds * interval '1 second') - now()) * 1000
+          as ms,
+        bool_or(last_poll_at is null) as never
+      from devices where enabled`.execute(this.db.kysely);
+    const row = r.rows[0];
+    if (!row || row.never || row.ms === null) return 0;
+    return Number(row.ms);
+  }
+
+  #scanTick() {
     if (this.#queue.length) {
       // due devices of the previous scan have not even started: an overrun
       this.metrics.overruns.inc();
@@ -246,6 +292,7 @@ export class PollWorker {
   async stop(graceMs: number): Promise<void> {
     this.#stopping = true;
     clearTimeout(this.#timer);
+    this.#wake?.();
     this.#queue = [];
     await this.#selecting?.catch(() => {});
     const drained = this.poller.drain();
