@@ -45,3 +45,16 @@ Deno.test("decryptRuleCount: a deep-inspection profile on a UTM-off or disabled 
   policies[0].results[2].status = "enable";
   assert.equal(adapter.facts.decryptRuleCount({ policies, sslSshProfiles }), 3);
 });
+
+Deno.test("inventory reads model, version with build and serial from the simulator's system status", async () => {
+  const { startSimulatedDevice } = await import("./sim.ts");
+  const { connectTo } = await import("@dutlab/core/testing");
+  await using sim = await startSimulatedDevice({ username: "apitoken" });
+  await using conn = await connectTo(adapter, sim.sim, { credentials: sim.credentials });
+  const snaps = await conn.session.collectAll();
+  assert.deepEqual(adapter.facts.inventory(payloadOf(snaps, "system_info")), {
+    model: "FortiGate VM64",
+    softwareVersion: "v7.6.7 build 3704",
+    serialNumber: "FGVM02TM24000001",
+  });
+});
