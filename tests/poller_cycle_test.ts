@@ -146,6 +146,30 @@ dbTest("an adapter returning wrong labels or a payload without JSON form stores 
   assert.equal(await count(db, "snapshot_latest"), 0);
 });
 
+dbTest("an adapter's poll notes are appended to the poll detail of an ok poll", async (db) => {
+  const noted = defineAdapter({
+    ...fixtureAdapter,
+    vendorKey: "fixture-noted",
+    displayName: "fixture-noted",
+    create(ctx) {
+      const s = fixtureAdapter.create(ctx);
+      return { ...s, pollNotes: () => ["this cycle used HTTP Basic authentication"] };
+    },
+  });
+  const { svc } = await setup(
+    db,
+    {},
+    fixtureModules({
+      adapters: [{ name: "@dutlab/adapter-fixture-noted", version: "0.0.5", module: noted }],
+    }),
+  );
+  await using dev = await fixtureDevice();
+  const id = await addDevice(svc, dev.sim.url, { vendor: "fixture-noted" });
+  const r = await svc.poller.poll(id);
+  assert.equal(r.lastPollStatus, "ok");
+  assert.equal(r.lastPollError, "collected 3 snapshot(s); this cycle used HTTP Basic authentication");
+});
+
 dbTest("a lost poll lock found inside the write transaction stores no snapshot and no poll", async (db) => {
   const { svc } = await setup(db);
   await using dev = await fixtureDevice();

@@ -100,3 +100,38 @@ Deno.test("collections follow Members@odata.nextLink up to the bound, and say wh
     (e) => e instanceof DeviceError && /twice/.test(e.message),
   );
 });
+
+Deno.test("a collection longer than the page bound is cut, and the payload says where", async () => {
+  const tmp = await Deno.makeTempDir();
+  try {
+    const base = JSON.parse(
+      await Deno.readTextFile(new URL("./testdata/dmtf-public-rackmount1/replay.json", import.meta.url)),
+    );
+    const tree = new URL("./testdata/dmtf-public-rackmount1/mockup", import.meta.url).pathname;
+    const path = "/redfish/v1/UpdateService/FirmwareInventory";
+    const pages = Array.from({ length: 40 }, (_, i) => ({
+      path: i === 0 ? path : `${path}?$skip=${i}`,
+      body: {
+        "@odata.id": path,
+        Members: [{ "@odata.id": `${path}/BMC` }],
+        "Members@odata.nextLink": `${path}?$skip=${i + 1}`,
+      },
+    }));
+    await Deno.symlink(tree, `${tmp}/mockup`);
+    await Deno.writeTextFile(
+      `${tmp}/replay.json`,
+      JSON.stringify({ tree: { prefix: "/redfish/v1", dir: "mockup" }, routes: [...base.routes, ...pages] }),
+    );
+    await using replay = await startReplayServer(tmp);
+    await using conn = await connectTo(adapter, replay, {
+      credentials: { username: "admin", password: "x" },
+    });
+    const fw = payloadOf(await conn.session.collectAll(), "firmware_inventory");
+    assert.equal(fw.pages.length, 31);
+    assert.equal(fw.truncated.nextLink, `${path}?$skip=32`);
+    assert.match(fw.truncated.detail, /stopped after 32 pages/);
+    assert.deepEqual(Object.keys(fw.members), [`${path}/BMC`]);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});

@@ -44,6 +44,8 @@ export function deployState(payload: unknown): { state: string; pendingChanges: 
 /**
  * `decrypt_policy` → number of SSL rules whose `ruleAction` starts with `DECRYPT_`, counted only in SSL
  * policies attached to an access policy (`accessPolicy.sslPolicy`); a detached SSL policy decrypts nothing.
+ * An attached SSL policy whose `defaultAction.policyAction` starts with `DECRYPT_` decrypts the traffic no
+ * rule matches, so it counts as one more (decryption is on even with zero rules).
  */
 export function decryptRuleCount(payload: unknown): number {
   const p = obj(payload, "the decrypt_policy payload");
@@ -55,10 +57,19 @@ export function decryptRuleCount(payload: unknown): number {
     if (typeof id !== "string") throw new Error(`Expected accessPolicy.sslPolicy to have a string "id"`);
     attached.add(id);
   }
-  items(p.sslPolicies, "decrypt_policy.sslPolicies");
+  const defaults = new Map<string, unknown>();
+  for (const sp of items(p.sslPolicies, "decrypt_policy.sslPolicies")) {
+    const policy = obj(sp, "an SSL policy");
+    const action = policy.defaultAction === null || policy.defaultAction === undefined
+      ? undefined
+      : obj(policy.defaultAction, "sslPolicy.defaultAction").policyAction;
+    if (typeof policy.id === "string") defaults.set(policy.id, action);
+  }
   const rulesByPolicy = obj(p.sslRules, "decrypt_policy.sslRules");
   let n = 0;
   for (const id of attached) {
+    const fallback = defaults.get(id);
+    if (typeof fallback === "string" && fallback.startsWith("DECRYPT_")) n++;
     if (!Object.hasOwn(rulesByPolicy, id)) {
       throw new Error(`Expected decrypt_policy.sslRules to hold the rules of "${id}"`);
     }
@@ -70,20 +81,30 @@ export function decryptRuleCount(payload: unknown): number {
   return n;
 }
 
-/** `ntp_config` → the configured NTP servers of every enabled NTP object, de-duplicated, in order. */
-export function ntpServers(payload: unknown): string[] {
-  const out: string[] = [];
-  for (const i of items(payload, "the ntp_config payload")) {
+/**
+ * The NTP object in effect, from an `ntp_config` list: the first object with `enabled: true`; when none
+ * says `enabled`, the first without the field (releases without the switch); none when every object is
+ * disabled. Recent releases list more than one NTP object; only one is in effect.
+ */
+export function ntpObjectInEffect(payload: unknown): Json | null {
+  const objects = items(payload, "the ntp_config payload").map((i) => {
     const ntp = obj(i, "an NTP object");
     if (!Array.isArray(ntp.ntpServers)) {
       throw new Error(`Expected an NTP object to have an "ntpServers" array`);
     }
-    if (ntp.enabled === false) continue;
-    for (const s of ntp.ntpServers) {
-      if (typeof s !== "string") throw new Error(`Expected "ntpServers" to hold strings`);
-      const t = s.trim();
-      if (t && !out.includes(t)) out.push(t);
-    }
+    return ntp;
+  });
+  return objects.find((o) => o.enabled === true) ?? objects.find((o) => o.enabled === undefined) ?? null;
+}
+
+/** `ntp_config` → the NTP servers of the object in effect (see `ntpObjectInEffect`), trimmed, de-duplicated. */
+export function ntpServers(payload: unknown): string[] {
+  const ntp = ntpObjectInEffect(payload);
+  const out: string[] = [];
+  for (const s of (ntp?.ntpServers ?? []) as unknown[]) {
+    if (typeof s !== "string") throw new Error(`Expected "ntpServers" to hold strings`);
+    const t = s.trim();
+    if (t && !out.includes(t)) out.push(t);
   }
   return out;
 }

@@ -35,6 +35,15 @@ export const LABELS = [
   "interfaces",
 ] as const;
 
+/**
+ * The latest deployment job only: newest `queuedTime` first, one item. The history is never paged (it grows
+ * with every deployment).
+ */
+export const LATEST_DEPLOYMENT_PATH: string = withQuery("/operational/deploy", {
+  limit: 1,
+  sort: "-queuedTime",
+});
+
 /** CPU monitor read by the connection test; `time_duration` is in seconds. */
 export const CPU_MONITOR_PATH: string = withQuery("/monitor/trendingreports/cpu", { time_duration: 300 });
 
@@ -82,7 +91,13 @@ class FdmSession implements AdapterSession {
   async collectAll(): Promise<CollectedSnapshot[]> {
     const c = this.#client;
     const systemInfo = await c.getJson("/operational/systeminfo/default");
-    const deployments = await c.getList("/operational/deploy");
+    const deployments = await c.getJson(LATEST_DEPLOYMENT_PATH);
+    if (!Array.isArray(deployments.items)) {
+      throw new DeviceError(
+        "protocol_error",
+        `Expected a list with "items" from GET ${API_BASE}${LATEST_DEPLOYMENT_PATH}`,
+      );
+    }
     const pendingChanges = await c.getList("/operational/pendingchanges");
     const accessPolicies = await c.getList("/policy/accesspolicies");
     const sslPolicies = await c.getList("/policy/sslpolicies");
@@ -99,7 +114,7 @@ class FdmSession implements AdapterSession {
     const interfaces = await c.getList("/devices/default/interfaces");
     const payloads: Record<(typeof LABELS)[number], unknown> = {
       system_info: systemInfo,
-      deploy_status: { deployments, pendingChanges },
+      deploy_status: { deployments: deployments as unknown as FdmList, pendingChanges },
       decrypt_policy: { accessPolicies, sslPolicies, sslRules },
       access_rules: accessRules,
       ntp_config: ntp,

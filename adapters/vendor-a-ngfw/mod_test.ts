@@ -19,7 +19,13 @@ async function pollAndRelease(device: VendorSim): Promise<CollectedSnapshot[]> {
 }
 
 Deno.test("vendor-a-ngfw meets the adapter contract", (t) =>
-  runAdapterContract(t, { adapter, start: () => startSimulatedDevice() }));
+  runAdapterContract(t, {
+    adapter,
+    start: () => startSimulatedDevice(),
+    cases: ["firepyer-ftd-6.6", "ntp-two-objects", "ssl-default-action-decrypt", "deploy-long-history"].map((
+      c,
+    ) => new URL(`./testdata/${c}`, import.meta.url)),
+  }));
 
 Deno.test("collects 7 labels per poll with the documented payload keys", async () => {
   await using device = await startSimulatedDevice();

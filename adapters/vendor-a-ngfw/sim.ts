@@ -331,7 +331,14 @@ export async function startSimulatedDevice(
     if (rel === "/operational/systeminfo/default") {
       return json(withLinks({ ...state.systemInfo, currentTime: Date.now() }, rel));
     }
-    if (rel === "/operational/deploy") return list(state.deployments, byId(rel));
+    if (rel === "/operational/deploy") {
+      // `sort=-queuedTime`: newest job first (the order the adapter asks for); otherwise history order.
+      const sort = url.searchParams.get("sort");
+      const jobs = sort === "-queuedTime"
+        ? [...state.deployments].sort((a, b) => Number(b.queuedTime) - Number(a.queuedTime))
+        : state.deployments;
+      return list(jobs, byId(rel));
+    }
     if ((sub = /^\/operational\/deploy\/([^/]+)$/.exec(rel))) {
       const job = state.deployments.find((d) => d.id === sub![1]);
       return job ? json(withLinks(job, rel)) : errorWrapper(404, "Object not found", "objectNotFound");

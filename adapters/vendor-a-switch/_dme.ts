@@ -57,7 +57,8 @@ export function childrenOf(mo: DmeObject, cls: string): DmeObject[] {
 /**
  * Configured NTP providers from an `ntp_config` payload (the answer to
  * `GET /api/mo/sys/time.json?rsp-subtree=full`): the `name` of every `datetimeNtpProvider` child of
- * `datetimeClkPol`, servers and peers alike. No provider children means none configured.
+ * `datetimeClkPol`, servers and peers alike. No provider children means none configured. A clock policy
+ * whose `adminSt` is `disabled` has NTP switched off: its providers are no time source and are left out.
  */
 export function ntpServers(payload: unknown): string[] {
   if (!isEnvelope(payload)) {
@@ -70,6 +71,7 @@ export function ntpServers(payload: unknown): string[] {
   }
   const names: string[] = [];
   for (const pol of policies) {
+    if (pol.attributes.adminSt === "disabled") continue;
     for (const prov of childrenOf(pol, "datetimeNtpProvider")) {
       const name = prov.attributes.name;
       if (typeof name !== "string" || name === "") {

@@ -8,7 +8,11 @@ import { startSimulatedDevice, type VendorSim } from "./sim.ts";
 import { type ParkedLogin, PATHS } from "./_session.ts";
 
 Deno.test("vendor-a-switch meets the adapter contract", (t) =>
-  runAdapterContract(t, { adapter, start: () => startSimulatedDevice() }));
+  runAdapterContract(t, {
+    adapter,
+    start: () => startSimulatedDevice(),
+    cases: [new URL("./testdata/ntp-admin-disabled", import.meta.url)],
+  }));
 
 /**
  * Parking between cycles as core's SessionRegistry does it (TTL included). Core exports no registry to

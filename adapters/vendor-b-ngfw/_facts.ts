@@ -26,29 +26,55 @@ export function profileIsDeep(profile: Obj): boolean {
   return ssl["inspect-all"] === "deep-inspection" || https.status === "deep-inspection";
 }
 
+/** Rows of a table answer, each with the VDOM its envelope names (`vdom=*` answers one envelope per VDOM). */
+function vdomTable(answer: unknown, what: string): Array<{ vdom: string; row: Obj }> {
+  const envelopes = Array.isArray(answer) ? answer : [answer];
+  return envelopes.flatMap((env) => {
+    const vdom = isObj(env) && typeof env.vdom === "string" ? env.vdom : "root";
+    return table(env, what).map((row) => ({ vdom, row }));
+  });
+}
+
+/** A policy that decrypts, with the VDOM it lives in. */
+export interface DecryptingPolicy {
+  vdom: string;
+  policyid: unknown;
+  profile: string;
+}
+
 /**
- * Enabled accept policies whose `ssl-ssh-profile` does deep inspection, from a `decrypt_policy` payload
- * `{ policies: <cmdb/firewall/policy answer>, sslSshProfiles: <cmdb/firewall/ssl-ssh-profile answer> }`.
+ * Policies that decrypt TLS, from a `decrypt_policy` payload `{ policies, sslSshProfiles }` (each the
+ * `cmdb/firewall/...?vdom=*` answer: one envelope per VDOM, or one envelope from an older poll): `status`
+ * `enable`, `action` `accept`, `utm-status` `enable` (a policy without the field counts, as FortiOS
+ * applies its profiles), and an `ssl-ssh-profile` of the same VDOM that does deep inspection.
  */
-export function decryptRuleCount(payload: unknown): number {
+export function decryptingPolicies(payload: unknown): DecryptingPolicy[] {
   if (!isObj(payload) || !("policies" in payload) || !("sslSshProfiles" in payload)) {
     throw new Error("Cannot read decrypt_policy: expected { policies, sslSshProfiles }");
   }
-  const policies = table(payload.policies, "decrypt_policy.policies");
+  const policies = vdomTable(payload.policies, "decrypt_policy.policies");
   const profiles = new Map<string, boolean>();
-  for (const p of table(payload.sslSshProfiles, "decrypt_policy.sslSshProfiles")) {
-    if (typeof p.name !== "string") throw new Error("Cannot read decrypt_policy: a profile has no name");
-    profiles.set(p.name, profileIsDeep(p));
+  for (const { vdom, row } of vdomTable(payload.sslSshProfiles, "decrypt_policy.sslSshProfiles")) {
+    if (typeof row.name !== "string") throw new Error("Cannot read decrypt_policy: a profile has no name");
+    profiles.set(`${vdom}\0${row.name}`, profileIsDeep(row));
   }
-  let n = 0;
-  for (const p of policies) {
+  const out: DecryptingPolicy[] = [];
+  for (const { vdom, row: p } of policies) {
     const profile = p["ssl-ssh-profile"];
     if (p.status !== "enable" || p.action !== "accept" || typeof profile !== "string" || profile === "") {
       continue;
     }
-    if (profiles.get(profile) ?? BUILT_IN_DEEP.has(profile)) n++;
+    if (p["utm-status"] !== undefined && p["utm-status"] !== "enable") continue;
+    if (profiles.get(`${vdom}\0${profile}`) ?? BUILT_IN_DEEP.has(profile)) {
+      out.push({ vdom, policyid: p.policyid, profile });
+    }
   }
-  return n;
+  return out;
+}
+
+/** Number of policies that decrypt, across every VDOM collected (see `decryptingPolicies`). */
+export function decryptRuleCount(payload: unknown): number {
+  return decryptingPolicies(payload).length;
 }
 
 /**

@@ -34,12 +34,13 @@ export const CALLS = {
   system_info: "/api/v2/monitor/system/status",
   resource_usage: "/api/v2/monitor/system/resource/usage?scope=global&interval=1-min",
   ntp_config: "/api/v2/cmdb/system/ntp",
+  // `vdom=*`: every VDOM the credential can see, one envelope each (its `vdom` names it).
   decrypt_policy: {
-    policies: "/api/v2/cmdb/firewall/policy?vdom=root",
-    sslSshProfiles: "/api/v2/cmdb/firewall/ssl-ssh-profile?vdom=root",
+    policies: "/api/v2/cmdb/firewall/policy?vdom=*",
+    sslSshProfiles: "/api/v2/cmdb/firewall/ssl-ssh-profile?vdom=*",
   },
   ha_status: "/api/v2/cmdb/system/ha",
-  interfaces: "/api/v2/monitor/system/interface?vdom=root",
+  interfaces: "/api/v2/monitor/system/interface?vdom=*",
   license_status: "/api/v2/monitor/license/status",
 } as const;
 
@@ -78,7 +79,8 @@ class RestV2Session implements AdapterSession {
   }
 
   async testConnection(): Promise<ConnectionTestResult> {
-    const body = await this.#get(CPU_MONITOR);
+    const answer = await this.#get(CPU_MONITOR);
+    const body = Array.isArray(answer) ? answer[0] ?? {} : answer;
     const cpu = (body.results as { cpu?: Array<{ current?: unknown }> } | undefined)?.cpu;
     const current = Array.isArray(cpu) ? cpu[0]?.current : undefined;
     if (typeof current !== "number" || !Number.isFinite(current)) {
@@ -97,7 +99,7 @@ class RestV2Session implements AdapterSession {
       if (typeof call === "string") {
         out.push({ label, payload: await this.#get(call) });
       } else {
-        const payload: Obj = {};
+        const payload: Record<string, unknown> = {};
         for (const [key, path] of Object.entries(call)) payload[key] = await this.#get(path);
         out.push({ label, payload });
       }
@@ -125,7 +127,7 @@ class RestV2Session implements AdapterSession {
   }
 
   /** GET one API path; re-logs in once when an admin session has expired (HTTP 401). */
-  async #get(path: string): Promise<Obj> {
+  async #get(path: string): Promise<Obj | Obj[]> {
     if (!this.#token && this.#style === null) await this.#login();
     let res = await this.#request("GET", path);
     if (res.status === 401 && !this.#token) {
@@ -139,7 +141,7 @@ class RestV2Session implements AdapterSession {
     return this.#read(res);
   }
 
-  #read(res: DeviceResponse): Obj {
+  #read(res: DeviceResponse): Obj | Obj[] {
     const call = `${res.method} ${res.path}`;
     if (res.status === 401) {
       throw new DeviceError(
@@ -159,19 +161,24 @@ class RestV2Session implements AdapterSession {
       throw new DeviceError("http_error", `${call} answered HTTP ${res.status}`);
     }
     const body = res.json();
-    if (!isObj(body) || !("results" in body)) {
-      throw new DeviceError(
-        "protocol_error",
-        `${call} answered without a REST API v2 envelope ("results" missing)`,
-      );
+    // `vdom=*` answers a list with one envelope per VDOM.
+    const envelopes = Array.isArray(body) ? body : [body];
+    for (const env of envelopes) {
+      if (!isObj(env) || !("results" in env)) {
+        throw new DeviceError(
+          "protocol_error",
+          `${call} answered without a REST API v2 envelope ("results" missing)`,
+        );
+      }
+      if (env.status !== undefined && env.status !== "success") {
+        throw new DeviceError(
+          "protocol_error",
+          `${call} answered status "${String(env.status)}" with HTTP 200` +
+            (typeof env.vdom === "string" ? ` for VDOM ${env.vdom}` : ""),
+        );
+      }
     }
-    if (body.status !== undefined && body.status !== "success") {
-      throw new DeviceError(
-        "protocol_error",
-        `${call} answered status "${String(body.status)}" with HTTP 200`,
-      );
-    }
-    return body;
+    return body as Obj | Obj[];
   }
 
   #request(method: string, path: string): Promise<DeviceResponse> {

@@ -71,7 +71,14 @@ const isStatus = (status: string) => (e: unknown) => e instanceof DeviceError &&
 const apiPaths = (sim: VendorSim) => sim.sim.requests.filter((r) => r.path.startsWith("/api/v2/"));
 
 Deno.test("vendor-b-ngfw meets the adapter contract", (t) =>
-  runAdapterContract(t, { adapter, start: () => startSimulatedDevice() }));
+  runAdapterContract(t, {
+    adapter,
+    start: () => startSimulatedDevice(),
+    cases: ["exporter-multi-vdom", "multi-vdom-deep-inspection"].map((c) => ({
+      folder: new URL(`./testdata/${c}`, import.meta.url),
+      credentials: { username: "apitoken", password: "replay-token-0123456789" },
+    })),
+  }));
 
 Deno.test("vendor-b-ngfw meets the adapter contract with an API token", (t) =>
   runAdapterContract(t, { adapter, start: () => startSimulatedDevice({ username: "apitoken" }) }));
@@ -319,7 +326,8 @@ Deno.test("changing simulator state changes the stored payload of every label", 
   assert.equal(((after.resource_usage.results as Obj).cpu as Obj[])[0].current, 88);
   assert.deepEqual(ntpServers(after.ntp_config), ["fortiguard"]);
   assert.equal((after.ha_status.results as Obj).mode, "a-p");
-  assert.equal(((after.interfaces.results as Obj).port3 as Obj).link, true);
+  // `vdom=*`: one envelope per VDOM, root only on this single-VDOM box.
+  assert.equal((((after.interfaces as unknown as Obj[])[0].results as Obj).port3 as Obj).link, true);
   // Payloads are the device's envelopes, unchanged.
   assert.equal(after.system_info.serial, sim.state.serial);
   assert.equal(after.system_info.version, "v7.6.7");
@@ -353,7 +361,7 @@ Deno.test("a feature that is off is stored as the device says so, not as a faile
   const snaps = Object.fromEntries((await poll(sim, sim.tokenCredentials)).map((s) => [s.label, s.payload]));
   assert.equal((snaps.ha_status as { results: Obj }).results.mode, "standalone", "no HA: standalone");
   assert.deepEqual(ntpServers(snaps.ntp_config), []);
-  assert.deepEqual((snaps.decrypt_policy as { policies: Obj }).policies.results, []);
+  assert.deepEqual((snaps.decrypt_policy as { policies: Obj[] }).policies[0].results, []);
   assert.equal(decryptRuleCount(snaps.decrypt_policy), 0);
 });
 

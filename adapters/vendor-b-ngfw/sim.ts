@@ -40,6 +40,11 @@ export interface FortiSimState {
   interfaces: Record<string, Obj>;
   /** `results` of `GET /api/v2/monitor/license/status`. */
   license: Obj;
+  /**
+   * Further VDOMs (multi-VDOM mode), by name, with their own policies, profiles and interfaces. `vdom=*`
+   * answers one envelope per VDOM, root first; `vdom=<name>` answers that VDOM.
+   */
+  vdoms: Record<string, { policies: Obj[]; sslSshProfiles: Obj[]; interfaces: Record<string, Obj> }>;
   /** API paths (e.g. `/api/v2/cmdb/firewall/policy`) the admin profile may not read: answered 403. */
   deniedPaths: string[];
   /** Admin idle timeout (`config system global` `admintimeout`, default 5 minutes). */
@@ -208,6 +213,7 @@ export function defaultState(firmware: FirmwareMode = "7.6.3+"): FortiSimState {
     firmware,
     hostname: "fgt-lab-1",
     serial: "FGVM02TM24000001",
+    vdoms: {},
     ...FIRMWARE[firmware],
     cpu: 7,
     mem: 41,
@@ -534,7 +540,28 @@ export async function startSimulatedDevice(opts: VendorSimOptions = {}): Promise
   const data = (method: string, apiPath: string, query: URLSearchParams): Response => {
     if (method !== "GET") return errorEnvelope(method, apiPath, 405);
     const vdom = query.get("vdom");
-    if (vdom !== null && vdom !== "root") return errorEnvelope(method, apiPath, 404);
+    const perVdom: Record<string, keyof FortiSimState["vdoms"][string]> = {
+      "/api/v2/cmdb/firewall/policy": "policies",
+      "/api/v2/cmdb/firewall/ssl-ssh-profile": "sslSshProfiles",
+      "/api/v2/monitor/system/interface": "interfaces",
+    };
+    const scoped = perVdom[apiPath];
+    if (scoped && vdom !== null && vdom !== "root") {
+      const all = [
+        ["root", state[scoped]] as const,
+        ...Object.entries(state.vdoms).map(([n, v]) => [n, v[scoped]]),
+      ];
+      if (vdom === "*") {
+        return Response.json(
+          all.map(([name, results]) => envelope(method, apiPath, results, { vdom: name })),
+        );
+      }
+      const one = all.find(([name]) => name === vdom);
+      return one
+        ? Response.json(envelope(method, apiPath, one[1], { vdom }))
+        : errorEnvelope(method, apiPath, 404);
+    }
+    if (vdom !== null && vdom !== "root" && vdom !== "*") return errorEnvelope(method, apiPath, 404);
     const ok = (results: unknown) => Response.json(envelope(method, apiPath, results));
     switch (apiPath) {
       case "/api/v2/monitor/system/status":

@@ -13,6 +13,20 @@ const STAGE: Record<string, string> = {
   credential_error: "Stored credential unusable",
 };
 
+/**
+ * The detail of a passed connection test. A test that read no CPU figure does not claim a CPU monitor: it
+ * says the device gave none, in the adapter's words.
+ */
+export function connectionDetail(
+  r: { cpuDetail: string; cpuPercent: number | null },
+  latencyMs: number,
+  tlsNote = "",
+): string {
+  return r.cpuPercent === null
+    ? `Authentication succeeded; no CPU figure: ${r.cpuDetail}; latency ${latencyMs} ms.${tlsNote}`
+    : `Authentication succeeded; CPU monitor reachable: ${r.cpuDetail}; latency ${latencyMs} ms.${tlsNote}`;
+}
+
 /** POST /devices/{id}/test: authenticate, read the CPU monitor, report latency. Never throws for device faults. */
 export async function testConnection(
   svc: Services,
@@ -36,10 +50,7 @@ export async function testConnection(
       : "";
     return {
       ok: true,
-      // A test that read no figure must not claim a CPU monitor: it says the device exposes none.
-      detail: r.cpuPercent === null
-        ? `Authentication succeeded; no CPU figure: ${r.cpuDetail}; latency ${latency} ms.${tls}`
-        : `Authentication succeeded; CPU monitor reachable: ${r.cpuDetail}; latency ${latency} ms.${tls}`,
+      detail: connectionDetail(r, latency, tls),
       latencyMs: latency,
     };
   } catch (e) {

@@ -110,8 +110,13 @@ export async function runAdapterContract(
   subject: {
     adapter: AdapterDefinition;
     start(): Promise<SimulatedDevice>;
-    /** Replay case folders (see `startReplayServer`) whose collected payloads every fact must read too. */
-    cases?: Array<string | URL>;
+    /**
+     * Replay case folders (see `startReplayServer`) whose collected payloads every fact must read too;
+     * with `credentials` when the case needs other ones than the simulator's (e.g. an API token).
+     */
+    cases?: Array<
+      string | URL | { folder: string | URL; credentials: { username: string; password: string } }
+    >;
   },
 ): Promise<void> {
   const { adapter } = subject;
@@ -157,13 +162,16 @@ export async function runAdapterContract(
     await releaseParked(adapter, device, sessions);
     assert.deepEqual(Object.keys(readFacts(adapter, snaps)).sort(), declared.sort());
     for (const c of subject.cases ?? []) {
-      await using replay = await startReplayServer(c);
+      const { folder, credentials } = typeof c === "string" || c instanceof URL
+        ? { folder: c, credentials: device.credentials }
+        : c;
+      await using replay = await startReplayServer(folder);
       let caseSnaps;
       {
-        await using conn = await connectTo(adapter, replay, { credentials: device.credentials });
+        await using conn = await connectTo(adapter, replay, { credentials });
         caseSnaps = await conn.session.collectAll();
       }
-      assert.deepEqual(Object.keys(readFacts(adapter, caseSnaps)).sort(), declared.sort(), String(c));
+      assert.deepEqual(Object.keys(readFacts(adapter, caseSnaps)).sort(), declared.sort(), String(folder));
     }
   });
 

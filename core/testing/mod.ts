@@ -1,6 +1,7 @@
 /**
- * Test helpers for module authors: HTTPS device simulators, certificates, the adapter contract kit,
- * database fixtures (PGlite and PostgreSQL) and an in-process app.
+ * Test helpers for module authors: HTTPS device simulators, a replay server for captured device answers,
+ * certificates, the adapter contract kit (with its facts step), database fixtures (PGlite and PostgreSQL)
+ * and an in-process app.
  *
  * @module
  */
