@@ -108,8 +108,8 @@ export function computeVerdict(
     pf.pass ? "pass" : "inconclusive",
     pf.pass ? `Pre-flight at start: ${pf.summary}` : `The lab was not ready at start: ${pf.summary}` +
       (bad.length
-        ? ` (${bad.slice(0, 5).map((c) => `${c.checkId} on ${c.deviceHostname}: ${c.status}`).join("; ")}${
-          bad.length > 5 ? `; ${bad.length - 5} more` : ""
+        ? ` (${bad.slice(0, 3).map((c) => `${c.checkId} on ${c.deviceHostname}: ${c.status}`).join("; ")}${
+          bad.length > 3 ? `; ${bad.length - 3} more in annex preflight-at-start` : ""
         })`
         : ""),
   );
