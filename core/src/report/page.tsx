@@ -765,7 +765,9 @@ function fmtFigure(f: Figure): string {
   }
   if (f.unit === "s") return `${fmtDuration(f.value)} (${num.format(f.value)} s)`;
   if (f.unit === "%") {
-    return `${new Intl.NumberFormat("en-US", { maximumFractionDigits: 3 }).format(f.value)} %`;
+    const small = f.value !== 0 && Math.abs(f.value) < 1;
+    const opts = small ? { maximumSignificantDigits: 2 } : { maximumFractionDigits: 3 };
+    return `${new Intl.NumberFormat("en-US", opts).format(f.value)} %`;
   }
   return `${num.format(f.value)} ${f.unit}`;
 }

@@ -24,7 +24,8 @@ export interface VerdictInputs {
 /** Severity order: the verdict is the most severe effect among the reasons. */
 const ORDER: VerdictValue[] = ["invalid", "fail", "inconclusive", "pass"];
 
-const pct = (x: number) => `${Math.round(x * 1000) / 1000} %`;
+const pct = (x: number) =>
+  `${Math.abs(x) < 1 && x !== 0 ? Number(x.toPrecision(2)) : Math.round(x * 1000) / 1000} %`;
 
 /**
  * The overall verdict of a run and one reason per input (rule `dutlab-verdict-1`):
