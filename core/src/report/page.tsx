@@ -398,7 +398,7 @@ const VERDICT_MEANING: Record<string, string> = {
 };
 const INPUT_LABEL: Record<string, string> = {
   outcome: "Operator's declared outcome",
-  slo: "SLO, p99 latency",
+  slo: "p99 latency vs SLO target",
   "error-rate": "Error rate",
   "load-generator-thresholds": "Load generator thresholds",
   preflight: "Pre-flight at start",
