@@ -79,7 +79,7 @@ const Run = z.object({
   planSnapshotSha256: z.string(),
   licenseId: z.string(),
   customer: z.string().nullable(),
-  labName: z.string(),
+  labName: z.string().nullable(),
   notes: z.string().nullable(),
   status: z.enum(["active", "finished"]),
   startedAt: z.string(),

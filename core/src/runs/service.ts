@@ -35,8 +35,8 @@ export interface RunView {
   licenseId: string;
   /** The customer (licensee) named at start, or null. */
   customer: string | null;
-  /** The lab that ran the test (`DUT_LAB_NAME` at start). */
-  labName: string;
+  /** The lab that ran the test (`DUT_LAB_NAME` at start); null for runs started before it was recorded. */
+  labName: string | null;
   notes: string | null;
   status: "active" | "finished";
   startedAt: string;
@@ -321,7 +321,7 @@ export class RunService {
       planSnapshotSha256: r.plan_snapshot_sha256,
       licenseId: r.license_id,
       customer: r.customer,
-      labName: r.lab_name ?? this.labName,
+      labName: r.lab_name,
       notes: r.notes,
       status: r.status as "active" | "finished",
       startedAt: new Date(r.started_at).toISOString(),
