@@ -45,4 +45,13 @@ Deno.test("the licence carries the restrictions in English, Brazilian Portuguese
   for (const t of Object.values(l.restrictions)) assert.ok(t.includes("ACME-1"));
   assert.match(l.restrictions["pt-BR"], /licença/);
   assert.match(l.restrictions.es, /licencia/);
+  // Without a customer the report is the lab's internal document; with one, the licence names it.
+  assert.equal(l.holder, "dutlab test lab (internal use)");
+  const c = licenseTexts("ACME-1", { lab: "Rack & Co Lab", customer: "ACME Networks" });
+  assert.equal(c.holder, "ACME Networks");
+  assert.equal(c.issuer, "Rack & Co Lab");
+  assert.equal(c.licensee, "ACME Networks");
+  for (const t of Object.values(c.restrictions)) {
+    assert.ok(t.includes("ACME Networks") && t.includes("Rack & Co Lab"), t);
+  }
 });

@@ -115,6 +115,12 @@ dbTest("a full run on the simulated lab yields a verified report that prints on 
     });
     assert.equal(report.slo.pass, true);
     assert.equal(report.slo.errorBudgetBurnedPct, 0);
+    // Raw samples without a failure count, from a run of seconds against a 50-minute plan: not a clean pass.
+    assert.equal(report.verdict?.value, "inconclusive");
+    assert.deepEqual(
+      report.verdict?.reasons.filter((r) => r.effect !== "pass" && r.effect !== "none").map((r) => r.input),
+      ["error-rate", "coverage"],
+    );
     const pfAnnex = JSON.parse(report.annexes.find((a) => a.id === "preflight-at-start")!.body);
     assert.equal(pfAnnex.summary, preflight.summary);
 
@@ -150,7 +156,12 @@ dbTest("a full run on the simulated lab yields a verified report that prints on 
     assert.ok(cover.includes(report.reportSha256), "the cover shows the JSON's reportSha256");
     assert.ok(cover.includes(report.meta.planSnapshotSha256));
     assert.ok(cover.includes(run.executionId));
-    assert.ok(cover.includes("SLOPASS"));
+    assert.ok(cover.includes("VERDICT:INCONCLUSIVE") && cover.includes("SLOPASS"));
+    assert.ok(
+      cover.indexOf("VERDICT:INCONCLUSIVE") < cover.indexOf("SLOPASS"),
+      "the verdict comes before the SLO badge",
+    );
+    assert.ok(cover.includes(squash("The SLO is one input of the overall verdict, INCONCLUSIVE")));
     const licence = oneLine(pages[1].text);
     for (const heading of ["English", "Português (Brasil)", "Español"]) {
       assert.ok(licence.includes(heading), heading);

@@ -54,6 +54,8 @@ export const EnvSchema = z.object({
   DUT_PUBLIC_URL: z.url("must be an absolute URL like https://dutlab.example").optional(),
   DUT_SHARE_LINK_TTL_SECONDS: int(60, 30 * 86400, 86400),
   DUT_DEFAULT_LICENSE_ID: z.string().trim().min(1).default("LAB-INTERNAL"),
+  DUT_LAB_NAME: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters")
+    .default("dutlab test lab"),
 });
 
 export type Env = z.infer<typeof EnvSchema>;

@@ -12,6 +12,8 @@ export interface FixtureState {
   hang: boolean;
   password: string;
   cpu: number;
+  /** The `system_info` answer (default: model FX-1000, serial FX123, version 1.2.3). */
+  system?: unknown;
 }
 
 export const fixtureAdapter = defineAdapter({
@@ -21,7 +23,17 @@ export const fixtureAdapter = defineAdapter({
   coreVersion: "^1.0.0",
   deviceRoles: ["ngfw"],
   labels: ["system_info", "ntp_config", "decrypt_policy"],
+  inventoryLabel: "system_info",
   facts: {
+    inventory: (p) => {
+      const o = p as Record<string, unknown>;
+      const str = (k: string) => {
+        const v = o?.[k];
+        if (v !== undefined && typeof v !== "string") throw new Error(`system_info ${k} is not a string`);
+        return v ?? null;
+      };
+      return { model: str("model"), softwareVersion: str("version"), serialNumber: str("serial") };
+    },
     ntpServers: (p) => {
       const s = (p as { servers?: unknown }).servers;
       if (!Array.isArray(s)) throw new Error("ntp_config payload has no servers array");
@@ -140,7 +152,7 @@ export async function startFixtureDevice(): Promise<{ sim: Simulator; state: Fix
         case "/api/cpu":
           return Response.json({ cpu: state.cpu });
         case "/api/system":
-          return Response.json({ model: "FX-1000", serial: "FX123", version: "1.2.3" });
+          return Response.json(state.system ?? { model: "FX-1000", serial: "FX123", version: "1.2.3" });
         case "/api/ntp":
           return Response.json({ servers: state.ntp });
         case "/api/decrypt":

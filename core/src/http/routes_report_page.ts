@@ -13,7 +13,12 @@ import type { ReportData } from "../report/types.ts";
  * tampered with or expired is 403; no token and no link is 401; an unknown or unfinished run is 404.
  */
 export function reportPageRoutes(app: OpenAPIHono, svc: Services) {
-  const runs = new RunService(svc.db.kysely, svc.registry, svc.config.DUT_DEFAULT_LICENSE_ID);
+  const runs = new RunService(
+    svc.db.kysely,
+    svc.registry,
+    svc.config.DUT_DEFAULT_LICENSE_ID,
+    svc.config.DUT_LAB_NAME,
+  );
   const admin = adminAuth(svc.config.ADMIN_TOKEN);
   app.get("/runs/:executionId/report", async (c, next) => {
     const exp = c.req.query("exp");

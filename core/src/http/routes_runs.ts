@@ -78,6 +78,8 @@ const Run = z.object({
   planCatalogVersion: z.number().int(),
   planSnapshotSha256: z.string(),
   licenseId: z.string(),
+  customer: z.string().nullable(),
+  labName: z.string().nullable(),
   notes: z.string().nullable(),
   status: z.enum(["active", "finished"]),
   startedAt: z.string(),
@@ -98,6 +100,17 @@ const Run = z.object({
       vendor: z.string(),
       deviceRole: z.string().nullable(),
     })),
+    inventory: z.record(
+      z.string(),
+      z.object({
+        status: z.enum(["read", "no-snapshot", "unreadable", "not-supported"]),
+        model: z.string().nullable(),
+        softwareVersion: z.string().nullable(),
+        serialNumber: z.string().nullable(),
+        snapshotId: z.string().nullable(),
+        payloadSha256: z.string().nullable(),
+      }),
+    ).optional().openapi({ description: "Per device id: what its adapter's inventory fact read at start" }),
     decrypt: z.record(
       z.string(),
       z.object({
@@ -136,6 +149,9 @@ const StartBody = z.object({
   )
     .optional(),
   notes: z.string().max(10_000).nullable().optional(),
+  customer: z.string().trim().min(1, "must not be empty").max(200).nullable().optional().openapi({
+    description: "The customer (licensee) the report is issued to; the licence text names it",
+  }),
 }).strict().openapi("StartRunRequest");
 
 const finite = z.number().finite().min(0, "must be non-negative");
@@ -187,7 +203,12 @@ const body = <T>(schema: T) => ({ body: { content: { "application/json": { schem
 const tags = ["Test runs"];
 
 export function testRunRoutes(app: OpenAPIHono, svc: Services) {
-  const runs = new RunService(svc.db.kysely, svc.registry, svc.config.DUT_DEFAULT_LICENSE_ID);
+  const runs = new RunService(
+    svc.db.kysely,
+    svc.registry,
+    svc.config.DUT_DEFAULT_LICENSE_ID,
+    svc.config.DUT_LAB_NAME,
+  );
 
   app.openapi(
     createRoute({

@@ -1,27 +1,44 @@
 import { canonicalJson, jcsSha256, sha256Hex } from "../hash.ts";
 import type { Annex, DecryptAlert, ReportData } from "./types.ts";
 
-/** Licence wording printed in three languages on page 2 of the report. */
-export function licenseTexts(id: string): ReportData["license"] {
+/**
+ * Licence wording printed in three languages on page 2 of the report. `lab` issues the report; `customer`,
+ * when named at the run's start, is the licensee; without one the report is for the lab's internal use.
+ */
+export function licenseTexts(
+  id: string,
+  who: { lab: string; customer?: string | null } = { lab: "dutlab test lab" },
+): ReportData["license"] {
+  const lab = who.lab;
+  const customer = who.customer ?? null;
+  const to = {
+    en: customer ? `to ${customer}` : `for the internal use of ${lab}`,
+    "pt-BR": customer ? `para ${customer}` : `para uso interno de ${lab}`,
+    es: customer ? `a ${customer}` : `para uso interno de ${lab}`,
+  };
   return {
     id,
     name: `Test report licence ${id}`,
-    holder: "dutlab test lab",
+    holder: customer ?? `${lab} (internal use)`,
+    issuer: lab,
+    licensee: customer,
     restrictions: {
       en:
-        `This report is issued under licence ${id}. It may be used only to evaluate the devices under test ` +
-        `named in it and may be shared only with the parties to the engagement. Any alteration voids it: its ` +
-        `integrity is proven by the report SHA-256 on the cover. Results describe the lab configuration ` +
-        `recorded in the annexes and are not a certification.`,
-      "pt-BR": `Este relatório é emitido sob a licença ${id}. Ele pode ser usado somente para avaliar os ` +
-        `dispositivos sob teste nele nomeados e compartilhado somente com as partes do contrato. Qualquer ` +
-        `alteração o invalida: sua integridade é comprovada pelo SHA-256 do relatório na capa. Os resultados ` +
-        `descrevem a configuração do laboratório registrada nos anexos e não constituem uma certificação.`,
+        `This report is issued by ${lab} under licence ${id} ${to.en}. It may be used only to evaluate the ` +
+        `devices under test named in it and may be shared only with the parties to the engagement. Any ` +
+        `alteration voids it: its integrity is proven by the report SHA-256 on the cover. Results describe the ` +
+        `lab configuration recorded in the annexes and are not a certification.`,
+      "pt-BR": `Este relatório é emitido por ${lab} sob a licença ${id} ${to["pt-BR"]}. Ele pode ser usado ` +
+        `somente para avaliar os dispositivos sob teste nele nomeados e compartilhado somente com as partes do ` +
+        `contrato. Qualquer alteração o invalida: sua integridade é comprovada pelo SHA-256 do relatório na ` +
+        `capa. Os resultados descrevem a configuração do laboratório registrada nos anexos e não constituem ` +
+        `uma certificação.`,
       es:
-        `Este informe se emite bajo la licencia ${id}. Solo puede usarse para evaluar los dispositivos bajo ` +
-        `prueba que en él se nombran y solo puede compartirse con las partes del contrato. Cualquier alteración ` +
-        `lo invalida: su integridad se demuestra con el SHA-256 del informe en la portada. Los resultados ` +
-        `describen la configuración del laboratorio registrada en los anexos y no constituyen una certificación.`,
+        `Este informe lo emite ${lab} bajo la licencia ${id} ${to.es}. Solo puede usarse para evaluar los ` +
+        `dispositivos bajo prueba que en él se nombran y solo puede compartirse con las partes del contrato. ` +
+        `Cualquier alteración lo invalida: su integridad se demuestra con el SHA-256 del informe en la portada. ` +
+        `Los resultados describen la configuración del laboratorio registrada en los anexos y no constituyen ` +
+        `una certificación.`,
     },
   };
 }

@@ -11,7 +11,8 @@
 import { renderToString } from "preact-render-to-string";
 import type { ComponentChildren } from "preact";
 import type { PlanPhase } from "../plan.ts";
-import type { Annex, ReportData } from "./types.ts";
+import type { Annex, Figure, ReportData, VerdictReason } from "./types.ts";
+import { AnnexTable } from "./annex_tables.tsx";
 
 /** Options of {@link renderReportPage}. */
 export interface ReportPageOptions {
@@ -191,7 +192,57 @@ code.hex { overflow-wrap: anywhere; word-break: break-all; }
 .timeline text { font-family: ${FONT_SANS}; }
 .swatch { display: inline-block; width: 3mm; height: 3mm; border-radius: .6mm; vertical-align: -0.3mm; margin-right: 1.5mm; }
 
+/* Verdict */
+.verdict-box { border: 2px solid var(--line); border-radius: 2mm; padding: 3mm 3.5mm; margin: 0 0 3mm; break-inside: avoid; }
+.cover table { font-size: 8.3pt; margin-bottom: 2mm; }
+.cover th, .cover td { padding: .8mm 2mm; }
+.cover .subtitle { margin-bottom: 3mm; font-size: 11pt; }
+.cover header { margin-bottom: 4mm; }
+.cover h1 { font-size: 20pt; margin: 1mm 0 1.5mm; }
+.slo-row { display: flex; align-items: center; gap: 3mm; margin-bottom: 2.5mm; }
+.slo-row .badges { margin: 0; flex: none; }
+.slo-row .slo-note { margin: 0; font-size: 7.6pt; line-height: 1.3; }
+.cover .badges { margin-bottom: 1.5mm; }
+.cover .hashes { margin-top: 3mm; padding: 2.5mm 4mm; }
+.cover .hashes h2 { font-size: 10.5pt; margin-bottom: 1.5mm; }
+.cover .hash { margin-bottom: 1.5mm; }
+.cover .verify { font-size: 7.8pt; }
+.cover .hash code { font-size: 8.8pt; padding: 1mm 2mm; }
+.verdict-box.ok { border-color: var(--ok); }
+.verdict-box.bad { border-color: var(--bad); }
+.verdict-box.warn { border-color: var(--warn); }
+.verdict-head { display: flex; align-items: center; gap: 4mm; margin-bottom: 2mm; }
+.badge.big { font-size: 15pt; padding: 2mm 5mm; }
+.badge.big svg { width: 5mm; height: 5mm; }
+.meaning { font-size: 11pt; font-weight: 600; }
+table.reasons { margin-bottom: 2mm; }
+table.reasons { font-size: 7.9pt; line-height: 1.3; }
+table.reasons td:first-child { width: 25%; font-weight: 600; }
+table.reasons td:nth-child(2) { width: 14%; }
+.rule { font-size: 8pt; color: var(--muted); margin: 0; }
+.slo-note { font-size: 8pt; color: #374151; margin: 1mm 0 3mm; }
+.panel .slo-note { margin: 2mm 0 0; }
+tr.hl-bad td { background: var(--bad-bg); }
+tr.hl-warn td { background: var(--warn-bg); }
+.chip.ok { color: var(--ok); background: var(--ok-bg); }
+.chip.bad { color: var(--bad); background: var(--bad-bg); }
+.chip.warn { color: var(--warn); background: var(--warn-bg); }
+.chip.neutral { color: #374151; background: var(--soft); }
+.bad-text { color: var(--bad); }
+.warn-text { color: var(--warn); }
+td.small, .small { font-size: 7.8pt; }
+
 /* Annexes */
+.annex-meta { font-size: 8pt; color: var(--muted); }
+.annex-meta code.hex { font-size: 7.5pt; }
+.short { white-space: nowrap; }
+.exact { margin-bottom: 5mm; }
+.exact h3 { margin: 0 0 1mm; font-size: 10pt; }
+.exact .body { font-family: ${FONT_MONO}; font-size: 6.6pt; line-height: 1.3; background: #f9fafb;
+  border: 1px solid var(--line); border-radius: 1mm; padding: 2mm 2.5mm; }
+.exact .nb { white-space: nowrap; }
+.exact .ln { white-space: pre-wrap; overflow-wrap: anywhere; padding-left: 6ch; text-indent: -6ch; }
+
 .annex { margin-bottom: 8mm; }
 .keep { break-inside: avoid; }
 .annex h3 { margin-top: 0; }
@@ -332,55 +383,176 @@ function Invalidation({ report, detailed }: { report: ReportData; detailed: bool
   );
 }
 
+const VERDICT_KIND: Record<string, string> = {
+  pass: "ok",
+  fail: "bad",
+  invalid: "bad",
+  inconclusive: "warn",
+  none: "neutral",
+};
+const VERDICT_MEANING: Record<string, string> = {
+  pass: "Every input of the verdict passed.",
+  fail: "A measured criterion was missed.",
+  invalid: "The results do not measure what the plan asked for.",
+  inconclusive: "The evidence is not enough to call this run a pass.",
+};
+const INPUT_LABEL: Record<string, string> = {
+  outcome: "Operator's declared outcome",
+  slo: "p99 latency vs SLO target",
+  "error-rate": "Error rate",
+  "load-generator-thresholds": "Load generator thresholds",
+  preflight: "Pre-flight at start",
+  "decrypt-alerts": "TLS decryption alerts",
+  "decrypt-config": "TLS decryption vs plan",
+  coverage: "Coverage of the plan",
+};
+const effectWord = (e: string) => e === "none" ? "n/a" : e.toUpperCase();
+
+/** The overall verdict, first on the cover: its value, what it means, and every input with its reason. */
+function VerdictBlock({ verdict }: { verdict: NonNullable<ReportData["verdict"]> }) {
+  const kind = VERDICT_KIND[verdict.value] ?? "neutral";
+  const order = (r: VerdictReason) => ["invalid", "fail", "inconclusive", "pass", "none"].indexOf(r.effect);
+  const reasons = [...verdict.reasons].sort((a, b) => order(a) - order(b));
+  return (
+    <div class={`verdict-box ${kind}`} data-verdict={verdict.value}>
+      <div class="verdict-head">
+        <span class={`badge big ${kind}`}>
+          {verdict.value === "pass" ? <Check /> : <Cross />}
+          VERDICT: {verdict.value.toUpperCase()}
+        </span>
+        <span class="meaning">{VERDICT_MEANING[verdict.value] ?? ""}</span>
+      </div>
+      <table class="reasons">
+        <thead>
+          <tr>
+            <th>Input</th>
+            <th>Result</th>
+            <th>Reason</th>
+          </tr>
+        </thead>
+        <tbody>
+          {reasons.map((r) => (
+            <tr class={r.effect === "pass" || r.effect === "none" ? "" : `hl-${VERDICT_KIND[r.effect]}`}>
+              <td>{INPUT_LABEL[r.input] ?? r.input}</td>
+              <td>
+                <span class={`chip ${VERDICT_KIND[r.effect] ?? "neutral"}`}>{effectWord(r.effect)}</span>
+              </td>
+              <td>{r.detail}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p class="rule">
+        Rule{" "}
+        <span class="mono">{verdict.rule}</span>: the verdict is the most severe result above (invalid, then
+        fail, then inconclusive, then pass).
+      </p>
+    </div>
+  );
+}
+
+/** The SLO badge's relation to the overall verdict, printed beside the badge wherever it appears. */
+function SloExplained({ report }: { report: ReportData }) {
+  const v = report.verdict;
+  if (!v) return null;
+  const others = v.reasons.filter((r) => r.input !== "slo" && r.effect !== "pass" && r.effect !== "none");
+  const sloLine =
+    `SLO ${report.slo.pass ? "PASS" : "FAIL"}: p99 ${fmtMs(report.slo.observedP99Ms)} against a target ` +
+    `of ${fmtMs(report.slo.targetP99Ms)}${
+      report.tlsDecrypt.resultsInvalidated ? ", invalidated by a TLS decryption change" : ""
+    }.`;
+  return (
+    <p class="slo-note" data-slo-note="">
+      {sloLine} The SLO is one input of the overall verdict, <strong>{v.value.toUpperCase()}</strong>
+      {v.value === "pass"
+        ? "."
+        : others.length
+        ? `, which also follows from: ${
+          others.map((r) => `${INPUT_LABEL[r.input] ?? r.input} ${effectWord(r.effect)}`).join(", ")
+        }.`
+        : "."}
+    </p>
+  );
+}
+
 function Cover({ report }: { report: ReportData }) {
   const { meta, license } = report;
   return (
     <section class="sheet cover" data-section="cover">
       <header>
-        <span class="eyebrow">Test-run report</span>
+        <span class="eyebrow">Test-run report{license.issuer ? ` · ${license.issuer}` : ""}</span>
         <span class="muted">Generated {fmtDate(report.generatedAt)} · ReportData v{report.version}</span>
       </header>
       <div class="eyebrow">{meta.planIdentifier}</div>
       <h1>{meta.planDisplayName}</h1>
       <div class="subtitle">
         Run <strong>{meta.runId}</strong> · {fmtDate(meta.startedAt)}
+        {license.licensee ? <>{" "}· for {license.licensee}</> : null}
       </div>
-      <div class="badges">
-        <SloBadge report={report} />
-        <OutcomeBadge outcome={meta.outcome} />
-        <span class="badge info">Licence: {license.id}</span>
-      </div>
-      <Invalidation report={report} detailed={false} />
+      {report.verdict
+        ? (
+          <>
+            <VerdictBlock verdict={report.verdict} />
+            <div class="badges">
+              <SloBadge report={report} />
+              <span class="badge info">Licence: {license.id}</span>
+            </div>
+            <SloExplained report={report} />
+          </>
+        )
+        : (
+          <>
+            <div class="badges">
+              <SloBadge report={report} />
+              <OutcomeBadge outcome={meta.outcome} />
+              <span class="badge info">Licence: {license.id}</span>
+            </div>
+            <p class="muted" data-legacy="">
+              This report was frozen before reports carried an overall verdict: the SLO badge judges p99
+              latency only, the outcome is the operator's declaration.
+            </p>
+            <Invalidation report={report} detailed={false} />
+          </>
+        )}
       <Kv>
-        <Row label="Run id">
-          <span class="mono">{meta.runId}</span>
-        </Row>
-        <Row label="Execution id">
-          <span class="mono">{meta.executionId}</span>
+        <Row label="Run · execution id">
+          <span class="mono">
+            {meta.runId} · {meta.executionId}
+          </span>
         </Row>
         <Row label="Plan">
           {meta.planDisplayName}
           <span class="sub">{meta.planIdentifier} · catalog version {meta.planCatalogVersion}</span>
         </Row>
-        <Row label="Started">{fmtDate(meta.startedAt)}</Row>
-        <Row label="Ended">{fmtDate(meta.endedAt)}</Row>
-        <Row label="Duration">{fmtDuration(meta.durationS)} ({int.format(meta.durationS)} s)</Row>
-        <Row label="Outcome">{meta.outcome}</Row>
-        <Row label="SLO (p99)">
-          {report.slo.pass ? "pass" : "fail"} · observed {fmtMs(report.slo.observedP99Ms)} vs target{" "}
-          {fmtMs(report.slo.targetP99Ms)}
+        {license.issuer && <Row label="Test lab">{license.issuer}</Row>}
+        <Row label="Customer (licensee)">
+          {license.licensee ??
+            (license.issuer ? <span class="muted">none named: internal use</span> : license.holder)}
         </Row>
-        <Row label="Licence">{license.id} — {license.name}</Row>
-        <Row label="Licensed to">{license.holder}</Row>
+        <Row label="Period">
+          {fmtDate(meta.startedAt)} → {fmtDate(meta.endedAt)} ({fmtDuration(meta.durationS)})
+        </Row>
+        {!report.verdict && (
+          <>
+            <Row label="Outcome">{meta.outcome}</Row>
+            <Row label="SLO (p99)">
+              {report.slo.pass ? "pass" : "fail"} · observed {fmtMs(report.slo.observedP99Ms)} vs target{" "}
+              {fmtMs(report.slo.targetP99Ms)}
+            </Row>
+          </>
+        )}
+        <Row label="Licence">
+          {license.id} — {license.name}
+        </Row>
         {meta.notes && <Row label="Notes">{meta.notes}</Row>}
       </Kv>
-      <div class="hashes">
+      <div class="hashes" data-integrity="">
         <h2>Integrity</h2>
-        <div class="hash">
+        <div class="hash" data-hash-block="report">
           <div class="label">Report SHA-256</div>
           <code class="hex" data-hash="report">{report.reportSha256}</code>
         </div>
-        <div class="hash">
+        <div class="hash" data-hash-block="plan">
           <div class="label">Plan snapshot SHA-256</div>
           <code class="hex" data-hash="plan">{meta.planSnapshotSha256}</code>
         </div>
@@ -408,7 +580,8 @@ function Licence({ report }: { report: ReportData }) {
     <section class="sheet" data-section="licence">
       <h2>Licensing and use restrictions</h2>
       <p class="muted">
-        Licence <strong>{license.id}</strong> — {license.name}. Licensed to {license.holder}.
+        Licence <strong>{license.id}</strong> — {license.name}. Licensed to {license.holder}
+        {license.issuer ? <>; issued by {license.issuer}</> : null}.
       </p>
       {LANGS.map(({ key, heading }) => (
         <div class="lang" lang={key}>
@@ -436,6 +609,13 @@ function Summary({ report }: { report: ReportData }) {
     ["Max", num.format(a.max_ms), "ms"],
   ];
   const mismatch = (s: string) => s !== tlsDecrypt.required;
+  const estimated =
+    (slo.errorBudgetExactness ?? (results.source === "k6-summary" ? "estimated" : "exact")) ===
+      "estimated";
+  const prov = results.latencyProvenance ??
+    (results.source === "k6-summary"
+      ? { source: "load-generator", exactness: "exact", basis: "k6 http_req_duration trend (p50 = med)" }
+      : { source: "service", exactness: "exact", basis: "percentiles of the submitted samples" });
   return (
     <section class="sheet" data-section="summary">
       <h2>1. Executive summary</h2>
@@ -450,16 +630,21 @@ function Summary({ report }: { report: ReportData }) {
             Observed p99 <strong>{fmtMs(slo.observedP99Ms)}</strong> against a target of{" "}
             <strong>{fmtMs(slo.targetP99Ms)}</strong> ({fmtPct(ratio)} of target).
           </div>
+          <SloExplained report={report} />
         </div>
         <div class="panel">
-          <div class="label">Error budget burned</div>
+          <div class="label">
+            Error budget burned{estimated ? " (estimated)" : " (exact)"}
+          </div>
           <div class="big">{fmtPct(burned)}</div>
           <div class="gauge" aria-hidden="true">
             <div style={`width:${Math.max(0, Math.min(100, burned))}%;background:${gaugeColour}`} />
           </div>
           <div class="muted" style="font-size:8pt">
             A p99 objective lets 1 % of requests exceed the target; burned = share of requests slower than the
-            target ÷ 1 %.
+            target ÷ 1 %. {estimated
+              ? "Estimated by the service from the load generator's exported percentiles (linear interpolation)."
+              : "Exact: counted over every submitted sample."}
           </div>
         </div>
       </div>
@@ -475,10 +660,14 @@ function Summary({ report }: { report: ReportData }) {
         ))}
       </div>
       <p class="muted" style="font-size:8pt;margin-top:1.5mm">
-        Source:{" "}
-        {results.source === "k6-summary" ? "k6 summary export" : "raw latency samples"}; percentiles computed
-        by the service.
+        Source: {results.source === "k6-summary" ? "k6 summary" : "raw latency samples"}; percentiles{" "}
+        {prov.source === "load-generator"
+          ? "computed by the load generator (k6)"
+          : "computed by the service"}, {prov.exactness} ({prov.basis}).
       </p>
+
+      <h3>Whole result</h3>
+      <WholeResult report={report} />
 
       <h3>TLS decryption</h3>
       <table>
@@ -545,6 +734,124 @@ function Summary({ report }: { report: ReportData }) {
           </table>
         )}
     </section>
+  );
+}
+
+const FIGURES: Array<[keyof NonNullable<ReportData["results"]["figures"]>, string]> = [
+  ["durationS", "Duration of the load"],
+  ["requests", "Requests"],
+  ["requestsPerSecond", "Throughput, requests"],
+  ["bitsPerSecond", "Throughput, bits"],
+  ["failedRequests", "Failed requests"],
+  ["errorRatePct", "Error rate"],
+  ["bytesSent", "Bytes sent"],
+  ["bytesReceived", "Bytes received"],
+  ["iterations", "Iterations"],
+];
+
+/** 1,234.5 Mbit/s and the like for bit rates and byte counts; plain numbers otherwise. */
+function fmtFigure(f: Figure): string {
+  const scaled = (v: number, unit: string, base: number, prefixes: string[]) => {
+    let i = 0;
+    while (v >= base && i < prefixes.length - 1) {
+      v /= base;
+      i++;
+    }
+    return `${num.format(v)} ${prefixes[i]}${unit}`;
+  };
+  if (f.unit === "bit/s") return scaled(f.value, "bit/s", 1000, ["", "k", "M", "G", "T"]);
+  if (f.unit === "bytes") {
+    return `${scaled(f.value, "B", 1000, ["", "k", "M", "G", "T"])} (${int.format(f.value)} bytes)`;
+  }
+  if (f.unit === "s") return `${fmtDuration(f.value)} (${num.format(f.value)} s)`;
+  if (f.unit === "%") {
+    const small = f.value !== 0 && Math.abs(f.value) < 1;
+    const opts = small ? { maximumSignificantDigits: 2 } : { maximumFractionDigits: 3 };
+    return `${new Intl.NumberFormat("en-US", opts).format(f.value)} %`;
+  }
+  return `${num.format(f.value)} ${f.unit}`;
+}
+
+/** Every figure of the result, with where it came from and whether it is exact. */
+function WholeResult({ report }: { report: ReportData }) {
+  const { results, plan } = report;
+  const f = results.figures;
+  if (!f) {
+    return (
+      <p class="muted">
+        This report was frozen before the whole result was recorded: only the latency aggregate above is
+        available.
+      </p>
+    );
+  }
+  const thresholds = results.thresholds ?? [];
+  return (
+    <>
+      <table data-figures="">
+        <thead>
+          <tr>
+            <th>Figure</th>
+            <th class="num">Value</th>
+            <th>From</th>
+            <th>Exact?</th>
+            <th>How</th>
+          </tr>
+        </thead>
+        <tbody>
+          {FIGURES.map(([key, label]) => {
+            const x = f[key];
+            const over = key === "errorRatePct" && x && plan.maxErrorRatePct !== undefined &&
+              x.value > plan.maxErrorRatePct;
+            return (
+              <tr class={over ? "hl-bad" : ""}>
+                <td>
+                  {label}
+                  {key === "errorRatePct" && plan.maxErrorRatePct !== undefined && (
+                    <span class="sub">plan allows ≤ {plan.maxErrorRatePct} %</span>
+                  )}
+                </td>
+                <td class="num">{x ? fmtFigure(x) : <span class="muted">not reported</span>}</td>
+                <td>
+                  {x ? (x.source === "load-generator" ? "load generator" : "computed by the service") : "—"}
+                </td>
+                <td>{x ? x.exactness : "—"}</td>
+                <td class="small">{x ? x.basis : "the input does not carry it"}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      {(thresholds.length > 0 || results.checks) && (
+        <table data-thresholds="">
+          <thead>
+            <tr>
+              <th>Load generator threshold or check</th>
+              <th>Result</th>
+            </tr>
+          </thead>
+          <tbody>
+            {thresholds.map((t) => (
+              <tr class={t.ok ? "" : "hl-bad"}>
+                <td>
+                  <span class="mono">{t.metric}</span> <span class="mono">{t.expression}</span>
+                </td>
+                <td>
+                  <span class={`chip ${t.ok ? "ok" : "bad"}`}>{t.ok ? "HELD" : "CROSSED"}</span>
+                </td>
+              </tr>
+            ))}
+            {results.checks && (
+              <tr class={results.checks.fails > 0 ? "hl-warn" : ""}>
+                <td>k6 checks</td>
+                <td>
+                  {int.format(results.checks.passes)} passed, {int.format(results.checks.fails)} failed
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      )}
+    </>
   );
 }
 
@@ -724,7 +1031,14 @@ function PlanConfig({ report }: { report: ReportData }) {
             <th>Total</th>
             <td />
             <th class="num">{fmtDuration(offset)}</th>
-            <td class="muted">Run took {fmtDuration(meta.durationS)}</td>
+            <td class="muted">
+              Run took {fmtDuration(meta.durationS)}
+              {report.results.figures?.durationS && offset > 0
+                ? `; the load ran ${fmtDuration(report.results.figures.durationS.value)} (${
+                  fmtPct(report.results.figures.durationS.value / offset * 100)
+                } of the plan)`
+                : ""}
+            </td>
           </tr>
         </tbody>
       </table>
@@ -735,29 +1049,55 @@ function PlanConfig({ report }: { report: ReportData }) {
           <Row label="Deployment mode" field="deploymentMode">{topology.deploymentMode}</Row>
           <Row label="Server management controllers" field="ucsCount">{topology.ucsCount}</Row>
         </Kv>
-        <table>
+        <table data-inventory="">
           <thead>
             <tr>
               <th>Hostname</th>
               <th>Vendor</th>
               <th>Role</th>
-              <th>Device id</th>
+              <th>Model</th>
+              <th>Software</th>
+              <th>Serial number</th>
             </tr>
           </thead>
           <tbody>
             {topology.devices.length === 0 && (
               <tr>
-                <td colSpan={4} class="muted">No device was registered at run start.</td>
+                <td colSpan={6} class="muted">No device was registered at run start.</td>
               </tr>
             )}
-            {topology.devices.map((d) => (
-              <tr>
-                <td>{d.hostname}</td>
-                <td>{d.vendor}</td>
-                <td>{d.deviceRole ?? "—"}</td>
-                <td class="mono">{d.id}</td>
-              </tr>
-            ))}
+            {topology.devices.map((d) => {
+              const inv = topology.inventory?.[d.id];
+              return (
+                <tr>
+                  <td>
+                    {d.hostname}
+                    <span class="sub">{d.id}</span>
+                  </td>
+                  <td>{d.vendor}</td>
+                  <td>{d.deviceRole ?? "—"}</td>
+                  {inv?.status === "read"
+                    ? (
+                      <>
+                        <td>{inv.model ?? "—"}</td>
+                        <td>{inv.softwareVersion ?? "—"}</td>
+                        <td class="mono">{inv.serialNumber ?? "—"}</td>
+                      </>
+                    )
+                    : (
+                      <td colSpan={3} class="warn-text">
+                        {!topology.inventory
+                          ? "not recorded (report frozen before device inventories)"
+                          : inv?.status === "no-snapshot"
+                          ? "facts not read: no snapshot of the device's inventory label at start"
+                          : inv?.status === "unreadable"
+                          ? "facts not readable: the adapter could not read the device's snapshot"
+                          : "facts not available: the adapter reports no inventory"}
+                      </td>
+                    )}
+                </tr>
+              );
+            })}
           </tbody>
         </table>
       </div>
@@ -772,23 +1112,79 @@ const annexLetter = (i: number) =>
 
 function AnnexBlock({ annex, index }: { annex: Annex; index: number }) {
   const bytes = new TextEncoder().encode(annex.body).length;
+  const table = AnnexTable({ id: annex.id, body: annex.body });
   return (
     <article class="annex" data-annex={annex.id}>
       <h3>
         Annex {annexLetter(index)} — {annex.title}
       </h3>
-      <Kv>
-        <Row label="Id">
-          <span class="mono">{annex.id}</span>
-        </Row>
-        <Row label="Media type">{annex.mediaType}</Row>
-        <Row label="Size">{int.format(bytes)} bytes</Row>
-        <Row label="SHA-256 of body">
-          <code class="hex">{annex.sha256}</code>
-        </Row>
-      </Kv>
-      <pre>{annex.body}</pre>
+      <p class="annex-meta">
+        <span class="mono">{annex.id}</span> · {annex.mediaType} · {int.format(bytes)} bytes · SHA-256 of body
+        {" "}
+        <code class="hex">{annex.sha256}</code>
+      </p>
+      {table ?? <p class="muted">Shown only in the appendix, exactly as stored.</p>}
     </article>
+  );
+}
+
+/**
+ * Break opportunities in one line of JSON text: after each `,` and `:` outside strings, and at the spaces
+ * of strings, so a line wraps between members and never inside a hash or an id unless one is longer than
+ * the line. The text itself is unchanged (`<wbr>` adds no character).
+ */
+function breakable(line: string): ComponentChildren[] {
+  const out: ComponentChildren[] = [];
+  let start = 0;
+  let i = 0;
+  while (i < line.length) {
+    const ch = line[i];
+    if (ch === '"') {
+      // A string token: kept on one line when it is an id or a hash (no space, not longer than a line).
+      let j = i + 1;
+      while (j < line.length && line[j] !== '"') j += line[j] === "\\" ? 2 : 1;
+      const tok = line.slice(i, j + 1);
+      if (!/\s/.test(tok) && tok.length <= 90 && tok.length > 8) {
+        out.push(line.slice(start, i), <span class="nb">{tok}</span>);
+        start = j + 1;
+      }
+      i = j + 1;
+      continue;
+    }
+    if (ch === "," || ch === ":") {
+      out.push(line.slice(start, i + 1), <wbr />);
+      start = i + 1;
+    }
+    i++;
+  }
+  out.push(line.slice(start));
+  return out;
+}
+
+/** The exact body of each annex: one block per annex, one line per body line, wrapped with a hanging indent. */
+function Appendix({ report }: { report: ReportData }) {
+  if (report.annexes.length === 0) return null;
+  return (
+    <section class="sheet" data-section="appendix">
+      <h2>Appendix — annex bodies as hashed</h2>
+      <p class="muted">
+        Each body below is the exact string its SHA-256 is computed over (UTF-8 bytes); the annex tables above
+        are a reading aid over the same data. Long lines continue, indented, on the next printed line.
+      </p>
+      {report.annexes.map((annex, i) => (
+        <article class="exact" data-body-of={annex.id}>
+          <h3>
+            Annex {annexLetter(i)} body <span class="mono">({annex.id})</span>
+          </h3>
+          <p class="annex-meta">
+            SHA-256 <code class="hex">{annex.sha256}</code>
+          </p>
+          <div class="body">
+            {annex.body.split("\n").map((line, n) => <div key={n} class="ln">{breakable(line)}</div>)}
+          </div>
+        </article>
+      ))}
+    </section>
   );
 }
 
@@ -797,7 +1193,8 @@ function Annexes({ report }: { report: ReportData }) {
     <section class="sheet" data-section="annexes">
       <h2>3. Annexes</h2>
       <p class="muted">
-        Each body is shown exactly as stored; its SHA-256 is over the UTF-8 bytes of that body string.
+        Each annex is shown as a table; its exact body, which the SHA-256 commits to, is printed in the
+        appendix and stored in the report JSON.
       </p>
       {report.annexes.length === 0
         ? <p class="muted">This report has no annex.</p>
@@ -830,6 +1227,7 @@ function ReportPage({ report, shareNote }: { report: ReportData; shareNote?: str
           <Summary report={report} />
           <PlanConfig report={report} />
           <Annexes report={report} />
+          <Appendix report={report} />
         </main>
         <footer class="screen-footer screen-only">
           Licence {license.id} — {license.name}. Licensed to {license.holder}.

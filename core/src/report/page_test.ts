@@ -9,6 +9,8 @@ import {
   squash,
 } from "../../testing/chromium.ts";
 import { reportFixture } from "./fixture.ts";
+import { currentReportFixture } from "./fixture_current.ts";
+import { verifyReport } from "./verify.ts";
 import { renderReportPage } from "./page.tsx";
 import type { ReportData } from "./types.ts";
 
@@ -61,10 +63,58 @@ Deno.test("report page renders every section in order with the escaped values", 
   assert.ok(html.includes("client pool &quot;lg-02&quot; &lt;rack B"));
   assert.ok(!html.includes("<rack B") && !html.includes("<QA") && !html.includes("<expires"));
 
-  // Annex bodies are shown exactly as stored (the hash is over that string).
-  const pres = [...html.matchAll(/<pre>([\s\S]*?)<\/pre>/g)].map((m) => decode(m[1]));
-  assert.deepEqual(pres, report.annexes.map((a) => a.body));
+  // Annex bodies are shown exactly as stored in the appendix (the hash is over that string).
+  assert.deepEqual(appendixBodies(html), report.annexes.map((a) => a.body));
   for (const a of report.annexes) assert.ok(html.includes(a.sha256));
+  assert.ok(html.includes("This report was frozen before reports carried an overall verdict"));
+});
+
+/** The text of each appendix body: its lines, markup (break hints, no-break spans) removed. */
+function appendixBodies(html: string): string[] {
+  const blocks = [...html.matchAll(/<div class="body">([\s\S]*?)<\/div><\/article>/g)];
+  return blocks.map((b) =>
+    [...b[1].matchAll(/<div class="ln">([\s\S]*?)<\/div>/g)].map((l) => decode(l[1].replace(/<[^>]+>/g, "")))
+      .join("\n")
+  );
+}
+
+Deno.test("a current report shows the verdict first, the whole result, annex tables and exact bodies", async () => {
+  const report = await currentReportFixture();
+  assert.equal((await verifyReport(report)).ok, true);
+  const html = renderReportPage(report);
+  const cover = html.slice(html.indexOf('data-section="cover"'), html.indexOf('data-section="licence"'));
+  const at = (s: string) => cover.indexOf(s);
+  assert.ok(
+    at('data-verdict="invalid"') > 0 && at('data-verdict="invalid"') < at('data-slo="pass"'),
+    "verdict first",
+  );
+  assert.ok(at("data-slo-note") > at('data-slo="pass"'), "the SLO badge is explained beside it");
+  assert.ok(!cover.includes("Outcome: passed"), "no outcome badge on the cover: it is a reason row");
+  for (const r of report.verdict!.reasons) assert.ok(decode(cover).includes(r.detail), r.detail);
+  assert.ok(
+    decode(cover).includes("ACME Networks GmbH") && decode(cover).includes("Northlake Security Test Lab"),
+  );
+  assert.ok(!html.includes("frozen before reports carried"));
+  assert.ok(html.includes("data-figures"));
+  assert.ok(
+    html.includes("computed by the load generator (k6)") && !html.includes("computed by the service,"),
+  );
+  assert.ok(
+    html.includes("Error budget burned<!-- --> (estimated)") ||
+      html.includes("Error budget burned (estimated)"),
+  );
+  for (const t of ["preflight", "lab", "snapshots", "members"]) {
+    assert.ok(html.includes(`data-annex-table="${t}"`), t);
+  }
+  assert.equal(
+    (html.match(/<tr class="hl-bad" data-status="(fail|error)"/g) ?? []).length,
+    10,
+    "failing checks highlighted",
+  );
+  assert.deepEqual(appendixBodies(html), report.annexes.map((a) => a.body));
+  // A shortened hash keeps its full value.
+  const snaps = JSON.parse(report.annexes.find((a) => a.id === "snapshots")!.body);
+  assert.ok(html.includes(`data-full="${snaps[0].payloadSha256}"`));
 });
 
 Deno.test("report page escapes hostile values in the markup and in the print footer CSS", async () => {
@@ -169,5 +219,56 @@ Deno.test({
     assert.ok(summary.includes("fw-edge-02 changed from on to off"));
     assert.ok(summary.includes("Changed during the run: results invalidated"));
     assert.ok(summary.includes("SLO FAIL") && !summary.includes("SLO PASS"));
+  },
+});
+
+Deno.test({
+  name: "printed current report: verdict first with its reasons, no badge contradicts it unexplained",
+  ignore: !chromium && !inCi,
+  fn: async () => {
+    for (const opts of [{}, { clean: true }, { decryptChanged: true }]) {
+      const report = await currentReportFixture(opts);
+      const pages = await printed(report);
+      assertReportPages(pages, report.license);
+      const verdict = report.verdict!.value.toUpperCase();
+      const cover = oneLine(pages[0].text);
+      assert.ok(squash(pages[0].text).includes(report.reportSha256), "the cover keeps the report hash");
+      assert.ok(cover.indexOf(`VERDICT: ${verdict}`) >= 0, `cover shows VERDICT: ${verdict}`);
+      for (const r of report.verdict!.reasons) {
+        assert.ok(squash(cover).includes(squash(r.detail)), `the cover gives the reason ${r.input}`);
+      }
+      assert.ok(oneLine(pages[1].text).includes("Licensing and use restrictions"), "licence on page 2");
+      // Every page that shows an SLO badge says, beside it, how it relates to the verdict.
+      pages.forEach((p, i) => {
+        const text = oneLine(p.text);
+        for (const badge of ["SLO PASS", "SLO FAIL"]) {
+          if (!text.includes(badge)) continue;
+          assert.ok(
+            text.includes(`The SLO is one input of the overall verdict, ${verdict}`),
+            `page ${i + 1}: ${badge} has its relation to the verdict beside it`,
+          );
+        }
+        assert.ok(!/Outcome: (passed|failed|aborted)/.test(text), `page ${i + 1}: no bare outcome badge`);
+      });
+      if (report.verdict!.value !== "pass") {
+        assert.ok(
+          cover.indexOf(`VERDICT: ${verdict}`) < cover.indexOf("SLO PASS") || !cover.includes("SLO PASS"),
+        );
+      }
+      // Annexes read as tables; the appendix still carries every hashed body.
+      const all = pages.map((p) => oneLine(p.text)).join(" ");
+      assert.ok(all.includes("Check Device Status Detail Evidence snapshot"), "pre-flight annex as a table");
+      assert.ok(
+        all.includes("Snapshot Device Label Payload SHA-256 Collected"),
+        "snapshots annex as a table",
+      );
+      assert.ok(all.includes("Appendix — annex bodies as hashed"));
+      const squashed = squash(pages.map((p) => p.text).join(""));
+      for (const a of report.annexes) {
+        for (const line of a.body.split("\n")) {
+          assert.ok(squashed.includes(squash(line)), `appendix prints ${a.id}: ${line.slice(0, 60)}`);
+        }
+      }
+    }
   },
 });

@@ -1,5 +1,6 @@
 import type { Aggregate } from "../runs/aggregate.ts";
 import type { Plan } from "../plan.ts";
+import type { InventoryEntry } from "../runs/alerts.ts";
 
 /** One annex of a report: its body is a string (JSON text for data annexes) and `sha256` hashes it. */
 export interface Annex {
@@ -90,7 +91,12 @@ export interface ReportData {
   license: {
     id: string;
     name: string;
+    /** Who may use the report: the customer named at start, else the lab itself (internal use). */
     holder: string;
+    /** The lab that issued the report (`DUT_LAB_NAME`). */
+    issuer?: string;
+    /** The customer named at the run's start, or null. */
+    licensee?: string | null;
     restrictions: { en: string; "pt-BR": string; es: string };
   };
   plan: Plan;
@@ -98,6 +104,8 @@ export interface ReportData {
     deploymentMode: string;
     ucsCount: number;
     devices: Array<{ id: string; hostname: string; vendor: string; deviceRole: string | null }>;
+    /** Device inventory at start, per device id (model, software version, serial number). */
+    inventory?: Record<string, InventoryEntry>;
   };
   tlsDecrypt: {
     required: "on" | "off";

@@ -3,9 +3,26 @@ import type { Database } from "../db/schema.ts";
 import type { DeviceRow } from "../devices.ts";
 import type { Registry } from "../registry.ts";
 
+/**
+ * What a device said about itself at a run's start, through its adapter's `inventory` fact over the latest
+ * snapshot of the adapter's `inventoryLabel`. `status`: `read`; `no-snapshot` (no snapshot of that label
+ * yet); `unreadable` (the adapter could not read the payload); `not-supported` (the adapter has no inventory
+ * fact, or the vendor no adapter).
+ */
+export interface InventoryEntry {
+  status: "read" | "no-snapshot" | "unreadable" | "not-supported";
+  model: string | null;
+  softwareVersion: string | null;
+  serialNumber: string | null;
+  snapshotId: string | null;
+  payloadSha256: string | null;
+}
+
 /** Decrypt state of the firewalls recorded at a run's start. */
 export interface StartState {
   devices: Array<{ id: string; hostname: string; vendor: string; deviceRole: string | null }>;
+  /** Per device id (runs started since inventories were recorded). */
+  inventory?: Record<string, InventoryEntry>;
   /** Per device id: decrypt state from its latest `decrypt_policy` snapshot at start. */
   decrypt: Record<
     string,

@@ -10,7 +10,8 @@ export interface RawCounts {
   durationS?: number;
 }
 
-const r3 = (x: number) => Math.round(x * 1000) / 1000;
+/** 3 decimals, or 4 significant digits below 1 (a 0.00025 % error rate must not print as 0). */
+const r3 = (x: number) => Math.abs(x) < 1 && x !== 0 ? Number(x.toPrecision(4)) : Math.round(x * 1000) / 1000;
 const fig = (
   value: number,
   unit: string,

@@ -6,7 +6,7 @@ import { canonicalJson, jcsSha256 } from "../hash.ts";
 import { problems } from "../http/problem.ts";
 import { type PreflightResult, runPreflight } from "../preflight.ts";
 import { latestSnapshots } from "../snapshots.ts";
-import { decryptStateOf, type StartState } from "./alerts.ts";
+import { decryptStateOf, type InventoryEntry, type StartState } from "./alerts.ts";
 import {
   type Aggregate,
   aggregateK6,
@@ -33,6 +33,10 @@ export interface RunView {
   planCatalogVersion: number;
   planSnapshotSha256: string;
   licenseId: string;
+  /** The customer (licensee) named at start, or null. */
+  customer: string | null;
+  /** The lab that ran the test (`DUT_LAB_NAME` at start); null for runs started before it was recorded. */
+  labName: string | null;
   notes: string | null;
   status: "active" | "finished";
   startedAt: string;
@@ -106,7 +110,13 @@ const jsonb = (value: unknown) => sql<string>`cast(${canonicalJson(value)}::text
  * ```
  */
 export class RunService {
-  constructor(private db: Kysely<Database>, private registry: Registry, private defaultLicense: string) {}
+  constructor(
+    private db: Kysely<Database>,
+    private registry: Registry,
+    private defaultLicense: string,
+    /** The lab's name (`DUT_LAB_NAME`), recorded on each run at its start. */
+    private labName = "dutlab test lab",
+  ) {}
 
   /** Enabled devices and each firewall's decrypt state from its latest `decrypt_policy` snapshot. */
   async #labState(db: Kysely<Database>): Promise<StartState> {
@@ -130,6 +140,39 @@ export class RunService {
         ruleCount,
       };
     }
+    const inventory: Record<string, InventoryEntry> = {};
+    for (const d of devices) {
+      const def = this.registry.adapters.get(d.vendor)?.adapter;
+      const label = def?.inventoryLabel;
+      const entry: InventoryEntry = {
+        status: "not-supported",
+        model: null,
+        softwareVersion: null,
+        serialNumber: null,
+        snapshotId: null,
+        payloadSha256: null,
+      };
+      const read = def?.facts?.inventory;
+      if (label && read) {
+        const s = latest.find((x) => x.device_id === d.id && x.endpoint_label === label);
+        if (!s) entry.status = "no-snapshot";
+        else {
+          entry.snapshotId = s.id;
+          entry.payloadSha256 = s.payload_sha256;
+          try {
+            const inv = read(JSON.parse(s.payload));
+            const str = (v: unknown) => typeof v === "string" && v.trim() ? v.trim().slice(0, 200) : null;
+            entry.model = str(inv?.model);
+            entry.softwareVersion = str(inv?.softwareVersion);
+            entry.serialNumber = str(inv?.serialNumber);
+            entry.status = "read";
+          } catch {
+            entry.status = "unreadable";
+          }
+        }
+      }
+      inventory[d.id] = entry;
+    }
     return {
       devices: devices.map((d) => ({
         id: d.id,
@@ -138,12 +181,13 @@ export class RunService {
         deviceRole: d.device_role,
       })),
       decrypt,
+      inventory,
     };
   }
 
   /** Start a run: 404 for an unknown plan, 409 while another run is active. */
   async start(
-    input: { planIdentifier: string; licenseId?: string; notes?: string | null },
+    input: { planIdentifier: string; licenseId?: string; notes?: string | null; customer?: string | null },
   ): Promise<RunView> {
     const plan = this.registry.plan(input.planIdentifier);
     if (!plan) throw problems.notFound(`No plan with identifier "${input.planIdentifier}"`);
@@ -167,6 +211,8 @@ export class RunService {
         started_at: new Date(),
         start_state_json: jsonb(state),
         preflight_json: jsonb(preflight),
+        lab_name: this.labName,
+        customer: input.customer ?? null,
       }).execute();
     } catch (e) {
       // The partial unique index on active runs: another start won the race.
@@ -249,6 +295,8 @@ export class RunService {
       planCatalogVersion: report.meta.planCatalogVersion,
       planSnapshotSha256: report.meta.planSnapshotSha256,
       licenseId: report.license.id,
+      customer: report.license.licensee !== undefined ? report.license.licensee : view.customer,
+      labName: report.license.issuer ?? view.labName,
       notes: report.meta.notes,
       startedAt: report.meta.startedAt,
       endedAt: report.meta.endedAt,
@@ -272,6 +320,8 @@ export class RunService {
       planCatalogVersion: r.plan_catalog_version,
       planSnapshotSha256: r.plan_snapshot_sha256,
       licenseId: r.license_id,
+      customer: r.customer,
+      labName: r.lab_name,
       notes: r.notes,
       status: r.status as "active" | "finished",
       startedAt: new Date(r.started_at).toISOString(),
@@ -439,12 +489,13 @@ export class RunService {
         outcome: input.outcome,
         notes: r.notes,
       },
-      license: licenseTexts(r.license_id),
+      license: licenseTexts(r.license_id, { lab: r.lab_name ?? this.labName, customer: r.customer }),
       plan,
       topology: {
         deploymentMode: plan.deploymentMode,
         ucsCount: startState.devices.filter((d) => d.deviceRole === BMC_ROLE).length,
         devices: startState.devices,
+        ...(startState.inventory ? { inventory: startState.inventory } : {}),
       },
       tlsDecrypt: {
         required: plan.tlsDecrypt,

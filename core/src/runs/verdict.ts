@@ -24,7 +24,8 @@ export interface VerdictInputs {
 /** Severity order: the verdict is the most severe effect among the reasons. */
 const ORDER: VerdictValue[] = ["invalid", "fail", "inconclusive", "pass"];
 
-const pct = (x: number) => `${Math.round(x * 1000) / 1000} %`;
+const pct = (x: number) =>
+  `${Math.abs(x) < 1 && x !== 0 ? Number(x.toPrecision(2)) : Math.round(x * 1000) / 1000} %`;
 
 /**
  * The overall verdict of a run and one reason per input (rule `dutlab-verdict-1`):
@@ -108,8 +109,8 @@ export function computeVerdict(
     pf.pass ? "pass" : "inconclusive",
     pf.pass ? `Pre-flight at start: ${pf.summary}` : `The lab was not ready at start: ${pf.summary}` +
       (bad.length
-        ? ` (${bad.slice(0, 5).map((c) => `${c.checkId} on ${c.deviceHostname}: ${c.status}`).join("; ")}${
-          bad.length > 5 ? `; ${bad.length - 5} more` : ""
+        ? ` (${bad.slice(0, 3).map((c) => `${c.checkId} on ${c.deviceHostname}: ${c.status}`).join("; ")}${
+          bad.length > 3 ? `; ${bad.length - 3} more in annex preflight-at-start` : ""
         })`
         : ""),
   );
