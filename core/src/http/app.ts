@@ -1,6 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
+import { etag } from "hono/etag";
 import { sql } from "kysely";
 import type { Services } from "../services.ts";
 import { adminAuth } from "./auth.ts";
@@ -20,6 +21,18 @@ import { CORE_VERSION } from "../version.ts";
 
 export type App = OpenAPIHono;
 
+/** Route paths of the app as regular expressions, by method (for 405 answers). */
+function allowedMethods(app: OpenAPIHono, path: string): string[] {
+  const methods = new Set<string>();
+  for (const r of app.routes) {
+    if (r.method === "ALL" || r.path.includes("*")) continue;
+    const re = new RegExp(`^${r.path.replace(/[.]/g, "\\.").replace(/:[A-Za-z0-9_]+/g, "[^/]+")}$`);
+    if (re.test(path)) methods.add(r.method);
+  }
+  if (methods.has("GET")) methods.add("HEAD");
+  return [...methods].sort();
+}
+
 /** A new OpenAPIHono whose validation failures are 400 problem+json naming the fields. */
 export function newRouter(): OpenAPIHono {
   return new OpenAPIHono({
@@ -36,7 +49,18 @@ export function newRouter(): OpenAPIHono {
 export function createApp(svc: Services): OpenAPIHono {
   const app = newRouter();
   app.onError(onError);
-  app.notFound(notFound);
+  app.notFound((c) => {
+    const allow = allowedMethods(app, c.req.path);
+    if (!allow.length) return notFound(c);
+    c.header("Allow", allow.join(", "));
+    return problemResponse(c, {
+      type: problemType("method-not-allowed"),
+      title: "Method not allowed",
+      status: 405,
+      detail: `${c.req.method} is not allowed on ${c.req.path}; allowed: ${allow.join(", ")}`,
+      instance: c.req.path,
+    });
+  });
   if (svc.config.DUT_CORS_ORIGINS.length) {
     app.use(
       "*",
@@ -82,6 +106,13 @@ export function createApp(svc: Services): OpenAPIHono {
     svc.metrics.lockHeld.set(svc.worker?.holdsLock ? 1 : 0);
     return c.text(svc.metrics.render(), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
   });
+
+  // Strong validators on every read of the API: a client sending If-None-Match with the last ETag gets a
+  // bodiless 304 when the representation is byte-for-byte unchanged.
+  const tag = etag({ generateDigest: (body) => crypto.subtle.digest("SHA-256", body) });
+  app.use("/api/admin/*", tag);
+  app.use("/api/test-runs", tag);
+  app.use("/api/test-runs/*", tag);
 
   const admin = adminAuth(svc.config.ADMIN_TOKEN);
   app.use("/api/admin/*", admin);

@@ -11,6 +11,7 @@ import { runPreflight } from "../preflight.ts";
 import { problems } from "./problem.ts";
 import { RunService } from "../runs/service.ts";
 import { shareLink } from "./share.ts";
+import { RunListQuery } from "./schemas_query.ts";
 
 const Evidence = z.object({ snapshotId: z.string(), payloadSha256: z.string(), collectedAt: z.string() })
   .nullable();
@@ -234,9 +235,24 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
       path: "/api/test-runs",
       tags,
       summary: "List test runs, newest first",
-      responses: { 200: json(z.object({ runs: z.array(Run) }), "Runs"), ...problemResponses },
+      description:
+        "Newest first (start time). Filters: status, planIdentifier, `from` (started at or after) and `to` " +
+        "(started before), RFC 3339. `limit` 1-1000 (default 100); `nextCursor` (null on the last page) is " +
+        "passed as `cursor` for the next page.",
+      request: { query: RunListQuery },
+      responses: {
+        200: json(
+          z.object({ runs: z.array(Run), nextCursor: z.string().nullable() }).openapi("TestRunPage"),
+          "A page of runs",
+        ),
+        ...problemResponses,
+      },
     }),
-    async (c) => c.json({ runs: await runs.list() }, 200),
+    async (c) => {
+      const r = await runs.page(c.req.valid("query"));
+      if (!r) throw problems.badRequest("query.cursor", "must be a cursor returned by a previous page");
+      return c.json(r, 200);
+    },
   );
 
   app.openapi(
