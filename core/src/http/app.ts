@@ -17,7 +17,8 @@ import { deviceRoutes } from "./routes_devices.ts";
 import { snapshotRoutes } from "./routes_snapshots.ts";
 import { testRunRoutes } from "./routes_runs.ts";
 import { reportPageRoutes } from "./routes_report_page.ts";
-import { CORE_VERSION } from "../version.ts";
+import { registerPlainRoutes, serveDocument } from "./openapi_doc.ts";
+import { docsRoutes } from "./routes_docs.ts";
 
 export type App = OpenAPIHono;
 
@@ -124,22 +125,14 @@ export function createApp(svc: Services): OpenAPIHono {
   testRunRoutes(app, svc);
   reportPageRoutes(app, svc);
 
+  docsRoutes(app);
+  registerPlainRoutes(app);
+
   app.openAPIRegistry.registerComponent("securitySchemes", "adminBearer", {
     type: "http",
     scheme: "bearer",
     description: "The ADMIN_TOKEN of the service",
   });
-  app.doc31("/api/openapi.json", {
-    openapi: "3.1.0",
-    info: {
-      title: "dutlab API",
-      version: CORE_VERSION,
-      description:
-        "Device-under-test registry, polling worker, pre-flight checks and run reports. Errors are RFC 9457 " +
-        "application/problem+json documents with a stable `type` (urn:dutlab:problem:<slug>), the HTTP " +
-        "`status` and, for validation problems, `errors: [{field, message}]`.",
-    },
-    security: [{ adminBearer: [] }],
-  });
+  serveDocument(app, svc);
   return app;
 }

@@ -31,6 +31,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/admin/dut/devices",
+      operationId: "listDevices",
       tags,
       summary: "List devices and vendors",
       description:
@@ -58,6 +59,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/admin/dut/devices/{id}",
+      operationId: "getDevice",
       tags,
       summary: "One device",
       request: { params: IdParam },
@@ -70,6 +72,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "post",
       path: "/api/admin/dut/devices",
+      operationId: "createDevice",
       tags,
       summary: "Register a device",
       description:
@@ -95,6 +98,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "patch",
       path: "/api/admin/dut/devices/{id}",
+      operationId: "updateDevice",
       tags,
       summary: "Update a device",
       description:
@@ -126,6 +130,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "delete",
       path: "/api/admin/dut/devices/{id}",
+      operationId: "deleteDevice",
       tags,
       summary: "Delete a device and all its snapshots",
       request: { params: IdParam },
@@ -144,6 +149,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "post",
       path: "/api/admin/dut/devices/{id}/test",
+      operationId: "testDeviceConnection",
       tags,
       summary: "Test the connection",
       description:
@@ -164,6 +170,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "post",
       path: "/api/admin/dut/devices/{id}/snapshot",
+      operationId: "snapshotDevice",
       tags,
       summary: "Poll the device now",
       description:

@@ -168,6 +168,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/test-runs/plans",
+      operationId: "listPlans",
       tags,
       summary: "The test-plan catalog",
       description:
@@ -185,6 +186,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "post",
       path: "/api/test-runs/preflight",
+      operationId: "runPreflight",
       tags,
       summary: "Run the pre-flight checks for a plan",
       description:
@@ -217,6 +219,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "post",
       path: "/api/test-runs",
+      operationId: "startRun",
       tags,
       summary: "Start a test run",
       description:
@@ -233,6 +236,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/test-runs",
+      operationId: "listRuns",
       tags,
       summary: "List test runs, newest first",
       description:
@@ -259,6 +263,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/test-runs/{executionId}",
+      operationId: "getRun",
       tags,
       summary: "One test run",
       request: { params: ExecParam },
@@ -271,6 +276,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "post",
       path: "/api/test-runs/{executionId}/finish",
+      operationId: "finishRun",
       tags,
       summary: "Finish the run and freeze its report",
       description:
@@ -296,6 +302,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/test-runs/{executionId}/report.json",
+      operationId: "getRunReport",
       tags,
       summary: "ReportData of a finished run",
       description:
@@ -326,6 +333,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "post",
       path: "/api/test-runs/{executionId}/share",
+      operationId: "shareRunReport",
       tags,
       summary: "A signed, expiring link to the print page",
       description:

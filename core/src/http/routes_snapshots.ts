@@ -18,6 +18,7 @@ export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/admin/dut/snapshots",
+      operationId: "listSnapshots",
       tags: ["Snapshots"],
       summary: "List snapshots, newest first",
       description:
@@ -46,6 +47,7 @@ export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/admin/dut/snapshots/{id}",
+      operationId: "getSnapshot",
       tags: ["Snapshots"],
       summary: "One snapshot",
       description:
