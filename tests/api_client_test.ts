@@ -117,6 +117,20 @@ dbTest("a generated client calls every operation of the document", async (db) =>
 
     const del = await client.DELETE("/api/admin/dut/devices/{id}", { params: { path: { id } } });
     assert.equal(del.data?.ok, true);
+
+    const tok = await client.POST("/api/admin/tokens", { body: { name: "typed", role: "viewer" } });
+    assert.equal(tok.data?.role, "viewer");
+    const toks = await client.GET("/api/admin/tokens");
+    assert.deepEqual(toks.data?.tokens.map((t) => t.name), ["typed"]);
+    const rev = await client.DELETE("/api/admin/tokens/{id}", { params: { path: { id: tok.data!.id } } });
+    assert.ok(rev.data?.revokedAt);
+    const audit = await client.GET("/api/admin/audit", {
+      params: { query: { method: "DELETE", limit: 10 } },
+    });
+    assert.deepEqual(audit.data?.entries.map((e) => e.route), [
+      "/api/admin/tokens/:id",
+      "/api/admin/dut/devices/:id",
+    ]);
   } finally {
     await sim.sim.close();
   }

@@ -4,7 +4,10 @@ import { cors } from "hono/cors";
 import { etag } from "hono/etag";
 import { sql } from "kysely";
 import type { Services } from "../services.ts";
-import { adminAuth } from "./auth.ts";
+import { requestId } from "hono/request-id";
+import { bearerAuth } from "./auth.ts";
+import { auditTrail } from "./audit.ts";
+import { accessRoutes } from "./routes_access.ts";
 import {
   notFound,
   onError,
@@ -62,14 +65,16 @@ export function createApp(svc: Services): OpenAPIHono {
       instance: c.req.path,
     });
   });
+  app.use("*", requestId({ limitLength: 100 }));
+  app.use("*", auditTrail(svc));
   if (svc.config.DUT_CORS_ORIGINS.length) {
     app.use(
       "*",
       cors({
         origin: svc.config.DUT_CORS_ORIGINS,
-        allowHeaders: ["Authorization", "Content-Type"],
+        allowHeaders: ["Authorization", "Content-Type", "If-None-Match", "Last-Event-ID", "X-Request-Id"],
         allowMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
-        exposeHeaders: ["X-Report-Sha256", "X-License"],
+        exposeHeaders: ["X-Report-Sha256", "X-License", "ETag", "X-Request-Id"],
         maxAge: 600,
       }),
     );
@@ -115,12 +120,13 @@ export function createApp(svc: Services): OpenAPIHono {
   app.use("/api/test-runs", tag);
   app.use("/api/test-runs/*", tag);
 
-  const admin = adminAuth(svc.config.ADMIN_TOKEN);
-  app.use("/api/admin/*", admin);
-  app.use("/api/test-runs", admin);
-  app.use("/api/test-runs/*", admin);
+  const auth = bearerAuth(svc);
+  app.use("/api/admin/*", auth);
+  app.use("/api/test-runs", auth);
+  app.use("/api/test-runs/*", auth);
 
   deviceRoutes(app, svc);
+  accessRoutes(app, svc);
   snapshotRoutes(app, svc);
   testRunRoutes(app, svc);
   reportPageRoutes(app, svc);
@@ -131,7 +137,8 @@ export function createApp(svc: Services): OpenAPIHono {
   app.openAPIRegistry.registerComponent("securitySchemes", "adminBearer", {
     type: "http",
     scheme: "bearer",
-    description: "The ADMIN_TOKEN of the service",
+    description:
+      "The ADMIN_TOKEN of the service (bootstrap admin) or a named API token with role admin, operator or viewer",
   });
   serveDocument(app, svc);
   return app;

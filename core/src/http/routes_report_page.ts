@@ -2,7 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Services } from "../services.ts";
 import { RunService } from "../runs/service.ts";
 import { checkShareLink, reportPath } from "./share.ts";
-import { adminAuth } from "./auth.ts";
+import { bearerAuth } from "./auth.ts";
 import { problems } from "./problem.ts";
 import { renderReportPage } from "../report/page.tsx";
 import type { ReportData } from "../report/types.ts";
@@ -14,7 +14,7 @@ import type { ReportData } from "../report/types.ts";
  */
 export function reportPageRoutes(app: OpenAPIHono, svc: Services) {
   const runs = new RunService(svc.db.kysely, svc.registry, svc.config.DUT_DEFAULT_LICENSE_ID);
-  const admin = adminAuth(svc.config.ADMIN_TOKEN);
+  const admin = bearerAuth(svc);
   app.get("/runs/:executionId/report", async (c, next) => {
     const exp = c.req.query("exp");
     const sig = c.req.query("sig");

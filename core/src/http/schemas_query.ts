@@ -36,7 +36,7 @@ export const DeviceListQuery = z.object({
   }),
 }).strict();
 
-const dateTime = (what: string) =>
+export const dateTimeParam = (what: string) =>
   z.string().refine((v) => /^\d{4}-\d\d-\d\d(T[\d:.]+(Z|[+-]\d\d:\d\d))?$/.test(v) && !isNaN(Date.parse(v)), {
     message: "must be an RFC 3339 date-time such as 2026-11-23T10:00:00Z (or a date)",
   }).transform((v) => new Date(v)).optional().openapi({
@@ -50,6 +50,6 @@ export const RunListQuery = z.object({
   cursor: cursorParam,
   status: z.enum(["active", "finished"]).optional(),
   planIdentifier: z.string().trim().min(1, "must not be empty").max(200).optional(),
-  from: dateTime("Only runs started at or after this time"),
-  to: dateTime("Only runs started before this time"),
+  from: dateTimeParam("Only runs started at or after this time"),
+  to: dateTimeParam("Only runs started before this time"),
 }).strict();

@@ -91,6 +91,7 @@ export class Metrics {
     "Scans that could not finish their due devices before the next scan",
   );
   lockHeld = new Gauge("dutlab_poll_lock_held", "1 when this instance holds the poll lock");
+  authRefused = new Counter("dutlab_auth_refused_total", "Refused token attempts by reason");
 
   render(): string {
     return [
@@ -101,6 +102,7 @@ export class Metrics {
       this.scanDuration,
       this.overruns,
       this.lockHeld,
+      this.authRefused,
     ]
       .map((m) => m.render()).join("\n") + "\n";
   }
