@@ -7,6 +7,7 @@ import type { Services } from "../services.ts";
 import { requestId } from "hono/request-id";
 import { bearerAuth } from "./auth.ts";
 import { auditTrail } from "./audit.ts";
+import { routeTemplate } from "./route.ts";
 import { accessRoutes } from "./routes_access.ts";
 import {
   notFound,
@@ -65,6 +66,17 @@ export function createApp(svc: Services): OpenAPIHono {
       instance: c.req.path,
     });
   });
+  app.use("*", async (c, next) => {
+    const t0 = performance.now();
+    await next();
+    const labels = {
+      method: c.req.method,
+      route: routeTemplate(c) ?? "unmatched",
+      status: String(c.res.status),
+    };
+    svc.metrics.httpRequests.inc(labels);
+    svc.metrics.httpDuration.observe(labels, (performance.now() - t0) / 1000);
+  });
   app.use("*", requestId({ limitLength: 100 }));
   app.use("*", auditTrail(svc));
   if (svc.config.DUT_CORS_ORIGINS.length) {
@@ -108,9 +120,9 @@ export function createApp(svc: Services): OpenAPIHono {
       });
     }
   });
-  app.get("/metrics", (c) => {
+  app.get("/metrics", async (c) => {
     svc.metrics.lockHeld.set(svc.worker?.holdsLock ? 1 : 0);
-    return c.text(svc.metrics.render(), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+    return c.text(await svc.metrics.render(), 200, { "content-type": svc.metrics.contentType });
   });
 
   // Strong validators on every read of the API: a client sending If-None-Match with the last ETag gets a
