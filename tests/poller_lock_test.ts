@@ -40,7 +40,8 @@ async function lockHolder(db: Db): Promise<number | null> {
   return r.rows[0]?.pid ?? null;
 }
 
-const polls = (svc: Services) => [...svc.metrics.polls.values.values()].reduce((a, b) => a + b, 0);
+const polls = async (svc: Services) =>
+  (await svc.metrics.polls.get()).values.reduce((a, v) => a + v.value, 0);
 
 dbTest(
   "the lock holder keeps polling every scan; another instance retries each scan and polls nothing",
@@ -60,19 +61,19 @@ dbTest(
       await a.worker.scan(); // the holder's next scan polls every due device
       assert.equal(await count(db, "snapshots"), 9 * (round + 1));
     }
-    assert.equal(polls(a.svc), 12);
-    assert.equal(polls(b.svc), 0);
+    assert.equal(await polls(a.svc), 12);
+    assert.equal(await polls(b.svc), 0);
     assert.equal(b.worker.scans, 0);
     assert.equal(a.worker.scans, 4);
-    assert.match(b.svc.metrics.render(), /^dutlab_poll_lock_held 0$/m);
-    assert.match(a.svc.metrics.render(), /^dutlab_poll_lock_held 1$/m);
+    assert.match(await b.svc.metrics.render(), /^dutlab_poll_lock_held 0$/m);
+    assert.match(await a.svc.metrics.render(), /^dutlab_poll_lock_held 1$/m);
     // the holder stops: the other instance's next scan takes over and polls what is due
     await a.worker.stop(1000);
     assert.equal(await lockHolder(db), null, "stop released the lock");
     await makeDue(db);
     await b.worker.scan();
     assert.equal(b.worker.holdsLock, true);
-    assert.equal(polls(b.svc), 3);
+    assert.equal(await polls(b.svc), 3);
   },
   only,
 );
@@ -108,7 +109,7 @@ dbTest("a killed lock session stops writing poll results until the lock is taken
   assert.notEqual(v.lastPollAt, before, "makeDue moved the last poll back");
   assert.ok(Date.parse(v.lastPollAt!) < Date.parse(before!), "and the lost poll did not write it");
   assert.equal(a.worker.holdsLock, false);
-  assert.match(a.svc.metrics.render(), /^dutlab_poll_lock_held 0$/m);
+  assert.match(await a.svc.metrics.render(), /^dutlab_poll_lock_held 0$/m);
 
   // While someone else holds the lock, scans poll nothing.
   const hits = dev.sim.requests.length;
@@ -169,7 +170,7 @@ dbTest(
       lastPollError: v.lastPollError,
       lastPollAt: v.lastPollAt,
     });
-    assert.equal(polls(b.svc), 0, "b did not poll");
+    assert.equal(await polls(b.svc), 0, "b did not poll");
 
     // b's manual snapshot is talking to the device when a's scan finds it due: a skips it
     await makeDue(db, [id]);
@@ -179,7 +180,7 @@ dbTest(
     await a.worker.scan();
     assert.equal((await (await manual).json()).ok, true);
     assert.equal(ntpHits(), 2);
-    assert.equal(polls(a.svc), 1, "a's scan skipped the device");
+    assert.equal(await polls(a.svc), 1, "a's scan skipped the device");
     assert.equal(await count(db, "snapshots", id), 6);
   },
   only,

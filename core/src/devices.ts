@@ -11,6 +11,20 @@ import { sha256Hex } from "./hash.ts";
 import { DeviceError, type PollStatus } from "./errors.ts";
 import { Batcher } from "./batcher.ts";
 import { isUuid } from "./ids.ts";
+import { decodeCursor, encodeCursor } from "./paging.ts";
+
+/** Filters and paging of the device list (README "Paging and filters"). */
+export interface DeviceFilter {
+  vendor?: string;
+  role?: string;
+  enabled?: boolean;
+  /** A poll status, or `never` for devices never polled. */
+  lastPollStatus?: PollStatus | "never";
+  /** Case-insensitive substring of the hostname or the notes. */
+  q?: string;
+  limit?: number;
+  cursor?: string;
+}
 
 export type DeviceRow = Selectable<DevicesTable>;
 /** A device row without its credential: what the API view is made from. */
@@ -106,6 +120,37 @@ export class DeviceStore {
   /** Every device in hostname order, with the columns of the API view only (no credential). */
   async list(): Promise<DeviceListRow[]> {
     return await this.db.selectFrom("devices").select(VIEW_COLUMNS).orderBy("hostname").execute();
+  }
+
+  /**
+   * Devices in hostname order, filtered; with `limit`, one page after the hostname the `cursor` names
+   * (keyset paging: a page never repeats or skips a device that existed when the first page was read).
+   * Returns null for a cursor this API did not make.
+   */
+  async query(f: DeviceFilter): Promise<{ rows: DeviceListRow[]; nextCursor: string | null } | null> {
+    let q = this.db.selectFrom("devices").select(VIEW_COLUMNS);
+    if (f.vendor) q = q.where("vendor", "=", f.vendor);
+    if (f.role) q = q.where("device_role", "=", f.role);
+    if (f.enabled !== undefined) q = q.where("enabled", "=", f.enabled);
+    if (f.lastPollStatus === "never") q = q.where("last_poll_status", "is", null);
+    else if (f.lastPollStatus) q = q.where("last_poll_status", "=", f.lastPollStatus);
+    if (f.q) {
+      const like = `%${f.q.replace(/[\\%_]/g, (m) => `\\${m}`)}%`;
+      q = q.where((eb) => eb.or([eb("hostname", "ilike", like), eb("notes", "ilike", like)]));
+    }
+    if (f.cursor !== undefined) {
+      const after = decodeCursor("d", f.cursor);
+      if (after === null) return null;
+      q = q.where("hostname", ">", after);
+    }
+    q = q.orderBy("hostname");
+    if (f.limit === undefined) return { rows: await q.execute(), nextCursor: null };
+    const rows = await q.limit(f.limit + 1).execute();
+    const page = rows.slice(0, f.limit);
+    return {
+      rows: page,
+      nextCursor: rows.length > f.limit ? encodeCursor("d", page[page.length - 1].hostname) : null,
+    };
   }
 
   /**

@@ -12,6 +12,7 @@ import { openTransport } from "./transport/transport.ts";
 import type { TlsVerifyMode } from "./adapter.ts";
 import { deviceTarget } from "./devices.ts";
 import { logger } from "./log.ts";
+import { AuditLog, TokenStore } from "./access.ts";
 import type { DeviceRow } from "./devices.ts";
 
 /** Everything the HTTP app and the worker share. Built once per process by `bootstrap`. */
@@ -24,6 +25,10 @@ export interface Services {
   devices: DeviceStore;
   poller: PollService;
   metrics: Metrics;
+  /** Named API tokens with roles (and the ADMIN_TOKEN as bootstrap admin). */
+  tokens: TokenStore;
+  /** The append-only audit log of state-changing requests. */
+  audit: AuditLog;
   limits: TransportLimits;
   /** Log out a session parked for a device (after delete, or at shutdown). Best effort. */
   releaseParked(row: Pick<DeviceRow, "id">, fallback?: DeviceRow): Promise<void>;
@@ -75,6 +80,8 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     devices,
     poller,
     metrics,
+    tokens: new TokenStore(db.kysely, config.ADMIN_TOKEN),
+    audit: new AuditLog(db.kysely),
     limits,
     async releaseParked(row, full) {
       const parked = sessions.take(row.id);

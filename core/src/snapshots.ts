@@ -73,6 +73,15 @@ export async function listSnapshots(
   };
 }
 
+/** One snapshot by its id (digits), or undefined. */
+export async function getSnapshot(db: Kysely<Database>, id: string): Promise<SnapshotView | undefined> {
+  if (!/^\d{1,19}$/.test(id) || BigInt(id) > MAX_ID) return undefined;
+  const row = await db.selectFrom("snapshots as s")
+    .innerJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256")
+    .select(SNAPSHOT_COLUMNS).where(sql`s.id`, "=", sql`${id}::bigint`).executeTakeFirst();
+  return row ? toSnapshotView(row) : undefined;
+}
+
 export function toSnapshotView(r: {
   id: string;
   device_id: string;

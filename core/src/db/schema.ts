@@ -98,6 +98,41 @@ export interface RunAlertsTable {
   snapshot_id: string;
 }
 
+/** A timestamp the database sets by default. */
+type DefaultNow = ColumnType<Date, Date | string | undefined, never>;
+
+/** Named API tokens (issue 21): only the SHA-256 of the token is stored. */
+export interface ApiTokensTable {
+  id: string;
+  name: string;
+  role: string;
+  token_sha256: string;
+  created_at: DefaultNow;
+  revoked_at: Timestamp | null;
+}
+
+/** Append-only: one row per state-changing request (the database refuses UPDATE, DELETE, TRUNCATE). */
+export interface AuditLogTable {
+  id: Generated<string>;
+  at: DefaultNow;
+  token_name: string | null;
+  role: string | null;
+  method: string;
+  route: string;
+  target_id: string | null;
+  status: number;
+  outcome: string;
+  request_id: string;
+}
+
+/** Live events kept for a bounded window (SSE resume). `data` is JSON text. */
+export interface EventsTable {
+  id: Generated<string>;
+  at: DefaultNow;
+  type: string;
+  data: string;
+}
+
 /** The one Kysely database interface of dutlab. */
 export interface Database {
   devices: DevicesTable;
@@ -107,4 +142,7 @@ export interface Database {
   test_runs: TestRunsTable;
   run_alerts: RunAlertsTable;
   run_deletions: RunDeletionsTable;
+  api_tokens: ApiTokensTable;
+  audit_log: AuditLogTable;
+  events: EventsTable;
 }

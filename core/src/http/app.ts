@@ -1,9 +1,14 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
+import { etag } from "hono/etag";
 import { sql } from "kysely";
 import type { Services } from "../services.ts";
-import { adminAuth } from "./auth.ts";
+import { requestId } from "hono/request-id";
+import { bearerAuth } from "./auth.ts";
+import { auditTrail } from "./audit.ts";
+import { routeTemplate } from "./route.ts";
+import { accessRoutes } from "./routes_access.ts";
 import {
   notFound,
   onError,
@@ -16,9 +21,22 @@ import { deviceRoutes } from "./routes_devices.ts";
 import { snapshotRoutes } from "./routes_snapshots.ts";
 import { testRunRoutes } from "./routes_runs.ts";
 import { reportPageRoutes } from "./routes_report_page.ts";
-import { CORE_VERSION } from "../version.ts";
+import { registerPlainRoutes, serveDocument } from "./openapi_doc.ts";
+import { docsRoutes } from "./routes_docs.ts";
 
 export type App = OpenAPIHono;
+
+/** Route paths of the app as regular expressions, by method (for 405 answers). */
+function allowedMethods(app: OpenAPIHono, path: string): string[] {
+  const methods = new Set<string>();
+  for (const r of app.routes) {
+    if (r.method === "ALL" || r.path.includes("*")) continue;
+    const re = new RegExp(`^${r.path.replace(/[.]/g, "\\.").replace(/:[A-Za-z0-9_]+/g, "[^/]+")}$`);
+    if (re.test(path)) methods.add(r.method);
+  }
+  if (methods.has("GET")) methods.add("HEAD");
+  return [...methods].sort();
+}
 
 /** A new OpenAPIHono whose validation failures are 400 problem+json naming the fields. */
 export function newRouter(): OpenAPIHono {
@@ -36,15 +54,39 @@ export function newRouter(): OpenAPIHono {
 export function createApp(svc: Services): OpenAPIHono {
   const app = newRouter();
   app.onError(onError);
-  app.notFound(notFound);
+  app.notFound((c) => {
+    const allow = allowedMethods(app, c.req.path);
+    if (!allow.length) return notFound(c);
+    c.header("Allow", allow.join(", "));
+    return problemResponse(c, {
+      type: problemType("method-not-allowed"),
+      title: "Method not allowed",
+      status: 405,
+      detail: `${c.req.method} is not allowed on ${c.req.path}; allowed: ${allow.join(", ")}`,
+      instance: c.req.path,
+    });
+  });
+  app.use("*", async (c, next) => {
+    const t0 = performance.now();
+    await next();
+    const labels = {
+      method: c.req.method,
+      route: routeTemplate(c) ?? "unmatched",
+      status: String(c.res.status),
+    };
+    svc.metrics.httpRequests.inc(labels);
+    svc.metrics.httpDuration.observe(labels, (performance.now() - t0) / 1000);
+  });
+  app.use("*", requestId({ limitLength: 100 }));
+  app.use("*", auditTrail(svc));
   if (svc.config.DUT_CORS_ORIGINS.length) {
     app.use(
       "*",
       cors({
         origin: svc.config.DUT_CORS_ORIGINS,
-        allowHeaders: ["Authorization", "Content-Type"],
+        allowHeaders: ["Authorization", "Content-Type", "If-None-Match", "Last-Event-ID", "X-Request-Id"],
         allowMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
-        exposeHeaders: ["X-Report-Sha256", "X-License"],
+        exposeHeaders: ["X-Report-Sha256", "X-License", "ETag", "X-Request-Id"],
         maxAge: 600,
       }),
     );
@@ -78,37 +120,38 @@ export function createApp(svc: Services): OpenAPIHono {
       });
     }
   });
-  app.get("/metrics", (c) => {
+  app.get("/metrics", async (c) => {
     svc.metrics.lockHeld.set(svc.worker?.holdsLock ? 1 : 0);
-    return c.text(svc.metrics.render(), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+    return c.text(await svc.metrics.render(), 200, { "content-type": svc.metrics.contentType });
   });
 
-  const admin = adminAuth(svc.config.ADMIN_TOKEN);
-  app.use("/api/admin/*", admin);
-  app.use("/api/test-runs", admin);
-  app.use("/api/test-runs/*", admin);
+  // Strong validators on every read of the API: a client sending If-None-Match with the last ETag gets a
+  // bodiless 304 when the representation is byte-for-byte unchanged.
+  const tag = etag({ generateDigest: (body) => crypto.subtle.digest("SHA-256", body) });
+  app.use("/api/admin/*", tag);
+  app.use("/api/test-runs", tag);
+  app.use("/api/test-runs/*", tag);
+
+  const auth = bearerAuth(svc);
+  app.use("/api/admin/*", auth);
+  app.use("/api/test-runs", auth);
+  app.use("/api/test-runs/*", auth);
 
   deviceRoutes(app, svc);
+  accessRoutes(app, svc);
   snapshotRoutes(app, svc);
   testRunRoutes(app, svc);
   reportPageRoutes(app, svc);
 
+  docsRoutes(app);
+  registerPlainRoutes(app);
+
   app.openAPIRegistry.registerComponent("securitySchemes", "adminBearer", {
     type: "http",
     scheme: "bearer",
-    description: "The ADMIN_TOKEN of the service",
+    description:
+      "The ADMIN_TOKEN of the service (bootstrap admin) or a named API token with role admin, operator or viewer",
   });
-  app.doc31("/api/openapi.json", {
-    openapi: "3.1.0",
-    info: {
-      title: "dutlab API",
-      version: CORE_VERSION,
-      description:
-        "Device-under-test registry, polling worker, pre-flight checks and run reports. Errors are RFC 9457 " +
-        "application/problem+json documents with a stable `type` (urn:dutlab:problem:<slug>), the HTTP " +
-        "`status` and, for validation problems, `errors: [{field, message}]`.",
-    },
-    security: [{ adminBearer: [] }],
-  });
+  serveDocument(app, svc);
   return app;
 }

@@ -1,19 +1,63 @@
-import type { MiddlewareHandler } from "hono";
-import { timingSafeEqual } from "../credentials.ts";
+import type { Context, MiddlewareHandler } from "hono";
+import type { Services } from "../services.ts";
+import { type Principal, requiredRole, roleAllows } from "../access.ts";
+import { logger } from "../log.ts";
 import { problemResponse, problemType } from "./problem.ts";
+import { routeTemplate } from "./route.ts";
 
-/** `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time; 401 problem otherwise. */
-export function adminAuth(token: string): MiddlewareHandler {
+const log = logger("auth");
+const principals = new WeakMap<Request, Principal>();
+
+/** The principal an authenticated request acts as (set by `bearerAuth`). */
+export const principalOf = (c: Context): Principal | undefined => principals.get(c.req.raw);
+
+/**
+ * `Authorization: Bearer <token>`: the ADMIN_TOKEN (compared in constant time) or a named API token (looked
+ * up by its SHA-256). 401 without a valid token, 403 when the token's role does not allow the route. Every
+ * refusal is counted in `dutlab_auth_refused_total` and logged without the token.
+ */
+export function bearerAuth(svc: Services): MiddlewareHandler {
   return async (c, next) => {
     const h = c.req.header("authorization") ?? "";
-    const m = /^Bearer\s+(.+)$/i.exec(h.trim());
-    if (!m || !timingSafeEqual(m[1].trim(), token)) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(h.trim());
+    const principal = m ? await svc.tokens.resolve(m[1]) : null;
+    const route = routeTemplate(c);
+    if (!principal) {
+      const reason = m ? "invalid" : "missing";
+      svc.metrics.authRefused.inc({ reason });
+      log.warn("Refused {method} {path}: {reason} bearer token", {
+        method: c.req.method,
+        path: c.req.path,
+        reason,
+      });
       c.header("WWW-Authenticate", m ? 'Bearer error="invalid_token"' : 'Bearer realm="dutlab"');
       return problemResponse(c, {
         type: problemType("unauthorized"),
         title: "Unauthorized",
         status: 401,
-        detail: m ? "The bearer token is not valid" : "Send Authorization: Bearer <ADMIN_TOKEN>",
+        detail: m ? "The bearer token is not valid" : "Send Authorization: Bearer <token>",
+        instance: c.req.path,
+      });
+    }
+    principals.set(c.req.raw, principal);
+    // An unknown route is left to the 404/405 answers; its method decides the role needed to learn that.
+    const need = requiredRole(c.req.method, route ?? c.req.path);
+    if (!roleAllows(principal.role, need)) {
+      svc.metrics.authRefused.inc({ reason: "forbidden" });
+      log.warn("Refused {method} {route} to token {name} ({role}): needs {need}", {
+        method: c.req.method,
+        route: route ?? c.req.path,
+        name: principal.name,
+        role: principal.role,
+        need,
+      });
+      return problemResponse(c, {
+        type: problemType("forbidden"),
+        title: "Forbidden",
+        status: 403,
+        detail: `The token "${principal.name}" has role ${principal.role}; ${c.req.method} ${
+          route ?? c.req.path
+        } needs ${need}`,
         instance: c.req.path,
       });
     }

@@ -20,6 +20,8 @@ import {
 } from "./openapi_util.ts";
 import { toView } from "../devices.ts";
 import { testConnection } from "../test_connection.ts";
+import { DeviceListQuery } from "./schemas_query.ts";
+import { problems } from "./problem.ts";
 
 const tags = ["Devices"];
 const body = <T>(schema: T) => ({ body: { content: { "application/json": { schema } }, required: true } });
@@ -29,23 +31,48 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/admin/dut/devices",
+      operationId: "listDevices",
       tags,
       summary: "List devices and vendors",
+      description:
+        "Devices in hostname order and the vendor list. Filters: vendor, role, enabled, lastPollStatus " +
+        "(`never` = never polled), q (substring of hostname or notes). Without `limit` and `cursor` the answer " +
+        "is every matching device in the spec 4.1 shape `{devices, vendors}`; with either it is one page " +
+        "(`limit` default 100) and adds `nextCursor` (null on the last page; pass it as `cursor`).",
+      request: { query: DeviceListQuery },
       responses: {
         200: json(DeviceList, "Devices (hostname order) and the vendor list"),
         ...problemResponses,
       },
     }),
     async (c) => {
-      const rows = await svc.devices.list();
-      return c.json({ devices: rows.map(toView), vendors: svc.registry.vendors }, 200);
+      const q = c.req.valid("query");
+      const paged = q.limit !== undefined || q.cursor !== undefined;
+      const r = await svc.devices.query({ ...q, limit: paged ? q.limit ?? 100 : undefined });
+      if (!r) throw problems.badRequest("query.cursor", "must be a cursor returned by a previous page");
+      const body = { devices: r.rows.map(toView), vendors: svc.registry.vendors };
+      return c.json(paged ? { ...body, nextCursor: r.nextCursor } : body, 200);
     },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/admin/dut/devices/{id}",
+      operationId: "getDevice",
+      tags,
+      summary: "One device",
+      request: { params: IdParam },
+      responses: { 200: json(Device, "The device"), ...problemResponses, ...notFoundResponse },
+    }),
+    async (c) => c.json(toView(await svc.devices.get(c.req.valid("param").id)), 200),
   );
 
   app.openapi(
     createRoute({
       method: "post",
       path: "/api/admin/dut/devices",
+      operationId: "createDevice",
       tags,
       summary: "Register a device",
       description:
@@ -71,6 +98,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "patch",
       path: "/api/admin/dut/devices/{id}",
+      operationId: "updateDevice",
       tags,
       summary: "Update a device",
       description:
@@ -102,6 +130,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "delete",
       path: "/api/admin/dut/devices/{id}",
+      operationId: "deleteDevice",
       tags,
       summary: "Delete a device and all its snapshots",
       request: { params: IdParam },
@@ -120,6 +149,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "post",
       path: "/api/admin/dut/devices/{id}/test",
+      operationId: "testDeviceConnection",
       tags,
       summary: "Test the connection",
       description:
@@ -140,6 +170,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "post",
       path: "/api/admin/dut/devices/{id}/snapshot",
+      operationId: "snapshotDevice",
       tags,
       summary: "Poll the device now",
       description:

@@ -2,7 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Services } from "../services.ts";
 import { RunService } from "../runs/service.ts";
 import { checkShareLink, reportPath } from "./share.ts";
-import { adminAuth } from "./auth.ts";
+import { bearerAuth } from "./auth.ts";
 import { problems } from "./problem.ts";
 import { renderReportPage } from "../report/page.tsx";
 import type { ReportData } from "../report/types.ts";
@@ -19,7 +19,7 @@ export function reportPageRoutes(app: OpenAPIHono, svc: Services) {
     svc.config.DUT_DEFAULT_LICENSE_ID,
     svc.config.DUT_LAB_NAME,
   );
-  const admin = adminAuth(svc.config.ADMIN_TOKEN);
+  const admin = bearerAuth(svc);
   app.get("/runs/:executionId/report", async (c, next) => {
     const exp = c.req.query("exp");
     const sig = c.req.query("sig");

@@ -12,6 +12,7 @@ import { problems } from "./problem.ts";
 import { RunService } from "../runs/service.ts";
 import { shareLink } from "./share.ts";
 import { k6Issues } from "../runs/k6.ts";
+import { RunListQuery } from "./schemas_query.ts";
 
 const Evidence = z.object({ snapshotId: z.string(), payloadSha256: z.string(), collectedAt: z.string() })
   .nullable();
@@ -214,6 +215,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/test-runs/plans",
+      operationId: "listPlans",
       tags,
       summary: "The test-plan catalog",
       description:
@@ -231,6 +233,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "post",
       path: "/api/test-runs/preflight",
+      operationId: "runPreflight",
       tags,
       summary: "Run the pre-flight checks for a plan",
       description:
@@ -263,6 +266,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "post",
       path: "/api/test-runs",
+      operationId: "startRun",
       tags,
       summary: "Start a test run",
       description:
@@ -279,17 +283,34 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/test-runs",
+      operationId: "listRuns",
       tags,
       summary: "List test runs, newest first",
-      responses: { 200: json(z.object({ runs: z.array(Run) }), "Runs"), ...problemResponses },
+      description:
+        "Newest first (start time). Filters: status, planIdentifier, `from` (started at or after) and `to` " +
+        "(started before), RFC 3339. `limit` 1-1000 (default 100); `nextCursor` (null on the last page) is " +
+        "passed as `cursor` for the next page.",
+      request: { query: RunListQuery },
+      responses: {
+        200: json(
+          z.object({ runs: z.array(Run), nextCursor: z.string().nullable() }).openapi("TestRunPage"),
+          "A page of runs",
+        ),
+        ...problemResponses,
+      },
     }),
-    async (c) => c.json({ runs: await runs.list() }, 200),
+    async (c) => {
+      const r = await runs.page(c.req.valid("query"));
+      if (!r) throw problems.badRequest("query.cursor", "must be a cursor returned by a previous page");
+      return c.json(r, 200);
+    },
   );
 
   app.openapi(
     createRoute({
       method: "get",
       path: "/api/test-runs/{executionId}",
+      operationId: "getRun",
       tags,
       summary: "One test run",
       request: { params: ExecParam },
@@ -302,6 +323,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "post",
       path: "/api/test-runs/{executionId}/finish",
+      operationId: "finishRun",
       tags,
       summary: "Finish the run and freeze its report",
       description:
@@ -327,6 +349,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/test-runs/{executionId}/report.json",
+      operationId: "getRunReport",
       tags,
       summary: "ReportData of a finished run",
       description:
@@ -357,6 +380,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "post",
       path: "/api/test-runs/{executionId}/share",
+      operationId: "shareRunReport",
       tags,
       summary: "A signed, expiring link to the print page",
       description:

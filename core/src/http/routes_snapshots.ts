@@ -1,8 +1,9 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Services } from "../services.ts";
-import { SnapshotPage, SnapshotQuery } from "./schemas.ts";
-import { json, problemResponses } from "./openapi_util.ts";
-import { listSnapshots } from "../snapshots.ts";
+import { Snapshot, SnapshotPage, SnapshotQuery } from "./schemas.ts";
+import { json, notFoundResponse, problemResponses } from "./openapi_util.ts";
+import { z } from "@hono/zod-openapi";
+import { getSnapshot, listSnapshots } from "../snapshots.ts";
 import { problems } from "./problem.ts";
 
 /** A one-line, independent recomputation of `payloadSha256` (README "Snapshot hashes"). */
@@ -17,6 +18,7 @@ export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/admin/dut/snapshots",
+      operationId: "listSnapshots",
       tags: ["Snapshots"],
       summary: "List snapshots, newest first",
       description:
@@ -38,6 +40,30 @@ export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
         throw problems.badRequest("query.cursor", "must be a cursor returned by a previous page");
       }
       return c.json(r, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/admin/dut/snapshots/{id}",
+      operationId: "getSnapshot",
+      tags: ["Snapshots"],
+      summary: "One snapshot",
+      description:
+        "The snapshot with this id (the `id` of a listed snapshot, digits), in the listing's form.",
+      request: {
+        params: z.object({
+          id: z.string().openapi({ param: { name: "id", in: "path" }, description: "Snapshot id (digits)" }),
+        }),
+      },
+      responses: { 200: json(Snapshot, "The snapshot"), ...problemResponses, ...notFoundResponse },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const s = await getSnapshot(svc.db.kysely, id);
+      if (!s) throw problems.notFound(`No snapshot with id "${id}"`);
+      return c.json(s, 200);
     },
   );
 }

@@ -81,9 +81,14 @@ export const VendorEntry = z.object({
   version: z.string().nullable(),
 }).openapi("VendorEntry");
 
-export const DeviceList = z.object({ devices: z.array(Device), vendors: z.array(VendorEntry) }).openapi(
-  "DeviceList",
-);
+export const DeviceList = z.object({
+  devices: z.array(Device),
+  vendors: z.array(VendorEntry),
+  nextCursor: z.string().nullable().optional().openapi({
+    description:
+      "Only in a paged answer (`limit` or `cursor` given): the cursor of the next page, null on the last",
+  }),
+}).openapi("DeviceList");
 export const Registered = z.object({ ok: z.boolean(), deviceId: z.uuid() }).openapi("DeviceRegistered");
 export const Ok = z.object({ ok: z.boolean() }).openapi("Ok");
 export const TestConnection = z.object({ ok: z.boolean(), detail: z.string(), latencyMs: z.number().int() })

@@ -187,7 +187,7 @@ export class PollService {
     );
     const seconds = (performance.now() - started) / 1000;
     this.metrics.polls.inc({ vendor: row.vendor, status: outcome.status });
-    this.metrics.pollDuration.observe(seconds, { vendor: row.vendor });
+    this.metrics.pollDuration.observe({ vendor: row.vendor }, seconds);
     if (outcome.status === "ok") this.metrics.snapshotsStored.inc({}, outcome.snapshots.length);
     this.metrics.payloadsStored.inc({}, newPayloads);
     logPoll(row, outcome, Math.round(seconds * 1000));

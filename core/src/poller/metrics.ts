@@ -1,107 +1,92 @@
-/** Minimal Prometheus text-format metrics (counters, gauges, one histogram kind). */
-type Labels = Record<string, string>;
-const key = (l: Labels) =>
-  Object.entries(l).sort().map(([k, v]) => `${k}="${v.replace(/["\\\n]/g, "_")}"`).join(",");
+/**
+ * Every Prometheus metric of dutlab, with prom-client (one registry per service instance): process metrics,
+ * HTTP request count and duration by route template and status, the poller's metrics and refused tokens.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
-class Counter {
-  values = new Map<string, number>();
-  constructor(readonly name: string, readonly help: string) {}
-  inc(labels: Labels = {}, by = 1) {
-    const k = key(labels);
-    this.values.set(k, (this.values.get(k) ?? 0) + by);
-  }
-  render(type = "counter"): string {
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${type}`];
-    if (this.values.size === 0 && type === "counter") lines.push(`${this.name} 0`);
-    for (const [k, v] of this.values) lines.push(`${this.name}${k ? `{${k}}` : ""} ${v}`);
-    return lines.join("\n");
-  }
-}
-
-class Gauge extends Counter {
-  set(v: number, labels: Labels = {}) {
-    this.values.set(key(labels), v);
-  }
-  override render(): string {
-    return super.render("gauge");
-  }
-}
-
-class Histogram {
-  #data = new Map<string, { buckets: number[]; sum: number; count: number }>();
-  constructor(readonly name: string, readonly help: string, readonly bounds: number[]) {}
-  observe(v: number, labels: Labels = {}) {
-    const k = key(labels);
-    let d = this.#data.get(k);
-    if (!d) this.#data.set(k, d = { buckets: this.bounds.map(() => 0), sum: 0, count: 0 });
-    this.bounds.forEach((b, i) => {
-      if (v <= b) d!.buckets[i]++;
-    });
-    d.sum += v;
-    d.count++;
-  }
-  render(): string {
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
-    for (const [k, d] of this.#data) {
-      const pre = k ? `${k},` : "";
-      this.bounds.forEach((b, i) => lines.push(`${this.name}_bucket{${pre}le="${b}"} ${d.buckets[i]}`));
-      lines.push(`${this.name}_bucket{${pre}le="+Inf"} ${d.count}`);
-      lines.push(
-        `${this.name}_sum${k ? `{${k}}` : ""} ${d.sum}`,
-        `${this.name}_count${k ? `{${k}}` : ""} ${d.count}`,
-      );
-    }
-    return lines.join("\n");
-  }
-}
-
-/** The poller's metrics, served at `GET /metrics`. */
+/** The metrics of one service instance, served at `GET /metrics`. */
 export class Metrics {
-  polls = new Counter("dutlab_polls_total", "Poll cycles by vendor and resulting status");
-  pollDuration = new Histogram("dutlab_poll_duration_seconds", "Duration of one device poll cycle", [
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1,
-    2.5,
-    5,
-    10,
-    30,
-    60,
-  ]);
-  snapshotsStored = new Counter("dutlab_snapshots_stored_total", "Snapshots stored");
-  payloadsStored = new Counter("dutlab_snapshot_payloads_stored_total", "New distinct payloads stored");
-  scanDuration = new Histogram(
-    "dutlab_scan_duration_seconds",
-    "Duration of a worker scan (selecting and polling due devices)",
-    [
-      0.1,
-      0.5,
-      1,
-      5,
-      10,
-      30,
-      60,
-      120,
-    ],
-  );
-  overruns = new Counter(
-    "dutlab_poll_overruns_total",
-    "Scans that could not finish their due devices before the next scan",
-  );
-  lockHeld = new Gauge("dutlab_poll_lock_held", "1 when this instance holds the poll lock");
+  readonly registry = new Registry();
+  polls = new Counter({
+    name: "dutlab_polls_total",
+    help: "Poll cycles by vendor and resulting status",
+    labelNames: ["vendor", "status"] as const,
+    registers: [this.registry],
+  });
+  pollDuration = new Histogram({
+    name: "dutlab_poll_duration_seconds",
+    help: "Duration of one device poll cycle",
+    labelNames: ["vendor"] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  snapshotsStored = new Counter({
+    name: "dutlab_snapshots_stored_total",
+    help: "Snapshots stored",
+    registers: [this.registry],
+  });
+  payloadsStored = new Counter({
+    name: "dutlab_snapshot_payloads_stored_total",
+    help: "New distinct payloads stored",
+    registers: [this.registry],
+  });
+  scanDuration = new Histogram({
+    name: "dutlab_scan_duration_seconds",
+    help: "Duration of a worker scan (selecting and polling due devices)",
+    buckets: [0.1, 0.5, 1, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+  overruns = new Counter({
+    name: "dutlab_poll_overruns_total",
+    help: "Scans that could not finish their due devices before the next scan",
+    registers: [this.registry],
+  });
+  lockHeld = new Gauge({
+    name: "dutlab_poll_lock_held",
+    help: "1 when this instance holds the poll lock",
+    registers: [this.registry],
+  });
+  authRefused = new Counter({
+    name: "dutlab_auth_refused_total",
+    help: "Refused bearer-token attempts by reason (missing, invalid, forbidden)",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  httpRequests = new Counter({
+    name: "dutlab_http_requests_total",
+    help: "HTTP requests by method, route template and status",
+    labelNames: ["method", "route", "status"] as const,
+    registers: [this.registry],
+  });
+  httpDuration = new Histogram({
+    name: "dutlab_http_request_duration_seconds",
+    help: "Time to the response headers, by method, route template and status",
+    labelNames: ["method", "route", "status"] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [this.registry],
+  });
+  eventClients = new Gauge({
+    name: "dutlab_event_stream_clients",
+    help: "Clients connected to GET /api/events on this instance",
+    registers: [this.registry],
+  });
 
-  render(): string {
-    return [
-      this.polls,
-      this.pollDuration,
-      this.snapshotsStored,
-      this.payloadsStored,
-      this.scanDuration,
-      this.overruns,
-      this.lockHeld,
-    ]
-      .map((m) => m.render()).join("\n") + "\n";
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+    // Left out: the event-loop lag family (Deno does not implement perf_hooks.monitorEventLoopDelay, so it
+    // would report constants and NaN) and the active handles/requests/resources gauges (Node internals Deno
+    // does not track; their `_total` gauge names also fail `promtool check metrics`).
+    for (const name of this.registry.getMetricsAsArray().map((m) => m.name)) {
+      if (/^nodejs_(eventloop_lag|active_)/.test(name)) this.registry.removeSingleMetric(name);
+    }
+  }
+
+  /** The Prometheus text exposition (format 0.0.4). */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
   }
 }

@@ -23,8 +23,19 @@ import { jsonValue } from "../db/json.ts";
 import { readK6 } from "./k6.ts";
 import { k6Figures, type RawCounts, rawFigures } from "./figures.ts";
 import { computeVerdict } from "./verdict.ts";
+import { decodeCursor, encodeCursor } from "../paging.ts";
 
 /** A run as the API shows it. */
+/** Filters and paging of the run list (README "Paging and filters"). */
+export interface RunFilter {
+  status?: "active" | "finished";
+  planIdentifier?: string;
+  from?: Date;
+  to?: Date;
+  limit?: number;
+  cursor?: string;
+}
+
 export interface RunView {
   runId: string;
   executionId: string;
@@ -342,6 +353,36 @@ export class RunService {
       .orderBy("started_at", "desc").orderBy("test_runs.run_id", "desc").limit(limit).execute();
     const alerts = await this.#alerts(this.db, rows.map((r) => r.execution_id));
     return rows.map((r) => this.#view(r, alerts.get(r.execution_id)!));
+  }
+
+  /**
+   * Runs newest first (start time, then id), filtered; one page of `limit` after the run the `cursor`
+   * names. Null for a cursor this API did not make.
+   */
+  async page(f: RunFilter): Promise<{ runs: RunView[]; nextCursor: string | null } | null> {
+    const limit = f.limit ?? 100;
+    let q = this.db.selectFrom("test_runs").selectAll().select(sql<string>`run_id::text`.as("run_id"));
+    if (f.status) q = q.where("status", "=", f.status);
+    if (f.planIdentifier) q = q.where("plan_identifier", "=", f.planIdentifier);
+    if (f.from) q = q.where("started_at", ">=", f.from);
+    if (f.to) q = q.where("started_at", "<", f.to);
+    if (f.cursor !== undefined) {
+      const after = decodeCursor("r", f.cursor);
+      if (after === null || !/^\d{1,18}$/.test(after)) return null;
+      q = q.where(
+        sql`(started_at, test_runs.run_id)`,
+        "<",
+        sql`(select c.started_at, c.run_id from test_runs c where c.run_id = ${after}::bigint)`,
+      );
+    }
+    const rows = await q.orderBy("started_at", "desc").orderBy("test_runs.run_id", "desc").limit(limit + 1)
+      .execute();
+    const page = rows.slice(0, limit);
+    const alerts = await this.#alerts(this.db, page.map((r) => r.execution_id));
+    return {
+      runs: page.map((r) => this.#view(r, alerts.get(r.execution_id)!)),
+      nextCursor: rows.length > limit ? encodeCursor("r", String(page[page.length - 1].run_id)) : null,
+    };
   }
 
   /**

@@ -1,0 +1,206 @@
+import { type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { Services } from "../services.ts";
+import { CORE_VERSION } from "../version.ts";
+import { json, problemResponse } from "./openapi_util.ts";
+
+/** OpenAPI 3.1 licence object (`identifier` is an SPDX expression; the library's types are 3.0's). */
+const LICENSE = {
+  name: "Proprietary, internal use of the lab operator",
+  identifier: "LicenseRef-dutlab-internal",
+} as { name: string };
+
+/** Tags of the document, in display order, with what they group. */
+const TAGS = [
+  {
+    name: "Devices",
+    description: "Devices under test: registration, credentials, connection tests, manual polls",
+  },
+  { name: "Snapshots", description: "Append-only, hashed snapshots the poller collects" },
+  { name: "Test runs", description: "Test-plan catalog, pre-flight, runs and their frozen reports" },
+  { name: "Reports", description: "Human-readable report pages" },
+  { name: "Events", description: "Live change notifications (Server-Sent Events)" },
+  { name: "Access", description: "API tokens with roles, and the audit log of every state-changing request" },
+  { name: "Operations", description: "Health, readiness, metrics and this document" },
+];
+
+const DESCRIPTION =
+  "Device-under-test registry, polling worker, pre-flight checks and run reports. Errors are RFC 9457 " +
+  "application/problem+json documents with a stable `type` (urn:dutlab:problem:<slug>), the HTTP `status` " +
+  "and, for validation problems, `errors: [{field, message}]`. Reads answer with a strong `ETag`; send it " +
+  "back in `If-None-Match` to get a bodiless 304 when nothing changed. A known path called with a method it " +
+  "does not support answers 405 with `Allow`. Lists that grow page with `limit` and an opaque `cursor` " +
+  "(`nextCursor` of the previous page, null on the last).";
+
+/** Every route applies DUT_BODY_LIMIT_BYTES, a GET with a body included. */
+const tooLarge = { 413: problemResponse("Request body over DUT_BODY_LIMIT_BYTES (also on a GET)") };
+
+const text = (description: string, type: string) => ({
+  description,
+  content: { [type]: { schema: z.string() } },
+});
+
+/** The routes served outside `app.openapi` (plain Hono handlers), so that the document names every route. */
+export function registerPlainRoutes(app: OpenAPIHono): void {
+  const r = app.openAPIRegistry;
+  r.registerPath({
+    method: "get",
+    path: "/healthz",
+    operationId: "getHealth",
+    tags: ["Operations"],
+    summary: "Liveness",
+    description: "200 while the process serves HTTP; it does not touch the database.",
+    security: [],
+    responses: { 200: json(z.object({ status: z.literal("ok") }), "Alive"), ...tooLarge },
+  });
+  r.registerPath({
+    method: "get",
+    path: "/readyz",
+    operationId: "getReadiness",
+    tags: ["Operations"],
+    summary: "Readiness",
+    description: "200 when the database answers a query; 503 problem otherwise.",
+    security: [],
+    responses: {
+      200: json(
+        z.object({ status: z.literal("ready"), database: z.enum(["pglite", "postgres"]) }),
+        "Ready",
+      ),
+      503: problemResponse("The database is not reachable"),
+      ...tooLarge,
+    },
+  });
+  r.registerPath({
+    method: "get",
+    path: "/metrics",
+    operationId: "getMetrics",
+    tags: ["Operations"],
+    summary: "Prometheus metrics",
+    description:
+      "Prometheus text exposition format 0.0.4: process metrics, HTTP request count and duration by route " +
+      'template and status, poller metrics and refused token attempts (README "Metrics").',
+    security: [],
+    responses: { 200: text("Metrics", "text/plain"), ...tooLarge },
+  });
+  r.registerPath({
+    method: "get",
+    path: "/api/openapi.json",
+    operationId: "getOpenApiDocument",
+    tags: ["Operations"],
+    summary: "This OpenAPI 3.1 document",
+    security: [],
+    responses: { 200: json(z.object({}).passthrough(), "The OpenAPI document"), ...tooLarge },
+  });
+  r.registerPath({
+    method: "get",
+    path: "/api/docs",
+    operationId: "getApiReference",
+    tags: ["Operations"],
+    summary: "API reference page",
+    description:
+      "An HTML reference of this document rendered by Swagger UI (npm swagger-ui-dist, served by the service " +
+      "itself under /api/docs/assets/, no CDN).",
+    security: [],
+    responses: { 200: text("HTML page", "text/html"), ...tooLarge },
+  });
+  r.registerPath({
+    method: "get",
+    path: "/api/docs/assets/{file}",
+    operationId: "getApiReferenceAsset",
+    tags: ["Operations"],
+    summary: "Static file of the API reference page",
+    security: [],
+    request: {
+      params: z.object({
+        file: z.enum(["swagger-ui-bundle.js", "swagger-ui.css", "init.js"]).openapi({
+          param: { name: "file", in: "path" },
+        }),
+      }),
+    },
+    responses: {
+      200: { description: "JavaScript or CSS", content: { "text/javascript": { schema: z.string() } } },
+      404: problemResponse("No such file"),
+    },
+  });
+  r.registerPath({
+    method: "get",
+    path: "/runs/{executionId}/report",
+    operationId: "getRunReportPage",
+    tags: ["Reports"],
+    summary: "Print page of a finished run",
+    description:
+      "Server-rendered HTML (A4, page n of N, licence footer). Opened with a bearer token or with a signed " +
+      "share link from `shareRunReport` (`exp` and `sig` query parameters). No token and no link: 401; a " +
+      "tampered or expired link: 403; an unknown or unfinished run: 404.",
+    security: [{ adminBearer: [] }, {}],
+    request: {
+      params: z.object({
+        executionId: z.string().openapi({ param: { name: "executionId", in: "path" }, format: "uuid" }),
+      }),
+      query: z.object({
+        exp: z.string().optional().openapi({ description: "Share link expiry (Unix seconds)" }),
+        sig: z.string().optional().openapi({ description: "Share link signature (base64url HMAC-SHA256)" }),
+      }),
+    },
+    responses: {
+      200: text("The report page", "text/html"),
+      401: problemResponse("Neither a token nor a share link"),
+      403: problemResponse("The share link is invalid or has expired"),
+      404: problemResponse("Unknown or unfinished run"),
+    },
+  });
+}
+
+/** `GET /api/openapi.json`: the document, with `servers` naming where this instance is reached. */
+export function serveDocument(app: OpenAPIHono, svc: Services): void {
+  let cache: { origin: string; doc: unknown } | undefined;
+  app.get("/api/openapi.json", (c: Context) => {
+    const origin = svc.config.DUT_PUBLIC_URL?.replace(/\/+$/, "") ?? new URL(c.req.url).origin;
+    if (cache?.origin !== origin) cache = { origin, doc: buildDocument(app, origin) };
+    return c.json(cache.doc as Record<string, unknown>);
+  });
+}
+
+export function buildDocument(app: OpenAPIHono, origin: string): Record<string, unknown> {
+  const doc = app.getOpenAPI31Document({
+    openapi: "3.1.0",
+    info: {
+      title: "dutlab API",
+      version: CORE_VERSION,
+      description: DESCRIPTION,
+      license: LICENSE,
+    },
+    servers: [{ url: origin, description: "This instance (DUT_PUBLIC_URL, or the origin of the request)" }],
+    tags: TAGS,
+    security: [{ adminBearer: [] }],
+  }) as unknown as Record<string, unknown> & { paths: Record<string, Record<string, Operation>> };
+  // Routes added without an explicit name still get a stable one, so that generated clients never have to
+  // invent names (method + path words, e.g. getApiReportKeys).
+  const used = new Set<string>();
+  const tagNames = new Set(TAGS.map((t) => t.name));
+  const extraTags: Array<{ name: string; description: string }> = [];
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (typeof op !== "object" || op === null || !("responses" in op)) continue;
+      op.operationId ??= method + path.split(/[^A-Za-z0-9]+/).filter(Boolean)
+        .map((w) => w[0].toUpperCase() + w.slice(1)).join("");
+      used.add(op.operationId);
+      for (const t of op.tags ?? []) {
+        if (!tagNames.has(t)) {
+          tagNames.add(t);
+          extraTags.push({ name: t, description: `Operations tagged ${t}` });
+        }
+      }
+    }
+  }
+  const usedTags = new Set(
+    Object.values(doc.paths).flatMap((item) => Object.values(item).flatMap((op) => op?.tags ?? [])),
+  );
+  doc.tags = [...TAGS, ...extraTags].filter((t) => usedTags.has(t.name));
+  return doc;
+}
+
+interface Operation {
+  operationId?: string;
+  tags?: string[];
+}

@@ -1,0 +1,55 @@
+import { z } from "@hono/zod-openapi";
+import { POLL_STATUSES } from "../errors.ts";
+import { DEVICE_ROLES } from "./schemas.ts";
+
+/** `limit` of a paged list: a whole number from 1 to `max`. */
+export const limitParam = (max: number, description: string) =>
+  z.string().regex(/^\d+$/, `must be a whole number from 1 to ${max}`).transform(Number)
+    .pipe(z.number().int().min(1, `must be from 1 to ${max}`).max(max, `must be from 1 to ${max}`)).optional()
+    .openapi({ type: "integer", minimum: 1, maximum: max, description });
+
+export const cursorParam = z.string().regex(
+  /^[A-Za-z0-9_-]{1,400}$/,
+  "must be a cursor returned by a previous page",
+)
+  .optional().openapi({ description: "The `nextCursor` of the previous page" });
+
+const bool = z.enum(["true", "false"], { message: "must be true or false" }).transform((v) => v === "true");
+
+export const DeviceListQuery = z.object({
+  limit: limitParam(
+    1000,
+    "Page size (1-1000). With `limit` or `cursor` the answer is one page and carries `nextCursor`; " +
+      "without either, every matching device (spec 4.1 shape)",
+  ),
+  cursor: cursorParam,
+  vendor: z.string().trim().min(1, "must not be empty").max(100).optional().openapi({
+    description: "Only devices of this vendor key",
+  }),
+  role: z.enum(DEVICE_ROLES).optional().openapi({ description: "Only devices with this deviceRole" }),
+  enabled: bool.optional().openapi({ type: "string", enum: ["true", "false"] }),
+  lastPollStatus: z.enum([...POLL_STATUSES, "never"]).optional().openapi({
+    description: "Only devices whose last poll ended with this status; `never` = never polled",
+  }),
+  q: z.string().trim().min(1, "must not be empty").max(200).optional().openapi({
+    description: "Case-insensitive substring of the hostname or the notes",
+  }),
+}).strict();
+
+export const dateTimeParam = (what: string) =>
+  z.string().refine((v) => /^\d{4}-\d\d-\d\d(T[\d:.]+(Z|[+-]\d\d:\d\d))?$/.test(v) && !isNaN(Date.parse(v)), {
+    message: "must be an RFC 3339 date-time such as 2026-11-23T10:00:00Z (or a date)",
+  }).transform((v) => new Date(v)).optional().openapi({
+    type: "string",
+    format: "date-time",
+    description: what,
+  });
+
+export const RunListQuery = z.object({
+  limit: limitParam(1000, "Page size (1-1000, default 100)"),
+  cursor: cursorParam,
+  status: z.enum(["active", "finished"]).optional(),
+  planIdentifier: z.string().trim().min(1, "must not be empty").max(200).optional(),
+  from: dateTimeParam("Only runs started at or after this time"),
+  to: dateTimeParam("Only runs started before this time"),
+}).strict();
