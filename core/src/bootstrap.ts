@@ -177,26 +177,29 @@ export function finishKeyRotation(rt: Runtime): void {
 }
 
 /**
- * Print a start-up error as one clear line per problem and exit non-zero. With DUT_LOG_FORMAT=json each
- * line is a JSON object like the log's, so a JSON-lines collector reads it too.
+ * Print a start-up error as one clear line per problem and exit non-zero (2). With DUT_LOG_FORMAT=json each
+ * line is a JSON object like the log's, so a JSON-lines collector reads it too; any other error is then
+ * one JSON line as well (exit 1) instead of Deno's text trace.
  */
 export function exitOnStartupError(e: unknown): never {
+  const json = Deno.env.get("DUT_LOG_FORMAT")?.trim() === "json";
+  const jsonLine = (message: string, properties: Record<string, unknown>) =>
+    JSON.stringify({
+      "@timestamp": new Date().toISOString(),
+      level: "ERROR",
+      message,
+      logger: "dutlab.startup",
+      properties,
+    });
   if (e instanceof StartupError) {
-    const json = Deno.env.get("DUT_LOG_FORMAT")?.trim() === "json";
     for (const line of e.message.split("\n")) {
-      console.error(
-        json
-          ? JSON.stringify({
-            "@timestamp": new Date().toISOString(),
-            level: "ERROR",
-            message: `${e.code}: ${line}`,
-            logger: "dutlab.startup",
-            properties: { code: e.code },
-          })
-          : `dutlab: ${e.code}: ${line}`,
-      );
+      console.error(json ? jsonLine(`${e.code}: ${line}`, { code: e.code }) : `dutlab: ${e.code}: ${line}`);
     }
     Deno.exit(2);
+  }
+  if (json) {
+    console.error(jsonLine(`Start-up failed: ${String(e)}`, { stack: (e as Error)?.stack ?? null }));
+    Deno.exit(1);
   }
   throw e;
 }
@@ -209,7 +212,19 @@ export function onShutdown(stop: () => Promise<void>): void {
     stopping = true;
     logger("shutdown").info("Shutting down");
     stop().then(() => Deno.exit(0), (e) => {
-      console.error(e);
+      // Written synchronously (a log sink may not flush before exit), as a JSON line in JSON mode.
+      const json = Deno.env.get("DUT_LOG_FORMAT")?.trim() === "json";
+      console.error(
+        json
+          ? JSON.stringify({
+            "@timestamp": new Date().toISOString(),
+            level: "ERROR",
+            message: `Shutdown failed: ${String(e)}`,
+            logger: "dutlab.shutdown",
+            properties: { stack: (e as Error)?.stack ?? null },
+          })
+          : e,
+      );
       Deno.exit(1);
     });
   };
