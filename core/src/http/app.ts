@@ -9,6 +9,7 @@ import {
   onError,
   problemResponse,
   problemType,
+  RETRY_AFTER_SECONDS,
   validationProblem,
   zodFieldErrors,
 } from "./problem.ts";
@@ -70,6 +71,7 @@ export function createApp(svc: Services): OpenAPIHono {
       await sql`select 1`.execute(svc.db.kysely);
       return c.json({ status: "ready", database: svc.db.kind });
     } catch {
+      c.header("Retry-After", String(RETRY_AFTER_SECONDS));
       return problemResponse(c, {
         type: problemType("not-ready"),
         title: "Not ready",
