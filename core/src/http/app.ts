@@ -18,6 +18,7 @@ import { snapshotRoutes } from "./routes_snapshots.ts";
 import { testRunRoutes } from "./routes_runs.ts";
 import { reportPageRoutes } from "./routes_report_page.ts";
 import { CORE_VERSION } from "../version.ts";
+import { SafeInput } from "./input_guard.ts";
 
 export type App = OpenAPIHono;
 
@@ -25,10 +26,11 @@ export type App = OpenAPIHono;
 export function newRouter(): OpenAPIHono {
   return new OpenAPIHono({
     defaultHook: (result, c) => {
-      if (!result.success) {
-        const where = (result as { target?: string }).target;
-        return validationProblem(c, zodFieldErrors(result.error, where === "query" ? "query" : ""));
-      }
+      const where = (result as { target?: string }).target === "query" ? "query" : "";
+      if (!result.success) return validationProblem(c, zodFieldErrors(result.error, where));
+      // One check for every body, query and path parameter of every route (input_guard.ts).
+      const safe = SafeInput.safeParse(result.data);
+      if (!safe.success) return validationProblem(c, zodFieldErrors(safe.error, where));
     },
   });
 }

@@ -11,6 +11,7 @@ import { runPreflight } from "../preflight.ts";
 import { problems } from "./problem.ts";
 import { RunService } from "../runs/service.ts";
 import { shareLink } from "./share.ts";
+import { capJsonSize } from "./input_guard.ts";
 
 const Evidence = z.object({ snapshotId: z.string(), payloadSha256: z.string(), collectedAt: z.string() })
   .nullable();
@@ -124,7 +125,14 @@ const StartBody = z.object({
   notes: z.string().max(10_000).nullable().optional(),
 }).strict().openapi("StartRunRequest");
 
-const finite = z.number().finite().min(0, "must be non-negative");
+/** Latencies (ms) are at most one day: sums of a million samples stay finite and exact enough. */
+export const MAX_LATENCY_MS = 86_400_000;
+/** The free-form part of a k6 summary (members kept as sent) is capped, as JSON, at 256 KiB. */
+export const MAX_K6_SUMMARY_BYTES = 256 * 1024;
+const finite = z.number().finite().min(0, "must be non-negative")
+  .max(MAX_LATENCY_MS, `must be at most ${MAX_LATENCY_MS} (one day in ms)`);
+const count = z.number().int("must be a whole number").min(0, "must be non-negative")
+  .max(1e12, "must be at most 1e12");
 const K6Summary = z.object({
   metrics: z.object({
     http_req_duration: z.object({
@@ -139,7 +147,7 @@ const K6Summary = z.object({
       .refine((t) => t["p(99)"] !== undefined, {
         message: 'lacks p(99): run k6 with --summary-trend-stats "avg,min,med,max,p(90),p(95),p(99)"',
       }),
-    http_reqs: z.object({ count: finite }).passthrough().optional(),
+    http_reqs: z.object({ count }).passthrough().optional(),
   }).passthrough(),
 }).passthrough();
 const FinishBody = z.object({
@@ -147,7 +155,7 @@ const FinishBody = z.object({
   results: z.union([
     z.object({ latencySamplesMs: z.array(finite).min(1, "must hold at least one sample").max(1_000_000) })
       .strict(),
-    z.object({ k6Summary: K6Summary }).strict(),
+    z.object({ k6Summary: capJsonSize(K6Summary, MAX_K6_SUMMARY_BYTES) }).strict(),
   ], { message: "must be {latencySamplesMs: [...]} or {k6Summary: <k6 --summary-export JSON>}" }),
 }).strict().openapi("FinishRunRequest");
 
