@@ -117,7 +117,7 @@ export interface OpenOptions {
   poolSize?: number;
 }
 
-/** Open PGlite (embedded) or PostgreSQL (postgres.js) behind one Kysely interface. */
+/** Open PGlite (embedded) or PostgreSQL (node-postgres pool) behind one Kysely interface. */
 export async function openDatabase(opts: OpenOptions): Promise<Db> {
   if (opts.url) {
     // node-postgres' pool, not postgres.js: postgres.js 3.4.9 (the newest release) crashes the process
