@@ -233,6 +233,20 @@ dbTest("the issue's hostile inputs are refused with 400 naming the field, and st
     assert.match(hit.message, msg, what);
   }
   assert.deepEqual(await fingerprint(db), before, "refused requests stored nothing");
+  // Bytes that are not UTF-8 are refused, not decoded to U+FFFD.
+  const raw = new Uint8Array([
+    ...new TextEncoder().encode('{"notes":"a'),
+    0xff,
+    0xfe,
+    ...new TextEncoder().encode('"}'),
+  ]);
+  const bad = await app.request(`/api/admin/dut/devices/${deviceId}`, {
+    method: "PATCH",
+    headers: { ...auth, "content-type": "application/json" },
+    body: raw,
+  });
+  assert.equal(bad.status, 400);
+  assert.match((await bad.json()).detail, /UTF-8/);
   // Query strings and path parameters obey the same rule.
   const q = await send(app, "GET", "/api/admin/dut/snapshots?endpointLabel=a%00b");
   assert.equal(q.status, 400);

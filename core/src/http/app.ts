@@ -66,6 +66,24 @@ export function createApp(svc: Services): OpenAPIHono {
         }),
     }),
   );
+  // A JSON body must be valid UTF-8: decoding would otherwise replace bad bytes with U+FFFD, a silent change.
+  app.use("*", async (c, next) => {
+    if (c.req.raw.body && /json/i.test(c.req.header("content-type") ?? "")) {
+      try {
+        new TextDecoder("utf-8", { fatal: true }).decode(await c.req.arrayBuffer());
+      } catch (e) {
+        if (!(e instanceof TypeError)) throw e; // e.g. the body limit, answered 413 by its middleware
+        return problemResponse(c, {
+          type: problemType("malformed-json"),
+          title: "Malformed JSON in request body",
+          status: 400,
+          detail: "The request body is not valid UTF-8",
+          instance: c.req.path,
+        });
+      }
+    }
+    await next();
+  });
 
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   app.get("/readyz", async (c) => {
