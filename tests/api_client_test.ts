@@ -75,7 +75,7 @@ dbTest("a generated client calls every operation of the document", async (db) =>
     });
     assert.equal(patched.data?.notes, "typed client");
     const test = await client.POST("/api/admin/dut/devices/{id}/test", { params: { path: { id } } });
-    assert.equal(test.data?.ok, true, test.data?.detail);
+    assert.equal(test.data?.ok, true, test.data?.detail ?? "");
     const snap = await client.POST("/api/admin/dut/devices/{id}/snapshot", { params: { path: { id } } });
     assert.equal(snap.data?.lastPollStatus, "ok");
     const snaps = await client.GET("/api/admin/dut/snapshots", { params: { query: { deviceId: id } } });

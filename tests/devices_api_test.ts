@@ -190,6 +190,42 @@ dbTest("deleting a device deletes its snapshots (cascade) and answers ok", async
   assert.equal(payloads.n, 0, "payloads no snapshot refers to are removed too");
 });
 
+dbTest("ten concurrent DELETEs of one device: exactly one answers 200, the others 404", async (db) => {
+  const { app, auth, svc } = await testServices(db, fixtureModules());
+  await using dev = await startFixtureDeviceAsync();
+  for (let round = 0; round < 3; round++) {
+    const { deviceId } = await (await app.request(
+      "/api/admin/dut/devices",
+      jsonReq(
+        "POST",
+        device({ hostname: `del-${round}`, baseUrl: dev.sim.url, tlsVerifyMode: "insecure" }),
+        auth,
+      ),
+    )).json();
+    const snap = await app.request(
+      `/api/admin/dut/devices/${deviceId}/snapshot`,
+      jsonReq("POST", undefined, auth),
+    );
+    assert.equal(snap.status, 200);
+    await snap.body?.cancel();
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        const r = await app.request(`/api/admin/dut/devices/${deviceId}`, {
+          method: "DELETE",
+          headers: auth,
+        });
+        const body = await r.json();
+        if (r.status === 404) assert.equal(body.type, "urn:dutlab:problem:not-found");
+        return r.status;
+      }),
+    );
+    assert.deepEqual(answers.toSorted(), [200, ...Array(9).fill(404)], `round ${round}: ${answers}`);
+    const left = await svc.db.kysely.selectFrom("snapshots").select(sql<number>`count(*)::int`.as("n"))
+      .where("device_id", "=", deviceId).executeTakeFirstOrThrow();
+    assert.equal(left.n, 0);
+  }
+});
+
 dbTest(
   "the TLS matrix through test-connection: strict, pinning, rotation, clearing, insecure",
   async (db) => {

@@ -41,6 +41,17 @@ Deno.test("collects 7 labels per poll with the documented payload keys", async (
   assert.equal(device.openSessions(), 0);
 });
 
+Deno.test("the simulator listens on the port it is given", async () => {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  await using device = await startSimulatedDevice({ port });
+  assert.equal(device.sim.port, port);
+  assert.equal(device.sim.url, `https://127.0.0.1:${port}`);
+  const snaps = await pollAndRelease(device);
+  assert.equal(snaps.length, 7, "a poll through the given port works");
+});
+
 Deno.test("wrong credentials give auth_failed without the password in the message", async () => {
   await using device = await startSimulatedDevice();
   const bad = { username: "admin", password: "not-the-password-xyz" };

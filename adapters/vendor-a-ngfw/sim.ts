@@ -383,7 +383,7 @@ export async function startSimulatedDevice(
     return errorWrapper(404, `No resource at ${rel}`, "notFound");
   };
 
-  const sim = await startSimulator({ handler, name: "vendor-a-ngfw-sim" });
+  const sim = await startSimulator({ handler, name: "vendor-a-ngfw-sim", port: opts.port });
 
   const device: VendorSim = {
     sim,

@@ -284,7 +284,10 @@ export class DeviceStore {
     await this.db.transaction().execute(async (tx) => {
       const hashes = await tx.selectFrom("snapshots").select("payload_sha256").distinct()
         .where("device_id", "=", id).execute();
-      await tx.deleteFrom("devices").where("id", "=", id).execute();
+      // Exactly one of concurrent deletes removes the row (the others wait on its row lock, then find
+      // nothing): those answer 404, like a delete after the delete.
+      const { numDeletedRows } = await tx.deleteFrom("devices").where("id", "=", id).executeTakeFirst();
+      if (numDeletedRows === 0n) throw problems.notFound(`No device with id "${id}"`);
       if (hashes.length) {
         await tx.deleteFrom("snapshot_payloads")
           .where("sha256", "in", hashes.map((h) => h.payload_sha256))

@@ -1,4 +1,5 @@
-import postgres from "postgres";
+// @ts-types="@types/pg"
+import pg from "pg";
 import { type Db, migrate, openDatabase } from "../src/db/open.ts";
 import { loadTemplate } from "../src/db/template.ts";
 
@@ -34,14 +35,16 @@ export async function openTestDatabase(
   if (kind === "pglite") return await openDatabase({ loadDataDir: await pgliteTemplate() });
   const url = Deno.env.get("TEST_DATABASE_URL")!;
   const schema = `t_${crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`;
-  const admin = postgres(url, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create schema ${schema}`);
+  const admin = new pg.Client({ connectionString: url });
+  admin.on("error", () => {});
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
   const db = await openDatabase({ url, schema, poolSize: 5 });
   await migrate(db.kysely, schema);
   const close = async () => {
     await db.close();
-    await admin.unsafe(`drop schema ${schema} cascade`).catch(() => {});
-    await admin.end({ timeout: 2 });
+    await admin.query(`drop schema ${schema} cascade`).catch(() => {});
+    await admin.end().catch(() => {});
   };
   return { ...db, schema, url, close, [Symbol.asyncDispose]: close };
 }

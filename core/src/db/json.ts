@@ -1,4 +1,4 @@
-/** A jsonb column's value: postgres.js returns it parsed, PGlite as text in some paths; either way an object. */
+/** A jsonb column's value: node-postgres returns it parsed, PGlite as text in some paths; either way an object. */
 export function jsonValue<T>(v: unknown): T {
   return (typeof v === "string" ? JSON.parse(v) : v) as T;
 }

@@ -1,11 +1,66 @@
-import { Kysely, PGliteDialect, sql } from "kysely";
+import { Kysely, PGliteDialect, PostgresDialect, sql } from "kysely";
 import { Migrator } from "kysely/migration";
-import { PostgresJSDialect } from "kysely-postgres-js";
-import postgres from "postgres";
+// @ts-types="@types/pg"
+import pg from "pg";
 import { PGlite } from "@electric-sql/pglite";
 import type { Database } from "./schema.ts";
 import { migrationProvider } from "./migrations/mod.ts";
 import { StartupError } from "../errors.ts";
+import { logger } from "../log.ts";
+
+const log = logger("db");
+
+/** How long a request waits for a new PostgreSQL connection before it fails (503) instead of hanging. */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
+/**
+ * True when `err` says the database could not be reached or dropped the connection (server restart,
+ * failover, `pg_terminate_backend`, a proxy's idle timeout, refused or timed-out connect): the request may
+ * succeed when retried later, so the API answers 503 `urn:dutlab:problem:unavailable` with `Retry-After`.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (let e = err, depth = 0; e && typeof e === "object" && depth < 5; depth++) {
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (typeof code === "string") {
+      // 08: connection exception; 57P01-57P05: admin/crash shutdown, cannot connect now, idle timeouts;
+      // 53300: too many connections.
+      if (/^(08...|57P0[1-5]|53300)$/.test(code)) return true;
+      if (
+        /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|ENOTFOUND)$/.test(code)
+      ) {
+        return true;
+      }
+    }
+    if (
+      typeof message === "string" &&
+      /Connection terminated|not queryable|timeout exceeded when trying to connect|Connection refused|connection is closed|Client was closed/i
+        .test(message)
+    ) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
+ * node-postgres settings from a `postgres://` URL. `search_path` in the query string (documented for
+ * instances sharing a schema) is sent as a startup option; `application_name` is passed through.
+ */
+function pgConfig(url: string, schema: string | undefined): pg.ClientConfig {
+  const u = new URL(url);
+  const searchPath = schema ?? u.searchParams.get("search_path") ?? undefined;
+  u.searchParams.delete("search_path");
+  return {
+    connectionString: u.toString(),
+    ...(searchPath ? { options: `-c search_path=${searchPath.replace(/[\\ ]/g, "\\$&")}` } : {}),
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+  };
+}
+
+/** Errors on a client that no query is waiting for (its backend died while idle): logged, never thrown. */
+function quietErrors(client: pg.Client | pg.PoolClient) {
+  client.on("error", (e: Error) => log.warning("Database connection lost: {error}", { error: e.message }));
+}
 
 /** A dedicated database session (not from the pool), for advisory locks. Ending it drops its locks. */
 export interface ReservedSession {
@@ -62,47 +117,55 @@ export interface OpenOptions {
   poolSize?: number;
 }
 
-/** Open PGlite (embedded) or PostgreSQL (postgres.js) behind one Kysely interface. */
+/** Open PGlite (embedded) or PostgreSQL (node-postgres pool) behind one Kysely interface. */
 export async function openDatabase(opts: OpenOptions): Promise<Db> {
   if (opts.url) {
-    const connection = opts.schema ? { search_path: opts.schema } : undefined;
-    const client = postgres(opts.url, {
-      max: opts.poolSize ?? 10,
-      onnotice: () => {},
-      connection,
-      // Timestamps and ints as the PGlite driver gives them; bigint ids are cast to text in queries.
-    });
-    const kysely = new Kysely<Database>({ dialect: new PostgresJSDialect({ postgres: client }) });
+    // node-postgres' pool, not postgres.js: postgres.js 3.4.9 (the newest release) crashes the process
+    // with an uncatchable TypeError (connection.js nextWrite on a null socket) when a connection whose
+    // backend died is used or released again, which is what a query builder's reserved connection does
+    // after a killed query (upstream issues #1066/#1154, fix PRs unmerged). pg.Pool drops a client whose
+    // connection failed on release and opens new connections on demand.
+    const config = pgConfig(opts.url, opts.schema);
+    const pool = new pg.Pool({ ...config, max: opts.poolSize ?? 10, idleTimeoutMillis: 30_000 });
+    pool.on(
+      "error",
+      (e: Error) => log.warning("Idle database connection lost: {error}", { error: e.message }),
+    );
+    pool.on("connect", quietErrors);
+    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     try {
       await sql`select 1`.execute(kysely);
     } catch (e) {
-      await client.end({ timeout: 1 }).catch(() => {});
+      await kysely.destroy().catch(() => {});
       throw new StartupError("DB_UNREACHABLE", `Cannot connect to DATABASE_URL: ${(e as Error).message}`);
     }
     const db: Db = {
       kysely,
       kind: "postgres",
       async reserve() {
-        // A one-connection client of its own, not a pool connection: a postgres.js reserved pool
-        // connection used or released after its backend died crashes the process. After any error,
-        // release this session and reserve a new one (a reused broken connection can hang).
-        const one = postgres(opts.url!, {
-          max: 1,
-          onnotice: () => {},
-          connection,
-          idle_timeout: 0,
-          max_lifetime: null,
-        });
+        // A connection of its own, outside the pool: an advisory lock lives as long as this session.
+        // After any error the caller releases it and reserves a new one.
+        const one = new pg.Client(config);
+        quietErrors(one);
+        const end = async () => {
+          let timer: ReturnType<typeof setTimeout> | undefined;
+          await Promise.race([
+            one.end().catch(() => {}),
+            new Promise<void>((r) => timer = setTimeout(r, 1_000)),
+          ]);
+          clearTimeout(timer);
+        };
         try {
-          const [{ pid }] = await one.unsafe<{ pid: number }[]>("select pg_backend_pid() as pid");
+          await one.connect();
+          const { rows: [{ pid }] } = await one.query<{ pid: number }>("select pg_backend_pid() as pid");
           return {
             pid,
-            query: <T>(text: string, params: unknown[] = []) =>
-              one.unsafe(text, params as postgres.ParameterOrJSON<never>[]) as unknown as Promise<T[]>,
-            release: () => one.end({ timeout: 0 }),
+            query: async <T>(text: string, params: unknown[] = []) =>
+              (await one.query(text, params)).rows as T[],
+            release: end,
           };
         } catch (e) {
-          await one.end({ timeout: 0 }).catch(() => {});
+          await end();
           throw e;
         }
       },

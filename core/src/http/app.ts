@@ -14,6 +14,7 @@ import {
   onError,
   problemResponse,
   problemType,
+  RETRY_AFTER_SECONDS,
   validationProblem,
   zodFieldErrors,
 } from "./problem.ts";
@@ -23,6 +24,8 @@ import { testRunRoutes } from "./routes_runs.ts";
 import { reportPageRoutes } from "./routes_report_page.ts";
 import { registerPlainRoutes, serveDocument } from "./openapi_doc.ts";
 import { docsRoutes } from "./routes_docs.ts";
+import { CORE_VERSION } from "../version.ts";
+import { SafeInput } from "./input_guard.ts";
 
 export type App = OpenAPIHono;
 
@@ -42,10 +45,11 @@ function allowedMethods(app: OpenAPIHono, path: string): string[] {
 export function newRouter(): OpenAPIHono {
   return new OpenAPIHono({
     defaultHook: (result, c) => {
-      if (!result.success) {
-        const where = (result as { target?: string }).target;
-        return validationProblem(c, zodFieldErrors(result.error, where === "query" ? "query" : ""));
-      }
+      const where = (result as { target?: string }).target === "query" ? "query" : "";
+      if (!result.success) return validationProblem(c, zodFieldErrors(result.error, where));
+      // One check for every body, query and path parameter of every route (input_guard.ts).
+      const safe = SafeInput.safeParse(result.data);
+      if (!safe.success) return validationProblem(c, zodFieldErrors(safe.error, where));
     },
   });
 }
@@ -105,6 +109,24 @@ export function createApp(svc: Services): OpenAPIHono {
         }),
     }),
   );
+  // A JSON body must be valid UTF-8: decoding would otherwise replace bad bytes with U+FFFD, a silent change.
+  app.use("*", async (c, next) => {
+    if (c.req.raw.body && /json/i.test(c.req.header("content-type") ?? "")) {
+      try {
+        new TextDecoder("utf-8", { fatal: true }).decode(await c.req.arrayBuffer());
+      } catch (e) {
+        if (!(e instanceof TypeError)) throw e; // e.g. the body limit, answered 413 by its middleware
+        return problemResponse(c, {
+          type: problemType("malformed-json"),
+          title: "Malformed JSON in request body",
+          status: 400,
+          detail: "The request body is not valid UTF-8",
+          instance: c.req.path,
+        });
+      }
+    }
+    await next();
+  });
 
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   app.get("/readyz", async (c) => {
@@ -112,6 +134,7 @@ export function createApp(svc: Services): OpenAPIHono {
       await sql`select 1`.execute(svc.db.kysely);
       return c.json({ status: "ready", database: svc.db.kind });
     } catch {
+      c.header("Retry-After", String(RETRY_AFTER_SECONDS));
       return problemResponse(c, {
         type: problemType("not-ready"),
         title: "Not ready",

@@ -10,6 +10,10 @@ export const problemResponses = {
   400: problem("Invalid request (the problem's `errors` name each offending field)"),
   401: problem("Missing or invalid bearer token"),
   413: problem("Request body over the size limit"),
+  503: problem(
+    "The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); " +
+      "retry after the `Retry-After` seconds",
+  ),
 } as const;
 
 export const notFoundResponse = { 404: problem("Unknown id") } as const;

@@ -3,6 +3,10 @@ import { HTTPException } from "hono/http-exception";
 import type { ZodError } from "zod";
 import { HttpProblem } from "../errors.ts";
 import { logger } from "../log.ts";
+import { isDatabaseUnavailable } from "../db/open.ts";
+
+/** Seconds a client should wait before retrying after a 503 (the database is restarting or unreachable). */
+export const RETRY_AFTER_SECONDS = 5;
 
 /** RFC 9457 problem details as dutlab sends them. */
 export interface Problem {
@@ -73,6 +77,21 @@ export function onError(err: Error, c: Context): Response {
       title: "Malformed JSON in request body",
       status: 400,
       detail: "The request body is not valid JSON",
+      instance: c.req.path,
+    });
+  }
+  if (isDatabaseUnavailable(err)) {
+    log.warning("Database unavailable on {method} {path}: {error}", {
+      method: c.req.method,
+      path: c.req.path,
+      error: err.message,
+    });
+    c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+    return problemResponse(c, {
+      type: problemType("unavailable"),
+      title: "Service unavailable",
+      status: 503,
+      detail: "The database is unreachable or dropped the connection; retry later",
       instance: c.req.path,
     });
   }

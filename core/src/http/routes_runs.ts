@@ -13,6 +13,7 @@ import { RunService } from "../runs/service.ts";
 import { shareLink } from "./share.ts";
 import { k6Issues } from "../runs/k6.ts";
 import { RunListQuery } from "./schemas_query.ts";
+import { capJsonSize } from "./input_guard.ts";
 
 const Evidence = z.object({ snapshotId: z.string(), payloadSha256: z.string(), collectedAt: z.string() })
   .nullable();
@@ -155,10 +156,14 @@ const StartBody = z.object({
   }),
 }).strict().openapi("StartRunRequest");
 
-const finite = z.number().finite().min(0, "must be non-negative");
-const count = z.number().int("must be a whole number").min(0, "must be non-negative").max(
-  Number.MAX_SAFE_INTEGER,
-);
+/** Latencies (ms) are at most one day: sums of a million samples stay finite and exact enough. */
+export const MAX_LATENCY_MS = 86_400_000;
+/** A k6 summary (members kept as sent) is capped, as JSON, at 256 KiB. */
+export const MAX_K6_SUMMARY_BYTES = 256 * 1024;
+const finite = z.number().finite().min(0, "must be non-negative")
+  .max(MAX_LATENCY_MS, `must be at most ${MAX_LATENCY_MS} (one day in ms)`);
+const count = z.number().int("must be a whole number").min(0, "must be non-negative")
+  .max(1e12, "must be at most 1e12");
 const K6Summary = z.object({ metrics: z.record(z.string(), z.unknown()) }).passthrough()
   .superRefine((v, ctx) => {
     for (const i of k6Issues(v)) ctx.addIssue({ code: "custom", path: i.path, message: i.message });
@@ -190,7 +195,7 @@ const FinishBody = z.object({
   outcome: z.enum(["passed", "failed", "aborted"]),
   results: z.union([
     RawResults,
-    z.object({ k6Summary: K6Summary }).strict(),
+    z.object({ k6Summary: capJsonSize(K6Summary, MAX_K6_SUMMARY_BYTES) }).strict(),
   ], { message: "must be {latencySamplesMs: [...]} or {k6Summary: <k6 summary JSON>}" }),
 }).strict().openapi("FinishRunRequest");
 

@@ -229,8 +229,19 @@ export class PollWorker {
   }
 
   async #lockQuery<T>(text: string, params: unknown[]): Promise<T[]> {
+    const kept = this.#session;
     this.#session ??= await this.db.reserve();
-    return await queryWithin<T>(this.#session, LOCK_QUERY_TIMEOUT_MS, text, params);
+    try {
+      return await queryWithin<T>(this.#session, LOCK_QUERY_TIMEOUT_MS, text, params);
+    } catch (e) {
+      if (!kept) throw e;
+      // The kept session broke (database restarted, backend terminated): once more on a new session, so
+      // that polling resumes in the first scan after the database is back, not the second.
+      log.debug("Poll lock session lost ({error}); opening a new one", { error: String(e) });
+      this.#dropSession();
+      this.#session = await this.db.reserve();
+      return await queryWithin<T>(this.#session, LOCK_QUERY_TIMEOUT_MS, text, params);
+    }
   }
 
   /** Confirm the lock (the holder keeps it) or try to take it (once per scan). */
