@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { TEST_SIGNING_KEY } from "@dutlab/core/testing";
 
 const root = new URL("..", import.meta.url).pathname;
 const dec = new TextDecoder();
@@ -49,7 +50,11 @@ Deno.test("bad configuration exits non-zero with one clear line per problem", as
       /^dutlab: BAD_CONFIG: DUT_CRED_ENC_KEY: must be exactly 64 hex characters/,
     ],
     [
-      { DATABASE_URL: "postgres://postgres@127.0.0.1:5432/test", DUT_CRED_ENC_KEY: "ab".repeat(32) },
+      {
+        DATABASE_URL: "postgres://postgres@127.0.0.1:5432/test",
+        DUT_CRED_ENC_KEY: "ab".repeat(32),
+        DUT_REPORT_SIGNING_KEY: TEST_SIGNING_KEY,
+      },
       /^dutlab: BAD_CONFIG: ADMIN_TOKEN: required when DATABASE_URL is set/,
     ],
     [{ PORT: "70000" }, /^dutlab: BAD_CONFIG: PORT: must be at most 65535$/],

@@ -1,11 +1,16 @@
 import { z } from "zod";
 import { StartupError } from "./errors.ts";
+import { parseSigningKey } from "./report/sign.ts";
 
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 const int = (min: number, max: number, def: number) =>
   z.string().trim().regex(/^\d+$/, "must be a whole number").transform(Number)
     .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`))
     .optional().transform((v) => v ?? def);
+const signingKey = z.string().trim().refine((v) => parseSigningKey(v) !== null, {
+  message: "must be an Ed25519 private key: base64 of its PKCS#8 DER (openssl genpkey -algorithm ed25519 " +
+    "-outform DER | base64 -w0) or PEM",
+});
 const key = z.string().trim().regex(HEX64, "must be exactly 64 hex characters (32 bytes)");
 
 /** Every environment variable dutlab reads, parsed once at start (README "Configuration"). */
@@ -18,6 +23,7 @@ export const EnvSchema = z.object({
   ADMIN_TOKEN: z.string().trim().min(24, "must be at least 24 characters").optional(),
   DUT_CRED_ENC_KEY: key.optional(),
   DUT_CRED_ENC_KEY_PREVIOUS: key.optional(),
+  DUT_REPORT_SIGNING_KEY: signingKey.optional(),
   DUT_API_POLLER_DISABLE: z.enum(["0", "1"], { message: 'must be "0" or "1"' }).default("0"),
   DUT_POLL_SCAN_SECONDS: int(1, 3600, 30),
   DUT_POLL_CONCURRENCY: int(1, 1024, 64),
@@ -46,6 +52,8 @@ export type Env = z.infer<typeof EnvSchema>;
 export interface Config extends Env {
   ADMIN_TOKEN: string;
   DUT_CRED_ENC_KEY: string;
+  /** Ed25519 private key signing reports (base64 PKCS#8 DER or PEM). */
+  DUT_REPORT_SIGNING_KEY: string;
   /** PEM text of `DUT_TLS_CA_FILE`, when set. */
   extraCa: string[];
 }
@@ -61,7 +69,9 @@ export function parseEnv(env: Record<string, string | undefined>): Env {
     throw new StartupError("BAD_CONFIG", lines.join("\n"));
   }
   if (r.data.DATABASE_URL) {
-    const missing = (["ADMIN_TOKEN", "DUT_CRED_ENC_KEY"] as const).filter((k) => !r.data[k]);
+    const missing = (["ADMIN_TOKEN", "DUT_CRED_ENC_KEY", "DUT_REPORT_SIGNING_KEY"] as const).filter((k) =>
+      !r.data[k]
+    );
     if (missing.length) {
       throw new StartupError(
         "BAD_CONFIG",

@@ -13,6 +13,7 @@ import type { TlsVerifyMode } from "./adapter.ts";
 import { deviceTarget } from "./devices.ts";
 import { logger } from "./log.ts";
 import type { DeviceRow } from "./devices.ts";
+import { ReportSignatures, ReportSigningKey } from "./report/sign.ts";
 
 /** Everything the HTTP app and the worker share. Built once per process by `bootstrap`. */
 export interface Services {
@@ -25,6 +26,8 @@ export interface Services {
   poller: PollService;
   metrics: Metrics;
   limits: TransportLimits;
+  /** Report signing key and stored signatures (README "Signatures"). */
+  signatures: ReportSignatures;
   /** Log out a session parked for a device (after delete, or at shutdown). Best effort. */
   releaseParked(row: Pick<DeviceRow, "id">, fallback?: DeviceRow): Promise<void>;
   /** Log out every parked session (shutdown). */
@@ -66,6 +69,10 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     db.kind === "postgres" ? new DeviceLocks(db) : undefined,
   );
   const log = logger("sessions");
+  const signatures = new ReportSignatures(
+    db.kysely,
+    await ReportSigningKey.fromText(config.DUT_REPORT_SIGNING_KEY),
+  );
   const svc: Services = {
     config,
     db,
@@ -76,6 +83,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     poller,
     metrics,
     limits,
+    signatures,
     async releaseParked(row, full) {
       const parked = sessions.take(row.id);
       if (parked === undefined || !full) return;

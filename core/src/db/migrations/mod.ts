@@ -2,6 +2,7 @@ import type { Migration, MigrationProvider } from "kysely/migration";
 import * as m0001 from "./2026_11_21_0001_init.ts";
 import * as m0002 from "./2026_11_21_0002_snapshot_payloads_immutable.ts";
 import * as m0003 from "./2026_11_21_0003_slimmer_snapshot_indexes.ts";
+import * as m0006 from "./2026_11_23_0006_report_signatures.ts";
 
 /** Static migration provider: every migration, by its date-prefixed name. */
 export const migrationProvider: MigrationProvider = {
@@ -10,6 +11,7 @@ export const migrationProvider: MigrationProvider = {
       "2026_11_21_0001_init": m0001,
       "2026_11_21_0002_snapshot_payloads_immutable": m0002,
       "2026_11_21_0003_slimmer_snapshot_indexes": m0003,
+      "2026_11_23_0006_report_signatures": m0006,
     });
   },
 };
