@@ -99,6 +99,7 @@ export async function bootstrap(
     kind: db.kind,
   });
   const close = async () => {
+    await services.pdf.close();
     await db.close();
     release();
   };

@@ -43,6 +43,9 @@ export const EnvSchema = z.object({
   }).default("info"),
   DUT_PUBLIC_URL: z.url("must be an absolute URL like https://dutlab.example").optional(),
   DUT_SHARE_LINK_TTL_SECONDS: int(60, 30 * 86400, 86400),
+  DUT_CHROMIUM_PATH: z.string().trim().min(1).optional(),
+  DUT_PDF_CONCURRENCY: int(1, 64, 2),
+  DUT_PDF_TIMEOUT_SECONDS: int(1, 600, 30),
   DUT_DEFAULT_LICENSE_ID: z.string().trim().min(1).default("LAB-INTERNAL"),
 });
 

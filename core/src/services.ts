@@ -14,6 +14,7 @@ import { deviceTarget } from "./devices.ts";
 import { logger } from "./log.ts";
 import type { DeviceRow } from "./devices.ts";
 import { ReportSignatures, ReportSigningKey } from "./report/sign.ts";
+import { PdfRenderer } from "./report/pdf.ts";
 
 /** Everything the HTTP app and the worker share. Built once per process by `bootstrap`. */
 export interface Services {
@@ -28,6 +29,8 @@ export interface Services {
   limits: TransportLimits;
   /** Report signing key and stored signatures (README "Signatures"). */
   signatures: ReportSignatures;
+  /** The warm headless Chromium printing report PDFs (started at the first PDF; `close()` at shutdown). */
+  pdf: PdfRenderer;
   /** Log out a session parked for a device (after delete, or at shutdown). Best effort. */
   releaseParked(row: Pick<DeviceRow, "id">, fallback?: DeviceRow): Promise<void>;
   /** Log out every parked session (shutdown). */
@@ -84,6 +87,11 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     metrics,
     limits,
     signatures,
+    pdf: new PdfRenderer({
+      executablePath: config.DUT_CHROMIUM_PATH,
+      concurrency: config.DUT_PDF_CONCURRENCY,
+      timeoutMs: config.DUT_PDF_TIMEOUT_SECONDS * 1000,
+    }),
     async releaseParked(row, full) {
       const parked = sessions.take(row.id);
       if (parked === undefined || !full) return;

@@ -16,6 +16,7 @@ import { deviceRoutes } from "./routes_devices.ts";
 import { snapshotRoutes } from "./routes_snapshots.ts";
 import { testRunRoutes } from "./routes_runs.ts";
 import { reportPageRoutes } from "./routes_report_page.ts";
+import { reportSignatureRoutes } from "./routes_report_keys.ts";
 import { CORE_VERSION } from "../version.ts";
 
 export type App = OpenAPIHono;
@@ -44,7 +45,7 @@ export function createApp(svc: Services): OpenAPIHono {
         origin: svc.config.DUT_CORS_ORIGINS,
         allowHeaders: ["Authorization", "Content-Type"],
         allowMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
-        exposeHeaders: ["X-Report-Sha256", "X-License"],
+        exposeHeaders: ["X-Report-Sha256", "X-License", "X-Report-Signature-Key"],
         maxAge: 600,
       }),
     );
@@ -86,10 +87,12 @@ export function createApp(svc: Services): OpenAPIHono {
   const admin = adminAuth(svc.config.ADMIN_TOKEN);
   app.use("/api/admin/*", admin);
   app.use("/api/test-runs", admin);
-  app.use("/api/test-runs/*", admin);
+  // report.pdf has the print page's access rule (token or share link): routes_report_keys.ts.
+  app.use("/api/test-runs/*", (c, next) => /\/report\.pdf$/.test(c.req.path) ? next() : admin(c, next));
 
   deviceRoutes(app, svc);
   snapshotRoutes(app, svc);
+  reportSignatureRoutes(app, svc);
   testRunRoutes(app, svc);
   reportPageRoutes(app, svc);
 
