@@ -38,6 +38,8 @@
 import canonicalize from "npm:canonicalize@5.1.0";
 // deno-lint-ignore no-import-prefix
 import { getDocumentProxy } from "npm:unpdf@1.8.1";
+// deno-lint-ignore no-import-prefix
+import * as pdfLib from "npm:pdf-lib@1.17.1";
 
 const USAGE =
   "Usage: verify_report.ts <report.json|report.dsse.json|report.pdf|url> [--key <key.pem|jwk.json|" +
@@ -303,28 +305,40 @@ export async function readPdf(bytes: Uint8Array): Promise<{
   coverSha256?: string;
   metadataSha256?: string;
 }> {
+  // Embedded files and metadata with pdf-lib's object model; the cover's text with PDF.js (unpdf).
+  const doc = await pdfLib.PDFDocument.load(bytes, { updateMetadata: false });
+  let report: Uint8Array | undefined;
+  let envelope: Uint8Array | undefined;
+  const { PDFName, PDFDict, PDFArray } = pdfLib;
+  const namesDict = doc.catalog.lookupMaybe(PDFName.of("Names"), PDFDict);
+  const tree = namesDict?.lookupMaybe(PDFName.of("EmbeddedFiles"), PDFDict);
+  const names = tree?.lookupMaybe(PDFName.of("Names"), PDFArray);
+  for (let i = 0; names && i + 1 < names.size(); i += 2) {
+    const name = names.lookup(i);
+    const spec = names.lookup(i + 1);
+    if (!(name instanceof pdfLib.PDFString || name instanceof pdfLib.PDFHexString)) continue;
+    if (!(spec instanceof PDFDict)) continue;
+    const stream = spec.lookupMaybe(PDFName.of("EF"), PDFDict)?.lookup(PDFName.of("F"));
+    if (!(stream instanceof pdfLib.PDFRawStream)) continue;
+    const content = pdfLib.decodePDFRawStream(stream).decode();
+    const filename = name.decodeText();
+    if (filename.endsWith(".dsse.json")) envelope = content;
+    else if (filename.endsWith(".json")) report = content;
+  }
+  const info = doc.context.lookup(doc.context.trailerInfo.Info);
+  const meta = info instanceof PDFDict ? info.lookup(PDFName.of("DutlabReportSha256")) : undefined;
+  const metadataSha256 = meta instanceof pdfLib.PDFString || meta instanceof pdfLib.PDFHexString
+    ? meta.decodeText()
+    : undefined;
+
   const pdf = await getDocumentProxy(new Uint8Array(bytes));
   try {
-    const files = (await pdf.getAttachments() ?? {}) as Record<
-      string,
-      { filename: string; content: Uint8Array }
-    >;
-    let report: Uint8Array | undefined;
-    let envelope: Uint8Array | undefined;
-    for (const f of Object.values(files)) {
-      if (f.filename.endsWith(".dsse.json")) envelope = f.content;
-      else if (f.filename.endsWith(".json")) report = f.content;
-    }
     const page = await pdf.getPage(1);
-    const text = (await page.getTextContent()).items.map((i) => ("str" in i ? i.str : "")).join(" ");
-    const at = text.search(/report\s*sha-?256/i);
-    const coverSha256 = at < 0 ? undefined : /[0-9a-f]{64}/.exec(text.slice(at).replace(/\s+/g, ""))?.[0];
-    const meta = await pdf.getMetadata();
-    const info = (meta.info ?? {}) as Record<string, unknown>;
-    const custom = isObj(info.Custom) ? info.Custom : {};
-    const metadataSha256 = typeof custom.DutlabReportSha256 === "string"
-      ? custom.DutlabReportSha256
-      : undefined;
+    // Text runs split unpredictably: compare with white space removed. The cover labels the hash
+    // "Report SHA-256" and prints it right after the label.
+    const text = (await page.getTextContent()).items.map((i) => ("str" in i ? i.str : "")).join("")
+      .replace(/\s+/g, "");
+    const coverSha256 = /reportsha-?256([0-9a-f]{64})/i.exec(text)?.[1];
     return { report, envelope, coverSha256, metadataSha256 };
   } finally {
     await pdf.loadingTask.destroy();
@@ -436,7 +450,12 @@ export async function main(args: string[]): Promise<number> {
       const bytes = await readInput(target);
       const { kind } = kindOf(bytes);
       if (kind === "pdf") {
-        pdfInfo = await readPdf(bytes);
+        try {
+          pdfInfo = await readPdf(bytes);
+        } catch (e) {
+          findings.push({ what: "PDF", ok: false, actual: `cannot read the PDF: ${(e as Error).message}` });
+          pdfInfo = {};
+        }
         reportBytes = pdfInfo.report;
         envelopeBytes = pdfInfo.envelope;
         if (!reportBytes) {

@@ -7,7 +7,7 @@
  * @module
  */
 import puppeteer, { type Browser } from "puppeteer-core";
-import { AFRelationship, PDFDict, PDFDocument, PDFHexString, PDFName } from "pdf-lib";
+import { AFRelationship, PDFDict, PDFDocument, PDFName, PDFString } from "pdf-lib";
 import { HttpProblem } from "../errors.ts";
 import { logger } from "../log.ts";
 
@@ -245,6 +245,6 @@ export async function attachEvidence(pdf: Uint8Array, ev: PdfEvidence): Promise<
     [PDF_INFO_KEYS.reportSha256]: ev.reportSha256,
     [PDF_INFO_KEYS.signingKeyId]: ev.signingKeyId,
   };
-  for (const [k, v] of Object.entries(custom)) info.set(PDFName.of(k), PDFHexString.fromText(v));
+  for (const [k, v] of Object.entries(custom)) info.set(PDFName.of(k), PDFString.of(v));
   return await doc.save({ addDefaultPage: false });
 }
