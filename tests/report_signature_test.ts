@@ -264,3 +264,31 @@ dbTest("the finish response is unchanged and the share route still works with si
   assert.ok(html.includes(keys[0].keyId), "the cover prints the signing key fingerprint");
   assert.ok(html.includes("http://localhost/verify-report.ts"), "the note names the verifier's URL");
 });
+
+Deno.test("deno task rotate-signing-key replaces the embedded key and keeps the old one listed", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "dutlab-rotate-signing-" });
+  const root = new URL("../", import.meta.url).pathname;
+  const rotate = async () => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "tools/rotate_signing_key.ts"],
+      cwd: root,
+      env: { NO_COLOR: "1", DUT_DATA_DIR: dir, DATABASE_URL: "", DUT_REPORT_SIGNING_KEY: "" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = dec.decode(out.stdout) + dec.decode(out.stderr);
+    assert.equal(out.code, 0, text);
+    return { text, key: JSON.parse(await Deno.readTextFile(`${dir}/secrets.json`)).reportSigningKey };
+  };
+  try {
+    const a = await rotate();
+    assert.match(a.text, /Reports are now signed with key [0-9a-f]{64}; 1 key\(s\) listed/);
+    const b = await rotate();
+    assert.notEqual(b.key, a.key);
+    assert.match(b.text, /2 key\(s\) listed/);
+    assert.ok(!b.text.includes(b.key) && !b.text.includes(a.key), "the private key is never printed here");
+    assert.equal((await Deno.stat(`${dir}/secrets.json`)).mode! & 0o777, 0o600);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

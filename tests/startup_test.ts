@@ -98,6 +98,11 @@ Deno.test("serve starts on a fresh embedded data dir, stores secrets 0600, and a
     const secrets = JSON.parse(await Deno.readTextFile(`${dir}/secrets.json`));
     assert.match(secrets.adminToken, /^[0-9a-f]{64}$/);
     assert.match(secrets.credEncKey, /^[0-9a-f]{64}$/);
+    assert.match(
+      secrets.reportSigningKey,
+      /^MC4CAQAwBQYDK2VwBCIEI[A-Za-z0-9+/]{43}$/,
+      "Ed25519 PKCS#8, base64",
+    );
     const authed = await fetch(`http://127.0.0.1:${port}/api/admin/dut/devices`, {
       headers: { authorization: `Bearer ${secrets.adminToken}` },
     });
@@ -116,7 +121,11 @@ Deno.test("serve starts on a fresh embedded data dir, stores secrets 0600, and a
     assert.match(log, /Generated an admin token; read it from/);
     assert.match(log, /Polling worker disabled by DUT_API_POLLER_DISABLE=1/);
     const secrets = JSON.parse(await Deno.readTextFile(`${dir}/secrets.json`));
-    assert.ok(!log.includes(secrets.adminToken) && !log.includes(secrets.credEncKey), "no secret in the log");
+    assert.ok(
+      !log.includes(secrets.adminToken) && !log.includes(secrets.credEncKey) &&
+        !log.includes(secrets.reportSigningKey),
+      "no secret in the log",
+    );
     assert.equal(status.code, 0, "clean shutdown on SIGTERM");
     await Deno.remove(dir, { recursive: true });
   }
