@@ -89,7 +89,14 @@ dbTest(
     const dir = await Deno.makeTempDir({ prefix: "dutlab-openssl-" });
     try {
       await Deno.writeTextFile(`${dir}/key.pem`, key.publicKeyPem);
-      await Deno.writeFile(`${dir}/pae.bin`, pae(env.payloadType, unb64(env.payload)));
+      // The PAE built with the shell line README "Verifying a report" gives, byte for byte.
+      await Deno.writeFile(`${dir}/payload.json`, unb64(env.payload));
+      const shell = await run("bash", [
+        "-c",
+        `{ printf 'DSSEv1 28 application/vnd.in-toto+json %d ' "$(wc -c < payload.json)"; cat payload.json; } > pae.bin`,
+      ], dir);
+      assert.equal(shell.code, 0, shell.stderr);
+      assert.deepEqual(await Deno.readFile(`${dir}/pae.bin`), pae(env.payloadType, unb64(env.payload)));
       await Deno.writeFile(`${dir}/sig.bin`, unb64(env.signatures[0].sig));
       const verify = ["pkeyutl", "-verify", "-pubin", "-inkey", "key.pem", "-rawin", "-in", "pae.bin"];
       const ok = await run("openssl", [...verify, "-sigfile", "sig.bin"], dir);
