@@ -6,7 +6,7 @@
  * and `reportSha256`, so the PDF alone is verifiable (`tools/verify_report.ts`).
  * @module
  */
-import puppeteer, { type Browser } from "puppeteer-core";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { AFRelationship, PDFDict, PDFDocument, PDFName, PDFString } from "pdf-lib";
 import { HttpProblem } from "../errors.ts";
 import { logger } from "../log.ts";
@@ -70,7 +70,8 @@ const unavailable = (detail: string) =>
 
 /**
  * Prints HTML to PDF in one warm headless Chromium. The browser starts at the first render and is
- * restarted if it dies; `close()` stops it.
+ * restarted if it dies; tabs are reused between renders (JavaScript off; a tab whose render failed or
+ * timed out is closed); `close()` stops it.
  *
  * @example
  * ```ts
@@ -81,6 +82,8 @@ const unavailable = (detail: string) =>
  */
 export class PdfRenderer {
   #browser: Promise<Browser> | null = null;
+  /** Tabs of the current browser kept open between renders (at most `concurrency`). */
+  #idle: Page[] = [];
   #slots: Slots;
   #log = logger("pdf");
 
@@ -122,7 +125,10 @@ export class PdfRenderer {
     this.#browser = started;
     started.then((b) =>
       b.on("disconnected", () => {
-        if (this.#browser === started) this.#browser = null;
+        if (this.#browser === started) {
+          this.#browser = null;
+          this.#idle = [];
+        }
       })
     ).catch((e) => {
       if (this.#browser === started) this.#browser = null;
@@ -142,37 +148,53 @@ export class PdfRenderer {
     } catch {
       throw timedOut();
     }
+    const abort = new Promise<never>((_, reject) => {
+      if (signal.aborted) reject(timedOut());
+      signal.addEventListener("abort", () => reject(timedOut()), { once: true });
+    });
+    abort.catch(() => {});
+    // The slot is held until the work itself ends, even when the caller gave up at the time limit.
+    const work = this.#print(html, signal).finally(release);
     try {
-      let browser: Browser;
-      try {
-        browser = await this.#launch();
-      } catch (e) {
-        if (e instanceof HttpProblem) throw e;
-        throw unavailable(`Chromium did not start (${(e as Error).message.split("\n")[0]})`);
-      }
-      const page = await browser.newPage();
-      const abort = new Promise<never>((_, reject) => {
-        signal.addEventListener("abort", () => reject(timedOut()), { once: true });
-      });
-      try {
-        return await Promise.race([
-          (async () => {
-            await page.setJavaScriptEnabled(false);
-            await page.setContent(html, { waitUntil: "load", timeout: this.opts.timeoutMs });
-            return await page.pdf({
-              printBackground: true,
-              preferCSSPageSize: true,
-              displayHeaderFooter: false,
-              timeout: this.opts.timeoutMs,
-            });
-          })(),
-          abort,
-        ]);
-      } finally {
-        page.close().catch(() => {});
-      }
+      return await Promise.race([work, abort]);
+    } catch (e) {
+      if (e instanceof HttpProblem) throw e;
+      if (signal.aborted || (e as Error).name === "TimeoutError") throw timedOut();
+      throw unavailable(`Chromium failed to print the page (${(e as Error).message.split("\n")[0]})`);
     } finally {
-      release();
+      work.catch(() => {});
+    }
+  }
+
+  async #print(html: string, signal: AbortSignal): Promise<Uint8Array> {
+    let browser: Browser;
+    try {
+      browser = await this.#launch();
+    } catch (e) {
+      if (e instanceof HttpProblem) throw e;
+      throw unavailable(`Chromium did not start (${(e as Error).message.split("\n")[0]})`);
+    }
+    let page = this.#idle.pop();
+    if (page?.isClosed() || page?.browser() !== browser) page = undefined;
+    if (!page) {
+      page = await browser.newPage();
+      await page.setJavaScriptEnabled(false);
+    }
+    let reuse = false;
+    try {
+      // setContent replaces the whole document of a reused tab.
+      await page.setContent(html, { waitUntil: "load", timeout: this.opts.timeoutMs });
+      const pdf = await page.pdf({
+        printBackground: true,
+        preferCSSPageSize: true,
+        displayHeaderFooter: false,
+        timeout: this.opts.timeoutMs,
+      });
+      reuse = !signal.aborted;
+      return pdf;
+    } finally {
+      if (reuse && this.#idle.length < this.opts.concurrency) this.#idle.push(page);
+      else page.close().catch(() => {});
     }
   }
 
@@ -180,6 +202,7 @@ export class PdfRenderer {
   async close(): Promise<void> {
     const b = this.#browser;
     this.#browser = null;
+    this.#idle = [];
     if (b) await (await b.catch(() => null))?.close().catch(() => {});
   }
 }
