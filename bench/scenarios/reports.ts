@@ -2,7 +2,9 @@
  * Scenario 6, reports: a run with ~1,000 linked snapshots (143 devices of the four vendors polled once
  * through the real worker while the run is active), then the time to finish the run (aggregate the
  * results, build the ReportData and freeze it: RunService.finish), to render the print page
- * (renderReportPage) and to print it to PDF in headless Chromium (core/testing/chromium.ts).
+ * (renderReportPage) and to print it to PDF in headless Chromium (core/testing/chromium.ts); then signing
+ * and verifying it, and report.pdf as the endpoint makes it (warm browser + attachments) for a short and the
+ * full report (BENCHMARKS.md section 6b).
  *
  * @module
  */
