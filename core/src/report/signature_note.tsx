@@ -32,7 +32,9 @@ export function VerificationNote(
       <p class="verify">
         <strong>How to verify:</strong> fetch <code>report.json</code> for execution{" "}
         <code>{executionId}</code>, remove the <code>reportSha256</code>{" "}
-        member, compute the SHA-256 of its RFC 8785 canonical JSON and compare with the value above.
+        member, compute the SHA-256 of its RFC 8785 canonical JSON and compare with the value above; or run
+        {" "}
+        <code>deno task verify-report &lt;url&gt;</code>, which also checks the plan and annex hashes.
       </p>
     );
   }
