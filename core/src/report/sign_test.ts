@@ -77,3 +77,13 @@ Deno.test("a report whose reportSha256 does not match its content is never signe
   const text = JSON.stringify({ ...report, meta: { ...report.meta, notes: "edited" } });
   await assert.rejects(() => reportStatement(text), /reportSha256 does not match/);
 });
+
+Deno.test("a key made with the documented openssl line is accepted (README Configuration)", async () => {
+  const out = await new Deno.Command("bash", {
+    args: ["-c", "openssl genpkey -algorithm ed25519 -outform DER | base64 -w0"],
+    stdout: "piped",
+  }).output();
+  assert.equal(out.code, 0);
+  const key = await ReportSigningKey.fromText(new TextDecoder().decode(out.stdout));
+  assert.match(key.keyId, /^[0-9a-f]{64}$/);
+});
