@@ -10,6 +10,7 @@ import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { generateSigningKey, pae, PAYLOAD_TYPE } from "../core/src/report/sign.ts";
 import { RunService } from "../core/src/runs/service.ts";
 import { type App, type Auth, finishRun, startRun } from "./_runs_lab.ts";
+import { checkEnvelope, checkReport, loadKeys } from "../tools/verify_report.ts";
 
 const PLAN = "fixture-plan";
 const dec = new TextDecoder();
@@ -160,6 +161,17 @@ dbTest("rotation keeps old keys; a report frozen before signing is signed when f
   const oldAgain = await get(second.app, `/api/test-runs/${oldId}/report.dsse.json`, second.auth);
   assert.deepEqual(oldAgain.bytes, oldEnv);
   assert.equal(oldAgain.res.headers.get("x-report-signature-key"), keys[0].keyId);
+  // …and still verifies with the key list served after the rotation.
+  const listed = await loadKeys(JSON.stringify({ keys }));
+  const oldReport = (await get(second.app, `/api/test-runs/${oldId}/report.json`, second.auth)).bytes;
+  const checked = await checkReport(JSON.parse(dec.decode(oldReport)));
+  const verified = await checkEnvelope(JSON.parse(dec.decode(oldEnv)), listed, {
+    bytes: oldReport,
+    reportSha256: checked.reportSha256,
+    stated: checked.reportSha256,
+  });
+  assert.equal(verified.signedBy, keys[0].keyId);
+  assert.ok(verified.findings.every((f) => f.ok), JSON.stringify(verified.findings));
   // The legacy report is signed now, with the current key; its bytes do not change.
   const legacyJson = await get(second.app, `/api/test-runs/${legacy.executionId}/report.json`, second.auth);
   assert.equal(legacyJson.res.headers.get("x-report-signature-key"), keys[1].keyId);
