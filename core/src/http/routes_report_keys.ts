@@ -24,6 +24,7 @@ import { renderReportPage } from "../report/page.tsx";
 import type { ReportData } from "../report/types.ts";
 import { attachEvidence } from "../report/pdf.ts";
 import { logger } from "../log.ts";
+import { HttpProblem } from "../errors.ts";
 
 const ExecParam = z.object({
   executionId: z.string().openapi({
@@ -221,7 +222,14 @@ export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
   );
 
   app.get("/verify-report.ts", async (c) => {
-    const text = await verifierSource();
+    const text = await verifierSource().catch(() => {
+      throw new HttpProblem(
+        503,
+        "verifier-unavailable",
+        "Verifier unavailable",
+        "tools/verify_report.ts is not deployed",
+      );
+    });
     return c.body(text, 200, {
       "content-type": "text/typescript; charset=utf-8",
       "content-disposition": 'inline; filename="verify_report.ts"',
