@@ -6,7 +6,7 @@ import { migrationProvider } from "../core/src/db/migrations/mod.ts";
 import { type Config, parseEnv } from "../core/src/config.ts";
 import { buildRegistry, type LoadedModules, type Registry } from "../core/src/registry.ts";
 import { buildServices, type Services } from "../core/src/services.ts";
-import { CRED_KEY, PG_URL, TOKEN } from "./_util.ts";
+import { CRED_KEY, PG_URL, SIGNING_KEY, TOKEN } from "./_util.ts";
 
 export type Backend = "postgres" | "pglite";
 
@@ -88,8 +88,19 @@ async function copyDir(from: string, to: string) {
 
 /** The service configuration a bench process runs with (defaults of the real service). */
 export function benchConfig(env: Record<string, string> = {}): Config {
-  const parsed = parseEnv({ ADMIN_TOKEN: TOKEN, DUT_CRED_ENC_KEY: CRED_KEY, ...env });
-  return { ...parsed, ADMIN_TOKEN: TOKEN, DUT_CRED_ENC_KEY: CRED_KEY, extraCa: [] };
+  const parsed = parseEnv({
+    ADMIN_TOKEN: TOKEN,
+    DUT_CRED_ENC_KEY: CRED_KEY,
+    DUT_REPORT_SIGNING_KEY: SIGNING_KEY,
+    ...env,
+  });
+  return {
+    ...parsed,
+    ADMIN_TOKEN: TOKEN,
+    DUT_CRED_ENC_KEY: CRED_KEY,
+    DUT_REPORT_SIGNING_KEY: parsed.DUT_REPORT_SIGNING_KEY!,
+    extraCa: [],
+  };
 }
 
 export async function benchServices(

@@ -18,6 +18,8 @@ export interface Figure {
 
 export const TOKEN = "bench-admin-token-0123456789abcdef0123";
 export const CRED_KEY = "ab".repeat(32);
+/** Ed25519 report signing key of bench services (base64 PKCS#8 DER; seed 0x02 × 32). */
+export const SIGNING_KEY = "MC4CAQAwBQYDK2VwBCIEIAICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIC";
 export const PG_URL = Deno.env.get("BENCH_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/test";
 
 /** Percentile (nearest rank) of unsorted numbers. */

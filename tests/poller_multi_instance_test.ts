@@ -5,7 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { childEnv, dbTest, TEST_ADMIN_TOKEN, TEST_CRED_KEY, testServices } from "@dutlab/core/testing";
+import {
+  childEnv,
+  dbTest,
+  TEST_ADMIN_TOKEN,
+  TEST_CRED_KEY,
+  TEST_SIGNING_KEY,
+  testServices,
+} from "@dutlab/core/testing";
 import type { Db } from "../core/src/db/open.ts";
 import { POLL_LOCK_CLASS, pollLockKey } from "../core/src/poller/worker.ts";
 import { startSimulatedDevice } from "../adapters/vendor-b-ngfw/sim.ts";
@@ -35,6 +42,7 @@ class Poller {
       DATABASE_URL: databaseUrl,
       ADMIN_TOKEN: TEST_ADMIN_TOKEN,
       DUT_CRED_ENC_KEY: TEST_CRED_KEY,
+      DUT_REPORT_SIGNING_KEY: TEST_SIGNING_KEY,
       DUT_POLL_SCAN_SECONDS: String(SCAN_SECONDS),
       DUT_SHUTDOWN_GRACE_SECONDS: "5",
       DUT_LOG_FORMAT: "json",

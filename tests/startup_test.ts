@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { childEnv } from "@dutlab/core/testing";
+import { childEnv, TEST_SIGNING_KEY } from "@dutlab/core/testing";
 
 const root = new URL("..", import.meta.url).pathname;
 const dec = new TextDecoder();
@@ -49,7 +49,11 @@ Deno.test("bad configuration exits non-zero with one clear line per problem", as
       /^dutlab: BAD_CONFIG: DUT_CRED_ENC_KEY: must be exactly 64 hex characters/,
     ],
     [
-      { DATABASE_URL: "postgres://postgres@127.0.0.1:5432/test", DUT_CRED_ENC_KEY: "ab".repeat(32) },
+      {
+        DATABASE_URL: "postgres://postgres@127.0.0.1:5432/test",
+        DUT_CRED_ENC_KEY: "ab".repeat(32),
+        DUT_REPORT_SIGNING_KEY: TEST_SIGNING_KEY,
+      },
       /^dutlab: BAD_CONFIG: ADMIN_TOKEN: required when DATABASE_URL is set/,
     ],
     [{ PORT: "70000" }, /^dutlab: BAD_CONFIG: PORT: must be at most 65535$/],
@@ -123,6 +127,11 @@ Deno.test("migrate asks for no secret; serve then starts, stores secrets 0600, l
     const secrets = JSON.parse(await Deno.readTextFile(`${dir}/secrets.json`));
     assert.match(secrets.adminToken, /^[0-9a-f]{64}$/);
     assert.match(secrets.credEncKey, /^[0-9a-f]{64}$/);
+    assert.match(
+      secrets.reportSigningKey,
+      /^MC4CAQAwBQYDK2VwBCIEI[A-Za-z0-9+/]{43}$/,
+      "Ed25519 PKCS#8, base64",
+    );
     const authed = await fetch(`http://127.0.0.1:${port}/api/admin/dut/devices`, {
       headers: { authorization: `Bearer ${secrets.adminToken}` },
     });
@@ -144,7 +153,11 @@ Deno.test("migrate asks for no secret; serve then starts, stores secrets 0600, l
     assert.ok(lines.includes(`dutlab listening on "http://127.0.0.1:${port}"`), log);
     assert.ok(lines.some((m) => /^Polling worker disabled by DUT_API_POLLER_DISABLE=1/.test(m)), log);
     const secrets = JSON.parse(await Deno.readTextFile(`${dir}/secrets.json`));
-    assert.ok(!log.includes(secrets.adminToken) && !log.includes(secrets.credEncKey), "no secret in the log");
+    assert.ok(
+      !log.includes(secrets.adminToken) && !log.includes(secrets.credEncKey) &&
+        !log.includes(secrets.reportSigningKey),
+      "no secret in the log",
+    );
     assert.equal(status.code, 0, "clean shutdown on SIGTERM");
     await Deno.remove(dir, { recursive: true });
   }

@@ -1,29 +1,354 @@
 /**
- * `deno task verify-report <file-or-url> [--expect <sha256>]`: recompute every hash of a ReportData
- * document and print OK or what differs.
+ * verify_report.ts: check a dutlab test-run report without the service or its repository.
  *
- * - A file path (or `-` for stdin) is read as is; a relative path is relative to the directory the command
- *   was started from (`deno task` runs tools from the project root and passes that directory as INIT_CWD),
- *   so it works from any directory: `deno task --config <clone>/deno.json verify-report report.json`.
- * - A URL is fetched with `Authorization: Bearer $ADMIN_TOKEN` when that variable is set. A print-page URL
- *   (`/runs/<executionId>/report`) is read as its JSON twin `/api/test-runs/<executionId>/report.json`.
- *   When the response carries `X-Report-Sha256`, it must equal the report's `reportSha256`.
- * - `--expect <sha256>` also compares `reportSha256` with a value you trust, e.g. the one printed on the
- *   cover of the PDF you hold.
+ * One self-contained file (pinned `npm:` imports only), served by the service at `GET /verify-report.ts`:
+ * A relative path is relative to the directory the command was started from (`deno task` runs tools from the
+ * project root and passes that directory as INIT_CWD), so `deno task verify-report` works from any directory.
  *
- * Hashes (README "Test runs and reports"): `reportSha256` = SHA-256 of the RFC 8785 canonical JSON of
- * the report without `reportSha256`; `meta.planSnapshotSha256` = SHA-256 of the canonical JSON of `plan`;
- * each annex `sha256` = SHA-256 of the UTF-8 bytes of its `body`.
+ * ```sh
+ * npx -y deno@2.9.6 run -A verify_report.ts report.pdf --key key.pem
+ * npx -y deno@2.9.6 run -A verify_report.ts report.json --envelope report.dsse.json --key key.pem
+ * npx -y deno@2.9.6 run -A verify_report.ts report.dsse.json --report report.json --key https://lab/api/report-keys
+ * ```
  *
- * Exit codes: 0 every hash matches; 1 a hash differs or the input is not a report; 2 usage or I/O error.
+ * Input (detected from the content): a report JSON, a DSSE envelope (`report.dsse.json`), a PDF from
+ * `report.pdf` (which embeds both), or a URL of the service (`…/report.json`, `…/report.pdf` or the print
+ * page `/runs/<id>/report`; sends `Authorization: Bearer $ADMIN_TOKEN` when set, fetches the envelope
+ * next to report.json).
+ *
+ * Checks:
+ * - every hash of the report: `reportSha256` = SHA-256 of the RFC 8785 canonical JSON of the report
+ *   without `reportSha256`; `meta.planSnapshotSha256` = SHA-256 of the canonical `plan`; each annex
+ *   `sha256` = SHA-256 of the UTF-8 bytes of its `body`;
+ * - the envelope: payloadType `application/vnd.in-toto+json`, an in-toto Statement v1 whose subject
+ *   `report-<id>.canonical.json` has digest sha256 = the recomputed `reportSha256` and whose subject
+ *   `report-<id>.json` has the SHA-256 of the report file's exact bytes;
+ * - the Ed25519 signature over DSSE PAE(payloadType, payload) with `--key`: a public key PEM file
+ *   (SubjectPublicKeyInfo), a JWK file, or a key list (`GET /api/report-keys`, file or URL); the key is
+ *   picked by the envelope's `keyid`, recomputed from the key (SHA-256 of its DER SubjectPublicKeyInfo);
+ * - for a PDF: the embedded report is the one whose `reportSha256` the cover (page 1) prints, and the
+ *   PDF metadata names the same hash;
+ * - `--expect <sha256>`: `reportSha256` equals a value you trust (e.g. read off a printed cover);
+ * - for a report.json URL: the `X-Report-Sha256` header equals the report's `reportSha256`.
+ *
+ * Without `--key` the signature is not checked (said in the output). Exit codes: 0 every check passed;
+ * 1 a check failed or the input is not a report; 2 usage or I/O error.
  * @module
  */
+// Self-contained on purpose (a customer saves this one file anywhere): pinned npm: specifiers, no import map.
+// deno-lint-ignore no-import-prefix
+import canonicalize from "npm:canonicalize@5.1.0";
+// deno-lint-ignore no-import-prefix
+import { getDocumentProxy } from "npm:unpdf@1.8.1";
+// deno-lint-ignore no-import-prefix
+import * as pdfLib from "npm:pdf-lib@1.17.1";
 import { resolve } from "node:path";
-import { type VerifyOutcome, verifyReportBytes } from "../core/src/report/verify.ts";
 
-const USAGE = "Usage: deno task verify-report <file-or-url> [--expect <sha256>]";
+const USAGE =
+  "Usage: verify_report.ts <report.json|report.dsse.json|report.pdf|url> [--key <key.pem|jwk.json|" +
+  "keys.json|keys-url>] [--envelope <report.dsse.json>] [--report <report.json>] [--expect <sha256>]";
+const PAYLOAD_TYPE = "application/vnd.in-toto+json";
+const STATEMENT_TYPE = "https://in-toto.io/Statement/v1";
+const HEX64 = /^[0-9a-f]{64}$/;
+const enc = new TextEncoder();
+const dec = new TextDecoder("utf-8", { fatal: true });
 
-/** The URL to fetch for a report URL: a print-page URL becomes its report.json URL. */
+/** One check: what, whether it passed, the stated and recomputed values or what was found. */
+export interface Finding {
+  what: string;
+  ok: boolean;
+  expected?: string;
+  actual?: string;
+  /** Informational line that neither passes nor fails (e.g. signature not checked). */
+  note?: boolean;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+const hex = (b: ArrayBuffer) =>
+  Array.from(new Uint8Array(b), (x) => x.toString(16).padStart(2, "0")).join("");
+const sha256 = async (data: Uint8Array | string) =>
+  hex(
+    await crypto.subtle.digest("SHA-256", typeof data === "string" ? enc.encode(data) : data as BufferSource),
+  );
+const canonical = (v: unknown) => {
+  const s = canonicalize(v);
+  if (s === undefined) throw new TypeError("value has no canonical JSON form");
+  return s;
+};
+const unb64 = (s: string) =>
+  Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/").replace(/\s+/g, "")), (c) => c.charCodeAt(0));
+
+/** DSSE v1 pre-authentication encoding: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body. */
+export function pae(payloadType: string, payload: Uint8Array): Uint8Array<ArrayBuffer> {
+  const head = enc.encode(`DSSEv1 ${enc.encode(payloadType).length} ${payloadType} ${payload.length} `);
+  const out = new Uint8Array(head.length + payload.length);
+  out.set(head);
+  out.set(payload, head.length);
+  return out;
+}
+
+/** Recompute every hash of a parsed report. */
+export async function checkReport(report: unknown): Promise<{ findings: Finding[]; reportSha256?: string }> {
+  if (!isObj(report) || typeof report.reportSha256 !== "string") {
+    return {
+      findings: [{ what: "shape", ok: false, actual: "not a ReportData object (no reportSha256 string)" }],
+    };
+  }
+  const findings: Finding[] = [];
+  if (report.version !== 1) {
+    findings.push({
+      what: "version",
+      ok: false,
+      actual: `version ${JSON.stringify(report.version)}, expected 1`,
+    });
+  }
+  const { reportSha256, ...rest } = report;
+  const whole = await sha256(canonical(rest));
+  findings.push({ what: "reportSha256", ok: whole === reportSha256, expected: reportSha256, actual: whole });
+  const meta = isObj(report.meta) ? report.meta : undefined;
+  if (!meta) findings.push({ what: "meta", ok: false, actual: "meta is not an object" });
+  if (report.plan === undefined) {
+    findings.push({ what: "meta.planSnapshotSha256", ok: false, actual: "the report has no plan" });
+  } else {
+    const plan = await sha256(canonical(report.plan));
+    findings.push({
+      what: "meta.planSnapshotSha256",
+      ok: meta?.planSnapshotSha256 === plan,
+      expected: String(meta?.planSnapshotSha256),
+      actual: plan,
+    });
+  }
+  if (!Array.isArray(report.annexes)) {
+    findings.push({ what: "annexes", ok: false, actual: "annexes is not an array" });
+  } else {
+    for (const [i, a] of report.annexes.entries()) {
+      const name = `annex ${isObj(a) && typeof a.id === "string" ? JSON.stringify(a.id) : `#${i}`}`;
+      if (!isObj(a) || typeof a.body !== "string" || typeof a.sha256 !== "string") {
+        findings.push({ what: name, ok: false, actual: "not {id, title, sha256, body} with string body" });
+        continue;
+      }
+      const h = await sha256(a.body);
+      findings.push({ what: `${name} sha256`, ok: h === a.sha256, expected: a.sha256, actual: h });
+    }
+  }
+  for (const f of findings) {
+    if (f.expected !== undefined && f.ok && !HEX64.test(f.expected)) {
+      f.ok = false;
+      f.actual = "not 64 lowercase hex characters";
+    }
+  }
+  return { findings, reportSha256: whole === reportSha256 ? reportSha256 : undefined };
+}
+
+/** A verification key: its id (SHA-256 of the SPKI DER) and the imported key. */
+interface Key {
+  keyId: string;
+  key: CryptoKey;
+}
+
+async function importSpki(spki: Uint8Array<ArrayBuffer>): Promise<Key> {
+  const key = await crypto.subtle.importKey("spki", spki, { name: "Ed25519" }, true, ["verify"]);
+  return { keyId: await sha256(spki), key };
+}
+
+async function importJwk(jwk: Record<string, unknown>): Promise<Key> {
+  if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519" || typeof jwk.x !== "string") {
+    throw new Error("a JWK must be an Ed25519 public key (kty OKP, crv Ed25519, x)");
+  }
+  const key = await crypto.subtle.importKey(
+    "jwk",
+    { kty: "OKP", crv: "Ed25519", x: jwk.x },
+    { name: "Ed25519" },
+    true,
+    [
+      "verify",
+    ],
+  );
+  return importSpki(new Uint8Array(await crypto.subtle.exportKey("spki", key)));
+}
+
+/** Keys from a PEM public key, a JWK, or a key list (`{keys: [{publicKeyPem | publicKeyJwk}]}`). */
+export async function loadKeys(text: string): Promise<Key[]> {
+  const pem = /-----BEGIN PUBLIC KEY-----([\s\S]+?)-----END PUBLIC KEY-----/.exec(text);
+  if (pem && !text.trimStart().startsWith("{")) return [await importSpki(unb64(pem[1]))];
+  const v = JSON.parse(text);
+  if (isObj(v) && Array.isArray(v.keys)) {
+    const out: Key[] = [];
+    for (const k of v.keys) {
+      if (!isObj(k)) continue;
+      if (isObj(k.publicKeyJwk)) out.push(await importJwk(k.publicKeyJwk));
+      else if (isObj(k) && k.kty === "OKP") out.push(await importJwk(k));
+      else if (typeof k.publicKeyPem === "string") out.push(...await loadKeys(k.publicKeyPem));
+    }
+    return out;
+  }
+  if (isObj(v)) return [await importJwk(v)];
+  throw new Error("not a PEM public key, a JWK or a key list");
+}
+
+/** Check a DSSE envelope: its Statement names this report, and (with keys) its signature verifies. */
+export async function checkEnvelope(
+  envelope: unknown,
+  keys: Key[] | null,
+  report?: { bytes: Uint8Array; reportSha256?: string; stated?: string },
+): Promise<{ findings: Finding[]; signedBy?: string; statementSha256?: string }> {
+  const findings: Finding[] = [];
+  if (
+    !isObj(envelope) || typeof envelope.payload !== "string" || typeof envelope.payloadType !== "string" ||
+    !Array.isArray(envelope.signatures)
+  ) {
+    return {
+      findings: [{
+        what: "envelope",
+        ok: false,
+        actual: "not a DSSE envelope {payload, payloadType, signatures}",
+      }],
+    };
+  }
+  findings.push({
+    what: "envelope payloadType",
+    ok: envelope.payloadType === PAYLOAD_TYPE,
+    expected: PAYLOAD_TYPE,
+    actual: envelope.payloadType,
+  });
+  let payload: Uint8Array;
+  let statement: Record<string, unknown>;
+  try {
+    payload = unb64(envelope.payload);
+    const parsed = JSON.parse(dec.decode(payload));
+    if (!isObj(parsed)) throw new Error("the Statement is not an object");
+    statement = parsed;
+  } catch (e) {
+    findings.push({ what: "envelope payload", ok: false, actual: (e as Error).message });
+    return { findings };
+  }
+  findings.push({
+    what: "statement _type",
+    ok: statement._type === STATEMENT_TYPE,
+    expected: STATEMENT_TYPE,
+    actual: String(statement._type),
+  });
+  const subjects = Array.isArray(statement.subject) ? statement.subject.filter(isObj) : [];
+  const digestOf = (suffix: string) => {
+    const s = subjects.find((x) => typeof x.name === "string" && x.name.endsWith(suffix));
+    return s && isObj(s.digest) && typeof s.digest.sha256 === "string" ? s.digest.sha256 : undefined;
+  };
+  const canonicalDigest = digestOf(".canonical.json");
+  const fileSubject = subjects.find((s) =>
+    typeof s.name === "string" && s.name.endsWith(".json") && !s.name.endsWith(".canonical.json")
+  );
+  const fileSha = fileSubject && isObj(fileSubject.digest) && typeof fileSubject.digest.sha256 === "string"
+    ? fileSubject.digest.sha256
+    : undefined;
+  if (!canonicalDigest) {
+    findings.push({ what: "statement subject", ok: false, actual: "no *.canonical.json subject" });
+  }
+  if (report) {
+    if (canonicalDigest) {
+      findings.push({
+        what: "signed reportSha256 (subject digest)",
+        ok: canonicalDigest === report.reportSha256 && canonicalDigest === report.stated,
+        expected: canonicalDigest,
+        actual: report.reportSha256 ?? `(report does not match its stated ${report.stated})`,
+      });
+    }
+    const bytesSha = await sha256(report.bytes);
+    findings.push({
+      what: "signed report.json bytes (subject digest)",
+      ok: fileSha === bytesSha,
+      expected: fileSha ?? "(no report-<id>.json subject)",
+      actual: bytesSha,
+    });
+  }
+  const statementSha256 = canonicalDigest;
+  if (keys === null) {
+    findings.push({ what: "signature", ok: true, note: true, actual: "NOT CHECKED: give --key to check it" });
+    return { findings, statementSha256 };
+  }
+  const data = pae(envelope.payloadType, payload);
+  let signedBy: string | undefined;
+  const tried: string[] = [];
+  for (const s of envelope.signatures) {
+    if (!isObj(s) || typeof s.sig !== "string") continue;
+    const candidates = keys.filter((k) => !s.keyid || k.keyId === s.keyid);
+    tried.push(String(s.keyid ?? "(no keyid)"));
+    for (const k of candidates) {
+      let sig: Uint8Array<ArrayBuffer>;
+      try {
+        sig = unb64(s.sig);
+      } catch {
+        continue;
+      }
+      if (await crypto.subtle.verify({ name: "Ed25519" }, k.key, sig, data)) {
+        signedBy = k.keyId;
+        break;
+      }
+    }
+    if (signedBy) break;
+  }
+  findings.push({
+    what: "Ed25519 signature (DSSE PAE)",
+    ok: signedBy !== undefined,
+    expected: tried.join(", ") || "(no signature)",
+    actual: signedBy ??
+      (keys.some((k) => tried.includes(k.keyId))
+        ? "does not verify with that key"
+        : `no given key has keyid ${tried.join(", ")} (given: ${
+          keys.map((k) => k.keyId).join(", ") || "none"
+        })`),
+  });
+  return { findings, signedBy, statementSha256 };
+}
+
+/** What a PDF carries: its embedded files, the hash the cover prints and the metadata's. */
+export async function readPdf(bytes: Uint8Array): Promise<{
+  report?: Uint8Array;
+  envelope?: Uint8Array;
+  coverSha256?: string;
+  metadataSha256?: string;
+}> {
+  // Embedded files and metadata with pdf-lib's object model; the cover's text with PDF.js (unpdf).
+  const doc = await pdfLib.PDFDocument.load(bytes, { updateMetadata: false });
+  let report: Uint8Array | undefined;
+  let envelope: Uint8Array | undefined;
+  const { PDFName, PDFDict, PDFArray } = pdfLib;
+  const namesDict = doc.catalog.lookupMaybe(PDFName.of("Names"), PDFDict);
+  const tree = namesDict?.lookupMaybe(PDFName.of("EmbeddedFiles"), PDFDict);
+  const names = tree?.lookupMaybe(PDFName.of("Names"), PDFArray);
+  for (let i = 0; names && i + 1 < names.size(); i += 2) {
+    const name = names.lookup(i);
+    const spec = names.lookup(i + 1);
+    if (!(name instanceof pdfLib.PDFString || name instanceof pdfLib.PDFHexString)) continue;
+    if (!(spec instanceof PDFDict)) continue;
+    const stream = spec.lookupMaybe(PDFName.of("EF"), PDFDict)?.lookup(PDFName.of("F"));
+    if (!(stream instanceof pdfLib.PDFRawStream)) continue;
+    const content = pdfLib.decodePDFRawStream(stream).decode();
+    const filename = name.decodeText();
+    if (filename.endsWith(".dsse.json")) envelope = content;
+    else if (filename.endsWith(".json")) report = content;
+  }
+  const info = doc.context.lookup(doc.context.trailerInfo.Info);
+  const meta = info instanceof PDFDict ? info.lookup(PDFName.of("DutlabReportSha256")) : undefined;
+  const metadataSha256 = meta instanceof pdfLib.PDFString || meta instanceof pdfLib.PDFHexString
+    ? meta.decodeText()
+    : undefined;
+
+  const pdf = await getDocumentProxy(new Uint8Array(bytes));
+  try {
+    const page = await pdf.getPage(1);
+    // Text runs split unpredictably: compare with white space removed. The cover labels the hash
+    // "Report SHA-256" and prints it right after the label.
+    const text = (await page.getTextContent()).items.map((i) => ("str" in i ? i.str : "")).join("")
+      .replace(/\s+/g, "");
+    const coverSha256 = /reportsha-?256([0-9a-f]{64})/i.exec(text)?.[1];
+    return { report, envelope, coverSha256, metadataSha256 };
+  } finally {
+    await pdf.loadingTask.destroy();
+  }
+}
+
+/** The report.json URL for a print-page URL (`/runs/<id>/report`); other URLs unchanged. */
 export function reportJsonUrl(url: string): URL {
   const u = new URL(url);
   const m = /^(.*)\/runs\/([^/]+)\/report\/?$/.exec(u.pathname);
@@ -34,93 +359,200 @@ export function reportJsonUrl(url: string): URL {
   return u;
 }
 
-/** Read the report bytes and the `X-Report-Sha256` header (URLs only). */
-async function load(target: string): Promise<{ bytes: Uint8Array; header: string | null; from: string }> {
-  if (/^https?:\/\//i.test(target)) {
-    const url = reportJsonUrl(target);
-    const token = Deno.env.get("ADMIN_TOKEN");
-    const res = await fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {} });
-    if (!res.ok) {
-      const hint = res.status === 401 && !token ? " (set ADMIN_TOKEN)" : "";
-      await res.body?.cancel();
-      throw new Error(`GET ${url} answered HTTP ${res.status}${hint}`);
-    }
-    return {
-      bytes: new Uint8Array(await res.arrayBuffer()),
-      header: res.headers.get("x-report-sha256"),
-      from: url.href,
-    };
+async function fetchBytes(
+  url: URL | string,
+  withToken: boolean,
+): Promise<{ bytes: Uint8Array; res: Response }> {
+  const token = withToken ? Deno.env.get("ADMIN_TOKEN") : undefined;
+  const res = await fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  if (!res.ok) {
+    const hint = res.status === 401 && !token ? " (set ADMIN_TOKEN)" : "";
+    await res.body?.cancel();
+    throw new Error(`GET ${url} answered HTTP ${res.status}${hint}`);
   }
-  if (target === "-") {
-    return {
-      bytes: new Uint8Array(await new Response(Deno.stdin.readable).arrayBuffer()),
-      header: null,
-      from: "stdin",
-    };
-  }
-  return {
-    bytes: await Deno.readFile(resolve(Deno.env.get("INIT_CWD") ?? Deno.cwd(), target)),
-    header: null,
-    from: target,
-  };
+  return { bytes: new Uint8Array(await res.arrayBuffer()), res };
+}
+
+/** A local path as the user meant it: relative to where the command was started (INIT_CWD under deno task). */
+const localPath = (p: string) => resolve(Deno.env.get("INIT_CWD") ?? Deno.cwd(), p);
+const isUrl = (s: string) => /^https?:\/\//i.test(s);
+async function readInput(target: string): Promise<Uint8Array> {
+  if (target === "-") return new Uint8Array(await new Response(Deno.stdin.readable).arrayBuffer());
+  if (isUrl(target)) return (await fetchBytes(target, true)).bytes;
+  return await Deno.readFile(localPath(target));
 }
 
 /** Findings as printable lines. */
-export function describe(outcome: VerifyOutcome): string[] {
-  return outcome.findings.map((f) => {
-    if (f.ok) return `  ok        ${f.what} ${f.expected ?? ""}`.trimEnd();
+export function describe(findings: Finding[]): string[] {
+  return findings.map((f) => {
+    if (f.note) return `  --        ${f.what}: ${f.actual}`;
+    if (f.ok) return `  ok        ${f.what} ${f.expected ?? f.actual ?? ""}`.trimEnd();
     if (f.expected === undefined) return `  MISMATCH  ${f.what}: ${f.actual}`;
     return `  MISMATCH  ${f.what}: stated ${f.expected}, recomputed ${f.actual}`;
   });
 }
 
-async function main(args: string[]): Promise<number> {
-  let expect: string | undefined;
+type Kind = "pdf" | "envelope" | "report" | "unknown";
+function kindOf(bytes: Uint8Array): { kind: Kind; json?: unknown } {
+  if (dec.decode(bytes.subarray(0, 5).slice()) === "%PDF-") return { kind: "pdf" };
+  try {
+    const json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    if (isObj(json) && "payloadType" in json && "signatures" in json) return { kind: "envelope", json };
+    return { kind: "report", json };
+  } catch {
+    return { kind: "unknown" };
+  }
+}
+
+/** Run the verifier; returns the exit code. Writes to the console. */
+export async function main(args: string[]): Promise<number> {
+  const opt: Record<string, string | undefined> = {};
   const rest: string[] = [];
   for (let i = 0; i < args.length; i++) {
-    if (args[i] === "--expect") expect = args[++i]?.toLowerCase();
-    else if (args[i].startsWith("--expect=")) expect = args[i].slice(9).toLowerCase();
-    else if (args[i] === "-h" || args[i] === "--help") {
+    const a = args[i];
+    const m = /^--(key|envelope|report|expect)(?:=(.*))?$/.exec(a);
+    if (m) opt[m[1]] = m[2] ?? args[++i];
+    else if (a === "-h" || a === "--help") {
       console.log(USAGE);
       return 0;
-    } else rest.push(args[i]);
+    } else rest.push(a);
   }
-  if (rest.length !== 1 || (expect !== undefined && !/^[0-9a-f]{64}$/.test(expect))) {
+  const expect = opt.expect?.toLowerCase();
+  if (rest.length !== 1 || (expect !== undefined && !HEX64.test(expect)) || Object.values(opt).includes("")) {
     console.error(USAGE);
     return 2;
   }
-  let loaded;
+  const target = rest[0];
+  const findings: Finding[] = [];
+  let reportBytes: Uint8Array | undefined;
+  let envelopeBytes: Uint8Array | undefined;
+  let from = target;
+  let pdfInfo: Awaited<ReturnType<typeof readPdf>> | undefined;
+  let keys: Key[] | null = null;
   try {
-    loaded = await load(rest[0]);
+    if (opt.key) keys = await loadKeys(dec.decode(await readInput(opt.key)));
+    if (isUrl(target) && !/\.(pdf|dsse\.json)(\?|$)/.test(new URL(target).pathname)) {
+      const url = reportJsonUrl(target);
+      from = url.href;
+      const { bytes, res } = await fetchBytes(url, true);
+      reportBytes = bytes;
+      const header = res.headers.get("x-report-sha256");
+      const keyHeader = res.headers.get("x-report-signature-key");
+      if (keyHeader !== null) {
+        envelopeBytes =
+          (await fetchBytes(url.href.replace(/report\.json(\?.*)?$/, "report.dsse.json"), true)).bytes;
+      }
+      if (header !== null) {
+        const stated = (kindOf(bytes).json as Record<string, unknown> | undefined)?.reportSha256;
+        findings.push({
+          what: "X-Report-Sha256 header",
+          ok: header === stated,
+          expected: header,
+          actual: String(stated),
+        });
+      }
+    } else {
+      const bytes = await readInput(target);
+      const { kind } = kindOf(bytes);
+      if (kind === "pdf") {
+        try {
+          pdfInfo = await readPdf(bytes);
+        } catch (e) {
+          findings.push({ what: "PDF", ok: false, actual: `cannot read the PDF: ${(e as Error).message}` });
+          pdfInfo = {};
+        }
+        reportBytes = pdfInfo.report;
+        envelopeBytes = pdfInfo.envelope;
+        if (!reportBytes) {
+          findings.push({ what: "PDF embedded report", ok: false, actual: "no report-<id>.json attached" });
+        }
+        if (!envelopeBytes) {
+          findings.push({
+            what: "PDF embedded envelope",
+            ok: false,
+            actual: "no report-<id>.dsse.json attached",
+          });
+        }
+      } else if (kind === "envelope") envelopeBytes = bytes;
+      else reportBytes = bytes;
+    }
+    if (opt.report) reportBytes = await readInput(opt.report);
+    if (opt.envelope) envelopeBytes = await readInput(opt.envelope);
   } catch (e) {
-    console.error(`Cannot read "${rest[0]}": ${(e as Error).message}`);
+    console.error(`Cannot read input: ${(e as Error).message}`);
     return 2;
   }
-  const outcome = await verifyReportBytes(loaded.bytes);
-  if (loaded.header !== null) {
-    outcome.findings.push({
-      what: "X-Report-Sha256 header",
-      ok: loaded.header === outcome.reportSha256,
-      expected: loaded.header,
-      actual: outcome.reportSha256 ?? "(none)",
+
+  let reportSha256: string | undefined;
+  let stated: string | undefined;
+  if (reportBytes) {
+    const { kind, json } = kindOf(reportBytes);
+    if (kind !== "report") {
+      findings.push({ what: "JSON", ok: false, actual: "the report is not UTF-8 JSON" });
+    } else {
+      const r = await checkReport(json);
+      findings.push(...r.findings);
+      reportSha256 = r.reportSha256;
+      stated = isObj(json) && typeof json.reportSha256 === "string" ? json.reportSha256 : undefined;
+    }
+  } else if (!pdfInfo) {
+    findings.push({
+      what: "report",
+      ok: true,
+      note: true,
+      actual: "none given: only the envelope is checked",
     });
   }
+  let signedBy: string | undefined;
+  let statementSha: string | undefined;
+  if (envelopeBytes) {
+    const { kind, json } = kindOf(envelopeBytes);
+    const e = await checkEnvelope(
+      kind === "envelope" ? json : null,
+      keys,
+      reportBytes ? { bytes: reportBytes, reportSha256, stated } : undefined,
+    );
+    findings.push(...e.findings);
+    signedBy = e.signedBy;
+    statementSha = e.statementSha256;
+  } else if (keys) {
+    findings.push({
+      what: "signature",
+      ok: false,
+      actual: "--key given but no envelope (--envelope or a PDF)",
+    });
+  }
+  if (pdfInfo) {
+    findings.push({
+      what: "PDF cover reportSha256 = embedded report",
+      ok: pdfInfo.coverSha256 !== undefined && pdfInfo.coverSha256 === stated && stated === reportSha256,
+      expected: pdfInfo.coverSha256 ?? "(no Report SHA-256 on page 1)",
+      actual: reportSha256 ?? stated ?? "(none)",
+    });
+    findings.push({
+      what: "PDF metadata DutlabReportSha256",
+      ok: pdfInfo.metadataSha256 === pdfInfo.coverSha256,
+      expected: pdfInfo.metadataSha256 ?? "(missing)",
+      actual: pdfInfo.coverSha256 ?? "(none)",
+    });
+  }
+  const final = reportSha256 ?? stated ?? statementSha;
   if (expect !== undefined) {
-    outcome.findings.push({
-      what: "--expect",
-      ok: expect === outcome.reportSha256,
-      expected: expect,
-      actual: outcome.reportSha256 ?? "(none)",
-    });
+    findings.push({ what: "--expect", ok: expect === final, expected: expect, actual: final ?? "(none)" });
   }
-  outcome.ok = outcome.findings.every((f) => f.ok);
-  console.log(`${loaded.from}`);
-  for (const line of describe(outcome)) console.log(line);
-  if (outcome.ok) {
-    console.log(`OK reportSha256 ${outcome.reportSha256}`);
+  const ok = findings.every((f) => f.ok);
+  console.log(from);
+  for (const line of describe(findings)) console.log(line);
+  if (ok) {
+    const how = signedBy
+      ? ` signed by ${signedBy}`
+      : envelopeBytes
+      ? " (signature not checked: no --key)"
+      : "";
+    console.log(`OK reportSha256 ${final}${how}`);
     return 0;
   }
-  console.log(`FAILED: ${outcome.findings.filter((f) => !f.ok).length} finding(s) differ`);
+  console.log(`FAILED: ${findings.filter((f) => !f.ok).length} finding(s) differ`);
   return 1;
 }
 

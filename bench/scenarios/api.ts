@@ -14,6 +14,7 @@ import {
   freePort,
   PG_URL,
   round,
+  SIGNING_KEY,
   startServer,
   statusMiB,
   stopChild,
@@ -61,6 +62,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
     const env: Record<string, string> = {
       ADMIN_TOKEN: TOKEN,
       DUT_CRED_ENC_KEY: CRED_KEY,
+      DUT_REPORT_SIGNING_KEY: SIGNING_KEY,
       HOST: "127.0.0.1",
       PORT: String(port),
       DUT_API_POLLER_DISABLE: "1",
@@ -81,7 +83,12 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       env.DUT_DATA_DIR = dir;
       cleanup = () => Deno.remove(dir, { recursive: true }).catch(() => {});
     }
-    const shownEnv = { ...env, ADMIN_TOKEN: "<token>", DUT_CRED_ENC_KEY: "<key>" };
+    const shownEnv = {
+      ...env,
+      ADMIN_TOKEN: "<token>",
+      DUT_CRED_ENC_KEY: "<key>",
+      DUT_REPORT_SIGNING_KEY: "<key>",
+    };
     const serverCmd = commandLine("deno", ["run", "-A", "server.ts"], shownEnv);
     const { child: server, logs } = startServer(env, `${ctx.tmp}/server-${backend}.log`);
     // Our own client, closed before the server is stopped (idle keep-alive connections delay its shutdown).

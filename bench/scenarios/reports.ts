@@ -2,7 +2,9 @@
  * Scenario 6, reports: a run with ~1,000 linked snapshots (143 devices of the four vendors polled once
  * through the real worker while the run is active), then the time to finish the run (aggregate the
  * results, build the ReportData and freeze it: RunService.finish), to render the print page
- * (renderReportPage) and to print it to PDF in headless Chromium (core/testing/chromium.ts).
+ * (renderReportPage) and to print it to PDF in headless Chromium (core/testing/chromium.ts); then signing
+ * and verifying it, and report.pdf as the endpoint makes it (warm browser + attachments) for a short and the
+ * full report (BENCHMARKS.md section 6b).
  *
  * @module
  */
@@ -15,7 +17,156 @@ import { prng, registerDevices, replayModules, replayWorker } from "../_replay.t
 import { RunService } from "../../core/src/runs/service.ts";
 import { renderReportPage } from "../../core/src/report/page.tsx";
 import type { ReportData } from "../../core/src/report/types.ts";
+import { reportFixture } from "../../core/src/report/fixture.ts";
 import { findChromium, printToPdf } from "../../core/testing/chromium.ts";
+import { PDFDocument } from "pdf-lib";
+import { attachEvidence, PdfRenderer } from "../../core/src/report/pdf.ts";
+import { generateSigningKey, ReportSigningKey, signReport } from "../../core/src/report/sign.ts";
+import { checkEnvelope, checkReport, loadKeys } from "../../tools/verify_report.ts";
+
+/** Pages of a PDF (pdf-lib writes object streams, so the page objects are not visible as text). */
+const pageCount = async (pdf: Uint8Array) =>
+  (await PDFDocument.load(pdf, { updateMetadata: false })).getPageCount();
+
+/**
+ * Signing and verifying one report (sign = Statement + Ed25519 over PAE; verify = what verify_report.ts
+ * does: every hash of the report, the Statement's digests and the signature), and report.pdf as the
+ * service makes it: a warm browser (PdfRenderer, started once) plus attaching the evidence (pdf-lib).
+ */
+async function signedPdfFigures(ctx: Ctx, report: ReportData, text: string, p: Record<string, unknown>) {
+  const figures: Figure[] = [];
+  const key = await ReportSigningKey.fromText(await generateSigningKey());
+  const keys = await loadKeys(key.publicKey.publicKeyPem);
+  const n = ctx.quick ? 20 : 100;
+  let envelope = "";
+  let t = performance.now();
+  for (let k = 0; k < n; k++) envelope = await signReport(key, text);
+  const signMs = (performance.now() - t) / n;
+  const bytes = new TextEncoder().encode(text);
+  t = performance.now();
+  for (let k = 0; k < n; k++) {
+    const r = await checkReport(JSON.parse(text));
+    const e = await checkEnvelope(JSON.parse(envelope), keys, {
+      bytes,
+      reportSha256: r.reportSha256,
+      stated: report.reportSha256,
+    });
+    if (![...r.findings, ...e.findings].every((f) => f.ok)) throw new Error("bench report does not verify");
+  }
+  const verifyMs = (performance.now() - t) / n;
+  ctx.log(`sign ${round(signMs)} ms, verify ${round(verifyMs)} ms per report`);
+  figures.push(
+    {
+      scenario: "reports",
+      name: "sign a report (in-toto Statement + Ed25519 DSSE)",
+      value: round(signMs),
+      unit: "ms",
+      params: { ...p, iterations: n },
+      command: ctx.command,
+    },
+    {
+      scenario: "reports",
+      name: "verify a report and its envelope (all hashes + Ed25519)",
+      value: round(verifyMs),
+      unit: "ms",
+      params: { ...p, iterations: n },
+      command: ctx.command,
+      note: "checkReport + checkEnvelope of tools/verify_report.ts, in process",
+    },
+  );
+  if (!findChromium()) return figures;
+
+  const pdf = new PdfRenderer({ concurrency: 2, timeoutMs: 120_000 });
+  try {
+    const evidence = { executionId: report.meta.executionId, runId: report.meta.runId, title: "bench" };
+    const one = async (r: ReportData, rText = text) => {
+      const t0 = performance.now();
+      const printed = await pdf.render(
+        renderReportPage(r, { signature: { keyId: key.keyId, baseUrl: "x" } }),
+      );
+      const out = await attachEvidence(printed, {
+        ...evidence,
+        reportSha256: r.reportSha256,
+        reportText: rText,
+        envelopeText: envelope,
+        signingKeyId: key.keyId,
+        generatedAt: r.generatedAt,
+      });
+      const ms = performance.now() - t0;
+      return { ms, pages: await pageCount(out), bytes: out.length };
+    };
+    // A short report: the fixture run of the page tests (two firewalls, a few snapshots: 9-10 pages).
+    const ten = await reportFixture();
+    const tenText = JSON.stringify(ten, null, 2) + "\n";
+    const cold = await one(ten, tenText); // starts the browser
+    const runs = ctx.quick ? 3 : 10;
+    const tens: number[] = [];
+    let tenPages: number | null = null;
+    for (let k = 0; k < runs; k++) {
+      const r = await one(ten, tenText);
+      tens.push(r.ms);
+      tenPages = r.pages;
+    }
+    // The same 10-page PDF the old way (a browser process per PDF, no attachments), in the same load.
+    const t1 = performance.now();
+    await printToPdf(renderReportPage(ten, { signature: { keyId: key.keyId, baseUrl: "x" } }));
+    const coldTen = performance.now() - t1;
+    const fulls: number[] = [];
+    let full = { pages: null as number | null, bytes: 0 };
+    for (let k = 0; k < (ctx.quick ? 1 : 3); k++) {
+      const r = await one(report);
+      fulls.push(r.ms);
+      full = r;
+    }
+    ctx.log(
+      `report.pdf warm: ${tenPages} pages ${round(mean(tens))} ms; ${full.pages} pages ${
+        round(mean(fulls))
+      } ms`,
+    );
+    const note =
+      "PdfRenderer (puppeteer-core, one warm Chromium) + attachEvidence (pdf-lib); browser start excluded";
+    figures.push(
+      {
+        scenario: "reports",
+        name: "report.pdf of a 10-page report, warm browser (render + attach evidence)",
+        value: round(mean(tens)),
+        unit: "ms",
+        params: { pages: tenPages, runs: tens.map((x) => round(x)) },
+        command: ctx.command,
+        note,
+      },
+      {
+        scenario: "reports",
+        name: "report.pdf of the full report, warm browser (render + attach evidence)",
+        value: round(mean(fulls)),
+        unit: "ms",
+        params: { ...p, pages: full.pages, pdfBytes: full.bytes, runs: fulls.map((x) => round(x)) },
+        command: ctx.command,
+        note,
+      },
+      {
+        scenario: "reports",
+        name: "the same 10-page PDF with a fresh chromium --print-to-pdf process (before this endpoint)",
+        value: round(coldTen),
+        unit: "ms",
+        params: { pages: tenPages },
+        command: ctx.command,
+        note: "printToPdf() of core/testing/chromium.ts, measured in the same run for comparison",
+      },
+      {
+        scenario: "reports",
+        name: "report.pdf, first PDF of a process (browser start included)",
+        value: round(cold.ms),
+        unit: "ms",
+        params: { pages: cold.pages },
+        command: ctx.command,
+      },
+    );
+  } finally {
+    await pdf.close();
+  }
+  return figures;
+}
 
 export async function run(ctx: Ctx): Promise<Figure[]> {
   const captures = await captureVendors();
@@ -95,6 +246,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
           command: ctx.command,
           note: "Chromium not installed",
         });
+        figures.push(...await signedPdfFigures(ctx, report, text, p));
         continue;
       }
       const times: number[] = [];
@@ -116,6 +268,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
         note: "printToPdf() of core/testing/chromium.ts: a fresh chromium --headless --print-to-pdf per call",
       });
     }
+    if (backend === "postgres") figures.push(...await signedPdfFigures(ctx, report, text, p));
   }
   return figures;
 }

@@ -55,6 +55,7 @@ export async function bootstrap(
   let release = () => {};
   let adminToken = parsed.ADMIN_TOKEN;
   let credKey = parsed.DUT_CRED_ENC_KEY;
+  let signingKey = parsed.DUT_REPORT_SIGNING_KEY;
   let db: Db;
   if (parsed.DATABASE_URL) {
     db = await openDatabase({ url: parsed.DATABASE_URL });
@@ -65,6 +66,7 @@ export async function bootstrap(
       const s = await loadOrCreateSecrets(parsed.DUT_DATA_DIR, parsed);
       adminToken = s.adminToken;
       credKey = s.credEncKey;
+      signingKey = s.reportSigningKey;
       if (s.generatedAdminToken) {
         log.info("Generated an admin token; read it from {path} (key adminToken)", { path: s.path });
       }
@@ -74,7 +76,13 @@ export async function bootstrap(
       throw e;
     }
   }
-  const config: Config = { ...parsed, ADMIN_TOKEN: adminToken!, DUT_CRED_ENC_KEY: credKey!, extraCa };
+  const config: Config = {
+    ...parsed,
+    ADMIN_TOKEN: adminToken!,
+    DUT_CRED_ENC_KEY: credKey!,
+    DUT_REPORT_SIGNING_KEY: signingKey!,
+    extraCa,
+  };
   try {
     const applied = await migrate(db.kysely);
     if (applied.length) log.info("Applied migrations: {applied}", { applied: applied.join(", ") });
@@ -84,6 +92,7 @@ export async function bootstrap(
     throw e;
   }
   const services = await buildServices(config, db, registry);
+  await services.signatures.register();
 
   log.info("dutlab core {version}: {vendors} vendor(s), {checks} check(s), database {kind}", {
     version: CORE_VERSION,
@@ -92,6 +101,7 @@ export async function bootstrap(
     kind: db.kind,
   });
   const close = async () => {
+    await services.pdf.close();
     await db.close();
     release();
   };

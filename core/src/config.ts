@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { StartupError } from "./errors.ts";
+import { parseSigningKey } from "./report/sign.ts";
 
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 const int = (min: number, max: number, def: number) =>
@@ -19,6 +20,12 @@ const host = z.string().trim().min(1).refine(
     (!/^[\d.]+$/.test(v) && z.hostname().safeParse(v).success),
   "must be an IP address or a host name without scheme or port, like 0.0.0.0, 127.0.0.1, :: or localhost",
 );
+/** The one-line command that prints a fresh report signing key (base64 of its PKCS#8 DER). */
+export const GENERATE_SIGNING_KEY = "openssl genpkey -algorithm ed25519 -outform DER | base64 -w0";
+const signingKey = z.string().trim().refine((v) => parseSigningKey(v) !== null, {
+  message:
+    `must be an Ed25519 private key: base64 of its PKCS#8 DER or PEM; generate one with: ${GENERATE_SIGNING_KEY}`,
+});
 
 /** Every environment variable dutlab reads, parsed once at start (README "Configuration"). */
 export const EnvSchema = z.object({
@@ -34,6 +41,7 @@ export const EnvSchema = z.object({
     .optional(),
   DUT_CRED_ENC_KEY: key.optional(),
   DUT_CRED_ENC_KEY_PREVIOUS: key.optional(),
+  DUT_REPORT_SIGNING_KEY: signingKey.optional(),
   DUT_API_POLLER_DISABLE: z.enum(["0", "1"], { message: 'must be "0" or "1"' }).default("0"),
   DUT_POLL_SCAN_SECONDS: int(1, 3600, 30),
   DUT_POLL_CONCURRENCY: int(1, 1024, 64),
@@ -53,6 +61,9 @@ export const EnvSchema = z.object({
   }).default("info"),
   DUT_PUBLIC_URL: z.url("must be an absolute URL like https://dutlab.example").optional(),
   DUT_SHARE_LINK_TTL_SECONDS: int(60, 30 * 86400, 86400),
+  DUT_CHROMIUM_PATH: z.string().trim().min(1).optional(),
+  DUT_PDF_CONCURRENCY: int(1, 64, 2),
+  DUT_PDF_TIMEOUT_SECONDS: int(1, 600, 30),
   DUT_DEFAULT_LICENSE_ID: z.string().trim().min(1).default("LAB-INTERNAL"),
   DUT_LAB_NAME: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters")
     .default("dutlab test lab"),
@@ -64,6 +75,8 @@ export type Env = z.infer<typeof EnvSchema>;
 export interface Config extends Env {
   ADMIN_TOKEN: string;
   DUT_CRED_ENC_KEY: string;
+  /** Ed25519 private key signing reports (base64 PKCS#8 DER or PEM). */
+  DUT_REPORT_SIGNING_KEY: string;
   /** PEM text of `DUT_TLS_CA_FILE`, when set. */
   extraCa: string[];
 }
@@ -83,13 +96,17 @@ export function parseEnv(env: Record<string, string | undefined>, opts: { secret
     throw new StartupError("BAD_CONFIG", lines.join("\n"));
   }
   if (r.data.DATABASE_URL && opts.secrets !== false) {
-    const missing = (["ADMIN_TOKEN", "DUT_CRED_ENC_KEY"] as const).filter((k) => !r.data[k]);
+    const missing = (["ADMIN_TOKEN", "DUT_CRED_ENC_KEY", "DUT_REPORT_SIGNING_KEY"] as const).filter((k) =>
+      !r.data[k]
+    );
     if (missing.length) {
       throw new StartupError(
         "BAD_CONFIG",
         missing.map((k) =>
           `${k}: required when DATABASE_URL is set (a shared database needs the same secret on every ` +
-          `instance); generate one with: ${GENERATE_SECRET}`
+          `instance); generate one with: ${
+            k === "DUT_REPORT_SIGNING_KEY" ? GENERATE_SIGNING_KEY : GENERATE_SECRET
+          }`
         ).join("\n"),
       );
     }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { GENERATE_SECRET, parseEnv } from "./config.ts";
+import { GENERATE_SECRET, GENERATE_SIGNING_KEY, parseEnv } from "./config.ts";
 import { StartupError } from "./errors.ts";
 
 const lines = (env: Record<string, string>) => {
@@ -12,6 +12,7 @@ const lines = (env: Record<string, string>) => {
   }
 };
 const KEY = "ab".repeat(32);
+const SIGNING_KEY = "MC4CAQAwBQYDK2VwBCIEIAEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEB";
 
 Deno.test("config defaults: port 8080, scan 30 s, data dir ./.data, poller on", () => {
   const c = parseEnv({});
@@ -40,19 +41,33 @@ Deno.test("a bad key, port or flag gives one line per problem naming the variabl
 
 Deno.test("DATABASE_URL without secrets is refused; error lines never echo a secret", () => {
   const l = lines({ DATABASE_URL: "postgres://u@h/db" });
-  assert.equal(l.length, 2);
+  assert.equal(l.length, 3);
   assert.match(l[0], /^ADMIN_TOKEN: required when DATABASE_URL is set/);
   assert.match(l[1], /^DUT_CRED_ENC_KEY: required when DATABASE_URL is set/);
-  for (const line of l) assert.ok(line.endsWith(`generate one with: ${GENERATE_SECRET}`), line);
+  assert.match(l[2], /^DUT_REPORT_SIGNING_KEY: required when DATABASE_URL is set/);
+  for (const line of l.slice(0, 2)) assert.ok(line.endsWith(`generate one with: ${GENERATE_SECRET}`), line);
+  assert.ok(l[2].endsWith(`generate one with: ${GENERATE_SIGNING_KEY}`), l[2]);
   // migrate uses neither secret
   assert.doesNotThrow(() => parseEnv({ DATABASE_URL: "postgres://u@h/db" }, { secrets: false }));
   const secret = "tooshort-secret";
   const msg = lines({ ADMIN_TOKEN: secret, DUT_CRED_ENC_KEY: "deadbeef-not-a-key" }).join("\n");
   assert.ok(!msg.includes(secret) && !msg.includes("deadbeef"));
   assert.deepEqual(
-    lines({ DATABASE_URL: "postgres://u@h/db", ADMIN_TOKEN: "x".repeat(32), DUT_CRED_ENC_KEY: KEY }),
+    lines({
+      DATABASE_URL: "postgres://u@h/db",
+      ADMIN_TOKEN: "x".repeat(32),
+      DUT_CRED_ENC_KEY: KEY,
+      DUT_REPORT_SIGNING_KEY: SIGNING_KEY,
+    }),
     [],
   );
+  // A signing key is base64 PKCS#8 DER or PEM of an Ed25519 key; the message never echoes the value.
+  const pem = `-----BEGIN PRIVATE KEY-----\n${SIGNING_KEY}\n-----END PRIVATE KEY-----\n`;
+  assert.deepEqual(lines({ DUT_REPORT_SIGNING_KEY: pem }), []);
+  const bad = lines({ DUT_REPORT_SIGNING_KEY: "c2VjcmV0LW5vdC1hLWtleQ==" });
+  assert.equal(bad.length, 1);
+  assert.match(bad[0], /^DUT_REPORT_SIGNING_KEY: must be an Ed25519 private key/);
+  assert.ok(!bad[0].includes("c2VjcmV0"));
   assert.deepEqual(lines({ DATABASE_URL: "mysql://u@h/db" }).slice(0, 1), [
     "DATABASE_URL: must be a postgres:// or postgresql:// URL",
   ]);

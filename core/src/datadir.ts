@@ -1,5 +1,6 @@
 import { StartupError } from "./errors.ts";
 import { logger } from "./log.ts";
+import { generateSigningKey } from "./report/sign.ts";
 
 /** What a lock file records: the owner's PID and, where the OS tells it, the process's start time. */
 interface LockOwner {
@@ -94,14 +95,22 @@ function isAlive(pid: number): boolean {
 
 /**
  * Embedded mode: read secrets from `<dir>/secrets.json` (mode 0600), generating strong values for the
- * ones the environment does not give. Returns the file path when it was written.
+ * ones the environment does not give (admin token, credential key, report signing key). Returns the file path when it was written.
  */
 export async function loadOrCreateSecrets(
   dir: string,
-  given: { ADMIN_TOKEN?: string; DUT_CRED_ENC_KEY?: string },
-): Promise<{ adminToken: string; credEncKey: string; generatedAdminToken: boolean; path: string }> {
+  given: { ADMIN_TOKEN?: string; DUT_CRED_ENC_KEY?: string; DUT_REPORT_SIGNING_KEY?: string },
+): Promise<
+  {
+    adminToken: string;
+    credEncKey: string;
+    reportSigningKey: string;
+    generatedAdminToken: boolean;
+    path: string;
+  }
+> {
   const path = `${dir}/secrets.json`;
-  let stored: { adminToken?: string; credEncKey?: string } = {};
+  let stored: { adminToken?: string; credEncKey?: string; reportSigningKey?: string } = {};
   try {
     stored = JSON.parse(await Deno.readTextFile(path));
   } catch (e) {
@@ -121,6 +130,10 @@ export async function loadOrCreateSecrets(
     stored.credEncKey = hex(32);
     changed = true;
   }
+  if (!given.DUT_REPORT_SIGNING_KEY && !stored.reportSigningKey) {
+    stored.reportSigningKey = await generateSigningKey();
+    changed = true;
+  }
   if (changed) {
     await Deno.writeTextFile(path, JSON.stringify(stored, null, 2) + "\n", { mode: 0o600 });
     await Deno.chmod(path, 0o600);
@@ -128,6 +141,7 @@ export async function loadOrCreateSecrets(
   return {
     adminToken: given.ADMIN_TOKEN ?? stored.adminToken!,
     credEncKey: given.DUT_CRED_ENC_KEY ?? stored.credEncKey!,
+    reportSigningKey: given.DUT_REPORT_SIGNING_KEY ?? stored.reportSigningKey!,
     generatedAdminToken,
     path,
   };

@@ -14,6 +14,8 @@ import { deviceTarget } from "./devices.ts";
 import { logger } from "./log.ts";
 import { AuditLog, TokenStore } from "./access.ts";
 import type { DeviceRow } from "./devices.ts";
+import { ReportSignatures, ReportSigningKey } from "./report/sign.ts";
+import { PdfRenderer } from "./report/pdf.ts";
 
 /** Everything the HTTP app and the worker share. Built once per process by `bootstrap`. */
 export interface Services {
@@ -30,6 +32,10 @@ export interface Services {
   /** The append-only audit log of state-changing requests. */
   audit: AuditLog;
   limits: TransportLimits;
+  /** Report signing key and stored signatures (README "Signatures"). */
+  signatures: ReportSignatures;
+  /** The warm headless Chromium printing report PDFs (started at the first PDF; `close()` at shutdown). */
+  pdf: PdfRenderer;
   /** Log out a session parked for a device (after delete, or at shutdown). Best effort. */
   releaseParked(row: Pick<DeviceRow, "id">, fallback?: DeviceRow): Promise<void>;
   /** Log out every parked session (shutdown). */
@@ -71,6 +77,10 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     db.kind === "postgres" ? new DeviceLocks(db) : undefined,
   );
   const log = logger("sessions");
+  const signatures = new ReportSignatures(
+    db.kysely,
+    await ReportSigningKey.fromText(config.DUT_REPORT_SIGNING_KEY),
+  );
   const svc: Services = {
     config,
     db,
@@ -83,6 +93,12 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     tokens: new TokenStore(db.kysely, config.ADMIN_TOKEN),
     audit: new AuditLog(db.kysely),
     limits,
+    signatures,
+    pdf: new PdfRenderer({
+      executablePath: config.DUT_CHROMIUM_PATH,
+      concurrency: config.DUT_PDF_CONCURRENCY,
+      timeoutMs: config.DUT_PDF_TIMEOUT_SECONDS * 1000,
+    }),
     async releaseParked(row, full) {
       const parked = sessions.take(row.id);
       if (parked === undefined || !full) return;

@@ -133,6 +133,26 @@ export interface EventsTable {
   data: string;
 }
 
+/** A public key the service has signed reports with (migration 2026_11_23_0006). */
+export interface ReportSigningKeysTable {
+  key_id: string;
+  algorithm: string;
+  public_key_pem: string;
+  /** The raw 32-byte Ed25519 public key, base64url (JWK `x`). */
+  public_key_x: string;
+  valid_from: ColumnType<Date, never, never>;
+  valid_until: ColumnType<Date | null, never, Date>;
+}
+
+/** One DSSE envelope over a report, append-only. */
+export interface ReportSignaturesTable {
+  id: Generated<string>;
+  execution_id: string;
+  key_id: string;
+  envelope_json: string;
+  signed_at: ColumnType<Date, never, never>;
+}
+
 /** The one Kysely database interface of dutlab. */
 export interface Database {
   devices: DevicesTable;
@@ -145,4 +165,6 @@ export interface Database {
   api_tokens: ApiTokensTable;
   audit_log: AuditLogTable;
   events: EventsTable;
+  report_signing_keys: ReportSigningKeysTable;
+  report_signatures: ReportSignaturesTable;
 }

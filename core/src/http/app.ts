@@ -24,7 +24,7 @@ import { testRunRoutes } from "./routes_runs.ts";
 import { reportPageRoutes } from "./routes_report_page.ts";
 import { registerPlainRoutes, serveDocument } from "./openapi_doc.ts";
 import { docsRoutes } from "./routes_docs.ts";
-import { CORE_VERSION } from "../version.ts";
+import { reportSignatureRoutes } from "./routes_report_keys.ts";
 import { SafeInput } from "./input_guard.ts";
 
 export type App = OpenAPIHono;
@@ -90,7 +90,7 @@ export function createApp(svc: Services): OpenAPIHono {
         origin: svc.config.DUT_CORS_ORIGINS,
         allowHeaders: ["Authorization", "Content-Type", "If-None-Match", "Last-Event-ID", "X-Request-Id"],
         allowMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
-        exposeHeaders: ["X-Report-Sha256", "X-License", "ETag", "X-Request-Id"],
+        exposeHeaders: ["X-Report-Sha256", "X-License", "X-Report-Signature-Key", "ETag", "X-Request-Id"],
         maxAge: 600,
       }),
     );
@@ -158,11 +158,13 @@ export function createApp(svc: Services): OpenAPIHono {
   const auth = bearerAuth(svc);
   app.use("/api/admin/*", auth);
   app.use("/api/test-runs", auth);
-  app.use("/api/test-runs/*", auth);
+  // report.pdf has the print page's access rule (token or share link): routes_report_keys.ts.
+  app.use("/api/test-runs/*", (c, next) => /\/report\.pdf$/.test(c.req.path) ? next() : auth(c, next));
 
   deviceRoutes(app, svc);
   accessRoutes(app, svc);
   snapshotRoutes(app, svc);
+  reportSignatureRoutes(app, svc);
   testRunRoutes(app, svc);
   reportPageRoutes(app, svc);
 

@@ -13,6 +13,7 @@ import type { ComponentChildren } from "preact";
 import type { PlanPhase } from "../plan.ts";
 import type { Annex, Figure, ReportData, VerdictReason } from "./types.ts";
 import { AnnexTable } from "./annex_tables.tsx";
+import { type ReportSignatureInfo, SigningKeyHash, VerificationNote } from "./signature_note.tsx";
 
 /** Options of {@link renderReportPage}. */
 export interface ReportPageOptions {
@@ -21,6 +22,8 @@ export interface ReportPageOptions {
    * `"Shared link, valid until 2026-11-22 14:00 UTC"`. The printed document is the same either way.
    */
   shareNote?: string;
+  /** The report's signature: the cover shows the key fingerprint and how to verify (signature_note.tsx). */
+  signature?: ReportSignatureInfo;
 }
 
 /**
@@ -34,7 +37,9 @@ export interface ReportPageOptions {
  * ```
  */
 export function renderReportPage(report: ReportData, opts: ReportPageOptions = {}): string {
-  return "<!DOCTYPE html>" + renderToString(<ReportPage report={report} shareNote={opts.shareNote} />);
+  return "<!DOCTYPE html>" + renderToString(
+    <ReportPage report={report} shareNote={opts.shareNote} signature={opts.signature} />,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -475,7 +480,7 @@ function SloExplained({ report }: { report: ReportData }) {
   );
 }
 
-function Cover({ report }: { report: ReportData }) {
+function Cover({ report, signature }: { report: ReportData; signature?: ReportSignatureInfo }) {
   const { meta, license } = report;
   return (
     <section class="sheet cover" data-section="cover">
@@ -556,13 +561,8 @@ function Cover({ report }: { report: ReportData }) {
           <div class="label">Plan snapshot SHA-256</div>
           <code class="hex" data-hash="plan">{meta.planSnapshotSha256}</code>
         </div>
-        <p class="verify">
-          <strong>How to verify:</strong> fetch <code>report.json</code> for execution{" "}
-          <code>{meta.executionId}</code>, remove the <code>reportSha256</code>{" "}
-          member, compute the SHA-256 of its RFC 8785 canonical JSON and compare with the value above; or run
-          {" "}
-          <code>deno task verify-report &lt;url&gt;</code>, which also checks the plan and annex hashes.
-        </p>
+        <SigningKeyHash signature={signature} />
+        <VerificationNote executionId={meta.executionId} signature={signature} />
       </div>
     </section>
   );
@@ -1203,7 +1203,13 @@ function Annexes({ report }: { report: ReportData }) {
   );
 }
 
-function ReportPage({ report, shareNote }: { report: ReportData; shareNote?: string }) {
+function ReportPage(
+  { report, shareNote, signature }: {
+    report: ReportData;
+    shareNote?: string;
+    signature?: ReportSignatureInfo;
+  },
+) {
   const { meta, license } = report;
   return (
     <html lang="en">
@@ -1222,7 +1228,7 @@ function ReportPage({ report, shareNote }: { report: ReportData; shareNote?: str
           <span>{shareNote ? shareNote : "Print or save as PDF: A4 portrait"}</span>
         </div>
         <main>
-          <Cover report={report} />
+          <Cover report={report} signature={signature} />
           <Licence report={report} />
           <Summary report={report} />
           <PlanConfig report={report} />

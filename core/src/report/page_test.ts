@@ -56,6 +56,19 @@ Deno.test("report page renders every section in order with the escaped values", 
     );
   }
 
+  // Signed: the cover shows the key fingerprint next to the hashes and how to verify without the service.
+  const keyId = "ab".repeat(32);
+  const signed = renderReportPage(report, { signature: { keyId, baseUrl: "https://lab.example/" } });
+  assert.ok(signed.indexOf(keyId) > signed.indexOf(report.reportSha256));
+  for (
+    const text of [
+      "https://lab.example/verify-report.ts",
+      "https://lab.example/api/report-keys",
+      "npx -y deno@2.9.6 run -A verify_report.ts report.pdf --key key.pem",
+      "openssl pkeyutl -verify -pubin -inkey key.pem -rawin",
+    ]
+  ) assert.ok(signed.includes(text), `signed page shows ${JSON.stringify(text)}`);
+
   // Free text is escaped, never markup.
   for (const raw of [report.meta.notes!, report.license.holder, "Shared link <expires> soon"]) {
     assert.ok(decode(html).includes(raw), `page shows ${raw}`);

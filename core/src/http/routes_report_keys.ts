@@ -1,0 +1,238 @@
+/**
+ * Signed, portable evidence (README "Signatures" and "Verifying a report"):
+ *
+ * - `GET /api/report-keys` (public): every report signing key the service has used;
+ * - `GET /api/test-runs/{executionId}/report.dsse.json`: the report's DSSE envelope (signed when first
+ *   asked for if the report was frozen before signing existed);
+ * - header `X-Report-Signature-Key` on `report.json`, and a report is signed as soon as its run finishes;
+ * - `GET /api/test-runs/{executionId}/report.pdf`: the print page rendered by headless Chromium, with the
+ *   report and envelope attached (admin token or the page's share link);
+ * - `GET /verify-report.ts` (public): the standalone verifier.
+ *
+ * Register before the test-run routes: the two middlewares wrap `report.json` and `finish`.
+ * @module
+ */
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import type { Services } from "../services.ts";
+import { json, problemResponse, problemResponses } from "./openapi_util.ts";
+import { bearerAuth } from "./auth.ts";
+import { checkShareLink, reportPath } from "./share.ts";
+import { problems } from "./problem.ts";
+import { RunService } from "../runs/service.ts";
+import { renderReportPage } from "../report/page.tsx";
+import type { ReportData } from "../report/types.ts";
+import { attachEvidence } from "../report/pdf.ts";
+import { logger } from "../log.ts";
+import { HttpProblem } from "../errors.ts";
+
+const ExecParam = z.object({
+  executionId: z.string().openapi({
+    param: { name: "executionId", in: "path" },
+    description: "Execution id",
+  }),
+});
+
+const Jwk = z.object({
+  kty: z.literal("OKP"),
+  crv: z.literal("Ed25519"),
+  x: z.string(),
+  kid: z.string(),
+  alg: z.literal("EdDSA"),
+  use: z.literal("sig"),
+});
+const ReportKey = z.object({
+  keyId: z.string().openapi({ description: "SHA-256 (hex) of the DER SubjectPublicKeyInfo; the DSSE keyid" }),
+  algorithm: z.literal("Ed25519"),
+  publicKeyPem: z.string(),
+  publicKeyJwk: Jwk,
+  validFrom: z.string(),
+  validUntil: z.string().nullable().openapi({ description: "Set when a newer key replaced it (rotation)" }),
+  current: z.boolean(),
+}).openapi("ReportSigningKey");
+
+const Envelope = z.object({
+  payload: z.string().openapi({ description: "base64 of the canonical JSON of the in-toto Statement v1" }),
+  payloadType: z.literal("application/vnd.in-toto+json"),
+  signatures: z.array(z.object({ keyid: z.string(), sig: z.string() })),
+}).openapi("DsseEnvelope");
+
+/** The base URL the cover's verification note names. */
+export function publicBase(svc: Services, requestUrl: string): string {
+  return (svc.config.DUT_PUBLIC_URL ?? new URL(requestUrl).origin).replace(/\/+$/, "");
+}
+
+/** Admin token, or a valid share link of the run's print page (`?exp&sig`), as the page accepts. */
+export function pageAccess(svc: Services): MiddlewareHandler {
+  const admin = bearerAuth(svc);
+  return async (c, next) => {
+    const exp = c.req.query("exp");
+    const sig = c.req.query("sig");
+    if (exp === undefined && sig === undefined) return await admin(c, next);
+    const path = reportPath(c.req.param("executionId") ?? "");
+    if (!exp || !sig || !(await checkShareLink(svc.config.ADMIN_TOKEN, path, exp, sig))) {
+      throw problems.forbidden("The share link is invalid or has expired; ask for a new one");
+    }
+    await next();
+  };
+}
+
+let verifierText: Promise<string> | null = null;
+/** The standalone verifier's source (tools/verify_report.ts), read once. */
+function verifierSource(): Promise<string> {
+  verifierText ??= Deno.readTextFile(new URL("../../../tools/verify_report.ts", import.meta.url)).catch(
+    (e) => {
+      verifierText = null;
+      throw e;
+    },
+  );
+  return verifierText;
+}
+
+export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
+  const runs = new RunService(svc.db.kysely, svc.registry, svc.config.DUT_DEFAULT_LICENSE_ID);
+  const log = logger("signatures");
+  const tags = ["Test runs"];
+
+  // A report is signed as soon as its run finishes; if that fails it is signed when first asked for.
+  app.use("/api/test-runs/:executionId/finish", async (c, next) => {
+    await next();
+    if (c.res.status !== 200) return;
+    const id = c.req.param("executionId");
+    await svc.signatures.envelope(id).catch((e) =>
+      log.error("Could not sign the report of {executionId}: {error}", { executionId: id, error: String(e) })
+    );
+  });
+  app.use("/api/test-runs/:executionId/report.json", async (c, next) => {
+    await next();
+    if (c.res.status !== 200) return;
+    const id = c.req.param("executionId");
+    try {
+      c.res.headers.set("x-report-signature-key", (await svc.signatures.envelope(id)).keyId);
+    } catch (e) {
+      // The report itself is still served; report.dsse.json answers with the problem.
+      log.error("Could not sign the report of {executionId}: {error}", { executionId: id, error: String(e) });
+    }
+  });
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/report-keys",
+      tags: ["Reports"],
+      security: [],
+      summary: "Public keys that sign reports (no token needed)",
+      description:
+        "Every Ed25519 key the service has signed reports with, oldest first, with its id (the DSSE " +
+        "`keyid` = SHA-256 of the DER SubjectPublicKeyInfo), the public key as PEM and JWK, and its validity " +
+        "period. A rotation adds a key and keeps the old ones, so old reports stay verifiable.",
+      responses: { 200: json(z.object({ keys: z.array(ReportKey) }), "Signing keys") },
+    }),
+    async (c) => c.json({ keys: await svc.signatures.keys() }, 200, { "cache-control": "no-cache" }),
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/test-runs/{executionId}/report.dsse.json",
+      tags,
+      summary: "Signed DSSE envelope of a finished run's report",
+      description: "A DSSE envelope whose payload is an in-toto Statement v1 naming the report (subjects: " +
+        "`report-<id>.canonical.json` with digest sha256 = reportSha256, and `report-<id>.json` with the SHA-256 " +
+        "of the exact report.json bytes). The signature is Ed25519 over the DSSE PAE of the payload. The same " +
+        "bytes on every fetch. Header X-Report-Signature-Key = the signing key id. 404 for an unknown or " +
+        "unfinished run.",
+      request: { params: ExecParam },
+      responses: {
+        200: {
+          description: "DSSE envelope",
+          headers: z.object({ "X-Report-Signature-Key": z.string() }),
+          content: { "application/json": { schema: Envelope } },
+        },
+        ...problemResponses,
+        404: problemResponse("Unknown or unfinished run"),
+      },
+    }),
+    async (c) => {
+      const { text, keyId } = await svc.signatures.envelope(c.req.valid("param").executionId);
+      return c.body(text, 200, {
+        "content-type": "application/json; charset=utf-8",
+        "x-report-signature-key": keyId,
+      }) as never;
+    },
+  );
+
+  const access = pageAccess(svc);
+  app.use("/api/test-runs/:executionId/report.pdf", access);
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/test-runs/{executionId}/report.pdf",
+      tags,
+      security: [{ adminBearer: [] }, {}],
+      summary: "The report as PDF, with the report and its signature attached",
+      description:
+        "The print page rendered by headless Chromium (A4). The PDF embeds `report-<id>.json` (the " +
+        "exact report.json bytes) and `report-<id>.dsse.json` (its DSSE envelope) as attached files; its " +
+        "metadata carries the title, the run id, the execution id and reportSha256. Access: the admin token, or " +
+        "the print page's share link parameters (`?exp=…&sig=…` from POST …/share). 503 when Chromium is not " +
+        "installed, does not start, or the render exceeds DUT_PDF_TIMEOUT_SECONDS.",
+      request: {
+        params: ExecParam,
+        query: z.object({ exp: z.string().optional(), sig: z.string().optional() }),
+      },
+      responses: {
+        200: {
+          description: "PDF",
+          headers: z.object({ "X-Report-Sha256": z.string(), "X-Report-Signature-Key": z.string() }),
+          content: { "application/pdf": { schema: z.string().openapi({ format: "binary" }) } },
+        },
+        ...problemResponses,
+        403: problemResponse("Invalid or expired share link"),
+        404: problemResponse("Unknown or unfinished run"),
+        503: problemResponse("Chromium missing or busy beyond the time limit"),
+      },
+    }),
+    async (c) => {
+      const executionId = c.req.param("executionId") ?? "";
+      const r = await runs.report(executionId);
+      const { text: envelopeText, keyId } = await svc.signatures.envelope(executionId);
+      const report = JSON.parse(r.text) as ReportData;
+      const html = renderReportPage(report, { signature: { keyId, baseUrl: publicBase(svc, c.req.url) } });
+      const printed = await svc.pdf.render(html);
+      const pdf = await attachEvidence(printed, {
+        executionId,
+        runId: report.meta.runId,
+        title: `Test-run report ${report.meta.runId} — ${report.meta.planDisplayName}`,
+        reportSha256: r.sha256,
+        reportText: r.text,
+        envelopeText,
+        signingKeyId: keyId,
+        generatedAt: report.generatedAt,
+      });
+      return c.body(pdf as Uint8Array<ArrayBuffer>, 200, {
+        "content-type": "application/pdf",
+        "content-disposition": `inline; filename="report-${executionId}.pdf"`,
+        "x-report-sha256": r.sha256,
+        "x-report-signature-key": keyId,
+        "x-license": r.licenseId,
+        "cache-control": "private, no-store",
+      }) as never;
+    },
+  );
+
+  app.get("/verify-report.ts", async (c) => {
+    const text = await verifierSource().catch(() => {
+      throw new HttpProblem(
+        503,
+        "verifier-unavailable",
+        "Verifier unavailable",
+        "tools/verify_report.ts is not deployed",
+      );
+    });
+    return c.body(text, 200, {
+      "content-type": "text/typescript; charset=utf-8",
+      "content-disposition": 'inline; filename="verify_report.ts"',
+    });
+  });
+}

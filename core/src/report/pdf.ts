@@ -1,0 +1,273 @@
+/**
+ * Server-rendered PDF of the report page (spec 4.12): headless Chromium (the Debian `chromium` package)
+ * driven by puppeteer-core, one browser kept warm and reused, a bounded number of concurrent renders and a
+ * time limit per PDF. The PDF then gets the evidence attached with pdf-lib: `report-<id>.json` (the exact
+ * frozen report.json bytes) and `report-<id>.dsse.json` (its DSSE envelope), plus metadata naming the run
+ * and `reportSha256`, so the PDF alone is verifiable (`tools/verify_report.ts`).
+ * @module
+ */
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import { AFRelationship, PDFDict, PDFDocument, PDFName, PDFString } from "pdf-lib";
+import { HttpProblem } from "../errors.ts";
+import { logger } from "../log.ts";
+
+const CANDIDATES = ["/usr/bin/chromium", "/usr/bin/chromium-browser"];
+
+/** Options of {@link PdfRenderer}. */
+export interface PdfRendererOptions {
+  /** Chromium binary; unset: `/usr/bin/chromium`, then `/usr/bin/chromium-browser`. */
+  executablePath?: string;
+  /** Renders at once; more requests wait for a slot (within their time limit). */
+  concurrency: number;
+  /** Time limit of one PDF, waiting for a slot included. */
+  timeoutMs: number;
+}
+
+function isFile(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+}
+
+/** A counting semaphore whose waiters give up at a deadline. */
+class Slots {
+  #free: number;
+  #waiting: Array<() => void> = [];
+  constructor(n: number) {
+    this.#free = n;
+  }
+  async take(signal: AbortSignal): Promise<() => void> {
+    if (this.#free > 0) this.#free--;
+    else {
+      await new Promise<void>((resolve, reject) => {
+        const wake = () => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        };
+        const onAbort = () => {
+          this.#waiting = this.#waiting.filter((w) => w !== wake);
+          reject(signal.reason);
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+        this.#waiting.push(wake);
+      });
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#free++;
+    };
+  }
+}
+
+const unavailable = (detail: string) =>
+  new HttpProblem(503, "pdf-unavailable", "PDF rendering unavailable", detail, { retryAfterSeconds: 30 });
+
+/**
+ * Prints HTML to PDF in one warm headless Chromium. The browser starts at the first render and is
+ * restarted if it dies; tabs are reused between renders (JavaScript off; a tab whose render failed or
+ * timed out is closed); `close()` stops it.
+ *
+ * @example
+ * ```ts
+ * const pdf = new PdfRenderer({ concurrency: 2, timeoutMs: 30_000 });
+ * const bytes = await pdf.render("<!DOCTYPE html><p>Hello</p>");
+ * await pdf.close();
+ * ```
+ */
+export class PdfRenderer {
+  #browser: Promise<Browser> | null = null;
+  /** Tabs of the current browser kept open between renders (at most `concurrency`). */
+  #idle: Page[] = [];
+  #slots: Slots;
+  #log = logger("pdf");
+
+  constructor(readonly opts: PdfRendererOptions) {
+    this.#slots = new Slots(opts.concurrency);
+  }
+
+  /** The Chromium binary, or null when none is installed. */
+  chromiumPath(): string | null {
+    const list = this.opts.executablePath ? [this.opts.executablePath] : CANDIDATES;
+    return list.find(isFile) ?? null;
+  }
+
+  #launch(): Promise<Browser> {
+    if (this.#browser) return this.#browser;
+    const executablePath = this.chromiumPath();
+    if (!executablePath) {
+      throw unavailable(
+        `No Chromium found at ${this.opts.executablePath ?? CANDIDATES.join(" or ")}: install the Debian ` +
+          `package "chromium" or set DUT_CHROMIUM_PATH. The HTML page /runs/{executionId}/report prints to PDF ` +
+          `from a browser meanwhile`,
+      );
+    }
+    const started = puppeteer.launch({
+      executablePath,
+      headless: true,
+      pipe: true,
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+    });
+    this.#browser = started;
+    started.then((b) =>
+      b.on("disconnected", () => {
+        if (this.#browser === started) {
+          this.#browser = null;
+          this.#idle = [];
+        }
+      })
+    ).catch((e) => {
+      if (this.#browser === started) this.#browser = null;
+      this.#log.error("Chromium did not start: {error}", { error: String(e) });
+    });
+    return started;
+  }
+
+  /** Print a self-contained HTML document (its `@page` rules set size and margins) to PDF bytes. */
+  async render(html: string): Promise<Uint8Array> {
+    const signal = AbortSignal.timeout(this.opts.timeoutMs);
+    const timedOut = () =>
+      unavailable(`Rendering the PDF took longer than ${this.opts.timeoutMs} ms; try again later`);
+    let release: () => void;
+    try {
+      release = await this.#slots.take(signal);
+    } catch {
+      throw timedOut();
+    }
+    const abort = new Promise<never>((_, reject) => {
+      if (signal.aborted) reject(timedOut());
+      signal.addEventListener("abort", () => reject(timedOut()), { once: true });
+    });
+    abort.catch(() => {});
+    // The slot is held until the work itself ends, even when the caller gave up at the time limit.
+    const work = this.#print(html, signal).finally(release);
+    try {
+      return await Promise.race([work, abort]);
+    } catch (e) {
+      if (e instanceof HttpProblem) throw e;
+      if (signal.aborted || (e as Error).name === "TimeoutError") throw timedOut();
+      throw unavailable(`Chromium failed to print the page (${(e as Error).message.split("\n")[0]})`);
+    } finally {
+      work.catch(() => {});
+    }
+  }
+
+  async #print(html: string, signal: AbortSignal): Promise<Uint8Array> {
+    let browser: Browser;
+    try {
+      browser = await this.#launch();
+    } catch (e) {
+      if (e instanceof HttpProblem) throw e;
+      throw unavailable(`Chromium did not start (${(e as Error).message.split("\n")[0]})`);
+    }
+    let page = this.#idle.pop();
+    if (page?.isClosed() || page?.browser() !== browser) page = undefined;
+    if (!page) {
+      page = await browser.newPage();
+      await page.setJavaScriptEnabled(false);
+    }
+    let reuse = false;
+    try {
+      // setContent replaces the whole document of a reused tab.
+      await page.setContent(html, { waitUntil: "load", timeout: this.opts.timeoutMs });
+      const pdf = await page.pdf({
+        printBackground: true,
+        preferCSSPageSize: true,
+        displayHeaderFooter: false,
+        timeout: this.opts.timeoutMs,
+      });
+      reuse = !signal.aborted;
+      return pdf;
+    } finally {
+      if (reuse && this.#idle.length < this.opts.concurrency) this.#idle.push(page);
+      else page.close().catch(() => {});
+    }
+  }
+
+  /** Stop the browser (shutdown, end of a test). */
+  async close(): Promise<void> {
+    const b = this.#browser;
+    this.#browser = null;
+    this.#idle = [];
+    if (b) await (await b.catch(() => null))?.close().catch(() => {});
+  }
+}
+
+/** What {@link attachEvidence} embeds and records. */
+export interface PdfEvidence {
+  executionId: string;
+  runId: string;
+  title: string;
+  reportSha256: string;
+  /** The exact frozen report.json bytes. */
+  reportText: string;
+  /** The DSSE envelope as served by report.dsse.json. */
+  envelopeText: string;
+  signingKeyId: string;
+  generatedAt: string;
+}
+
+/** Custom document-information keys (PDF 1.7 §14.3.3 allows second-class names). */
+export const PDF_INFO_KEYS = {
+  executionId: "DutlabExecutionId",
+  runId: "DutlabRunId",
+  reportSha256: "DutlabReportSha256",
+  signingKeyId: "DutlabSigningKeyId",
+} as const;
+
+/**
+ * Attach the report and its envelope to a PDF as embedded files (listed in the catalog's `EmbeddedFiles`
+ * name tree and `AF`, relationship `Source`), and set the metadata: title, subject and keywords naming the
+ * run and `reportSha256`, plus the {@link PDF_INFO_KEYS} entries.
+ */
+export async function attachEvidence(pdf: Uint8Array, ev: PdfEvidence): Promise<Uint8Array> {
+  const doc = await PDFDocument.load(pdf, { updateMetadata: false });
+  const at = new Date(ev.generatedAt);
+  const enc = new TextEncoder();
+  await doc.attach(enc.encode(ev.reportText), `report-${ev.executionId}.json`, {
+    mimeType: "application/json",
+    description: `ReportData of execution ${ev.executionId}; reportSha256 ${ev.reportSha256}`,
+    creationDate: at,
+    modificationDate: at,
+    afRelationship: AFRelationship.Source,
+  });
+  await doc.attach(enc.encode(ev.envelopeText), `report-${ev.executionId}.dsse.json`, {
+    mimeType: "application/json",
+    description: `DSSE envelope (in-toto Statement v1) signed by key ${ev.signingKeyId}`,
+    creationDate: at,
+    modificationDate: at,
+    afRelationship: AFRelationship.Supplement,
+  });
+  doc.setTitle(ev.title, { showInWindowTitleBar: true });
+  doc.setSubject(`Test-run report ${ev.runId}, execution ${ev.executionId}, reportSha256 ${ev.reportSha256}`);
+  doc.setKeywords([`executionId:${ev.executionId}`, `runId:${ev.runId}`, `reportSha256:${ev.reportSha256}`]);
+  doc.setAuthor("dutlab");
+  doc.setCreator("dutlab");
+  doc.setProducer("dutlab (Chromium, pdf-lib)");
+  doc.setCreationDate(at);
+  doc.setModificationDate(at);
+  doc.setLanguage("en");
+  const info = doc.context.lookup(doc.context.trailerInfo.Info, PDFDict);
+  const custom: Record<string, string> = {
+    [PDF_INFO_KEYS.executionId]: ev.executionId,
+    [PDF_INFO_KEYS.runId]: ev.runId,
+    [PDF_INFO_KEYS.reportSha256]: ev.reportSha256,
+    [PDF_INFO_KEYS.signingKeyId]: ev.signingKeyId,
+  };
+  for (const [k, v] of Object.entries(custom)) info.set(PDFName.of(k), PDFString.of(v));
+  return await doc.save({ addDefaultPage: false });
+}
