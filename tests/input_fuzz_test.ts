@@ -84,6 +84,8 @@ const k6 = (trend: Record<string, unknown>, extra: Record<string, unknown> = {})
         "p(99)": 50,
         ...trend,
       },
+      http_reqs: { count: 1000, rate: 100 },
+      http_req_failed: { passes: 0, fails: 1000, value: 0 },
       ...extra,
     },
   },
@@ -513,5 +515,30 @@ dbTest(
       { seed: 15, numRuns: RUNS, endOnFailure: true },
     );
     assert.ok((seen["2xx"] ?? 0) > 0 && (seen["4xx"] ?? 0) > 0, JSON.stringify(seen));
+  },
+);
+
+dbTest(
+  "a path id that is not valid percent-encoded UTF-8, or decodes to NUL, is a 4xx on every method",
+  async (db) => {
+    const { app } = await lab(db);
+    for (const id of ["%ED%AF%BF", "%00", "%FF", "%D8%00"]) {
+      for (
+        const [method, path, body] of [
+          ["GET", `/api/admin/dut/devices/${id}`, undefined],
+          ["PATCH", `/api/admin/dut/devices/${id}`, { enabled: false }],
+          ["DELETE", `/api/admin/dut/devices/${id}`, undefined],
+          ["POST", `/api/admin/dut/devices/${id}/snapshot`, undefined],
+          ["POST", `/api/test-runs/${id}/share`, {}],
+          ["POST", `/api/test-runs/${id}/finish`, { outcome: "passed", results: { latencySamplesMs: [1] } }],
+        ] as const
+      ) {
+        const r = await send(app, method, path, body);
+        assert.ok(
+          r.status >= 400 && r.status < 500,
+          `${method} ${path} -> ${r.status} ${JSON.stringify(r.json)}`,
+        );
+      }
+    }
   },
 );

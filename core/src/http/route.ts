@@ -11,13 +11,33 @@ export function routeTemplate(c: Context): string | null {
   return null;
 }
 
-/** The path parameters of `path` under `template`. */
+/** A path segment decoded, or as sent when it is not valid percent-encoded UTF-8 (never throws). */
+function decodeSegment(seg: string): string {
+  try {
+    return decodeURIComponent(seg);
+  } catch {
+    return seg;
+  }
+}
+
+/**
+ * The path parameters of `path` under `template`. A NUL or a lone surrogate that a parameter decodes to is
+ * written as a `\uXXXX` escape, so the value can be stored and logged as text.
+ */
 export function templateParams(template: string, path: string): Record<string, string> {
   const t = template.split("/");
   const p = path.split("/");
   const out: Record<string, string> = {};
   t.forEach((seg, i) => {
-    if (seg.startsWith(":") && p[i] !== undefined) out[seg.slice(1)] = decodeURIComponent(p[i]);
+    if (seg.startsWith(":") && p[i] !== undefined) out[seg.slice(1)] = storable(decodeSegment(p[i]));
   });
   return out;
+}
+
+/** `s` with NUL and lone UTF-16 surrogates written as `\uXXXX` escapes (PostgreSQL text cannot hold them). */
+function storable(s: string): string {
+  return s.replace(
+    /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
+    (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }
