@@ -37,6 +37,7 @@ export const EnvSchema = z.object({
   }).default("info"),
   DUT_PUBLIC_URL: z.url("must be an absolute URL like https://dutlab.example").optional(),
   DUT_SHARE_LINK_TTL_SECONDS: int(60, 30 * 86400, 86400),
+  DUT_EVENTS_RETENTION_HOURS: int(1, 720, 24),
   DUT_DEFAULT_LICENSE_ID: z.string().trim().min(1).default("LAB-INTERNAL"),
 });
 

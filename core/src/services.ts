@@ -13,6 +13,7 @@ import type { TlsVerifyMode } from "./adapter.ts";
 import { deviceTarget } from "./devices.ts";
 import { logger } from "./log.ts";
 import { AuditLog, TokenStore } from "./access.ts";
+import { EventBus } from "./events.ts";
 import type { DeviceRow } from "./devices.ts";
 
 /** Everything the HTTP app and the worker share. Built once per process by `bootstrap`. */
@@ -29,6 +30,8 @@ export interface Services {
   tokens: TokenStore;
   /** The append-only audit log of state-changing requests. */
   audit: AuditLog;
+  /** Live events (SSE at GET /api/events). */
+  events: EventBus;
   limits: TransportLimits;
   /** Log out a session parked for a device (after delete, or at shutdown). Best effort. */
   releaseParked(row: Pick<DeviceRow, "id">, fallback?: DeviceRow): Promise<void>;
@@ -70,6 +73,8 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
     db.kind === "postgres" ? new DeviceLocks(db) : undefined,
   );
+  const events = new EventBus(db, config.DUT_EVENTS_RETENTION_HOURS);
+  poller.events = events;
   const log = logger("sessions");
   const svc: Services = {
     config,
@@ -82,6 +87,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     metrics,
     tokens: new TokenStore(db.kysely, config.ADMIN_TOKEN),
     audit: new AuditLog(db.kysely),
+    events,
     limits,
     async releaseParked(row, full) {
       const parked = sessions.take(row.id);

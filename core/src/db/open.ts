@@ -45,6 +45,15 @@ export interface Db extends AsyncDisposable {
   kind: "pglite" | "postgres";
   /** A dedicated session (PostgreSQL only; PGlite is one process by construction). */
   reserve(): Promise<ReservedSession>;
+  /**
+   * PostgreSQL only: LISTEN on a channel over postgres.js's dedicated listener connection (re-established
+   * after a connection loss, when `onListen` runs again).
+   */
+  listen?(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onListen?: () => void,
+  ): Promise<() => Promise<void>>;
   /** PGlite only: the data directory as a tarball (test templates). */
   dumpDataDir?(): Promise<Blob>;
   close(): Promise<void>;
@@ -105,6 +114,10 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
           await one.end({ timeout: 0 }).catch(() => {});
           throw e;
         }
+      },
+      async listen(channel, onNotify, onListen) {
+        const { unlisten } = await client.listen(channel, onNotify, onListen);
+        return unlisten;
       },
       async close() {
         await kysely.destroy();

@@ -9,6 +9,7 @@ import { bearerAuth } from "./auth.ts";
 import { auditTrail } from "./audit.ts";
 import { routeTemplate } from "./route.ts";
 import { accessRoutes } from "./routes_access.ts";
+import { eventRoutes } from "./routes_events.ts";
 import {
   notFound,
   onError,
@@ -136,9 +137,11 @@ export function createApp(svc: Services): OpenAPIHono {
   app.use("/api/admin/*", auth);
   app.use("/api/test-runs", auth);
   app.use("/api/test-runs/*", auth);
+  app.use("/api/events", auth);
 
   deviceRoutes(app, svc);
   accessRoutes(app, svc);
+  eventRoutes(app, svc);
   snapshotRoutes(app, svc);
   testRunRoutes(app, svc);
   reportPageRoutes(app, svc);

@@ -90,6 +90,11 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     async (c) => {
       const input = c.req.valid("json");
       const id = await svc.devices.create(input);
+      await svc.events.publish("device.changed", {
+        deviceId: id,
+        hostname: input.hostname,
+        change: "created",
+      });
       return c.json({ ok: true, deviceId: id }, 201);
     },
   );
@@ -122,6 +127,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
       ) {
         void svc.releaseParked(before, before);
       }
+      await svc.events.publish("device.changed", { deviceId: id, hostname: row.hostname, change: "updated" });
       return c.json(toView(row), 200);
     },
   );
@@ -140,6 +146,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
       const { id } = c.req.valid("param");
       const row = await svc.devices.get(id);
       await svc.devices.delete(id);
+      await svc.events.publish("device.changed", { deviceId: id, hostname: row.hostname, change: "deleted" });
       void svc.releaseParked(row, row);
       return c.json({ ok: true }, 200);
     },
