@@ -9,7 +9,7 @@ import { sha256Hex } from "../hash.ts";
  * row; rebuilding costs 1,000 decoded rows and ~0.5 MB of JSON (BENCHMARKS.md, scenario 5).
  */
 export class DeviceListCache {
-  #entries = new Map<string, { version: string; body: string; etag: string }>();
+  #entries = new Map<string, { version: string; body: Uint8Array<ArrayBuffer>; etag: string }>();
   constructor(private db: Kysely<Database>) {}
 
   async version(): Promise<string> {
@@ -18,12 +18,15 @@ export class DeviceListCache {
     return r.rows[0].v;
   }
 
-  /** The cached body for `key` at the current version, or a fresh one from `build` (then kept). */
-  async get(key: string, build: () => Promise<string>): Promise<{ body: string; etag: string }> {
+  /** The cached body (UTF-8, encoded once) for `key` at the current version, or a fresh one from `build` (then kept). */
+  async get(
+    key: string,
+    build: () => Promise<string>,
+  ): Promise<{ body: Uint8Array<ArrayBuffer>; etag: string }> {
     const version = await this.version();
     const hit = this.#entries.get(key);
     if (hit && hit.version === version) return hit;
-    const body = await build();
+    const body = new TextEncoder().encode(await build());
     const entry = { version, body, etag: `"${await sha256Hex(body)}"` };
     if (this.#entries.size >= 32) this.#entries.clear();
     this.#entries.set(key, entry);
