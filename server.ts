@@ -24,6 +24,8 @@ const server = Deno.serve({
 }, app.fetch);
 onShutdown(async () => {
   ac.abort();
+  // End the live event streams, so that the server can finish (clients resume with Last-Event-ID).
+  await rt.services.events.close();
   // Connections to clients that went away can keep `finished` pending: wait at most the grace period.
   let timer: ReturnType<typeof setTimeout> | undefined;
   await Promise.race([

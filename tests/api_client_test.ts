@@ -118,6 +118,16 @@ dbTest("a generated client calls every operation of the document", async (db) =>
     const del = await client.DELETE("/api/admin/dut/devices/{id}", { params: { path: { id } } });
     assert.equal(del.data?.ok, true);
 
+    const events = await client.GET("/api/events", {
+      params: { header: { "Last-Event-ID": "0" } },
+      parseAs: "stream",
+    });
+    const reader = events.data!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.includes("event: device.changed")) text += (await reader.read()).value ?? "";
+    await reader.cancel();
+    assert.match(text, /^event: stream\.open$/m);
+
     const tok = await client.POST("/api/admin/tokens", { body: { name: "typed", role: "viewer" } });
     assert.equal(tok.data?.role, "viewer");
     const toks = await client.GET("/api/admin/tokens");

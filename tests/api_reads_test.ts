@@ -236,3 +236,36 @@ dbTest("ETag and If-None-Match on list and single reads; 405 with Allow", async 
   }
   assert.equal((await app.request("/api/admin/nothing-here", { headers: auth })).status, 404);
 });
+
+dbTest("the unpaged list kept between changes follows every change of the table", async (db) => {
+  const { app, auth } = await testServices(db, fixtureModules());
+  const ids: string[] = [];
+  for (const h of ["c-1", "c-2", "c-3"]) {
+    ids.push(
+      (await (await app.request("/api/admin/dut/devices", jsonReq("POST", device(h), auth))).json()).deviceId,
+    );
+  }
+  const list = async (q = "") =>
+    (await (await app.request(`/api/admin/dut/devices${q}`, { headers: auth })).json()).devices;
+  assert.equal((await list()).length, 3);
+  assert.equal((await list("?enabled=true")).length, 3);
+  // Changes that bypass the API (a poll or a pin written by another instance) show at once.
+  await sql`update devices set pinned_cert_sha256 = ${"ab".repeat(32)} where id = ${ids[0]}`.execute(
+    db.kysely,
+  );
+  assert.equal((await list())[0].pinnedCertSha256, "ab".repeat(32));
+  await sql`update devices set last_poll_status = 'timeout', enabled = false where id = ${ids[1]}`.execute(
+    db.kysely,
+  );
+  assert.equal((await list())[1].lastPollStatus, "timeout");
+  assert.equal((await list("?enabled=true")).length, 2);
+  await sql`delete from devices where id = ${ids[2]}`.execute(db.kysely);
+  assert.deepEqual((await list()).map((d: { hostname: string }) => d.hostname), ["c-1", "c-2"]);
+  await app.request("/api/admin/dut/devices", jsonReq("POST", device("c-0"), auth));
+  assert.deepEqual((await list()).map((d: { hostname: string }) => d.hostname), ["c-0", "c-1", "c-2"]);
+  const r = await app.request("/api/admin/dut/devices", { headers: auth });
+  const again = await app.request("/api/admin/dut/devices", {
+    headers: { ...auth, "if-none-match": r.headers.get("etag")! },
+  });
+  assert.equal(again.status, 304);
+});

@@ -387,7 +387,10 @@ dbTest("finishing with a k6 summary export takes p50 from med and count from htt
 
 dbTest("runs are listed newest first and each one can be read", async (db) => {
   const { app, auth } = await testServices(db, fixtureModules());
-  assert.deepEqual(await (await app.request("/api/test-runs", { headers: auth })).json(), { runs: [] });
+  assert.deepEqual(await (await app.request("/api/test-runs", { headers: auth })).json(), {
+    runs: [],
+    nextCursor: null,
+  });
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) {
     const run = await startRun(app, auth, { planIdentifier: PLAN, notes: `run ${i}` });

@@ -53,6 +53,110 @@ async function populate(db: Db, captures: Awaited<ReturnType<typeof captureVendo
   for (const round of polls) await storeRound(db.kysely, svc.registry, round);
 }
 
+/**
+ * Server CPU while events are published at a steady rate (a device PATCH every 50 ms: 20 `device.changed`
+ * events/s), with no SSE client and with 100 clients following `GET /api/events`: the difference is what the
+ * streams cost. Every client must receive every event (checked).
+ */
+async function sseOverhead(
+  ctx: Ctx,
+  port: number,
+  pid: number,
+  client: Deno.HttpClient,
+  seconds: number,
+): Promise<Figure[]> {
+  const base = `http://127.0.0.1:${port}`;
+  const headers = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
+  const list = await (await fetch(`${base}/api/admin/dut/devices?limit=1`, { headers, client })).json();
+  const id = list.devices[0].id as string;
+  const publishFor = async (ms: number) => {
+    const end = performance.now() + ms;
+    let n = 0;
+    while (performance.now() < end) {
+      const t = performance.now();
+      const r = await fetch(`${base}/api/admin/dut/devices/${id}`, {
+        method: "PATCH",
+        headers,
+        body: JSON.stringify({ notes: `bench ${n++}` }),
+        client,
+      });
+      await r.arrayBuffer();
+      await new Promise((r) => setTimeout(r, Math.max(0, 50 - (performance.now() - t))));
+    }
+    return n;
+  };
+  const measure = async () => {
+    const c0 = cpuSeconds(pid);
+    const t0 = performance.now();
+    const n = await publishFor(seconds * 1000);
+    const s = (performance.now() - t0) / 1000;
+    return { cpuPct: ((cpuSeconds(pid) - c0) / s) * 100, events: n, rate: n / s };
+  };
+  const without = await measure();
+  const clients = 100;
+  const abort = new AbortController();
+  const counts = new Array(clients).fill(0);
+  const readers = Array.from({ length: clients }, async (_, i) => {
+    const c = Deno.createHttpClient({});
+    try {
+      const r = await fetch(`${base}/api/events`, { headers, signal: abort.signal, client: c });
+      for await (const chunk of r.body!.pipeThrough(new TextDecoderStream())) {
+        counts[i] += chunk.split("event: device.changed").length - 1;
+      }
+    } catch {
+      /* aborted */
+    } finally {
+      c.close();
+    }
+  });
+  await new Promise((r) => setTimeout(r, 2000));
+  const withClients = await measure();
+  await new Promise((r) => setTimeout(r, 1000));
+  abort.abort();
+  await Promise.all(readers);
+  const missing = counts.filter((c) => c < withClients.events).length;
+  ctx.log(
+    `SSE: ${round(without.cpuPct)} % CPU without clients, ${round(withClients.cpuPct)} % with ${clients} ` +
+      `(${round(withClients.rate)} events/s; ${missing} client(s) missed events)`,
+  );
+  const params = {
+    clients,
+    eventsPerSecond: round(withClients.rate),
+    seconds,
+    clientsMissingEvents: missing,
+  };
+  const note = "server CPU while a device is PATCHed every 50 ms (one device.changed event each)";
+  return [
+    {
+      scenario: "api",
+      name: "SSE: server CPU, no client",
+      value: round(without.cpuPct),
+      unit: "%",
+      params,
+      command: ctx.command,
+      note,
+    },
+    {
+      scenario: "api",
+      name: `SSE: server CPU, ${clients} clients following /api/events`,
+      value: round(withClients.cpuPct),
+      unit: "%",
+      params,
+      command: ctx.command,
+      note,
+    },
+    {
+      scenario: "api",
+      name: `SSE: CPU added by ${clients} clients`,
+      value: round(withClients.cpuPct - without.cpuPct),
+      unit: "% of one core",
+      params,
+      command: ctx.command,
+      note,
+    },
+  ];
+}
+
 export async function run(ctx: Ctx): Promise<Figure[]> {
   const captures = await captureVendors();
   const seconds = ctx.quick ? 3 : 15;
@@ -98,6 +202,10 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       for (
         const [name, path] of [
           ["GET /api/admin/dut/devices (1,000 devices)", "/api/admin/dut/devices"],
+          [
+            "GET /api/admin/dut/devices?limit=100 (first page of 1,000 devices)",
+            "/api/admin/dut/devices?limit=100",
+          ],
           ["GET /api/admin/dut/snapshots (unfiltered: latest 100)", "/api/admin/dut/snapshots"],
         ]
       ) {
@@ -171,6 +279,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
           },
         );
       }
+      if (backend === "postgres") figures.push(...await sseOverhead(ctx, port, server.pid, client, seconds));
     } finally {
       client.close();
       // Let the requests autocannon left in flight finish: a SIGTERM while responses are still being

@@ -13,6 +13,7 @@ import type { TlsVerifyMode } from "./adapter.ts";
 import { deviceTarget } from "./devices.ts";
 import { logger } from "./log.ts";
 import { AuditLog, TokenStore } from "./access.ts";
+import { EventBus } from "./events.ts";
 import type { DeviceRow } from "./devices.ts";
 import { ReportSignatures, ReportSigningKey } from "./report/sign.ts";
 import { PdfRenderer } from "./report/pdf.ts";
@@ -31,6 +32,8 @@ export interface Services {
   tokens: TokenStore;
   /** The append-only audit log of state-changing requests. */
   audit: AuditLog;
+  /** Live events (SSE at GET /api/events). */
+  events: EventBus;
   limits: TransportLimits;
   /** Report signing key and stored signatures (README "Signatures"). */
   signatures: ReportSignatures;
@@ -76,6 +79,8 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
     db.kind === "postgres" ? new DeviceLocks(db) : undefined,
   );
+  const events = new EventBus(db, config.DUT_EVENTS_RETENTION_HOURS);
+  poller.events = events;
   const log = logger("sessions");
   const signatures = new ReportSignatures(
     db.kysely,
@@ -92,6 +97,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     metrics,
     tokens: new TokenStore(db.kysely, config.ADMIN_TOKEN),
     audit: new AuditLog(db.kysely),
+    events,
     limits,
     signatures,
     pdf: new PdfRenderer({

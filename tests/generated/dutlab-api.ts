@@ -154,6 +154,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live events (Server-Sent Events)
+         * @description A `text/event-stream` for any token role. Each event: `id` (increasing), `event` = its type, `data` = JSON `{id, at, type, data}`. Types: `poll.finished`, `device.status_changed`, `snapshot.stored`, `device.changed`, `run.started`, `run.finished`, `alert.raised`. The stream starts with `stream.open` (no id); reconnecting with `Last-Event-ID` (or `?lastEventId=`) replays every event after it that is still kept (DUT_EVENTS_RETENTION_HOURS, default 24) and then follows live, across restarts and, on PostgreSQL, across instances. `stream.reset` (no id) says events after that id were already dropped: reload the lists. A comment line every 15 s keeps proxies from closing an idle stream. Read-only: nothing is ever changed through it.
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/dut/snapshots": {
         parameters: {
             query?: never;
@@ -1513,6 +1533,50 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: {
+                /** @description Same as the Last-Event-ID header, for clients that cannot set it */
+                lastEventId?: string;
+            };
+            header?: {
+                /** @description Resume after this id */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Last-Event-ID is not an event id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

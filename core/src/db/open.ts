@@ -100,6 +100,15 @@ export interface Db extends AsyncDisposable {
   kind: "pglite" | "postgres";
   /** A dedicated session (PostgreSQL only; PGlite is one process by construction). */
   reserve(): Promise<ReservedSession>;
+  /**
+   * PostgreSQL only: LISTEN on a channel over a dedicated connection (re-established
+   * after a connection loss, when `onListen` runs again).
+   */
+  listen?(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onListen?: () => void,
+  ): Promise<() => Promise<void>>;
   /** PGlite only: the data directory as a tarball (test templates). */
   dumpDataDir?(compression?: "none" | "gzip"): Promise<Blob>;
   close(): Promise<void>;
@@ -168,6 +177,50 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
           await end();
           throw e;
         }
+      },
+      async listen(channel, onNotify, onListen) {
+        // One connection of its own for LISTEN; when it is lost it is replaced (once a second until the
+        // server answers) and `onListen` runs again, so the caller can read what it missed meanwhile.
+        let current: pg.Client | undefined;
+        let stopped = false;
+        let retry: ReturnType<typeof setTimeout> | undefined;
+        const open = async () => {
+          const c = new pg.Client(config);
+          quietErrors(c);
+          c.on("notification", (n) => {
+            if (n.channel === channel) onNotify(n.payload ?? "");
+          });
+          const lost = () => {
+            if (stopped || current !== c) return;
+            current = undefined;
+            c.end().catch(() => {});
+            reopen();
+          };
+          c.on("error", lost);
+          c.on("end", lost);
+          try {
+            await c.connect();
+            await c.query(`LISTEN ${c.escapeIdentifier(channel)}`);
+          } catch (e) {
+            await c.end().catch(() => {});
+            throw e;
+          }
+          if (stopped) return void await c.end().catch(() => {});
+          current = c;
+          onListen?.();
+        };
+        const reopen = () => {
+          if (stopped) return;
+          retry = setTimeout(() => open().catch(reopen), 1_000);
+        };
+        await open();
+        return async () => {
+          stopped = true;
+          clearTimeout(retry);
+          const c = current;
+          current = undefined;
+          await c?.end().catch(() => {});
+        };
       },
       async close() {
         await kysely.destroy();

@@ -9,6 +9,7 @@ import { bearerAuth } from "./auth.ts";
 import { auditTrail } from "./audit.ts";
 import { routeTemplate } from "./route.ts";
 import { accessRoutes } from "./routes_access.ts";
+import { eventRoutes } from "./routes_events.ts";
 import {
   notFound,
   onError,
@@ -160,9 +161,11 @@ export function createApp(svc: Services): OpenAPIHono {
   app.use("/api/test-runs", auth);
   // report.pdf has the print page's access rule (token or share link): routes_report_keys.ts.
   app.use("/api/test-runs/*", (c, next) => /\/report\.pdf$/.test(c.req.path) ? next() : auth(c, next));
+  app.use("/api/events", auth);
 
   deviceRoutes(app, svc);
   accessRoutes(app, svc);
+  eventRoutes(app, svc);
   snapshotRoutes(app, svc);
   reportSignatureRoutes(app, svc);
   testRunRoutes(app, svc);

@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { Services } from "../services.ts";
-import { type Principal, requiredRole, roleAllows } from "../access.ts";
+import { type Principal, requiredRole, roleAllows, sameSecret } from "../access.ts";
 import { logger } from "../log.ts";
 import { problemResponse, problemType } from "./problem.ts";
 import { routeTemplate } from "./route.ts";
@@ -58,6 +58,27 @@ export function bearerAuth(svc: Services): MiddlewareHandler {
         detail: `The token "${principal.name}" has role ${principal.role}; ${c.req.method} ${
           route ?? c.req.path
         } needs ${need}`,
+        instance: c.req.path,
+      });
+    }
+    await next();
+  };
+}
+
+/**
+ * The ADMIN_TOKEN alone (constant time), for routes that accept no named token. Kept for routes mounted
+ * outside the prefixes `bearerAuth` covers; prefer `bearerAuth`, which adds roles and refusal metrics.
+ */
+export function adminAuth(token: string): MiddlewareHandler {
+  return async (c, next) => {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec((c.req.header("authorization") ?? "").trim());
+    if (!m || !sameSecret(m[1], token)) {
+      c.header("WWW-Authenticate", m ? 'Bearer error="invalid_token"' : 'Bearer realm="dutlab"');
+      return problemResponse(c, {
+        type: problemType("unauthorized"),
+        title: "Unauthorized",
+        status: 401,
+        detail: m ? "The bearer token is not valid" : "Send Authorization: Bearer <ADMIN_TOKEN>",
         instance: c.req.path,
       });
     }

@@ -21,12 +21,14 @@ import {
 import { toView } from "../devices.ts";
 import { testConnection } from "../test_connection.ts";
 import { DeviceListQuery } from "./schemas_query.ts";
+import { DeviceListCache } from "./list_cache.ts";
 import { problems } from "./problem.ts";
 
 const tags = ["Devices"];
 const body = <T>(schema: T) => ({ body: { content: { "application/json": { schema } }, required: true } });
 
 export function deviceRoutes(app: OpenAPIHono, svc: Services) {
+  const listCache = new DeviceListCache(svc.db.kysely);
   app.openapi(
     createRoute({
       method: "get",
@@ -48,10 +50,18 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     async (c) => {
       const q = c.req.valid("query");
       const paged = q.limit !== undefined || q.cursor !== undefined;
-      const r = await svc.devices.query({ ...q, limit: paged ? q.limit ?? 100 : undefined });
+      if (!paged) {
+        // The whole list: answered from its JSON kept between changes of the table.
+        const { body, etag } = await listCache.get(JSON.stringify(q), async () => {
+          const r = await svc.devices.query(q);
+          return JSON.stringify({ devices: r!.rows.map(toView), vendors: svc.registry.vendors });
+        });
+        return c.body(body, 200, { "content-type": "application/json", etag }) as never;
+      }
+      const r = await svc.devices.query({ ...q, limit: q.limit ?? 100 });
       if (!r) throw problems.badRequest("query.cursor", "must be a cursor returned by a previous page");
       const body = { devices: r.rows.map(toView), vendors: svc.registry.vendors };
-      return c.json(paged ? { ...body, nextCursor: r.nextCursor } : body, 200);
+      return c.json({ ...body, nextCursor: r.nextCursor }, 200);
     },
   );
 
@@ -90,6 +100,11 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     async (c) => {
       const input = c.req.valid("json");
       const id = await svc.devices.create(input);
+      await svc.events.publish("device.changed", {
+        deviceId: id,
+        hostname: input.hostname,
+        change: "created",
+      });
       return c.json({ ok: true, deviceId: id }, 201);
     },
   );
@@ -122,6 +137,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
       ) {
         void svc.releaseParked(before, before);
       }
+      await svc.events.publish("device.changed", { deviceId: id, hostname: row.hostname, change: "updated" });
       return c.json(toView(row), 200);
     },
   );
@@ -140,6 +156,7 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
       const { id } = c.req.valid("param");
       const row = await svc.devices.get(id);
       await svc.devices.delete(id);
+      await svc.events.publish("device.changed", { deviceId: id, hostname: row.hostname, change: "deleted" });
       void svc.releaseParked(row, row);
       return c.json({ ok: true }, 200);
     },

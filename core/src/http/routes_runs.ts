@@ -281,7 +281,15 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
       request: body(StartBody),
       responses: { 201: json(Run, "Started"), ...problemResponses, ...notFoundResponse, ...conflictResponse },
     }),
-    async (c) => c.json(await runs.start(c.req.valid("json")), 201),
+    async (c) => {
+      const run = await runs.start(c.req.valid("json"));
+      await svc.events.publish("run.started", {
+        executionId: run.executionId,
+        planIdentifier: run.planIdentifier,
+        startedAt: run.startedAt,
+      });
+      return c.json(run, 201);
+    },
   );
 
   app.openapi(
@@ -346,7 +354,15 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     }),
     async (c) => {
       const { executionId } = c.req.valid("param");
-      return c.json(await runs.finish(executionId, c.req.valid("json")), 200);
+      const run = await runs.finish(executionId, c.req.valid("json"));
+      await svc.events.publish("run.finished", {
+        executionId: run.executionId,
+        planIdentifier: run.planIdentifier,
+        outcome: run.outcome,
+        endedAt: run.endedAt,
+        reportSha256: run.reportSha256,
+      });
+      return c.json(run, 200);
     },
   );
 

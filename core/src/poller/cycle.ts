@@ -9,6 +9,7 @@ import type { Metrics } from "./metrics.ts";
 import { logger } from "../log.ts";
 import type { Registry } from "../registry.ts";
 import type { DeviceLocks } from "./device_locks.ts";
+import type { EventBus } from "../events.ts";
 import { type HashedSnapshot, LostLockError, type Outcome, PollStore, type WriteGuard } from "./store.ts";
 
 export { LostLockError, type WriteGuard } from "./store.ts";
@@ -142,6 +143,60 @@ export class PollService {
     };
   }
 
+  /** Live events of polls (README "Live events"); set by buildServices. */
+  events?: EventBus;
+
+  async #publish(
+    row: DeviceRow,
+    outcome: Outcome,
+    at: Date,
+    snapshots: Array<{ id: string; endpoint_label: string }>,
+    executionId: string | null,
+  ): Promise<void> {
+    const device = { deviceId: row.id, hostname: row.hostname, vendor: row.vendor };
+    const publishing = [
+      this.events!.publish("poll.finished", {
+        ...device,
+        status: outcome.status,
+        summary: outcome.error,
+        at: at.toISOString(),
+      }),
+    ];
+    if (row.last_poll_status !== outcome.status) {
+      publishing.push(this.events!.publish("device.status_changed", {
+        ...device,
+        from: row.last_poll_status,
+        to: outcome.status,
+        detail: outcome.error,
+      }));
+    }
+    if (snapshots.length) {
+      publishing.push(this.events!.publish("snapshot.stored", {
+        ...device,
+        snapshots: snapshots.map((s) => ({ id: s.id, endpointLabel: s.endpoint_label })),
+        collectedAt: at.toISOString(),
+        testRunExecutionId: executionId,
+      }));
+    }
+    if (executionId && snapshots.length) {
+      const alerts = await this.db.selectFrom("run_alerts").selectAll()
+        .where("snapshot_id", "in", snapshots.map((s) => s.id)).execute().catch(() => []);
+      for (const a of alerts) {
+        publishing.push(this.events!.publish("alert.raised", {
+          name: a.name,
+          executionId: a.execution_id,
+          deviceId: a.device_id,
+          hostname: a.device_hostname,
+          from: a.from_state,
+          to: a.to_state,
+          snapshotId: a.snapshot_id,
+          at: new Date(a.at).toISOString(),
+        }));
+      }
+    }
+    await Promise.all(publishing);
+  }
+
   async #cycle(deviceId: string, opts: { guard?: WriteGuard; signal?: AbortSignal }): Promise<PollResult> {
     const started = performance.now();
     const row = await this.devices.get(deviceId);
@@ -179,7 +234,7 @@ export class PollService {
       // Cancelled by the worker (shutdown), not the device's fault: record nothing, it stays due.
       throw new PollCancelledError(`Poll of ${row.hostname} cancelled; nothing recorded`);
     }
-    const { at, newPayloads } = await this.#store.write(
+    const { at, newPayloads, snapshots, executionId } = await this.#store.write(
       row,
       reg ? { name: reg.name, version: reg.version } : null,
       outcome,
@@ -191,6 +246,7 @@ export class PollService {
     if (outcome.status === "ok") this.metrics.snapshotsStored.inc({}, outcome.snapshots.length);
     this.metrics.payloadsStored.inc({}, newPayloads);
     logPoll(row, outcome, Math.round(seconds * 1000));
+    if (this.events) await this.#publish(row, outcome, at, snapshots ?? [], executionId ?? null);
     return {
       ok: outcome.status === "ok",
       lastPollStatus: outcome.status,

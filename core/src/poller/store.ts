@@ -37,6 +37,10 @@ export interface Stored {
   at: Date;
   /** Payloads this write added (the rest were already stored, by content). */
   newPayloads: number;
+  /** The snapshots this write stored for the poll (id and label). */
+  snapshots?: Array<{ id: string; endpoint_label: string }>;
+  /** The run active at the write, when snapshots were linked to one. */
+  executionId?: string | null;
 }
 
 interface Job {
@@ -158,10 +162,13 @@ export class PollStore {
       }
       const withSnapshots = writes.filter(({ j }) => j.outcome.snapshots.length > 0);
       const newPayloads = new Map<number, number>();
+      let byDevice = new Map<string, Array<{ id: string; endpoint_label: string }>>();
+      let executionId: string | null = null;
       if (withSnapshots.length) {
         // FOR SHARE: a run's finish (FOR UPDATE) waits for this commit, so its report lists these snapshots.
         const run = await tx.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
           .forShare().executeTakeFirst();
+        executionId = run?.execution_id ?? null;
         // In hash order, so concurrent writers sharing payloads take their row locks in one order.
         const owner = new Map<string, { h: HashedSnapshot; i: number }>();
         for (const { j, i } of withSnapshots) {
@@ -189,7 +196,7 @@ export class PollStore {
           ),
         ).returning([sql<string>`id::text`.as("id"), "device_id", "endpoint_label"]).execute();
         // A device appears once per batch (one poll per device at a time), so (device, label) is unique.
-        const byDevice = new Map<string, Array<{ id: string; endpoint_label: string }>>();
+        byDevice = new Map<string, Array<{ id: string; endpoint_label: string }>>();
         for (const r of rows) {
           const list = byDevice.get(r.device_id) ?? [];
           list.push({ id: r.id, endpoint_label: r.endpoint_label });
@@ -237,7 +244,14 @@ export class PollStore {
         await sql`update devices set last_poll_at = ${at}, last_poll_status = v.status, last_poll_error = v.error
           from (values ${sql.join(values)}) as v(id, status, error) where devices.id = v.id`.execute(tx);
       }
-      for (const { i } of writes) out[i] = { at, newPayloads: newPayloads.get(i) ?? 0 };
+      for (const { i, j } of writes) {
+        out[i] = {
+          at,
+          newPayloads: newPayloads.get(i) ?? 0,
+          snapshots: byDevice.get(j.row.id) ?? [],
+          executionId,
+        };
+      }
       return out as Array<Stored | Error>;
     });
   }
