@@ -102,6 +102,23 @@ dbTest("a generated client calls every operation of the document", async (db) =>
       params: { path: { executionId } },
     });
     assert.equal(rep.response.headers.get("x-report-sha256"), fin.data?.reportSha256);
+    const keys = await client.GET("/api/report-keys");
+    assert.ok((keys.data?.keys.length ?? 0) >= 1);
+    const envelope = await client.GET("/api/test-runs/{executionId}/report.dsse.json", {
+      params: { path: { executionId } },
+    });
+    assert.equal(
+      envelope.response.headers.get("x-report-signature-key"),
+      rep.response.headers.get("x-report-signature-key"),
+    );
+    // A share link that was never issued: 403 without starting a browser.
+    const pdf = await client.GET("/api/test-runs/{executionId}/report.pdf", {
+      params: { path: { executionId }, query: { exp: "1", sig: "forged" } },
+      parseAs: "arrayBuffer",
+    });
+    assert.equal(pdf.response.status, 403);
+    const verifier = await client.GET("/verify-report.ts", { parseAs: "text" });
+    assert.match(verifier.data ?? "", /verify_report\.ts/);
     const share = await client.POST("/api/test-runs/{executionId}/share", {
       params: { path: { executionId } },
     });

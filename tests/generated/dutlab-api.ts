@@ -214,6 +214,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/report-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Public keys that sign reports (no token needed)
+         * @description Every Ed25519 key the service has signed reports with, oldest first, with its id (the DSSE `keyid` = SHA-256 of the DER SubjectPublicKeyInfo), the public key as PEM and JWK, and its validity period. A rotation adds a key and keeps the old ones, so old reports stay verifiable.
+         */
+        get: operations["listReportSigningKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/test-runs/{executionId}/report.dsse.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Signed DSSE envelope of a finished run's report
+         * @description A DSSE envelope whose payload is an in-toto Statement v1 naming the report (subjects: `report-<id>.canonical.json` with digest sha256 = reportSha256, and `report-<id>.json` with the SHA-256 of the exact report.json bytes). The signature is Ed25519 over the DSSE PAE of the payload. The same bytes on every fetch. Header X-Report-Signature-Key = the signing key id. 404 for an unknown or unfinished run.
+         */
+        get: operations["getRunReportEnvelope"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/test-runs/{executionId}/report.pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The report as PDF, with the report and its signature attached
+         * @description The print page rendered by headless Chromium (A4). The PDF embeds `report-<id>.json` (the exact report.json bytes) and `report-<id>.dsse.json` (its DSSE envelope) as attached files; its metadata carries the title, the run id, the execution id and reportSha256. Access: the admin token, or the print page's share link parameters (`?exp=…&sig=…` from POST …/share). 503 when Chromium is not installed, does not start, or the render exceeds DUT_PDF_TIMEOUT_SECONDS.
+         */
+        get: operations["getRunReportPdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/test-runs/plans": {
         parameters: {
             query?: never;
@@ -469,6 +529,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/verify-report.ts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The standalone report verifier
+         * @description tools/verify_report.ts, one self-contained file with pinned npm: imports: save it anywhere and run `npx -y deno@2.9.6 run -A verify_report.ts report.pdf --key key.pem` (README "Verifying a report").
+         */
+        get: operations["getReportVerifier"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/runs/{executionId}/report": {
         parameters: {
             query?: never;
@@ -658,6 +738,39 @@ export interface components {
             adapterModule: string;
             adapterVersion: string;
         };
+        ReportSigningKey: {
+            /** @description SHA-256 (hex) of the DER SubjectPublicKeyInfo; the DSSE keyid */
+            keyId: string;
+            /** @enum {string} */
+            algorithm: "Ed25519";
+            publicKeyPem: string;
+            publicKeyJwk: {
+                /** @enum {string} */
+                kty: "OKP";
+                /** @enum {string} */
+                crv: "Ed25519";
+                x: string;
+                kid: string;
+                /** @enum {string} */
+                alg: "EdDSA";
+                /** @enum {string} */
+                use: "sig";
+            };
+            validFrom: string;
+            /** @description Set when a newer key replaced it (rotation) */
+            validUntil: string | null;
+            current: boolean;
+        };
+        DsseEnvelope: {
+            /** @description base64 of the canonical JSON of the in-toto Statement v1 */
+            payload: string;
+            /** @enum {string} */
+            payloadType: "application/vnd.in-toto+json";
+            signatures: {
+                keyid: string;
+                sig: string;
+            }[];
+        };
         Plan: {
             identifier: string;
             displayName: string;
@@ -665,6 +778,8 @@ export interface components {
             /** @enum {string} */
             tlsDecrypt: "on" | "off";
             sloTargetP99Ms: number;
+            /** @description Highest acceptable share of failed requests in percent (verdict input `error-rate`) */
+            maxErrorRatePct?: number;
             deploymentMode: string;
             phases: {
                 name: string;
@@ -722,6 +837,8 @@ export interface components {
             planCatalogVersion: number;
             planSnapshotSha256: string;
             licenseId: string;
+            customer: string | null;
+            labName: string | null;
             notes: string | null;
             /** @enum {string} */
             status: "active" | "finished";
@@ -744,6 +861,18 @@ export interface components {
                     vendor: string;
                     deviceRole: string | null;
                 }[];
+                /** @description Per device id: what its adapter's inventory fact read at start */
+                inventory?: {
+                    [key: string]: {
+                        /** @enum {string} */
+                        status: "read" | "no-snapshot" | "unreadable" | "not-supported";
+                        model: string | null;
+                        softwareVersion: string | null;
+                        serialNumber: string | null;
+                        snapshotId: string | null;
+                        payloadSha256: string | null;
+                    };
+                };
                 /** @description Per firewall device id: TLS-decrypt state from its latest decrypt_policy snapshot */
                 decrypt: {
                     [key: string]: {
@@ -761,6 +890,17 @@ export interface components {
             };
             alerts: components["schemas"]["TLSDecryptModeChanged"][];
             reportSha256: string | null;
+            /** @description The frozen report's verdict (null while active or in older reports) */
+            verdict: {
+                /** @enum {string} */
+                value: "pass" | "fail" | "invalid" | "inconclusive";
+                reasons: {
+                    input: string;
+                    /** @enum {string} */
+                    effect: "pass" | "fail" | "invalid" | "inconclusive" | "none";
+                    detail: string;
+                }[];
+            } | null;
         };
         TLSDecryptModeChanged: {
             /** @enum {string} */
@@ -778,6 +918,8 @@ export interface components {
             planIdentifier: string;
             licenseId?: string;
             notes?: string | null;
+            /** @description The customer (licensee) the report is issued to; the licence text names it */
+            customer?: string | null;
         };
         TestRunPage: {
             runs: components["schemas"]["TestRun"][];
@@ -788,26 +930,18 @@ export interface components {
             outcome: "passed" | "failed" | "aborted";
             results: {
                 latencySamplesMs: number[];
+                /** @description Requests sent (default: the number of samples) */
+                requests?: number;
+                /** @description Requests that failed */
+                failedRequests?: number;
+                bytesSent?: number;
+                bytesReceived?: number;
+                /** @description Duration of the load in seconds */
+                durationS?: number;
             } | {
+                /** @description A k6 summary: the `--summary-export` JSON, or the JSON of `handleSummary(data)`. Required metrics: http_req_duration (with p(99): --summary-trend-stats), http_reqs, http_req_failed; read when present: data_sent, data_received, iterations, checks and every metric's thresholds. */
                 k6Summary: {
                     metrics: {
-                        http_req_duration: {
-                            avg: number;
-                            min: number;
-                            med: number;
-                            max: number;
-                            "p(90)"?: number;
-                            "p(95)": number;
-                            "p(99)"?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                        http_reqs?: {
-                            count: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    } & {
                         [key: string]: unknown;
                     };
                 } & {
@@ -886,6 +1020,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     createDevice: {
@@ -955,6 +1098,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getDevice: {
@@ -1014,6 +1166,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     deleteDevice: {
@@ -1066,6 +1227,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1145,6 +1315,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     testDeviceConnection: {
@@ -1197,6 +1376,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1263,6 +1451,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listTokens: {
@@ -1316,6 +1513,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1394,6 +1600,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     revokeToken: {
@@ -1457,6 +1672,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1533,6 +1757,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1637,6 +1870,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getSnapshot: {
@@ -1696,6 +1938,197 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listReportSigningKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signing keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        keys: components["schemas"]["ReportSigningKey"][];
+                    };
+                };
+            };
+            /** @description Request body over DUT_BODY_LIMIT_BYTES (also on a GET) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRunReportEnvelope: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Execution id */
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description DSSE envelope */
+            200: {
+                headers: {
+                    "X-Report-Signature-Key": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DsseEnvelope"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown or unfinished run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRunReportPdf: {
+        parameters: {
+            query?: {
+                exp?: string;
+                sig?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Execution id */
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description PDF */
+            200: {
+                headers: {
+                    "X-Report-Sha256": string;
+                    "X-Report-Signature-Key": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid or expired share link */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown or unfinished run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Chromium missing or busy beyond the time limit */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listPlans: {
@@ -1739,6 +2172,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1815,6 +2257,15 @@ export interface operations {
                     "application/json": components["schemas"]["PreflightResult"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listRuns: {
@@ -1866,6 +2317,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1942,6 +2402,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getRun: {
@@ -1994,6 +2463,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2073,6 +2551,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getRunReport: {
@@ -2127,6 +2614,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2189,6 +2685,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2384,6 +2889,44 @@ export interface operations {
             };
             /** @description No such file */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getReportVerifier: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description TypeScript source */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/typescript": string;
+                };
+            };
+            /** @description Request body over DUT_BODY_LIMIT_BYTES (also on a GET) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The verifier file is not deployed with this service */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

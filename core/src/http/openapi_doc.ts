@@ -124,6 +124,22 @@ export function registerPlainRoutes(app: OpenAPIHono): void {
   });
   r.registerPath({
     method: "get",
+    path: "/verify-report.ts",
+    operationId: "getReportVerifier",
+    tags: ["Reports"],
+    summary: "The standalone report verifier",
+    description:
+      "tools/verify_report.ts, one self-contained file with pinned npm: imports: save it anywhere and run " +
+      '`npx -y deno@2.9.6 run -A verify_report.ts report.pdf --key key.pem` (README "Verifying a report").',
+    security: [],
+    responses: {
+      200: text("TypeScript source", "text/typescript"),
+      413: problemResponse("Request body over DUT_BODY_LIMIT_BYTES (also on a GET)"),
+      503: problemResponse("The verifier file is not deployed with this service"),
+    },
+  });
+  r.registerPath({
+    method: "get",
     path: "/runs/{executionId}/report",
     operationId: "getRunReportPage",
     tags: ["Reports"],

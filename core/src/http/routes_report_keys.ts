@@ -90,7 +90,12 @@ function verifierSource(): Promise<string> {
 }
 
 export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
-  const runs = new RunService(svc.db.kysely, svc.registry, svc.config.DUT_DEFAULT_LICENSE_ID);
+  const runs = new RunService(
+    svc.db.kysely,
+    svc.registry,
+    svc.config.DUT_DEFAULT_LICENSE_ID,
+    svc.config.DUT_LAB_NAME,
+  );
   const log = logger("signatures");
   const tags = ["Test runs"];
 
@@ -119,6 +124,7 @@ export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/report-keys",
+      operationId: "listReportSigningKeys",
       tags: ["Reports"],
       security: [],
       summary: "Public keys that sign reports (no token needed)",
@@ -126,7 +132,10 @@ export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
         "Every Ed25519 key the service has signed reports with, oldest first, with its id (the DSSE " +
         "`keyid` = SHA-256 of the DER SubjectPublicKeyInfo), the public key as PEM and JWK, and its validity " +
         "period. A rotation adds a key and keeps the old ones, so old reports stay verifiable.",
-      responses: { 200: json(z.object({ keys: z.array(ReportKey) }), "Signing keys") },
+      responses: {
+        200: json(z.object({ keys: z.array(ReportKey) }), "Signing keys"),
+        413: problemResponse("Request body over DUT_BODY_LIMIT_BYTES (also on a GET)"),
+      },
     }),
     async (c) => c.json({ keys: await svc.signatures.keys() }, 200, { "cache-control": "no-cache" }),
   );
@@ -135,6 +144,7 @@ export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/test-runs/{executionId}/report.dsse.json",
+      operationId: "getRunReportEnvelope",
       tags,
       summary: "Signed DSSE envelope of a finished run's report",
       description: "A DSSE envelope whose payload is an in-toto Statement v1 naming the report (subjects: " +
@@ -168,6 +178,7 @@ export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
     createRoute({
       method: "get",
       path: "/api/test-runs/{executionId}/report.pdf",
+      operationId: "getRunReportPdf",
       tags,
       security: [{ adminBearer: [] }, {}],
       summary: "The report as PDF, with the report and its signature attached",
