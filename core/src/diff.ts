@@ -5,6 +5,7 @@
  */
 import { type Kysely, sql } from "kysely";
 import { applyPatch, createPatch, type Operation, Pointer } from "rfc6902";
+import { diffArrays } from "diff";
 import type { Database } from "./db/schema.ts";
 import type { Registry } from "./registry.ts";
 import { canonicalJson } from "./hash.ts";
@@ -34,9 +35,62 @@ export function volatileFor(registry: Registry, vendor: string, label: string): 
   return registry.adapters.get(vendor)?.adapter.volatilePaths?.[label] ?? [];
 }
 
+/**
+ * Arrays are diffed by their elements' canonical JSON with Myers' algorithm (npm `diff`, O(ND)): rfc6902's
+ * own array diff is a full edit-distance matrix with nested diffs per cell, seconds for a few hundred
+ * rules and a stack overflow for thousands. An element removed and another added at the same place become
+ * a nested diff of the two (a changed rule shows its changed member), the rest plain add and remove.
+ */
+function arrayDiff(input: unknown, output: unknown, ptr: Pointer): Operation[] | void {
+  if (!Array.isArray(input) || !Array.isArray(output)) return undefined;
+  const parts = diffArrays(input.map(canonicalJson), output.map(canonicalJson));
+  const base = ptr.toString();
+  const ops: Operation[] = [];
+  let at = 0; // index in the document as the operations so far left it
+  let ia = 0;
+  let ib = 0;
+  for (let p = 0; p < parts.length; p++) {
+    const part = parts[p];
+    const n = part.value.length;
+    if (!part.added && !part.removed) {
+      at += n;
+      ia += n;
+      ib += n;
+      continue;
+    }
+    if (part.removed && parts[p + 1]?.added) {
+      const m = parts[p + 1].value.length;
+      const paired = Math.min(n, m);
+      for (let k = 0; k < paired; k++) {
+        const prefix = `${base}/${at + k}`;
+        for (const op of createPatch(input[ia + k], output[ib + k], arrayDiff)) {
+          ops.push({ ...op, path: prefix + op.path } as Operation);
+        }
+      }
+      at += paired;
+      for (let k = paired; k < n; k++) ops.push({ op: "remove", path: `${base}/${at}` });
+      for (let k = paired; k < m; k++) {
+        ops.push({ op: "add", path: `${base}/${at++}`, value: output[ib + k] });
+      }
+      ia += n;
+      ib += m;
+      p++;
+      continue;
+    }
+    if (part.removed) {
+      for (let k = 0; k < n; k++) ops.push({ op: "remove", path: `${base}/${at}` });
+      ia += n;
+    } else {
+      for (let k = 0; k < n; k++) ops.push({ op: "add", path: `${base}/${at++}`, value: output[ib + k] });
+      ib += n;
+    }
+  }
+  return ops;
+}
+
 /** The JSON Patch from `before` to `after`, each operation with its before/after values. */
 export function diffPayloads(before: unknown, after: unknown): PayloadDiff {
-  const patch = createPatch(before, after);
+  const patch = createPatch(before, after, arrayDiff);
   // Each operation's "before" is read from the document as the preceding operations left it (RFC 6902
   // applies them in order, so array indexes refer to that intermediate document).
   const doc = { root: structuredClone(before) };
