@@ -36,19 +36,30 @@ export function volatileFor(registry: Registry, vendor: string, label: string): 
 }
 
 /**
- * Arrays are diffed by their elements' canonical JSON with Myers' algorithm (npm `diff`, O(ND)): rfc6902's
+ * Arrays are diffed by their elements' JSON text with Myers' algorithm (npm `diff`, O(ND)): rfc6902's
  * own array diff is a full edit-distance matrix with nested diffs per cell, seconds for a few hundred
  * rules and a stack overflow for thousands. An element removed and another added at the same place become
  * a nested diff of the two (a changed rule shows its changed member), the rest plain add and remove.
  */
 function arrayDiff(input: unknown, output: unknown, ptr: Pointer): Operation[] | void {
   if (!Array.isArray(input) || !Array.isArray(output)) return undefined;
-  const parts = diffArrays(input.map(canonicalJson), output.map(canonicalJson));
+  // Elements compared by their JSON text: stored payloads are parsed from canonical JSON, so equal elements
+  // have equal key order and equal text. The common head and tail are skipped before Myers' diff.
+  const ka = input.map((x) => JSON.stringify(x));
+  const kb = output.map((x) => JSON.stringify(x));
+  let head = 0;
+  while (head < ka.length && head < kb.length && ka[head] === kb[head]) head++;
+  let tail = 0;
+  while (
+    tail < ka.length - head && tail < kb.length - head &&
+    ka[ka.length - 1 - tail] === kb[kb.length - 1 - tail]
+  ) tail++;
+  const parts = diffArrays(ka.slice(head, ka.length - tail), kb.slice(head, kb.length - tail));
   const base = ptr.toString();
   const ops: Operation[] = [];
-  let at = 0; // index in the document as the operations so far left it
-  let ia = 0;
-  let ib = 0;
+  let at = head; // index in the document as the operations so far left it
+  let ia = head;
+  let ib = head;
   for (let p = 0; p < parts.length; p++) {
     const part = parts[p];
     const n = part.value.length;
