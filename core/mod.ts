@@ -12,3 +12,4 @@ export { canonicalJson, jcsSha256, sha256Hex } from "./src/hash.ts";
 export type { DeviceHttp, DeviceRequest, DeviceResponse } from "./src/transport/types.ts";
 export type { Logger } from "./src/log.ts";
 export { CORE_VERSION } from "./src/version.ts";
+export { stripVolatile } from "./src/volatile.ts";

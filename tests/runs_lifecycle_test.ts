@@ -334,6 +334,7 @@ dbTest("finishing with latency samples computes exact aggregates and freezes the
     "decrypt-alerts",
     "lab-at-end",
     "results-input",
+    "configuration-drift",
   ]);
   const input = JSON.parse(report.annexes.find((a) => a.id === "results-input")!.body);
   assert.equal(input.latencySamplesMsSha256, await jcsSha256(samples));

@@ -24,6 +24,7 @@ import {
   type Resource,
   SERVICE_ROOT,
 } from "./_redfish.ts";
+import { VOLATILE_PATHS } from "./_volatile.ts";
 
 /** Labels collected on every poll, in order (spec 1.2: 8 snapshots per poll). */
 export const LABELS = [
@@ -453,6 +454,7 @@ const adapter: AdapterDefinition = defineAdapter({
   labels: LABELS,
   facts: { ntpServers, inventory },
   inventoryLabel: "system_info",
+  volatilePaths: VOLATILE_PATHS,
   create: (ctx) => new RedfishSession(ctx),
   // Sessions are never parked (one per cycle, deleted in close()); this only guards against a
   // parked login from an older build.

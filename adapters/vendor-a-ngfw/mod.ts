@@ -23,6 +23,7 @@ import {
   withQuery,
 } from "./_client.ts";
 import { facts } from "./_facts.ts";
+import { VOLATILE_PATHS } from "./_volatile.ts";
 
 /** Labels collected on every poll, in order (7 snapshots per poll). */
 export const LABELS = [
@@ -142,6 +143,7 @@ const adapter: AdapterDefinition = defineAdapter({
   labels: LABELS,
   facts,
   inventoryLabel: "system_info",
+  volatilePaths: VOLATILE_PATHS,
   create: (ctx) => new FdmSession(ctx),
   /** Revoke a parked session's refresh and access tokens. */
   async release(ctx, parked) {

@@ -7,6 +7,7 @@
 import { type AdapterDefinition, defineAdapter } from "@dutlab/core";
 import { inventory, ntpServers } from "./_dme.ts";
 import { asParkedLogin, LABELS, logout, NxApiSession } from "./_session.ts";
+import { VOLATILE_PATHS } from "./_volatile.ts";
 
 const adapter:
   & AdapterDefinition
@@ -19,6 +20,7 @@ const adapter:
     labels: LABELS,
     facts: { ntpServers, inventory },
     inventoryLabel: "system_info",
+    volatilePaths: VOLATILE_PATHS,
     create: (ctx) => new NxApiSession(ctx),
     async release(ctx, parked) {
       const s = asParkedLogin(parked);

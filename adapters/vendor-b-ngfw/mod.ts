@@ -19,6 +19,7 @@ import {
   type DeviceResponse,
 } from "@dutlab/core";
 import { decryptRuleCount, inventory, ntpServers } from "./_facts.ts";
+import { VOLATILE_PATHS } from "./_volatile.ts";
 
 /** The registered user name that selects API-token (bearer) authentication. */
 export const TOKEN_USERNAME = "apitoken";
@@ -306,6 +307,7 @@ const adapter: RestV2Adapter = defineAdapter({
   labels: LABELS,
   facts: { decryptRuleCount, ntpServers, inventory },
   inventoryLabel: "system_info",
+  volatilePaths: VOLATILE_PATHS,
   create: (ctx) => new RestV2Session(ctx),
   // Only the login style is parked; admin sessions are closed every cycle, so there is nothing to log out.
   release: () => Promise.resolve(),

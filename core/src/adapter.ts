@@ -113,6 +113,17 @@ export interface AdapterDefinition {
   facts?: AdapterFacts;
   /** The label whose payload `facts.inventory` reads (required when `facts.inventory` is given). */
   inventoryLabel?: string;
+  /**
+   * Optional: per label, the parts of its payload that change on every poll without meaning a change
+   * (uptime, clocks, counters, gauges, session ids). Diffs, the change history and the drift annex ignore
+   * them unless asked to include them. Each pattern is a JSON Pointer (RFC 6901: `/a/b`, `~1` for `/` and
+   * `~0` for `~` inside a key) in which a segment that is exactly `*` matches any one object key or array
+   * index, e.g. `/system/uptime` or `/counters/*` (README "Diffs and change history"). A pattern names a
+   * member to leave out with everything under it; it never matches the whole payload (`""` is refused), and
+   * a pattern that matches nothing is harmless.
+   * Every key must be one of `labels`.
+   */
+  volatilePaths?: Readonly<Record<string, readonly string[]>>;
   /** Open a session for one device (does no I/O until a method is called). */
   create(ctx: AdapterContext): AdapterSession;
   /** Log out a parked session that core evicts (device deleted, credential rotated, shutdown). */

@@ -3,6 +3,7 @@ import type { CheckDefinition } from "./check.ts";
 import type { Plan, PlanCatalog, PluginDefinition } from "./plan.ts";
 import { StartupError } from "./errors.ts";
 import { CORE_VERSION, coreSatisfies } from "./version.ts";
+import { volatilePatternError } from "./volatile.ts";
 
 /** A module as the generated `modules.gen.ts` hands it over: its package identity and default export. */
 export interface LoadedModule<T = unknown> {
@@ -90,6 +91,22 @@ function validateAdapter(m: LoadedModule): AdapterDefinition {
       `adapter: "inventoryLabel" ${JSON.stringify(a.inventoryLabel ?? null)} is not one of its labels ` +
         `(required when facts.inventory is given)`,
     );
+  }
+  if (a.volatilePaths !== undefined) {
+    if (!isObj(a.volatilePaths) || Array.isArray(a.volatilePaths)) bad("volatilePaths");
+    for (const [label, patterns] of Object.entries(a.volatilePaths as Record<string, unknown>)) {
+      if (!(a.labels as unknown[]).includes(label)) {
+        shapeError(
+          m,
+          `adapter: "volatilePaths" names ${JSON.stringify(label)}, which is not one of its labels`,
+        );
+      }
+      if (!Array.isArray(patterns)) bad(`volatilePaths.${label}`);
+      for (const p of patterns as unknown[]) {
+        const why = volatilePatternError(p);
+        if (why) shapeError(m, `adapter: "volatilePaths.${label}" pattern ${JSON.stringify(p)} ${why}`);
+      }
+    }
   }
   checkCore(m, a.coreVersion);
   return a as unknown as AdapterDefinition;

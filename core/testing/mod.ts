@@ -16,3 +16,4 @@ export { type CheckResult, evaluateCheck } from "../src/preflight.ts";
 export * from "./process.ts";
 export * from "./replay.ts";
 export * from "./facts.ts";
+export * from "./volatile.ts";

@@ -274,6 +274,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/dut/snapshots/{id}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What changed between two snapshots of a device label
+         * @description RFC 6902 JSON Patch that turns the `against` snapshot's payload into this one's, with one `changes` entry per operation (path, before, after). `against` defaults to the previous snapshot of the same device and label. The adapter's volatile paths (clocks, uptimes, counters) are left out of both payloads unless `volatile=include`. Equal payload hashes answer an empty diff at once. 404 for an unknown id, or when the snapshot is the first of its label and no `against` is given; 400 when the two snapshots are of different labels. Viewer role suffices.
+         */
+        get: operations["diffSnapshot"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/dut/devices/{id}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Change history: the polls whose payload changed, newest first
+         * @description Only the polls whose payload, without the adapter's volatile paths (unless `volatile=include`), differs from the poll of the same label just before; each with its diff against that poll (whose non-volatile payload is the previous change's). The first snapshot of a label has nothing before it and is not listed. Polls with the same payload hash as the one before are skipped without a diff. Filters: `label`, `since`/`until` (collection time); `limit` (1-100, default 20) and the opaque `cursor` from `nextCursor` page through older changes. 404 for an unknown device.
+         */
+        get: operations["listDeviceChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/test-runs/plans": {
         parameters: {
             query?: never;
@@ -770,6 +810,65 @@ export interface components {
                 keyid: string;
                 sig: string;
             }[];
+        };
+        SnapshotDiff: {
+            snapshotId: string;
+            againstId: string;
+            /** Format: uuid */
+            deviceId: string;
+            endpointLabel: string;
+            payloadSha256: string;
+            againstPayloadSha256: string;
+            /** Format: date-time */
+            collectedAt: string;
+            /** Format: date-time */
+            againstCollectedAt: string;
+            /** @enum {string} */
+            volatile: "exclude" | "include";
+            /** @description Patterns left out of both payloads */
+            volatilePaths: string[];
+            /** @description Nothing differs (but volatile paths, when excluded) */
+            equal: boolean;
+            /** @description RFC 6902 operations that turn the older payload into the newer one, applied in order */
+            patch: components["schemas"]["JsonPatchOperation"][];
+            /** @description One entry per operation, same order; `before` is read from the document as the preceding operations left it */
+            changes: components["schemas"]["ChangeSummary"][];
+        };
+        /** @description One RFC 6902 JSON Patch operation */
+        JsonPatchOperation: {
+            /** @enum {string} */
+            op: "add" | "remove" | "replace" | "move" | "copy" | "test";
+            path: string;
+            from?: string;
+            value?: unknown;
+        };
+        ChangeSummary: {
+            /** @enum {string} */
+            op: "add" | "remove" | "replace" | "move" | "copy";
+            /** @description JSON Pointer (RFC 6901) of the member that changed */
+            path: string;
+            /** @description The value before; absent when there was none */
+            before?: unknown;
+            /** @description The value after; absent when it was removed */
+            after?: unknown;
+        };
+        DeviceChangePage: {
+            changes: components["schemas"]["DeviceChange"][];
+            nextCursor: string | null;
+        };
+        DeviceChange: {
+            snapshotId: string;
+            /** @description The poll of the same label just before; its payload without volatile paths is the previous change's */
+            previousId: string;
+            endpointLabel: string;
+            /** Format: date-time */
+            collectedAt: string;
+            payloadSha256: string;
+            previousPayloadSha256: string;
+            /** @description RFC 6902 operations that turn the older payload into the newer one, applied in order */
+            patch: components["schemas"]["JsonPatchOperation"][];
+            /** @description One entry per operation, same order; `before` is read from the document as the preceding operations left it */
+            changes: components["schemas"]["ChangeSummary"][];
         };
         Plan: {
             identifier: string;
@@ -2121,6 +2220,160 @@ export interface operations {
                 };
             };
             /** @description Chromium missing or busy beyond the time limit */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    diffSnapshot: {
+        parameters: {
+            query?: {
+                /** @description The snapshot to compare with (default: the previous one) */
+                against?: string;
+                /** @description `exclude` (default) leaves the adapter's volatile paths out of both payloads (README "Diffs and change history"); `include` compares the payloads as stored */
+                volatile?: "exclude" | "include";
+            };
+            header?: never;
+            path: {
+                /** @description Snapshot id (digits) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The diff */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SnapshotDiff"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listDeviceChanges: {
+        parameters: {
+            query?: {
+                /** @description Only this label (default: every label of the device) */
+                label?: string;
+                /** @description Only polls collected at or after this time */
+                since?: string;
+                /** @description Only polls collected before this time */
+                until?: string;
+                /** @description The `nextCursor` of the previous page */
+                cursor?: string;
+                /** @description Page size (1-100, default 20) */
+                limit?: number;
+                /** @description `exclude` (default) leaves the adapter's volatile paths out of both payloads (README "Diffs and change history"); `include` compares the payloads as stored */
+                volatile?: "exclude" | "include";
+            };
+            header?: never;
+            path: {
+                /** @description Device id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of changes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceChangePage"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -21,6 +21,7 @@ import {
 } from "./problem.ts";
 import { deviceRoutes } from "./routes_devices.ts";
 import { snapshotRoutes } from "./routes_snapshots.ts";
+import { diffRoutes } from "./routes_diffs.ts";
 import { testRunRoutes } from "./routes_runs.ts";
 import { reportPageRoutes } from "./routes_report_page.ts";
 import { registerPlainRoutes, serveDocument } from "./openapi_doc.ts";
@@ -168,6 +169,7 @@ export function createApp(svc: Services): OpenAPIHono {
   eventRoutes(app, svc);
   snapshotRoutes(app, svc);
   reportSignatureRoutes(app, svc);
+  diffRoutes(app, svc);
   testRunRoutes(app, svc);
   reportPageRoutes(app, svc);
 

@@ -5,6 +5,7 @@
  * @module
  */
 import type { ComponentChildren } from "preact";
+import { DriftTable } from "./drift_table.tsx";
 
 const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
@@ -230,6 +231,7 @@ export function AnnexTable({ id, body }: { id: string; body: string }) {
   if ((id === "lab-at-start" || id === "lab-at-end") && isObj(v)) return <Lab v={v} />;
   if (id === "snapshots" && Array.isArray(v)) return <Snapshots v={v} />;
   if (id === "decrypt-alerts" && Array.isArray(v)) return <Alerts v={v} />;
+  if (id === "configuration-drift" && isObj(v)) return <DriftTable v={v} />;
   if (isObj(v)) return <Members v={v} />;
   return null;
 }

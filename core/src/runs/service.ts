@@ -24,6 +24,7 @@ import { readK6 } from "./k6.ts";
 import { k6Figures, type RawCounts, rawFigures } from "./figures.ts";
 import { computeVerdict } from "./verdict.ts";
 import { decodeCursor, encodeCursor } from "../paging.ts";
+import { configurationDrift } from "./drift.ts";
 
 /** A run as the API shows it. */
 /** Filters and paging of the run list (README "Paging and filters"). */
@@ -581,6 +582,11 @@ export class RunService {
         await jsonAnnex("decrypt-alerts", "TLSDecryptModeChanged alerts", alerts),
         await jsonAnnex("lab-at-end", "Lab state at run end (firewall TLS decryption)", endState),
         await jsonAnnex("results-input", "Results as submitted (digest)", submitted),
+        await jsonAnnex(
+          "configuration-drift",
+          "Configuration drift between run start and end (volatile paths left out)",
+          await configurationDrift(tx, this.registry, startState.devices, startedAt, endedAt),
+        ),
       ],
     };
     return await sealReport(draft);

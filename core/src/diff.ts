@@ -1,0 +1,367 @@
+/**
+ * Snapshot diffs and change history (README "Diffs and change history"): RFC 6902 JSON Patch between two
+ * payloads of one device label, without the adapter's volatile paths unless asked, and the polls whose
+ * payload changed. Payloads are content-addressed, so equal hashes never need a diff.
+ */
+import { type Kysely, sql } from "kysely";
+import { applyPatch, createPatch, type Operation, Pointer } from "rfc6902";
+import { diffArrays } from "diff";
+import type { Database } from "./db/schema.ts";
+import type { Registry } from "./registry.ts";
+import { canonicalJson } from "./hash.ts";
+import { stripVolatile } from "./volatile.ts";
+import { decodeCursor, encodeCursor } from "./paging.ts";
+
+/** `exclude` (default): volatile paths are left out of both payloads; `include`: the payloads as stored. */
+export type VolatileMode = "exclude" | "include";
+
+/** One change in words: where, what was there, what is there now (absent = the member did not exist). */
+export interface ChangeSummary {
+  op: "add" | "remove" | "replace" | "move" | "copy";
+  path: string;
+  before?: unknown;
+  after?: unknown;
+}
+
+export interface PayloadDiff {
+  /** RFC 6902 operations that turn the older payload into the newer one (applied in order). */
+  patch: Operation[];
+  /** One entry per operation, in the same order. */
+  changes: ChangeSummary[];
+}
+
+/** The volatile-path patterns of a vendor's adapter for a label (none when the vendor has no adapter now). */
+export function volatileFor(registry: Registry, vendor: string, label: string): readonly string[] {
+  return registry.adapters.get(vendor)?.adapter.volatilePaths?.[label] ?? [];
+}
+
+/**
+ * Arrays are diffed by their elements' JSON text with Myers' algorithm (npm `diff`, O(ND)): rfc6902's
+ * own array diff is a full edit-distance matrix with nested diffs per cell, seconds for a few hundred
+ * rules and a stack overflow for thousands. An element removed and another added at the same place become
+ * a nested diff of the two (a changed rule shows its changed member), the rest plain add and remove.
+ */
+function arrayDiff(input: unknown, output: unknown, ptr: Pointer): Operation[] | void {
+  if (!Array.isArray(input) || !Array.isArray(output)) return undefined;
+  // Elements compared by their JSON text: stored payloads are parsed from canonical JSON, so equal elements
+  // have equal key order and equal text. The common head and tail are skipped before Myers' diff.
+  const ka = input.map((x) => JSON.stringify(x));
+  const kb = output.map((x) => JSON.stringify(x));
+  let head = 0;
+  while (head < ka.length && head < kb.length && ka[head] === kb[head]) head++;
+  let tail = 0;
+  while (
+    tail < ka.length - head && tail < kb.length - head &&
+    ka[ka.length - 1 - tail] === kb[kb.length - 1 - tail]
+  ) tail++;
+  const parts = diffArrays(ka.slice(head, ka.length - tail), kb.slice(head, kb.length - tail));
+  const base = ptr.toString();
+  const ops: Operation[] = [];
+  let at = head; // index in the document as the operations so far left it
+  let ia = head;
+  let ib = head;
+  for (let p = 0; p < parts.length; p++) {
+    const part = parts[p];
+    const n = part.value.length;
+    if (!part.added && !part.removed) {
+      at += n;
+      ia += n;
+      ib += n;
+      continue;
+    }
+    if (part.removed && parts[p + 1]?.added) {
+      const m = parts[p + 1].value.length;
+      const paired = Math.min(n, m);
+      for (let k = 0; k < paired; k++) {
+        const prefix = `${base}/${at + k}`;
+        for (const op of createPatch(input[ia + k], output[ib + k], arrayDiff)) {
+          ops.push({ ...op, path: prefix + op.path } as Operation);
+        }
+      }
+      at += paired;
+      for (let k = paired; k < n; k++) ops.push({ op: "remove", path: `${base}/${at}` });
+      for (let k = paired; k < m; k++) {
+        ops.push({ op: "add", path: `${base}/${at++}`, value: output[ib + k] });
+      }
+      ia += n;
+      ib += m;
+      p++;
+      continue;
+    }
+    if (part.removed) {
+      for (let k = 0; k < n; k++) ops.push({ op: "remove", path: `${base}/${at}` });
+      ia += n;
+    } else {
+      for (let k = 0; k < n; k++) ops.push({ op: "add", path: `${base}/${at++}`, value: output[ib + k] });
+      ib += n;
+    }
+  }
+  return ops;
+}
+
+/** The JSON Patch from `before` to `after`, each operation with its before/after values. */
+export function diffPayloads(before: unknown, after: unknown): PayloadDiff {
+  const patch = createPatch(before, after, arrayDiff);
+  // Each operation's "before" is read from the document as the preceding operations left it (RFC 6902
+  // applies them in order, so array indexes refer to that intermediate document).
+  const doc = { root: structuredClone(before) };
+  const changes: ChangeSummary[] = [];
+  for (const op of patch) {
+    if (op.op === "test") continue;
+    const at = (path: string): { found: boolean; value?: unknown } => {
+      if (path === "") return { found: true, value: doc.root };
+      const tokens = Pointer.fromJSON(path).tokens.slice(1);
+      let v: unknown = doc.root;
+      for (const t of tokens) {
+        if (typeof v !== "object" || v === null || !Object.hasOwn(v, t)) return { found: false };
+        v = (v as Record<string, unknown>)[t];
+      }
+      return { found: true, value: v };
+    };
+    const prior = at(op.path);
+    const s: ChangeSummary = { op: op.op, path: op.path };
+    if (op.op !== "add" || (prior.found && !Array.isArray(parentOf(doc.root, op.path)))) {
+      if (prior.found) s.before = prior.value;
+    }
+    if (op.op === "add" || op.op === "replace") s.after = op.value;
+    if (op.op === "move" || op.op === "copy") s.after = at(op.from).value;
+    changes.push(s);
+    applyOne(doc, op);
+  }
+  return { patch, changes };
+}
+
+function parentOf(root: unknown, path: string): unknown {
+  const tokens = Pointer.fromJSON(path).tokens.slice(1, -1);
+  let v = root;
+  for (const t of tokens) v = (v as Record<string, unknown>)?.[t];
+  return v;
+}
+
+function applyOne(doc: { root: unknown }, op: Operation) {
+  if (op.path === "" && (op.op === "replace" || op.op === "add")) {
+    doc.root = structuredClone(op.value);
+    return;
+  }
+  const [err] = applyPatch(doc.root, [op]);
+  if (err) throw new Error(`JSON Patch operation ${op.op} ${op.path} does not apply: ${err.message}`);
+}
+
+interface SnapRow {
+  id: string;
+  device_id: string;
+  endpoint_label: string;
+  payload_sha256: string;
+  collected_at: Date | string;
+  vendor: string;
+}
+
+async function snapRow(db: Kysely<Database>, id: string): Promise<SnapRow | undefined> {
+  if (!/^\d{1,19}$/.test(id) || BigInt(id) > 2n ** 63n - 1n) return undefined;
+  return await db.selectFrom("snapshots as s").innerJoin("devices as d", "d.id", "s.device_id")
+    .select([
+      sql<string>`s.id::text`.as("id"),
+      "s.device_id",
+      "s.endpoint_label",
+      "s.payload_sha256",
+      "s.collected_at",
+      "d.vendor",
+    ])
+    .where(sql`s.id`, "=", sql`${id}::bigint`).executeTakeFirst();
+}
+
+async function payloads(db: Kysely<Database>, hashes: string[]): Promise<Map<string, unknown>> {
+  const out = new Map<string, unknown>();
+  const want = [...new Set(hashes)];
+  if (!want.length) return out;
+  const rows = await db.selectFrom("snapshot_payloads").select(["sha256", "payload"])
+    .where("sha256", "in", want).execute();
+  for (const r of rows) out.set(r.sha256, JSON.parse(r.payload));
+  return out;
+}
+
+/** The diff of one snapshot against another, as the API answers it. */
+export interface SnapshotDiffView extends PayloadDiff {
+  snapshotId: string;
+  againstId: string;
+  deviceId: string;
+  endpointLabel: string;
+  payloadSha256: string;
+  againstPayloadSha256: string;
+  collectedAt: string;
+  againstCollectedAt: string;
+  volatile: VolatileMode;
+  /** The patterns left out of both payloads (empty with `volatile=include`). */
+  volatilePaths: string[];
+  /** True when nothing but volatile paths (or nothing at all) differs. */
+  equal: boolean;
+}
+
+export type SnapshotDiffResult =
+  | { ok: SnapshotDiffView }
+  | { notFound: string }
+  | { noPrevious: true }
+  | { labelMismatch: { snapshot: string; against: string } };
+
+/**
+ * Snapshot `id` compared with `against` (default: the previous snapshot of the same device and label).
+ * The patch turns the `against` payload into this snapshot's.
+ */
+export async function snapshotDiff(
+  db: Kysely<Database>,
+  registry: Registry,
+  id: string,
+  opts: { against?: string; volatile?: VolatileMode },
+): Promise<SnapshotDiffResult> {
+  const mode = opts.volatile ?? "exclude";
+  const s = await snapRow(db, id);
+  if (!s) return { notFound: `No snapshot with id "${id}"` };
+  let other: SnapRow | undefined;
+  if (opts.against !== undefined) {
+    other = await snapRow(db, opts.against);
+    if (!other) return { notFound: `No snapshot with id "${opts.against}" (query.against)` };
+    if (other.endpoint_label !== s.endpoint_label) {
+      return { labelMismatch: { snapshot: s.endpoint_label, against: other.endpoint_label } };
+    }
+  } else {
+    const prev = await db.selectFrom("snapshots").select(sql<string>`id::text`.as("id"))
+      .where("device_id", "=", s.device_id).where("endpoint_label", "=", s.endpoint_label)
+      .where(sql`id`, "<", sql`${id}::bigint`).orderBy(sql`snapshots.id`, "desc").limit(1).executeTakeFirst();
+    if (!prev) return { noPrevious: true };
+    other = await snapRow(db, prev.id);
+    if (!other) return { noPrevious: true };
+  }
+  const patterns = mode === "include" ? [] : [...volatileFor(registry, s.vendor, s.endpoint_label)];
+  const view = (d: PayloadDiff): SnapshotDiffView => ({
+    snapshotId: s.id,
+    againstId: other.id,
+    deviceId: s.device_id,
+    endpointLabel: s.endpoint_label,
+    payloadSha256: s.payload_sha256,
+    againstPayloadSha256: other.payload_sha256,
+    collectedAt: new Date(s.collected_at).toISOString(),
+    againstCollectedAt: new Date(other.collected_at).toISOString(),
+    volatile: mode,
+    volatilePaths: patterns,
+    equal: d.patch.length === 0,
+    ...d,
+  });
+  if (s.payload_sha256 === other.payload_sha256) return { ok: view({ patch: [], changes: [] }) };
+  const p = await payloads(db, [s.payload_sha256, other.payload_sha256]);
+  const d = diffPayloads(
+    stripVolatile(p.get(other.payload_sha256), patterns),
+    stripVolatile(p.get(s.payload_sha256), patterns),
+  );
+  return { ok: view(d) };
+}
+
+/** One poll whose payload changed, with its diff against the poll before it. */
+export interface ChangeView extends PayloadDiff {
+  snapshotId: string;
+  /** The poll before it (same device and label): its non-volatile payload is the previous change's. */
+  previousId: string;
+  endpointLabel: string;
+  collectedAt: string;
+  payloadSha256: string;
+  previousPayloadSha256: string;
+}
+
+export interface ChangeQuery {
+  label?: string;
+  since?: Date;
+  until?: Date;
+  cursor?: string;
+  limit?: number;
+  volatile?: VolatileMode;
+}
+
+/** Rows read per round trip while looking for changes. */
+const CHUNK = 500;
+
+/**
+ * The polls of a device whose payload changed (without volatile paths, unless `include`), newest first.
+ * The first snapshot of a label has nothing before it and is not a change. Only polls whose payload hash
+ * differs from the poll before are diffed; the rest are skipped on their hashes alone.
+ */
+export async function listChanges(
+  db: Kysely<Database>,
+  registry: Registry,
+  deviceId: string,
+  q: ChangeQuery,
+): Promise<{ changes: ChangeView[]; nextCursor: string | null } | { badCursor: true } | { noDevice: true }> {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(deviceId)) {
+    return { noDevice: true };
+  }
+  const device = await db.selectFrom("devices").select(["vendor"]).where("id", "=", deviceId)
+    .executeTakeFirst();
+  if (!device) return { noDevice: true };
+  const limit = q.limit ?? 20;
+  let below: string | null = null;
+  if (q.cursor) {
+    below = decodeCursor("c", q.cursor);
+    if (!below || !/^\d{1,19}$/.test(below)) return { badCursor: true };
+  }
+  const mode = q.volatile ?? "exclude";
+  const canon = new Map<string, string>();
+  const stripped = (label: string, sha: string, payload: unknown) => {
+    const key = `${label}\n${sha}`;
+    let c = canon.get(key);
+    if (c === undefined) {
+      const patterns = mode === "include" ? [] : volatileFor(registry, device.vendor, label);
+      c = canonicalJson(stripVolatile(payload, patterns));
+      canon.set(key, c);
+    }
+    return c;
+  };
+  const found: ChangeView[] = [];
+  for (;;) {
+    const rows = await sql<{
+      id: string;
+      endpoint_label: string;
+      payload_sha256: string;
+      collected_at: Date | string;
+      prev_id: string | null;
+      prev_sha: string | null;
+    }>`
+      select s.id::text as id, s.endpoint_label, s.payload_sha256, s.collected_at,
+        prev.id::text as prev_id, prev.payload_sha256 as prev_sha
+      from snapshots s
+      left join lateral (
+        select p.id, p.payload_sha256 from snapshots p
+        where p.device_id = s.device_id and p.endpoint_label = s.endpoint_label and p.id < s.id
+        order by p.id desc limit 1
+      ) prev on true
+      where s.device_id = ${deviceId}
+        ${q.label ? sql`and s.endpoint_label = ${q.label}` : sql``}
+        ${q.since ? sql`and s.collected_at >= ${q.since.toISOString()}::timestamptz` : sql``}
+        ${q.until ? sql`and s.collected_at < ${q.until.toISOString()}::timestamptz` : sql``}
+        ${below ? sql`and s.id < ${below}::bigint` : sql``}
+      order by s.id desc limit ${CHUNK}`.execute(db);
+    const candidates = rows.rows.filter((r) => r.prev_sha !== null && r.prev_sha !== r.payload_sha256);
+    const p = await payloads(db, candidates.flatMap((r) => [r.payload_sha256, r.prev_sha!]));
+    for (const r of candidates) {
+      const label = r.endpoint_label;
+      const a = p.get(r.prev_sha!);
+      const b = p.get(r.payload_sha256);
+      if (stripped(label, r.prev_sha!, a) === stripped(label, r.payload_sha256, b)) continue;
+      const patterns = mode === "include" ? [] : volatileFor(registry, device.vendor, label);
+      found.push({
+        snapshotId: r.id,
+        previousId: r.prev_id!,
+        endpointLabel: label,
+        collectedAt: new Date(r.collected_at).toISOString(),
+        payloadSha256: r.payload_sha256,
+        previousPayloadSha256: r.prev_sha!,
+        ...diffPayloads(stripVolatile(a, patterns), stripVolatile(b, patterns)),
+      });
+      if (found.length > limit) break;
+    }
+    if (found.length > limit || rows.rows.length < CHUNK) break;
+    below = rows.rows[rows.rows.length - 1].id;
+  }
+  const page = found.slice(0, limit);
+  return {
+    changes: page,
+    nextCursor: found.length > limit ? encodeCursor("c", page[page.length - 1].snapshotId) : null,
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * The `configuration-drift` annex of a finished run's report (README "Diffs and change history"): every
+ * device and label of the lab at start whose payload, without the adapter's volatile paths, differs between
+ * the last snapshot collected at or before the run's start and the last one collected at or before its end.
+ */
+import { type Kysely, sql } from "kysely";
+import type { Database } from "../db/schema.ts";
+import type { Registry } from "../registry.ts";
+import { canonicalJson } from "../hash.ts";
+import { stripVolatile } from "../volatile.ts";
+import { diffPayloads, type PayloadDiff, volatileFor } from "../diff.ts";
+
+export interface DriftEntry extends PayloadDiff {
+  deviceId: string;
+  deviceHostname: string;
+  endpointLabel: string;
+  startSnapshotId: string;
+  endSnapshotId: string;
+  startPayloadSha256: string;
+  endPayloadSha256: string;
+  /** The patterns left out of both payloads. */
+  volatilePaths: string[];
+}
+
+export interface DriftAnnex {
+  /** Device/label pairs with a snapshot at both ends (compared). */
+  compared: number;
+  drift: DriftEntry[];
+  /** Device/label pairs that could not be compared, and why. */
+  notCompared: Array<{
+    deviceId: string;
+    deviceHostname: string;
+    endpointLabel: string;
+    reason: "no snapshot at start" | "no snapshot at end";
+  }>;
+}
+
+type Snap = { id: string; payload_sha256: string };
+
+async function lastAt(
+  db: Kysely<Database>,
+  deviceId: string,
+  label: string,
+  at: Date,
+): Promise<Snap | undefined> {
+  return await db.selectFrom("snapshots").select([sql<string>`id::text`.as("id"), "payload_sha256"])
+    .where("device_id", "=", deviceId).where("endpoint_label", "=", label)
+    .where("collected_at", "<=", at).orderBy(sql`snapshots.id`, "desc").limit(1).executeTakeFirst();
+}
+
+async function payloadOf(db: Kysely<Database>, sha: string): Promise<unknown> {
+  const r = await db.selectFrom("snapshot_payloads").select("payload").where("sha256", "=", sha)
+    .executeTakeFirstOrThrow();
+  return JSON.parse(r.payload);
+}
+
+/**
+ * Drift of the devices of the lab at start (each label its vendor's adapter collects), between `startedAt`
+ * and `endedAt`. Equal payload hashes are not read.
+ */
+export async function configurationDrift(
+  db: Kysely<Database>,
+  registry: Registry,
+  devices: ReadonlyArray<{ id: string; hostname: string; vendor: string }>,
+  startedAt: Date,
+  endedAt: Date,
+): Promise<DriftAnnex> {
+  const out: DriftAnnex = { compared: 0, drift: [], notCompared: [] };
+  for (const d of devices) {
+    const labels = registry.adapters.get(d.vendor)?.adapter.labels ?? [];
+    for (const label of labels) {
+      const who = { deviceId: d.id, deviceHostname: d.hostname, endpointLabel: label };
+      const start = await lastAt(db, d.id, label, startedAt);
+      const end = await lastAt(db, d.id, label, endedAt);
+      if (!start || !end) {
+        out.notCompared.push({ ...who, reason: start ? "no snapshot at end" : "no snapshot at start" });
+        continue;
+      }
+      out.compared++;
+      if (start.payload_sha256 === end.payload_sha256) continue;
+      const patterns = [...volatileFor(registry, d.vendor, label)];
+      const a = stripVolatile(await payloadOf(db, start.payload_sha256), patterns);
+      const b = stripVolatile(await payloadOf(db, end.payload_sha256), patterns);
+      if (canonicalJson(a) === canonicalJson(b)) continue;
+      out.drift.push({
+        ...who,
+        startSnapshotId: start.id,
+        endSnapshotId: end.id,
+        startPayloadSha256: start.payload_sha256,
+        endPayloadSha256: end.payload_sha256,
+        volatilePaths: patterns,
+        ...diffPayloads(a, b),
+      });
+    }
+  }
+  return out;
+}
