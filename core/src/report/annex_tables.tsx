@@ -32,9 +32,22 @@ export function Short({ value, keep = 10 }: { value: unknown; keep?: number }) {
   );
 }
 
-function Table({ head, children, attr }: { head: string[]; children: ComponentChildren; attr?: string }) {
+/**
+ * An annex table. `widths` (percent of the text column, one per column) fix the layout: with
+ * `table-layout: fixed` Chromium sizes the columns from the first row instead of measuring every cell of
+ * a table of a thousand rows, and no cell can push the table past the page's right edge.
+ */
+function Table(
+  { head, widths, children, attr }: {
+    head: string[];
+    widths: number[];
+    children: ComponentChildren;
+    attr?: string;
+  },
+) {
   return (
     <table class="annex-table" data-annex-table={attr ?? ""}>
+      <colgroup>{widths.map((w, i) => <col key={i} style={`width:${w}%`} />)}</colgroup>
       <thead>
         <tr>{head.map((h) => <th key={h}>{h}</th>)}</tr>
       </thead>
@@ -52,13 +65,17 @@ function Preflight({ v }: { v: Record<string, unknown> }) {
       <p class={v.pass === true ? "" : "bad-text"}>
         <strong>{v.pass === true ? "Ready" : "Not ready"}</strong> at {date(v.ranAt)}: {str(v.summary)}
       </p>
-      <Table head={["Check", "Device", "Status", "Detail", "Evidence snapshot"]} attr="preflight">
+      <Table
+        head={["Check", "Device", "Status", "Detail", "Evidence snapshot"]}
+        widths={[29, 21, 8, 27, 15]}
+        attr="preflight"
+      >
         {sorted.map((c) => {
           const status = typeof c.status === "string" ? c.status : c.pass === true ? "pass" : "fail";
           const ev = isObj(c.evidence) ? c.evidence : null;
           return (
             <tr class={failing(c) ? "hl-bad" : ""} data-status={status}>
-              <td class="mono">{str(c.checkId)}</td>
+              <td class="mono nw id">{str(c.checkId)}</td>
               <td>{str(c.deviceHostname)}</td>
               <td>
                 <span class={`chip ${status === "pass" ? "ok" : status === "skipped" ? "warn" : "bad"}`}>
@@ -70,7 +87,8 @@ function Preflight({ v }: { v: Record<string, unknown> }) {
                 {ev
                   ? (
                     <>
-                      <span class="mono">{str(ev.snapshotId)}</span> <Short value={ev.payloadSha256} />
+                      <span class="mono">{str(ev.snapshotId)}</span>{" "}
+                      <Short value={ev.payloadSha256} keep={8} />
                     </>
                   )
                   : <span class="muted">none (skipped)</span>}
@@ -102,6 +120,7 @@ function Lab({ v }: { v: Record<string, unknown> }) {
         "TLS decryption",
         ...(inventory ? ["Model / software / serial"] : []),
       ]}
+      widths={inventory ? [25, 13, 9, 18, 35] : [34, 18, 12, 36]}
       attr="lab"
     >
       {devices.length === 0 && (
@@ -122,7 +141,7 @@ function Lab({ v }: { v: Record<string, unknown> }) {
                 <Short value={d.id} keep={8} />
               </span>
             </td>
-            <td>{str(d.vendor)}</td>
+            <td class="nw">{str(d.vendor)}</td>
             <td>{str(d.deviceRole)}</td>
             <td>
               {dec
@@ -155,7 +174,11 @@ function Snapshots({ v }: { v: unknown[] }) {
   const rows = v.filter(isObj);
   if (!rows.length) return <p class="muted">No snapshot was stored during the run.</p>;
   return (
-    <Table head={["Snapshot", "Device", "Label", "Payload SHA-256", "Collected"]} attr="snapshots">
+    <Table
+      head={["Snapshot", "Device", "Label", "Payload SHA-256", "Collected"]}
+      widths={[9, 25, 21, 20, 25]}
+      attr="snapshots"
+    >
       {rows.map((s) => (
         <tr>
           <td class="mono">{str(s.snapshotId)}</td>
@@ -164,7 +187,7 @@ function Snapshots({ v }: { v: unknown[] }) {
           <td>
             <Short value={s.payloadSha256} keep={12} />
           </td>
-          <td>{date(s.collectedAt)}</td>
+          <td class="nw">{date(s.collectedAt)}</td>
         </tr>
       ))}
     </Table>
@@ -175,10 +198,10 @@ function Alerts({ v }: { v: unknown[] }) {
   const rows = v.filter(isObj);
   if (!rows.length) return <p class="muted">No TLSDecryptModeChanged alert was raised during the run.</p>;
   return (
-    <Table head={["Time", "Device", "Change", "Snapshot"]} attr="alerts">
+    <Table head={["Time", "Device", "Change", "Snapshot"]} widths={[25, 30, 30, 15]} attr="alerts">
       {rows.map((a) => (
         <tr class="hl-bad">
-          <td>{date(a.at)}</td>
+          <td class="nw">{date(a.at)}</td>
           <td>{str(a.deviceHostname)}</td>
           <td>
             TLS decryption {str(a.from)} → {str(a.to)}
@@ -192,7 +215,7 @@ function Alerts({ v }: { v: unknown[] }) {
 
 function Members({ v }: { v: Record<string, unknown> }) {
   return (
-    <Table head={["Member", "Value"]} attr="members">
+    <Table head={["Member", "Value"]} widths={[30, 70]} attr="members">
       {Object.entries(v).map(([k, x]) => (
         <tr>
           <td class="mono">{k}</td>
