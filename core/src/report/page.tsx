@@ -208,7 +208,10 @@ code.hex { white-space: nowrap; }
 .slo-row .badges { margin: 0; flex: none; }
 .slo-row .slo-note { margin: 0; font-size: 7.6pt; line-height: 1.3; }
 .cover .badges { margin-bottom: 1.5mm; }
-.cover .hashes { margin-top: 3mm; padding: 2.5mm 4mm; }
+/* The integrity box may continue on page 2 (a long verdict plus the signature note do not leave room for
+   all of it): the report hash, first in the box, stays on the cover. */
+.cover .hashes { margin-top: 3mm; padding: 2.5mm 4mm; break-inside: auto; }
+.cover .hash, .cover .verify { break-inside: avoid; }
 .cover .hashes h2 { font-size: 10.5pt; margin-bottom: 1.5mm; }
 .cover .hash { margin-bottom: 1.5mm; }
 .cover .verify { font-size: 7.8pt; }
