@@ -33,9 +33,22 @@ export function Short({ value, keep = 10 }: { value: unknown; keep?: number }) {
   );
 }
 
-function Table({ head, children, attr }: { head: string[]; children: ComponentChildren; attr?: string }) {
+/**
+ * An annex table. `widths` (percent of the text column, one per column) fix the layout: with
+ * `table-layout: fixed` Chromium sizes the columns from the first row instead of measuring every cell of
+ * a table of a thousand rows, and no cell can push the table past the page's right edge.
+ */
+function Table(
+  { head, widths, children, attr }: {
+    head: string[];
+    widths: number[];
+    children: ComponentChildren;
+    attr?: string;
+  },
+) {
   return (
     <table class="annex-table" data-annex-table={attr ?? ""}>
+      <colgroup>{widths.map((w, i) => <col key={i} style={`width:${w}%`} />)}</colgroup>
       <thead>
         <tr>{head.map((h) => <th key={h}>{h}</th>)}</tr>
       </thead>
@@ -53,13 +66,17 @@ function Preflight({ v }: { v: Record<string, unknown> }) {
       <p class={v.pass === true ? "" : "bad-text"}>
         <strong>{v.pass === true ? "Ready" : "Not ready"}</strong> at {date(v.ranAt)}: {str(v.summary)}
       </p>
-      <Table head={["Check", "Device", "Status", "Detail", "Evidence snapshot"]} attr="preflight">
+      <Table
+        head={["Check", "Device", "Status", "Detail", "Evidence snapshot"]}
+        widths={[29, 21, 8, 27, 15]}
+        attr="preflight"
+      >
         {sorted.map((c) => {
           const status = typeof c.status === "string" ? c.status : c.pass === true ? "pass" : "fail";
           const ev = isObj(c.evidence) ? c.evidence : null;
           return (
             <tr class={failing(c) ? "hl-bad" : ""} data-status={status}>
-              <td class="mono">{str(c.checkId)}</td>
+              <td class="mono nw id">{str(c.checkId)}</td>
               <td>{str(c.deviceHostname)}</td>
               <td>
                 <span class={`chip ${status === "pass" ? "ok" : status === "skipped" ? "warn" : "bad"}`}>
@@ -71,7 +88,8 @@ function Preflight({ v }: { v: Record<string, unknown> }) {
                 {ev
                   ? (
                     <>
-                      <span class="mono">{str(ev.snapshotId)}</span> <Short value={ev.payloadSha256} />
+                      <span class="mono">{str(ev.snapshotId)}</span>{" "}
+                      <Short value={ev.payloadSha256} keep={8} />
                     </>
                   )
                   : <span class="muted">none (skipped)</span>}
@@ -103,6 +121,7 @@ function Lab({ v }: { v: Record<string, unknown> }) {
         "TLS decryption",
         ...(inventory ? ["Model / software / serial"] : []),
       ]}
+      widths={inventory ? [25, 13, 9, 18, 35] : [34, 18, 12, 36]}
       attr="lab"
     >
       {devices.length === 0 && (
@@ -123,7 +142,7 @@ function Lab({ v }: { v: Record<string, unknown> }) {
                 <Short value={d.id} keep={8} />
               </span>
             </td>
-            <td>{str(d.vendor)}</td>
+            <td class="nw">{str(d.vendor)}</td>
             <td>{str(d.deviceRole)}</td>
             <td>
               {dec
@@ -156,7 +175,11 @@ function Snapshots({ v }: { v: unknown[] }) {
   const rows = v.filter(isObj);
   if (!rows.length) return <p class="muted">No snapshot was stored during the run.</p>;
   return (
-    <Table head={["Snapshot", "Device", "Label", "Payload SHA-256", "Collected"]} attr="snapshots">
+    <Table
+      head={["Snapshot", "Device", "Label", "Payload SHA-256", "Collected"]}
+      widths={[9, 25, 21, 20, 25]}
+      attr="snapshots"
+    >
       {rows.map((s) => (
         <tr>
           <td class="mono">{str(s.snapshotId)}</td>
@@ -165,7 +188,7 @@ function Snapshots({ v }: { v: unknown[] }) {
           <td>
             <Short value={s.payloadSha256} keep={12} />
           </td>
-          <td>{date(s.collectedAt)}</td>
+          <td class="nw">{date(s.collectedAt)}</td>
         </tr>
       ))}
     </Table>
@@ -176,10 +199,10 @@ function Alerts({ v }: { v: unknown[] }) {
   const rows = v.filter(isObj);
   if (!rows.length) return <p class="muted">No TLSDecryptModeChanged alert was raised during the run.</p>;
   return (
-    <Table head={["Time", "Device", "Change", "Snapshot"]} attr="alerts">
+    <Table head={["Time", "Device", "Change", "Snapshot"]} widths={[25, 30, 30, 15]} attr="alerts">
       {rows.map((a) => (
         <tr class="hl-bad">
-          <td>{date(a.at)}</td>
+          <td class="nw">{date(a.at)}</td>
           <td>{str(a.deviceHostname)}</td>
           <td>
             TLS decryption {str(a.from)} → {str(a.to)}
@@ -193,7 +216,7 @@ function Alerts({ v }: { v: unknown[] }) {
 
 function Members({ v }: { v: Record<string, unknown> }) {
   return (
-    <Table head={["Member", "Value"]} attr="members">
+    <Table head={["Member", "Value"]} widths={[30, 70]} attr="members">
       {Object.entries(v).map(([k, x]) => (
         <tr>
           <td class="mono">{k}</td>

@@ -136,7 +136,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .key, .sub { font-family: ${FONT_MONO}; font-size: 8pt; color: var(--muted); font-weight: 400; }
 .sub { display: block; }
 code { font-size: 8.5pt; overflow-wrap: break-word; }
-code.hex { overflow-wrap: anywhere; word-break: break-all; }
+code.hex { white-space: nowrap; }
 
 .badge { display: inline-flex; align-items: center; gap: 1.5mm; border-radius: 999px; padding: 1.2mm 3.5mm;
   font-weight: 700; font-size: 9.5pt; border: 1.5px solid currentColor; white-space: nowrap; }
@@ -208,7 +208,10 @@ code.hex { overflow-wrap: anywhere; word-break: break-all; }
 .slo-row .badges { margin: 0; flex: none; }
 .slo-row .slo-note { margin: 0; font-size: 7.6pt; line-height: 1.3; }
 .cover .badges { margin-bottom: 1.5mm; }
-.cover .hashes { margin-top: 3mm; padding: 2.5mm 4mm; }
+/* The integrity box may continue on page 2 (a long verdict plus the signature note do not leave room for
+   all of it): the report hash, first in the box, stays on the cover. */
+.cover .hashes { margin-top: 3mm; padding: 2.5mm 4mm; break-inside: auto; }
+.cover .hash, .cover .verify { break-inside: avoid; }
 .cover .hashes h2 { font-size: 10.5pt; margin-bottom: 1.5mm; }
 .cover .hash { margin-bottom: 1.5mm; }
 .cover .verify { font-size: 7.8pt; }
@@ -240,13 +243,15 @@ td.small, .small { font-size: 7.8pt; }
 /* Annexes */
 .annex-meta { font-size: 8pt; color: var(--muted); }
 .annex-meta code.hex { font-size: 7.5pt; }
-.short { white-space: nowrap; }
+.short, td.nw, .sub { white-space: nowrap; }
+table.annex-table { table-layout: fixed; font-size: 8pt; }
+table.annex-table td { overflow-wrap: break-word; }
+table.annex-table td.id { font-size: 7pt; }
 .exact { margin-bottom: 5mm; }
 .exact h3 { margin: 0 0 1mm; font-size: 10pt; }
 .exact .body { font-family: ${FONT_MONO}; font-size: 6.6pt; line-height: 1.3; background: #f9fafb;
   border: 1px solid var(--line); border-radius: 1mm; padding: 2mm 2.5mm; }
-.exact .nb { white-space: nowrap; }
-.exact .ln { white-space: pre-wrap; overflow-wrap: anywhere; padding-left: 6ch; text-indent: -6ch; }
+.exact .ln { white-space: pre; padding-left: 6ch; text-indent: -6ch; }
 
 .annex { margin-bottom: 8mm; }
 .keep { break-inside: avoid; }
@@ -273,6 +278,8 @@ td.small, .small { font-size: 7.8pt; }
   .kpi:nth-child(n + 5) { border-top: 1px solid var(--line); }
   .topbar { flex-direction: column; }
   table { display: block; overflow-x: auto; }
+  code.hex { white-space: normal; word-break: break-all; }
+  .exact .body { overflow-x: auto; }
 }
 `;
 }
@@ -1074,7 +1081,7 @@ function PlanConfig({ report }: { report: ReportData }) {
                     {d.hostname}
                     <span class="sub">{d.id}</span>
                   </td>
-                  <td>{d.vendor}</td>
+                  <td class="nw">{d.vendor}</td>
                   <td>{d.deviceRole ?? "—"}</td>
                   {inv?.status === "read"
                     ? (
@@ -1129,35 +1136,62 @@ function AnnexBlock({ annex, index }: { annex: Annex; index: number }) {
 }
 
 /**
- * Break opportunities in one line of JSON text: after each `,` and `:` outside strings, and at the spaces
- * of strings, so a line wraps between members and never inside a hash or an id unless one is longer than
- * the line. The text itself is unchanged (`<wbr>` adds no character).
+ * Characters of the appendix's monospace text (6.6 pt, 0.6 em advance: Liberation Mono, DejaVu Sans Mono,
+ * Menlo) that fit on the first printed line of a body line and on each indented continuation line. The A4
+ * text column holds about 123 and 117; the budget leaves a margin for a slightly wider fallback font.
  */
-function breakable(line: string): ComponentChildren[] {
-  const out: ComponentChildren[] = [];
-  let start = 0;
-  let i = 0;
-  while (i < line.length) {
+const APPENDIX_FIRST = 114;
+const APPENDIX_NEXT = 108;
+
+/**
+ * One line of an annex body, with a `<wbr>` only where the printed line has to wrap. The line is laid out
+ * with `white-space: pre`, so these are its only break opportunities: the browser would otherwise also
+ * break after each hyphen of a UUID or a hostname. They are chosen greedily, as a browser fills lines,
+ * among the positions after each `,` and `:` outside strings and after the spaces inside strings, so a
+ * line wraps between members and never inside a hash or an id; only a run of text longer than a printed
+ * line (no such hash or id exists) is cut at the line's end. A line that fits gets no markup: one break hint
+ * per continuation line, rather than one per member, keeps the DOM small (Chromium's print time grows with
+ * the number of nodes). The text itself is unchanged (`<wbr>` adds no character).
+ */
+export function breakable(line: string): ComponentChildren[] {
+  if (line.length <= APPENDIX_FIRST) return [line];
+  const ops: number[] = []; // positions a printed line may end at
+  for (let i = 0; i < line.length; i++) {
     const ch = line[i];
     if (ch === '"') {
-      // A string token: kept on one line when it is an id or a hash (no space, not longer than a line).
       let j = i + 1;
-      while (j < line.length && line[j] !== '"') j += line[j] === "\\" ? 2 : 1;
-      const tok = line.slice(i, j + 1);
-      if (!/\s/.test(tok) && tok.length <= 90 && tok.length > 8) {
-        out.push(line.slice(start, i), <span class="nb">{tok}</span>);
-        start = j + 1;
+      while (j < line.length && line[j] !== '"') {
+        if (line[j] === " ") ops.push(j + 1);
+        j += line[j] === "\\" ? 2 : 1;
       }
-      i = j + 1;
+      i = j;
+    } else if (ch === "," || ch === ":" || ch === " ") ops.push(i + 1);
+  }
+  const breaks: number[] = [];
+  let start = 0; // where the current printed line starts
+  let width = APPENDIX_FIRST;
+  let last = -1; // the last opportunity that fits on the current printed line
+  let k = 0;
+  while (line.length - start > width) {
+    const op = k < ops.length ? ops[k] : Infinity;
+    if (op - start <= width) {
+      last = op;
+      k++;
       continue;
     }
-    if (ch === "," || ch === ":") {
-      out.push(line.slice(start, i + 1), <wbr />);
-      start = i + 1;
-    }
-    i++;
+    // The next opportunity does not fit: wrap at the last one that did, or cut an overlong run.
+    start = last > start ? last : start + width + (/[\uDC00-\uDFFF]/.test(line[start + width]) ? 1 : 0);
+    breaks.push(start);
+    width = APPENDIX_NEXT;
+    while (k < ops.length && ops[k] <= start) k++;
   }
-  out.push(line.slice(start));
+  const out: ComponentChildren[] = [];
+  let from = 0;
+  for (const at of breaks) {
+    out.push(line.slice(from, at), <wbr />);
+    from = at;
+  }
+  out.push(line.slice(from));
   return out;
 }
 

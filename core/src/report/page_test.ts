@@ -11,7 +11,7 @@ import {
 import { reportFixture } from "./fixture.ts";
 import { currentReportFixture } from "./fixture_current.ts";
 import { verifyReport } from "./verify.ts";
-import { renderReportPage } from "./page.tsx";
+import { breakable, renderReportPage } from "./page.tsx";
 import type { ReportData } from "./types.ts";
 
 const decode = (s: string) =>
@@ -284,4 +284,38 @@ Deno.test({
       }
     }
   },
+});
+
+Deno.test("appendix lines get a break hint only where they wrap, never inside an id or a hash", () => {
+  const hash = "ab".repeat(32);
+  const uuid = "20451141-7380-492c-9e3a-f911b0b0b826";
+  const member = (n: number) =>
+    `{"deviceHostname":"bench-vendor-a-switch-${n}","deviceId":"${uuid}","payloadSha256":"${hash}",` +
+    `"detail":"latest snapshot is 0 min old (limit 60 min)"}`;
+  const short = '  {"a":1,"b":"x"},';
+  assert.deepEqual(breakable(short), [short], "a line that fits has no markup");
+  const long = "    [" + [1, 2, 3, 4, 5].map(member).join(",") + "],";
+  const parts = breakable(long);
+  const texts = parts.filter((p): p is string => typeof p === "string");
+  const hints = parts.filter((p) => typeof p !== "string");
+  assert.equal(texts.join(""), long, "the text is unchanged");
+  assert.ok(hints.every((h) => (h as { type: unknown }).type === "wbr"));
+  assert.equal(hints.length, texts.length - 1);
+  // Every printed line fits (114 characters on the first, 108 on each indented continuation)...
+  texts.forEach((t, i) => assert.ok(t.length <= (i === 0 ? 114 : 108), `segment ${i}: ${t.length}`));
+  // ...and no hint falls inside a hash, a UUID or a hostname.
+  let at = 0;
+  for (const t of texts.slice(0, -1)) {
+    at += t.length;
+    for (const token of [hash, uuid, "bench-vendor-a-switch-"]) {
+      for (let i = long.indexOf(token); i >= 0; i = long.indexOf(token, i + 1)) {
+        assert.ok(at <= i || at >= i + token.length, `break at ${at} inside ${token}`);
+      }
+    }
+  }
+  // A run longer than a printed line with no break opportunity is cut at the line's end.
+  const blob = `"${"x".repeat(300)}"`;
+  const cut = breakable(blob).filter((p): p is string => typeof p === "string");
+  assert.equal(cut.join(""), blob);
+  assert.deepEqual(cut.map((t) => t.length), [114, 108, 80]);
 });

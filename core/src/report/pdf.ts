@@ -188,6 +188,10 @@ export class PdfRenderer {
         printBackground: true,
         preferCSSPageSize: true,
         displayHeaderFooter: false,
+        // No PDF structure tree: Chromium's tagged PDF (puppeteer's default) doubled the print time of a
+        // report with a thousand annex rows and made the file 5x larger (BENCHMARKS.md section 6c). The
+        // HTML page of the same report is the accessible version.
+        tagged: false,
         timeout: this.opts.timeoutMs,
       });
       reuse = !signal.aborted;
