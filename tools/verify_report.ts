@@ -42,7 +42,6 @@ import canonicalize from "npm:canonicalize@5.1.0";
 import { getDocumentProxy } from "npm:unpdf@1.8.1";
 // deno-lint-ignore no-import-prefix
 import * as pdfLib from "npm:pdf-lib@1.17.1";
-import { resolve } from "node:path";
 
 const USAGE =
   "Usage: verify_report.ts <report.json|report.dsse.json|report.pdf|url> [--key <key.pem|jwk.json|" +
@@ -374,7 +373,10 @@ async function fetchBytes(
 }
 
 /** A local path as the user meant it: relative to where the command was started (INIT_CWD under deno task). */
-const localPath = (p: string) => resolve(Deno.env.get("INIT_CWD") ?? Deno.cwd(), p);
+const localPath = (p: string) => {
+  const base = Deno.env.get("INIT_CWD");
+  return base && !p.startsWith("/") ? `${base}/${p}` : p;
+};
 const isUrl = (s: string) => /^https?:\/\//i.test(s);
 async function readInput(target: string): Promise<Uint8Array> {
   if (target === "-") return new Uint8Array(await new Response(Deno.stdin.readable).arrayBuffer());
