@@ -194,6 +194,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/report-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Public keys that sign reports (no token needed)
+         * @description Every Ed25519 key the service has signed reports with, oldest first, with its id (the DSSE `keyid` = SHA-256 of the DER SubjectPublicKeyInfo), the public key as PEM and JWK, and its validity period. A rotation adds a key and keeps the old ones, so old reports stay verifiable.
+         */
+        get: operations["getApiReportKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/test-runs/{executionId}/report.dsse.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Signed DSSE envelope of a finished run's report
+         * @description A DSSE envelope whose payload is an in-toto Statement v1 naming the report (subjects: `report-<id>.canonical.json` with digest sha256 = reportSha256, and `report-<id>.json` with the SHA-256 of the exact report.json bytes). The signature is Ed25519 over the DSSE PAE of the payload. The same bytes on every fetch. Header X-Report-Signature-Key = the signing key id. 404 for an unknown or unfinished run.
+         */
+        get: operations["getApiTestRunsExecutionIdReportDsseJson"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/test-runs/{executionId}/report.pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The report as PDF, with the report and its signature attached
+         * @description The print page rendered by headless Chromium (A4). The PDF embeds `report-<id>.json` (the exact report.json bytes) and `report-<id>.dsse.json` (its DSSE envelope) as attached files; its metadata carries the title, the run id, the execution id and reportSha256. Access: the admin token, or the print page's share link parameters (`?exp=…&sig=…` from POST …/share). 503 when Chromium is not installed, does not start, or the render exceeds DUT_PDF_TIMEOUT_SECONDS.
+         */
+        get: operations["getApiTestRunsExecutionIdReportPdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/test-runs/plans": {
         parameters: {
             query?: never;
@@ -530,8 +590,8 @@ export interface components {
         DeviceCreate: {
             hostname: string;
             vendor: string;
-            /** @enum {string} */
-            deviceRole?: "ngfw" | "switch" | "bmc" | "router" | "load-balancer" | "server" | "other";
+            /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
+            deviceRole?: string;
             baseUrl: string;
             username: string;
             /** Format: password */
@@ -549,8 +609,8 @@ export interface components {
         };
         DevicePatch: {
             hostname?: string;
-            /** @enum {string} */
-            deviceRole?: "ngfw" | "switch" | "bmc" | "router" | "load-balancer" | "server" | "other";
+            /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
+            deviceRole?: string;
             baseUrl?: string;
             username?: string;
             /** Format: password */
@@ -638,6 +698,39 @@ export interface components {
             adapterModule: string;
             adapterVersion: string;
         };
+        ReportSigningKey: {
+            /** @description SHA-256 (hex) of the DER SubjectPublicKeyInfo; the DSSE keyid */
+            keyId: string;
+            /** @enum {string} */
+            algorithm: "Ed25519";
+            publicKeyPem: string;
+            publicKeyJwk: {
+                /** @enum {string} */
+                kty: "OKP";
+                /** @enum {string} */
+                crv: "Ed25519";
+                x: string;
+                kid: string;
+                /** @enum {string} */
+                alg: "EdDSA";
+                /** @enum {string} */
+                use: "sig";
+            };
+            validFrom: string;
+            /** @description Set when a newer key replaced it (rotation) */
+            validUntil: string | null;
+            current: boolean;
+        };
+        DsseEnvelope: {
+            /** @description base64 of the canonical JSON of the in-toto Statement v1 */
+            payload: string;
+            /** @enum {string} */
+            payloadType: "application/vnd.in-toto+json";
+            signatures: {
+                keyid: string;
+                sig: string;
+            }[];
+        };
         Plan: {
             identifier: string;
             displayName: string;
@@ -645,6 +738,8 @@ export interface components {
             /** @enum {string} */
             tlsDecrypt: "on" | "off";
             sloTargetP99Ms: number;
+            /** @description Highest acceptable share of failed requests in percent (verdict input `error-rate`) */
+            maxErrorRatePct?: number;
             deploymentMode: string;
             phases: {
                 name: string;
@@ -655,6 +750,8 @@ export interface components {
             }[];
             vendors: string[];
             deviceRoles: string[];
+            /** @description Opt-in checks the plan runs besides every check that applies (absent: none) */
+            checks?: string[];
             parameters: {
                 [key: string]: string | number | boolean;
             };
@@ -702,6 +799,8 @@ export interface components {
             planCatalogVersion: number;
             planSnapshotSha256: string;
             licenseId: string;
+            customer: string | null;
+            labName: string | null;
             notes: string | null;
             /** @enum {string} */
             status: "active" | "finished";
@@ -724,6 +823,18 @@ export interface components {
                     vendor: string;
                     deviceRole: string | null;
                 }[];
+                /** @description Per device id: what its adapter's inventory fact read at start */
+                inventory?: {
+                    [key: string]: {
+                        /** @enum {string} */
+                        status: "read" | "no-snapshot" | "unreadable" | "not-supported";
+                        model: string | null;
+                        softwareVersion: string | null;
+                        serialNumber: string | null;
+                        snapshotId: string | null;
+                        payloadSha256: string | null;
+                    };
+                };
                 /** @description Per firewall device id: TLS-decrypt state from its latest decrypt_policy snapshot */
                 decrypt: {
                     [key: string]: {
@@ -741,6 +852,17 @@ export interface components {
             };
             alerts: components["schemas"]["TLSDecryptModeChanged"][];
             reportSha256: string | null;
+            /** @description The frozen report's verdict (null while active or in older reports) */
+            verdict: {
+                /** @enum {string} */
+                value: "pass" | "fail" | "invalid" | "inconclusive";
+                reasons: {
+                    input: string;
+                    /** @enum {string} */
+                    effect: "pass" | "fail" | "invalid" | "inconclusive" | "none";
+                    detail: string;
+                }[];
+            } | null;
         };
         TLSDecryptModeChanged: {
             /** @enum {string} */
@@ -758,6 +880,8 @@ export interface components {
             planIdentifier: string;
             licenseId?: string;
             notes?: string | null;
+            /** @description The customer (licensee) the report is issued to; the licence text names it */
+            customer?: string | null;
         };
         TestRunPage: {
             runs: components["schemas"]["TestRun"][];
@@ -768,26 +892,18 @@ export interface components {
             outcome: "passed" | "failed" | "aborted";
             results: {
                 latencySamplesMs: number[];
+                /** @description Requests sent (default: the number of samples) */
+                requests?: number;
+                /** @description Requests that failed */
+                failedRequests?: number;
+                bytesSent?: number;
+                bytesReceived?: number;
+                /** @description Duration of the load in seconds */
+                durationS?: number;
             } | {
+                /** @description A k6 summary: the `--summary-export` JSON, or the JSON of `handleSummary(data)`. Required metrics: http_req_duration (with p(99): --summary-trend-stats), http_reqs, http_req_failed; read when present: data_sent, data_received, iterations, checks and every metric's thresholds. */
                 k6Summary: {
                     metrics: {
-                        http_req_duration: {
-                            avg: number;
-                            min: number;
-                            med: number;
-                            max: number;
-                            "p(90)"?: number;
-                            "p(95)": number;
-                            "p(99)"?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                        http_reqs?: {
-                            count: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    } & {
                         [key: string]: unknown;
                     };
                 } & {
@@ -816,8 +932,8 @@ export interface operations {
                 cursor?: string;
                 /** @description Only devices of this vendor key */
                 vendor?: string;
-                /** @description Only devices with this deviceRole */
-                role?: "ngfw" | "switch" | "bmc" | "router" | "load-balancer" | "server" | "other";
+                /** @description Only devices with this deviceRole (one of the enabled adapters' roles) */
+                role?: string;
                 enabled?: "true" | "false";
                 /** @description Only devices whose last poll ended with this status; `never` = never polled */
                 lastPollStatus?: "ok" | "auth_failed" | "tls_error" | "timeout" | "unreachable" | "http_error" | "protocol_error" | "adapter_error" | "credential_error" | "never";
@@ -859,6 +975,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -935,6 +1060,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getDevice: {
@@ -994,6 +1128,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     deleteDevice: {
@@ -1046,6 +1189,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1125,6 +1277,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     testDeviceConnection: {
@@ -1177,6 +1338,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1243,6 +1413,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listTokens: {
@@ -1296,6 +1475,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1374,6 +1562,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     revokeToken: {
@@ -1437,6 +1634,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1520,6 +1726,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listSnapshots: {
@@ -1566,6 +1781,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1632,6 +1856,188 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getApiReportKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signing keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        keys: components["schemas"]["ReportSigningKey"][];
+                    };
+                };
+            };
+        };
+    };
+    getApiTestRunsExecutionIdReportDsseJson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Execution id */
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description DSSE envelope */
+            200: {
+                headers: {
+                    "X-Report-Signature-Key": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DsseEnvelope"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown or unfinished run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getApiTestRunsExecutionIdReportPdf: {
+        parameters: {
+            query?: {
+                exp?: string;
+                sig?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Execution id */
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description PDF */
+            200: {
+                headers: {
+                    "X-Report-Sha256": string;
+                    "X-Report-Signature-Key": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid or expired share link */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown or unfinished run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Chromium missing or busy beyond the time limit */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listPlans: {
@@ -1675,6 +2081,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1751,6 +2166,15 @@ export interface operations {
                     "application/json": components["schemas"]["PreflightResult"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listRuns: {
@@ -1802,6 +2226,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1878,6 +2311,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getRun: {
@@ -1930,6 +2372,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2009,6 +2460,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getRunReport: {
@@ -2063,6 +2523,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2125,6 +2594,15 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
