@@ -9,7 +9,9 @@ import m5 from "@dutlab/check-ngfw-decrypt-state-matches-plan";
 import m6 from "@dutlab/check-ntp-source-configured";
 import m7 from "@dutlab/check-ngfw-ha-state-sane";
 import m8 from "@dutlab/check-snapshot-fresh";
-import m9 from "@dutlab/plugin-plan-catalog";
+import m9 from "@dutlab/check-bmc-health-ok";
+import m10 from "@dutlab/check-bmc-power-on";
+import m11 from "@dutlab/plugin-plan-catalog";
 
 /** The modules enabled by modules.json, imported statically. */
 export const modules: LoadedModules = {
@@ -25,9 +27,11 @@ export const modules: LoadedModules = {
     { name: "@dutlab/check-ntp-source-configured", version: "1.0.0", module: m6 },
     { name: "@dutlab/check-ngfw-ha-state-sane", version: "1.0.0", module: m7 },
     { name: "@dutlab/check-snapshot-fresh", version: "1.0.0", module: m8 },
+    { name: "@dutlab/check-bmc-health-ok", version: "1.0.0", module: m9 },
+    { name: "@dutlab/check-bmc-power-on", version: "1.0.0", module: m10 },
   ],
   plugins: [
-    { name: "@dutlab/plugin-plan-catalog", version: "1.0.0", module: m9 },
+    { name: "@dutlab/plugin-plan-catalog", version: "1.0.0", module: m11 },
   ],
   vendorsWithoutAdapter: [{
     "key": "vendor-c-ngfw",

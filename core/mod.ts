@@ -7,6 +7,13 @@
 export * from "./src/adapter.ts";
 export * from "./src/check.ts";
 export * from "./src/plan.ts";
+export {
+  type AdapterCapabilities,
+  type Capability,
+  type FactName,
+  planSelects,
+  serves,
+} from "./src/capability.ts";
 export * from "./src/errors.ts";
 export { canonicalJson, jcsSha256, sha256Hex } from "./src/hash.ts";
 export type { DeviceHttp, DeviceRequest, DeviceResponse } from "./src/transport/types.ts";

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { defineCheck } from "@dutlab/core";
-import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
+import { checkApplies, dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import type { LoadedModules } from "@dutlab/core/server";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import { runPreflight } from "../core/src/preflight.ts";
@@ -171,7 +171,8 @@ dbTest("pre-flight answers 404 for an unknown plan and 400 for a bad body", asyn
   assert.equal(p.type, "urn:dutlab:problem:not-found");
   assert.equal(
     p.detail,
-    'No plan with identifier "ngfw-nope" (known plans: ngfw-throughput-decrypt-on, ngfw-throughput-decrypt-off)',
+    'No plan with identifier "ngfw-nope" (known plans: ngfw-throughput-decrypt-on, ngfw-throughput-decrypt-off, ' +
+      "ngfw-throughput-decrypt-on-server-health)",
   );
   const bodies: Array<[unknown, string[]]> = [
     [{}, ["planIdentifier"]],
@@ -204,10 +205,11 @@ dbTest("GET /api/test-runs/plans serves the catalog of the plan-catalog plugin",
   assert.equal(res.status, 200);
   const body = await res.json();
   assert.deepEqual(body, JSON.parse(JSON.stringify(catalogPlugin.planCatalog)));
-  assert.equal(body.catalogVersion, 5);
+  assert.equal(body.catalogVersion, 6);
   assert.deepEqual(body.plans.map((p: { identifier: string }) => p.identifier), [
     "ngfw-throughput-decrypt-on",
     "ngfw-throughput-decrypt-off",
+    "ngfw-throughput-decrypt-on-server-health",
   ]);
   assert.equal((await app.request("/api/test-runs/plans")).status, 401);
 });
@@ -222,7 +224,11 @@ Deno.test("every plan involves only vendors with an adapter and roles those adap
     // Every vendor of the plan is reached by at least one check of the catalog.
     for (const v of p.vendors) {
       const device = { id: "d", hostname: "h", vendor: v, deviceRole: null };
-      assert.ok(registry.checks.some((c) => c.check.appliesTo(device, p)), `${p.identifier}: ${v} unchecked`);
+      const adapter = registry.adapters.get(v)?.adapter;
+      assert.ok(
+        registry.checks.some((c) => checkApplies(c.check, device, p, adapter)),
+        `${p.identifier}: ${v} unchecked`,
+      );
     }
   }
 });

@@ -559,3 +559,31 @@ dbTest(
     assert.deepEqual(queries.slice(0, 2), ["SelectQueryNode", "RawNode"]);
   },
 );
+
+dbTest("the server-health plan adds the opt-in BMC checks: power on and health OK", async (db) => {
+  const HEALTH = "ngfw-throughput-decrypt-on-server-health";
+  await using l = await lab(db);
+  const ok = await l.preflight(HEALTH);
+  assert.equal(ok.status, 200, JSON.stringify(failing(ok.body)));
+  assert.equal(ok.body.summary, `14/14 checks passed — ready for ${HEALTH}`);
+  const bmc = ok.body.checks.filter((c) => c.checkId.startsWith("bmc-"));
+  assert.deepEqual(bmc.map((c) => [c.checkId, c.deviceHostname, c.vendor]), [
+    ["bmc-health-ok", "bmc-1", "vendor-a-bmc"],
+    ["bmc-power-on", "bmc-1", "vendor-a-bmc"],
+  ]);
+  assert.match(bmc[0].detail, /^health OK: ComputerSystem \S+, Chassis \S+, Manager \S+$/);
+  assert.equal(bmc[1].detail, "system power state On");
+  // The other plans do not run them (opt-in): still 12 checks.
+  assert.equal((await l.preflight(ON)).body.checksRun, 12);
+
+  l.sims.bmc.state.powerState = "Off";
+  l.sims.bmc.state.health = "Warning";
+  await l.snapshot(l.ids.bmc);
+  const bad = await l.preflight(HEALTH);
+  assert.equal(bad.status, 422);
+  assert.deepEqual(failing(bad.body), ["bmc-health-ok@bmc-1:fail", "bmc-power-on@bmc-1:fail"]);
+  const [health, power] = bad.body.checks.filter((c) => c.checkId.startsWith("bmc-"));
+  assert.match(health.detail, /^ComputerSystem \S+ health is Warning \(expected OK\)$/);
+  assert.equal(power.detail, "system power state Off (expected On)");
+  assert.equal((await l.preflight(ON)).status, 200, "the decrypt-on plan does not look at server health");
+});

@@ -445,6 +445,52 @@ export function inventory(payload: unknown): DeviceInventory {
   };
 }
 
+/** The Redfish resource type of a payload (`#Chassis.v1_28_0.Chassis` → `Chassis`), or null. */
+function resourceType(payload: Record<string, unknown>): string | null {
+  const t = payload["@odata.type"];
+  return typeof t === "string" ? (t.replace(/^#/, "").split(".")[0] || null) : null;
+}
+
+/**
+ * Power state of the managed host, from a `system_info` payload: the ComputerSystem's `PowerState`
+ * (`On`, `Off`, `PoweringOn`, `PoweringOff`, `Paused`), null when the system does not report it or the
+ * service has no system (the absent marker). Throws when the payload is no ComputerSystem.
+ */
+export function powerState(payload: unknown): string | null {
+  if (!isObject(payload)) throw new Error("system_info payload is not an object");
+  if (payload.present === false) return null;
+  if (resourceType(payload) !== "ComputerSystem") {
+    throw new Error(
+      `system_info payload is not a ComputerSystem (@odata.type ${JSON.stringify(payload["@odata.type"])})`,
+    );
+  }
+  return text(payload.PowerState);
+}
+
+/**
+ * Health of the resource in a `system_info` (ComputerSystem), `chassis_info` (Chassis) or `manager_info`
+ * (Manager) payload: its `Status.Health` (`OK`, `Warning`, `Critical`; the resource's own health, not
+ * `HealthRollup`), null when not reported or when the service does not offer the resource (the absent
+ * marker). `resource` names it as `<type> <Id>`, e.g. `Chassis 1U`. Throws on any other payload.
+ */
+export function resourceHealth(payload: unknown): { resource: string; health: string | null } {
+  if (!isObject(payload)) throw new Error("payload is not an object");
+  if (payload.present === false && typeof payload.resource === "string") {
+    return { resource: `${payload.resource} (not offered)`, health: null };
+  }
+  const type = resourceType(payload);
+  if (type !== "ComputerSystem" && type !== "Chassis" && type !== "Manager") {
+    throw new Error(
+      `payload is not a ComputerSystem, Chassis or Manager (@odata.type ${
+        JSON.stringify(payload["@odata.type"])
+      })`,
+    );
+  }
+  const id = text(payload.Id) ?? text(payload["@odata.id"]) ?? "(no Id)";
+  const status = payload.Status;
+  return { resource: `${type} ${id}`, health: isObject(status) ? text(status.Health) : null };
+}
+
 const adapter: AdapterDefinition = defineAdapter({
   kind: "adapter",
   vendorKey: "vendor-a-bmc",
@@ -452,7 +498,7 @@ const adapter: AdapterDefinition = defineAdapter({
   coreVersion: "^1.0.0",
   deviceRoles: ["bmc"],
   labels: LABELS,
-  facts: { ntpServers, inventory },
+  facts: { ntpServers, inventory, powerState, resourceHealth },
   inventoryLabel: "system_info",
   volatilePaths: VOLATILE_PATHS,
   create: (ctx) => new RedfishSession(ctx),

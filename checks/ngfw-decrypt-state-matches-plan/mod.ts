@@ -6,16 +6,13 @@
  */
 import { defineCheck } from "@dutlab/core";
 
-/** The vendors whose firewalls decrypt TLS (spec 4.9). */
-const FIREWALLS: readonly string[] = ["vendor-a-ngfw", "vendor-b-ngfw"];
-
 export default defineCheck({
   kind: "check",
   id: "ngfw-decrypt-state-matches-plan",
   coreVersion: "^1.0.0",
   description: "Firewall TLS decryption state matches the plan",
   label: "decrypt_policy",
-  appliesTo: (device, plan) => FIREWALLS.includes(device.vendor) && plan.vendors.includes(device.vendor),
+  needs: ["decryptRuleCount"],
   evaluate(snapshot, plan, { facts }) {
     if (!facts.decryptRuleCount) {
       throw new Error(`vendor ${snapshot.vendor} offers no decryptRuleCount reading`);

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import type { CheckSnapshot, Plan } from "@dutlab/core";
-import { evaluateCheck } from "@dutlab/core/testing";
+import { checkApplies, evaluateCheck } from "@dutlab/core/testing";
+import sw from "@dutlab/adapter-vendor-a-switch";
+import bmc from "@dutlab/adapter-vendor-a-bmc";
 import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
 import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
 import check from "./mod.ts";
@@ -60,14 +62,22 @@ const restV2 = (profiles: string[]) => ({
 
 Deno.test("ngfw-decrypt-state-matches-plan applies to both firewall vendors of the plan only", () => {
   assert.equal(check.label, "decrypt_policy");
-  for (const v of ["vendor-a-ngfw", "vendor-b-ngfw"]) {
-    assert.equal(check.appliesTo(device(v), plan("on")), true);
+  assert.deepEqual(check.needs, ["decryptRuleCount"]);
+  const adapters = {
+    "vendor-a-ngfw": ngfwA,
+    "vendor-b-ngfw": ngfwB,
+    "vendor-a-switch": sw,
+    "vendor-a-bmc": bmc,
+  };
+  for (const v of ["vendor-a-ngfw", "vendor-b-ngfw"] as const) {
+    assert.equal(checkApplies(check, device(v), plan("on"), adapters[v]), true);
   }
-  for (const v of ["vendor-a-switch", "vendor-a-bmc", "vendor-c-ngfw"]) {
-    assert.equal(check.appliesTo(device(v), plan("on")), false, v);
+  for (const v of ["vendor-a-switch", "vendor-a-bmc"] as const) {
+    assert.equal(checkApplies(check, device(v), plan("on"), adapters[v]), false, v);
   }
+  assert.equal(checkApplies(check, device("vendor-c-ngfw"), plan("on"), undefined), false);
   assert.equal(
-    check.appliesTo(device("vendor-b-ngfw"), { ...plan("on"), vendors: ["vendor-a-ngfw"] }),
+    checkApplies(check, device("vendor-b-ngfw"), { ...plan("on"), vendors: ["vendor-a-ngfw"] }, ngfwB),
     false,
   );
 });

@@ -12,7 +12,7 @@ export default defineCheck({
   coreVersion: "^1.0.0",
   description: "Firewall configuration is deployed with no pending changes",
   label: "deploy_status",
-  appliesTo: (device, plan) => device.vendor === "vendor-a-ngfw" && plan.vendors.includes(device.vendor),
+  needs: ["deployState"],
   evaluate(snapshot, _plan, { facts }) {
     if (!facts.deployState) throw new Error(`vendor ${snapshot.vendor} offers no deployState reading`);
     const { state, pendingChanges } = facts.deployState(snapshot.payload);

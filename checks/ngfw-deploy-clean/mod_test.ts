@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import type { CheckSnapshot, Plan } from "@dutlab/core";
-import { evaluateCheck } from "@dutlab/core/testing";
+import { checkApplies, evaluateCheck } from "@dutlab/core/testing";
+import sw from "@dutlab/adapter-vendor-a-switch";
+import bmc from "@dutlab/adapter-vendor-a-bmc";
 import ngfw from "@dutlab/adapter-vendor-a-ngfw";
 import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
 import check from "./mod.ts";
@@ -45,13 +47,24 @@ const deployStatus = (jobs: Array<[string, number]>, pending = 0) => ({
   },
 });
 
+const ADAPTERS = {
+  "vendor-a-ngfw": ngfw,
+  "vendor-b-ngfw": ngfwB,
+  "vendor-a-switch": sw,
+  "vendor-a-bmc": bmc,
+} as const;
+
 Deno.test("ngfw-deploy-clean applies to vendor-a-ngfw devices of the plan only", () => {
   assert.equal(check.label, "deploy_status");
-  assert.equal(check.appliesTo(device("vendor-a-ngfw"), plan), true);
-  for (const v of ["vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"]) {
-    assert.equal(check.appliesTo(device(v), plan), false, v);
+  assert.deepEqual(check.needs, ["deployState"]);
+  assert.equal(checkApplies(check, device("vendor-a-ngfw"), plan, ngfw), true);
+  for (const v of ["vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"] as const) {
+    assert.equal(checkApplies(check, device(v), plan, ADAPTERS[v]), false, v);
   }
-  assert.equal(check.appliesTo(device("vendor-a-ngfw"), { ...plan, vendors: ["vendor-b-ngfw"] }), false);
+  assert.equal(
+    checkApplies(check, device("vendor-a-ngfw"), { ...plan, vendors: ["vendor-b-ngfw"] }, ngfw),
+    false,
+  );
   assert.equal(evaluateCheck(check, device("vendor-a-switch"), plan, null, { now: NOW, facts: {} }), null);
 });
 
@@ -99,14 +112,9 @@ Deno.test("ngfw-deploy-clean reports an error, not a fail, for a payload it cann
   }
 });
 
-Deno.test("ngfw-deploy-clean reports an error for a vendor without a deployState reading", () => {
-  const r = evaluateCheck(
-    { ...check, appliesTo: () => true },
-    device("vendor-b-ngfw"),
-    plan,
-    snapshot("vendor-b-ngfw", deployStatus([["DEPLOYED", 1]])),
-    { now: NOW, facts: ngfwB.facts ?? {} },
-  );
-  assert.equal(r?.status, "error");
-  assert.match(r!.detail, /vendor vendor-b-ngfw offers no deployState reading/);
+Deno.test("ngfw-deploy-clean does not apply without a deployState reading; evaluate refuses one", () => {
+  const s = snapshot("vendor-b-ngfw", deployStatus([["DEPLOYED", 1]]));
+  const ctx = { now: NOW, facts: ngfwB.facts ?? {} };
+  assert.equal(evaluateCheck(check, device("vendor-b-ngfw"), plan, s, ctx), null);
+  assert.throws(() => check.evaluate(s, plan, ctx), /vendor vendor-b-ngfw offers no deployState reading/);
 });

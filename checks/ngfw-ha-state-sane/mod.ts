@@ -15,7 +15,7 @@ export default defineCheck({
   coreVersion: "^1.0.0",
   description: "Firewall HA state is ACTIVE, STANDBY_READY, NEGOTIATION or JOIN",
   label: "ha_status",
-  appliesTo: (device, plan) => device.vendor === "vendor-a-ngfw" && plan.vendors.includes(device.vendor),
+  needs: ["haState"],
   evaluate(snapshot, _plan, { facts }) {
     if (!facts.haState) throw new Error(`vendor ${snapshot.vendor} offers no haState reading`);
     const { raw, mapped } = facts.haState(snapshot.payload);

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import type { CheckSnapshot, Plan } from "@dutlab/core";
-import { evaluateCheck } from "@dutlab/core/testing";
+import { checkApplies, evaluateCheck } from "@dutlab/core/testing";
+import sw from "@dutlab/adapter-vendor-a-switch";
+import bmc from "@dutlab/adapter-vendor-a-bmc";
 import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
 import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
 import check from "./mod.ts";
@@ -42,13 +44,25 @@ const ha = (nodeState: string) => ({
   haHealthStatus: "HEALTHY",
 });
 
+const ADAPTERS = {
+  "vendor-a-ngfw": ngfwA,
+  "vendor-b-ngfw": ngfwB,
+  "vendor-a-switch": sw,
+  "vendor-a-bmc": bmc,
+} as const;
+
 Deno.test("ngfw-ha-state-sane applies to vendor-a-ngfw devices of the plan only", () => {
   assert.equal(check.label, "ha_status");
-  assert.equal(check.appliesTo(device("vendor-a-ngfw"), plan), true);
-  for (const v of ["vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"]) {
-    assert.equal(check.appliesTo(device(v), plan), false, v);
+  assert.deepEqual(check.needs, ["haState"]);
+  assert.equal(checkApplies(check, device("vendor-a-ngfw"), plan, ngfwA), true);
+  for (const v of ["vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"] as const) {
+    assert.equal(checkApplies(check, device(v), plan, ADAPTERS[v]), false, v);
   }
-  assert.equal(check.appliesTo(device("vendor-a-ngfw"), { ...plan, vendors: [] }), false);
+  assert.equal(checkApplies(check, device("vendor-a-ngfw"), { ...plan, vendors: [] }, ngfwA), false);
+  assert.equal(
+    checkApplies(check, device("vendor-a-ngfw"), { ...plan, deviceRoles: ["switch"] }, ngfwA),
+    false,
+  );
 });
 
 Deno.test("ngfw-ha-state-sane passes on states the adapter maps to a sane catalog state", () => {
@@ -100,14 +114,9 @@ Deno.test("ngfw-ha-state-sane reports an error for a payload of the wrong shape"
   }
 });
 
-Deno.test("ngfw-ha-state-sane reports an error for a vendor without an haState reading", () => {
-  const r = evaluateCheck(
-    { ...check, appliesTo: () => true },
-    device("vendor-b-ngfw"),
-    plan,
-    snapshot("vendor-b-ngfw", { results: { mode: "standalone" } }),
-    { now: NOW, facts: ngfwB.facts ?? {} },
-  );
-  assert.equal(r?.status, "error");
-  assert.match(r!.detail, /vendor vendor-b-ngfw offers no haState reading/);
+Deno.test("ngfw-ha-state-sane does not apply without an haState reading; evaluate refuses one", () => {
+  const s = snapshot("vendor-b-ngfw", { results: { mode: "standalone" } });
+  const ctx = { now: NOW, facts: ngfwB.facts ?? {} };
+  assert.equal(evaluateCheck(check, device("vendor-b-ngfw"), plan, s, ctx), null);
+  assert.throws(() => check.evaluate(s, plan, ctx), /vendor vendor-b-ngfw offers no haState reading/);
 });

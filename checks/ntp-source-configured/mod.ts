@@ -12,7 +12,7 @@ export default defineCheck({
   coreVersion: "^1.0.0",
   description: "At least one NTP time source is configured",
   label: "ntp_config",
-  appliesTo: (device, plan) => plan.vendors.includes(device.vendor),
+  needs: ["ntpServers"],
   evaluate(snapshot, _plan, { facts }) {
     if (!facts.ntpServers) throw new Error(`vendor ${snapshot.vendor} offers no ntpServers reading`);
     const servers = facts.ntpServers(snapshot.payload);

@@ -15,7 +15,6 @@ export default defineCheck({
   coreVersion: "^1.0.0",
   description: `Latest system_info snapshot is less than ${MAX_AGE_MINUTES} minutes old`,
   label: "system_info",
-  appliesTo: (device, plan) => plan.vendors.includes(device.vendor),
   evaluate(snapshot, _plan, { now }) {
     const ageMs = now.getTime() - snapshot.collectedAt.getTime();
     const at = snapshot.collectedAt.toISOString();

@@ -1,10 +1,14 @@
 import assert from "node:assert/strict";
 import type { CheckSnapshot, Plan } from "@dutlab/core";
-import { evaluateCheck } from "@dutlab/core/testing";
+import { checkApplies, evaluateCheck } from "@dutlab/core/testing";
+import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
+import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
+import sw from "@dutlab/adapter-vendor-a-switch";
+import bmc from "@dutlab/adapter-vendor-a-bmc";
 import check, { MAX_AGE_MINUTES } from "./mod.ts";
 
 const NOW = new Date("2026-11-21T10:00:00Z");
-const VENDORS = ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"];
+const VENDORS = ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"] as const;
 const plan: Plan = {
   identifier: "unit-plan",
   displayName: "Unit plan",
@@ -13,7 +17,7 @@ const plan: Plan = {
   sloTargetP99Ms: 100,
   deploymentMode: "inline-routed",
   phases: [],
-  vendors: VENDORS,
+  vendors: [...VENDORS],
   deviceRoles: ["ngfw", "switch", "bmc"],
   parameters: {},
 };
@@ -37,8 +41,17 @@ const run = (collectedAt: Date, payload?: unknown) =>
 Deno.test("snapshot-fresh applies to every vendor the plan involves", () => {
   assert.equal(check.label, "system_info");
   assert.equal(MAX_AGE_MINUTES, 60);
-  for (const v of VENDORS) assert.equal(check.appliesTo(device(v), plan), true, v);
-  assert.equal(check.appliesTo(device("vendor-a-bmc"), { ...plan, vendors: ["vendor-a-ngfw"] }), false);
+  const adapters = {
+    "vendor-a-ngfw": ngfwA,
+    "vendor-b-ngfw": ngfwB,
+    "vendor-a-switch": sw,
+    "vendor-a-bmc": bmc,
+  };
+  for (const v of VENDORS) assert.equal(checkApplies(check, device(v), plan, adapters[v]), true, v);
+  assert.equal(
+    checkApplies(check, device("vendor-a-bmc"), { ...plan, vendors: ["vendor-a-ngfw"] }, bmc),
+    false,
+  );
 });
 
 Deno.test("snapshot-fresh passes under 60 minutes and fails at 60 minutes or more", () => {

@@ -85,6 +85,17 @@ export interface AdapterFacts {
   /** Deployment state and pending change count, from a `deploy_status` payload. */
   deployState?(payload: unknown): { state: string; pendingChanges: number };
   /**
+   * Power state of the host a server management controller manages, from a `system_info` payload (the
+   * Redfish `PowerState`: `On`, `Off`, `PoweringOn`, `PoweringOff`, `Paused`), null when not reported.
+   */
+  powerState?(payload: unknown): string | null;
+  /**
+   * Rolled-up health of the resource in a payload (a server management controller's `system_info`,
+   * `chassis_info` or `manager_info`: Redfish `Status.Health`, `OK`, `Warning` or `Critical`), with the
+   * resource's name as the device says it; `health` null when not reported.
+   */
+  resourceHealth?(payload: unknown): { resource: string; health: string | null };
+  /**
    * Device inventory from the payload of the adapter's `inventoryLabel`: each member null when the device
    * does not say it.
    */

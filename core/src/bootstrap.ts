@@ -100,6 +100,13 @@ export async function bootstrap(
     checks: registry.checks.length,
     kind: db.kind,
   });
+  if (registry.unservedChecks.length) {
+    log.warning(
+      "No enabled adapter serves check(s) {checks} (none collects the label and offers the facts they need); " +
+        "they give no result until such an adapter is enabled",
+      { checks: registry.unservedChecks.join(", ") },
+    );
+  }
   const close = async () => {
     await services.pdf.close();
     await db.close();

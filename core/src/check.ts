@@ -1,4 +1,5 @@
 import type { AdapterFacts } from "./adapter.ts";
+import type { FactName } from "./capability.ts";
 import type { Plan } from "./plan.ts";
 
 /** The device a check is asked about. */
@@ -26,6 +27,11 @@ export interface CheckContext {
   now: Date;
   /** Readings of the snapshot vendor's adapter (empty when the adapter offers none). */
   facts: AdapterFacts;
+  /**
+   * The latest snapshot of the device for each label of the check's `alsoReads` (null: none yet). Absent
+   * for a check that declares no `alsoReads`.
+   */
+  related?: Readonly<Record<string, CheckSnapshot | null>>;
 }
 
 /** Outcome of one evaluation. A fail is a value; throwing means the payload could not be read. */
@@ -34,7 +40,13 @@ export interface CheckOutcome {
   detail: string;
 }
 
-/** A pre-flight check: data only (spec 4.8 rule 5). Default export of `checks/<check-id>/mod.ts`. */
+/**
+ * A pre-flight check: data only (spec 4.8 rule 5). Default export of `checks/<check-id>/mod.ts`.
+ *
+ * The check applies to a device when the plan selects the device (its role and vendor are among the plan's
+ * `deviceRoles` and `vendors`), the device's adapter collects `label` and offers every fact in `needs`
+ * (the capability test, `serves`), and `appliesTo`, when given, says yes. A check names no vendor.
+ */
 export interface CheckDefinition {
   kind: "check";
   id: string;
@@ -42,7 +54,20 @@ export interface CheckDefinition {
   coreVersion: string;
   /** The snapshot label the check needs. */
   label: string;
-  appliesTo(device: CheckDevice, plan: Plan): boolean;
+  /** The adapter facts (readings) the check calls; the check applies only where all are offered. */
+  needs?: readonly FactName[];
+  /**
+   * Further labels the check reads besides `label` (handed over in `ctx.related`); the check applies only
+   * where the adapter collects them too. The result's evidence cites the `label` snapshot.
+   */
+  alsoReads?: readonly string[];
+  /**
+   * An opt-in check runs only under plans that name it in `checks`, so enabling it leaves every other plan's
+   * pre-flight as it was.
+   */
+  optIn?: boolean;
+  /** Optional further narrowing over device and plan, after the plan and capability tests. */
+  appliesTo?(device: CheckDevice, plan: Plan): boolean;
   evaluate(snapshot: CheckSnapshot, plan: Plan, ctx: CheckContext): CheckOutcome;
 }
 
@@ -53,8 +78,7 @@ export interface CheckDefinition {
  * ```ts
  * export default defineCheck({
  *   kind: "check", id: "ntp-source-configured", coreVersion: "^1.0.0",
- *   description: "At least one time server is configured", label: "ntp_config",
- *   appliesTo: () => true,
+ *   description: "At least one time server is configured", label: "ntp_config", needs: ["ntpServers"],
  *   evaluate: (s, _plan, { facts }) => {
  *     const n = facts.ntpServers!(s.payload).length;
  *     return { pass: n > 0, detail: `${n} time server(s) configured` };

@@ -4,11 +4,10 @@ import type { AdapterDefinition, TlsVerifyMode } from "./adapter.ts";
 import { CredentialError, type CredentialKey, decryptSecret, encryptSecret } from "./credentials.ts";
 import { connectDevice, type ConnectedDevice } from "./connect.ts";
 import type { TransportLimits } from "./transport/transport.ts";
-import { problems } from "./http/problem.ts";
 import type { RegisteredAdapter, Registry } from "./registry.ts";
 import type { SessionRegistry } from "./sessions.ts";
 import { sha256Hex } from "./hash.ts";
-import { DeviceError, type PollStatus } from "./errors.ts";
+import { ConflictError, DeviceError, InvalidInputError, NotFoundError, type PollStatus } from "./errors.ts";
 import { Batcher } from "./batcher.ts";
 import { isUuid } from "./ids.ts";
 import { decodeCursor, encodeCursor } from "./paging.ts";
@@ -128,6 +127,7 @@ export class DeviceStore {
    * Returns null for a cursor this API did not make.
    */
   async query(f: DeviceFilter): Promise<{ rows: DeviceListRow[]; nextCursor: string | null } | null> {
+    this.#checkRole(f.role, "query.role");
     let q = this.db.selectFrom("devices").select(VIEW_COLUMNS);
     if (f.vendor) q = q.where("vendor", "=", f.vendor);
     if (f.role) q = q.where("device_role", "=", f.role);
@@ -159,7 +159,7 @@ export class DeviceStore {
    */
   async get(id: string): Promise<DeviceRow> {
     const row = isUuid(id) ? await this.#rows.run(id) : undefined;
-    if (!row) throw problems.notFound(`No device with id "${id}"`);
+    if (!row) throw new NotFoundError(`No device with id "${id}"`);
     return row;
   }
 
@@ -177,17 +177,26 @@ export class DeviceStore {
   #checkVendor(vendor: string) {
     const v = this.registry.vendors.find((x) => x.key === vendor);
     if (!v) {
-      throw problems.badRequest(
-        "vendor",
-        `unknown vendor "${vendor}"; known: ${this.registry.vendors.map((x) => x.key).join(", ")}`,
-      );
+      const message = `unknown vendor "${vendor}"; known: ${
+        this.registry.vendors.map((x) => x.key).join(", ")
+      }`;
+      throw new InvalidInputError(`"vendor": ${message}`, { errors: [{ field: "vendor", message }] });
     }
     if (!v.available) {
-      throw problems.unprocessable(`${vendor} has no adapter yet`, [{
-        field: "vendor",
-        message: `${vendor} has no adapter yet`,
-      }]);
+      throw new InvalidInputError(`${vendor} has no adapter yet`, {
+        errors: [{ field: "vendor", message: `${vendor} has no adapter yet` }],
+        unprocessable: true,
+      });
     }
+  }
+
+  /** Refuse a role no enabled adapter declares (`field`: where the request carried it). */
+  #checkRole(role: string | undefined, field: string) {
+    if (role === undefined || this.registry.deviceRoles.includes(role)) return;
+    const message = `unknown role ${JSON.stringify(role)}; the enabled adapters' roles are: ${
+      this.registry.deviceRoles.join(", ")
+    }`;
+    throw new InvalidInputError(`"${field}": ${message}`, { errors: [{ field, message }] });
   }
 
   async create(input: {
@@ -203,6 +212,7 @@ export class DeviceStore {
     enabled: boolean;
   }): Promise<string> {
     this.#checkVendor(input.vendor);
+    this.#checkRole(input.deviceRole, "deviceRole");
     const id = crypto.randomUUID();
     const role = input.deviceRole ?? this.registry.adapters.get(input.vendor)?.adapter.deviceRoles[0] ?? null;
     const password_enc = await encryptSecret(this.keys.current, id, input.password);
@@ -226,7 +236,8 @@ export class DeviceStore {
       }).execute();
     } catch (e) {
       if (isUniqueViolation(e)) {
-        throw problems.conflict(`A device with hostname "${input.hostname}" is already registered`, {
+        throw new ConflictError(`A device with hostname "${input.hostname}" is already registered`, {
+          cause: e,
           errors: [{ field: "hostname", message: "is already registered" }],
         });
       }
@@ -247,6 +258,7 @@ export class DeviceStore {
     enabled?: boolean;
     pinnedCertSha256?: null;
   }): Promise<DeviceRow> {
+    this.#checkRole(patch.deviceRole, "deviceRole");
     const row = await this.get(id);
     const set: Partial<Record<keyof DevicesTable, unknown>> = {};
     if (patch.hostname !== undefined) set.hostname = patch.hostname;
@@ -270,7 +282,8 @@ export class DeviceStore {
       return updated;
     } catch (e) {
       if (isUniqueViolation(e)) {
-        throw problems.conflict(`A device with hostname "${patch.hostname}" is already registered`, {
+        throw new ConflictError(`A device with hostname "${patch.hostname}" is already registered`, {
+          cause: e,
           errors: [{ field: "hostname", message: "is already registered" }],
         });
       }
@@ -287,7 +300,7 @@ export class DeviceStore {
       // Exactly one of concurrent deletes removes the row (the others wait on its row lock, then find
       // nothing): those answer 404, like a delete after the delete.
       const { numDeletedRows } = await tx.deleteFrom("devices").where("id", "=", id).executeTakeFirst();
-      if (numDeletedRows === 0n) throw problems.notFound(`No device with id "${id}"`);
+      if (numDeletedRows === 0n) throw new NotFoundError(`No device with id "${id}"`);
       if (hashes.length) {
         await tx.deleteFrom("snapshot_payloads")
           .where("sha256", "in", hashes.map((h) => h.payload_sha256))

@@ -50,3 +50,61 @@ export class HttpProblem extends Error {
     super(detail ?? title);
   }
 }
+
+/** A field and what is wrong with it, as a problem's `errors` member lists it. */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+/**
+ * An error of the domain (devices, runs): what went wrong in the domain's words, with no HTTP in it. The
+ * HTTP layer maps each kind to its problem+json answer in one place (`http/problem.ts`, `onError`).
+ */
+export abstract class DomainError extends Error {
+  /** The offending fields, when the error is about input. */
+  readonly errors?: FieldError[];
+  /** Further members the problem answer carries (e.g. `activeExecutionId`). */
+  readonly extra: Record<string, unknown>;
+  constructor(
+    message: string,
+    options: { cause?: unknown; errors?: FieldError[]; extra?: Record<string, unknown> } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    if (options.errors) this.errors = options.errors;
+    this.extra = options.extra ?? {};
+  }
+}
+
+/** The thing asked for does not exist (a device, a plan, a run, a report). HTTP: 404. */
+export class NotFoundError extends DomainError {
+  override name = "NotFoundError";
+}
+
+/** The request contradicts the current state (a taken hostname, an active run). HTTP: 409. */
+export class ConflictError extends DomainError {
+  override name = "ConflictError";
+}
+
+/**
+ * The input names something the domain does not accept. HTTP: 400 validation problem; 422 when
+ * `unprocessable` (well-formed and known, but not actionable, e.g. a vendor without an adapter).
+ *
+ * @example
+ * ```ts
+ * throw new InvalidInputError(`"vendor": unknown vendor "x"`, {
+ *   errors: [{ field: "vendor", message: `unknown vendor "x"` }],
+ * });
+ * ```
+ */
+export class InvalidInputError extends DomainError {
+  override name = "InvalidInputError";
+  readonly unprocessable: boolean;
+  constructor(
+    message: string,
+    options: { cause?: unknown; errors: FieldError[]; unprocessable?: boolean },
+  ) {
+    super(message, options);
+    this.unprocessable = options.unprocessable ?? false;
+  }
+}

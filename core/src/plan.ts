@@ -25,6 +25,8 @@ export interface Plan {
   vendors: string[];
   /** Device roles taking part. */
   deviceRoles: string[];
+  /** Opt-in checks (`CheckDefinition.optIn`) this plan runs; absent: none. */
+  checks?: string[];
   /** Further parameters shown in the report's parameter table. */
   parameters: Record<string, string | number | boolean>;
 }

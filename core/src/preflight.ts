@@ -3,6 +3,8 @@ import type { Database } from "./db/schema.ts";
 import type { Registry } from "./registry.ts";
 import type { Plan } from "./plan.ts";
 import type { CheckContext, CheckDefinition, CheckDevice, CheckSnapshot } from "./check.ts";
+import type { AdapterDefinition } from "./adapter.ts";
+import { planSelects, serves } from "./capability.ts";
 
 /** The snapshot a check result cites: the same three values the snapshot listing returns for it. */
 export interface Evidence {
@@ -71,7 +73,20 @@ function freezeParsed(v: unknown): unknown {
 /** Whether a check applies to a device and plan: a boolean, or what `appliesTo` threw. */
 type Applies = boolean | { threw: string };
 
-function applies(check: CheckDefinition, device: CheckDevice, plan: Plan): Applies {
+/**
+ * Whether a check applies to a device and plan: the plan selects the device (role and vendor), the device's
+ * adapter serves the check (collects its label, offers the facts it needs), then the check's own
+ * `appliesTo` if it has one.
+ */
+function applies(
+  check: CheckDefinition,
+  device: CheckDevice,
+  plan: Plan,
+  adapter: Pick<AdapterDefinition, "labels" | "facts" | "deviceRoles"> | undefined,
+): Applies {
+  if (check.optIn && !(plan.checks ?? []).includes(check.id)) return false;
+  if (!planSelects(plan, device, adapter?.deviceRoles[0] ?? null) || !serves(adapter, check)) return false;
+  if (!check.appliesTo) return true;
   try {
     return !!check.appliesTo(device, plan);
   } catch (e) {
@@ -81,7 +96,9 @@ function applies(check: CheckDefinition, device: CheckDevice, plan: Plan): Appli
 
 /**
  * Evaluate one check against one device exactly as the pre-flight engine does, without a database:
- * `null` when the check does not apply to the device and plan; `skipped` without a snapshot; `error` when
+ * `null` when the check does not apply to the device and plan (the plan does not select the device, the
+ * adapter does not serve the check, or `appliesTo` says no; without `adapter`, the label counts as
+ * collected and `ctx.facts` as the offered facts); `skipped` without a snapshot; `error` when
  * `appliesTo` or `evaluate` throws or `evaluate` returns no `{pass: boolean, detail: string}`; else the
  * check's own pass or fail. The payload is frozen before the check sees it.
  *
@@ -98,14 +115,40 @@ export function evaluateCheck(
   plan: Plan,
   snapshot: CheckSnapshot | null,
   ctx: CheckContext,
+  adapter?: Pick<AdapterDefinition, "labels" | "facts" | "deviceRoles">,
 ): CheckResult | null {
-  const a = applies(check, device, plan);
+  const a = applies(
+    check,
+    device,
+    plan,
+    adapter ?? { labels: [check.label, ...(check.alsoReads ?? [])], facts: ctx.facts, deviceRoles: [] },
+  );
   if (a === false) return null;
   const view = () => {
     deepFreeze(snapshot!.payload);
     return { ...snapshot!, collectedAt: new Date(snapshot!.collectedAt) };
   };
   return evaluateApplicable(check, device, plan, snapshot, view, ctx, a);
+}
+
+/**
+ * Whether a check applies to a device of an adapter (undefined: the vendor has no enabled adapter) under a
+ * plan, as the pre-flight engine decides it: the plan selects the device, the adapter serves the check, and
+ * the check's `appliesTo` (if any) does not say no.
+ *
+ * @example
+ * ```ts
+ * import { checkApplies } from "@dutlab/core/testing";
+ * assert.equal(checkApplies(check, { id: "d", hostname: "fw", vendor: "x", deviceRole: null }, plan, adapter), true);
+ * ```
+ */
+export function checkApplies(
+  check: CheckDefinition,
+  device: CheckDevice,
+  plan: Plan,
+  adapter: Pick<AdapterDefinition, "labels" | "facts" | "deviceRoles"> | undefined,
+): boolean {
+  return applies(check, device, plan, adapter) !== false;
 }
 
 /**
@@ -321,7 +364,7 @@ export async function runPreflight(
 ): Promise<PreflightResult> {
   const defs = registry.checks.map((c) => c.check);
   if (defs.length === 0) return summarize(plan, [], now);
-  const read = (tx: Kysely<Database>) => readLab(tx, defs, plan);
+  const read = (tx: Kysely<Database>) => readLab(tx, registry, defs, plan);
   const { devices, verdicts, latest, payloads } = db.isTransaction
     ? await read(db)
     : await db.transaction().setIsolationLevel("repeatable read").setAccessMode("read only").execute(read);
@@ -342,7 +385,15 @@ export async function runPreflight(
       const s = byDevice?.get(device.id);
       const snapshot = s && known(s.sha) ? { id: s.id, payloadSha256: s.sha, collectedAt: s.at } : null;
       const view = () => lazySnapshot(s!, device, check.label, payloadOf);
-      const ctx = { now: new Date(now), facts: facts.get(device.vendor)! };
+      const ctx: CheckContext = { now: new Date(now), facts: facts.get(device.vendor)! };
+      if (check.alsoReads) {
+        const related: Record<string, CheckSnapshot | null> = {};
+        for (const label of check.alsoReads) {
+          const r = latest.get(label)?.get(device.id);
+          related[label] = r && known(r.sha) ? lazySnapshot(r, device, label, payloadOf) : null;
+        }
+        ctx.related = related;
+      }
       checks.push(evaluateApplicable(check, device, plan, snapshot, view, ctx, verdict));
     });
   });
@@ -350,7 +401,12 @@ export async function runPreflight(
 }
 
 /** The two reads of a pre-flight (`tx`: one transaction), `appliesTo` asked in between. */
-async function readLab(tx: Kysely<Database>, defs: CheckDefinition[], plan: Plan): Promise<LabState> {
+async function readLab(
+  tx: Kysely<Database>,
+  registry: Registry,
+  defs: CheckDefinition[],
+  plan: Plan,
+): Promise<LabState> {
   const devices: CheckDevice[] = (await tx.selectFrom("devices")
     .select(["id", "hostname", "vendor", "device_role"])
     .where("enabled", "=", true)
@@ -358,12 +414,15 @@ async function readLab(tx: Kysely<Database>, defs: CheckDefinition[], plan: Plan
     .execute()).map((d) => ({ id: d.id, hostname: d.hostname, vendor: d.vendor, deviceRole: d.device_role }));
   // appliesTo needs only the device and the plan. Fetch a label for a device only when a check of that
   // label applies to it, or when its appliesTo threw (the error result cites that snapshot).
-  const verdicts = defs.map((check) => devices.map((device) => applies(check, device, plan)));
+  const adapters = devices.map((d) => registry.adapters.get(d.vendor)?.adapter);
+  const verdicts = defs.map((check) => devices.map((device, j) => applies(check, device, plan, adapters[j])));
   const wanted = new Map<string, Set<string>>();
   defs.forEach((check, i) => {
-    let ids = wanted.get(check.label);
-    if (!ids) wanted.set(check.label, ids = new Set());
-    verdicts[i].forEach((v, j) => v !== false && ids.add(devices[j].id));
+    for (const label of [check.label, ...(check.alsoReads ?? [])]) {
+      let ids = wanted.get(label);
+      if (!ids) wanted.set(label, ids = new Set());
+      verdicts[i].forEach((v, j) => v !== false && ids.add(devices[j].id));
+    }
   });
   const latest = new Map<string, Map<string, Latest>>();
   const payloads = new Map<string, PayloadEntry>();

@@ -2,6 +2,7 @@ import type { AdapterDefinition } from "./adapter.ts";
 import type { CheckDefinition } from "./check.ts";
 import type { Plan, PlanCatalog, PluginDefinition } from "./plan.ts";
 import { StartupError } from "./errors.ts";
+import { serves } from "./capability.ts";
 import { CORE_VERSION, coreSatisfies } from "./version.ts";
 import { volatilePatternError } from "./volatile.ts";
 
@@ -52,6 +53,10 @@ export interface Registry {
   plugins: Array<{ name: string; version: string; plugin: PluginDefinition }>;
   planCatalog: PlanCatalog;
   plan(identifier: string): Plan | undefined;
+  /** Device roles accepted at registration: every enabled adapter's `deviceRoles`, first seen first. */
+  deviceRoles: string[];
+  /** Ids of enabled checks that no enabled adapter serves (collects the label and offers the facts). */
+  unservedChecks: string[];
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null;
@@ -79,7 +84,10 @@ function validateAdapter(m: LoadedModule): AdapterDefinition {
   if (!Array.isArray(a.labels) || a.labels.length === 0 || a.labels.some((l) => typeof l !== "string")) {
     bad("labels");
   }
-  if (!Array.isArray(a.deviceRoles) || a.deviceRoles.length === 0) bad("deviceRoles");
+  if (
+    !Array.isArray(a.deviceRoles) || a.deviceRoles.length === 0 ||
+    a.deviceRoles.some((r) => typeof r !== "string" || !r)
+  ) bad("deviceRoles");
   if (typeof a.create !== "function") bad("create");
   if (a.facts !== undefined && !isObj(a.facts)) bad("facts");
   const facts = (a.facts ?? {}) as Record<string, unknown>;
@@ -119,7 +127,16 @@ function validateCheck(m: LoadedModule): CheckDefinition {
   if (typeof c.id !== "string" || !/^[a-z0-9]+(-[a-z0-9]+)*$/.test(c.id)) bad("id");
   if (typeof c.description !== "string" || !c.description) bad("description");
   if (typeof c.label !== "string" || !c.label) bad("label");
-  if (typeof c.appliesTo !== "function") bad("appliesTo");
+  if (c.appliesTo !== undefined && typeof c.appliesTo !== "function") bad("appliesTo");
+  if (
+    c.needs !== undefined &&
+    (!Array.isArray(c.needs) || c.needs.some((f) => typeof f !== "string" || !f))
+  ) bad("needs");
+  if (c.optIn !== undefined && typeof c.optIn !== "boolean") bad("optIn");
+  if (
+    c.alsoReads !== undefined &&
+    (!Array.isArray(c.alsoReads) || c.alsoReads.some((l) => typeof l !== "string" || !l))
+  ) bad("alsoReads");
   if (typeof c.evaluate !== "function") bad("evaluate");
   checkCore(m, c.coreVersion);
   return c as unknown as CheckDefinition;
@@ -194,6 +211,9 @@ export function buildRegistry(mods: LoadedModules): Registry {
     }
     ids.add(p.identifier);
   }
+  const deviceRoles = [...new Set([...adapters.values()].flatMap((a) => [...a.adapter.deviceRoles]))];
+  const unservedChecks = checks.filter((c) => ![...adapters.values()].some((a) => serves(a.adapter, c.check)))
+    .map((c) => c.check.id);
   return {
     vendors,
     adapters,
@@ -201,5 +221,7 @@ export function buildRegistry(mods: LoadedModules): Registry {
     plugins,
     planCatalog,
     plan: (identifier) => planCatalog.plans.find((p) => p.identifier === identifier),
+    deviceRoles,
+    unservedChecks,
   };
 }

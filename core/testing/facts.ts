@@ -1,11 +1,18 @@
 import type { AdapterDefinition, AdapterFacts, CollectedSnapshot } from "../src/adapter.ts";
 
-/** The label each standard fact reads (`inventory` reads the adapter's `inventoryLabel`). */
-export const FACT_LABELS: Readonly<Record<Exclude<keyof AdapterFacts, "inventory">, string>> = {
+/**
+ * The label each standard fact reads (`inventory` reads the adapter's `inventoryLabel`); a fact read from
+ * several labels lists them, and `readFacts` gives its reading of each, in that order.
+ */
+export const FACT_LABELS: Readonly<
+  Record<Exclude<keyof AdapterFacts, "inventory">, string | readonly string[]>
+> = {
   decryptRuleCount: "decrypt_policy",
   ntpServers: "ntp_config",
   haState: "ha_status",
   deployState: "deploy_status",
+  powerState: "system_info",
+  resourceHealth: ["system_info", "chassis_info", "manager_info"],
 };
 
 /** Every fact the adapter declares, read from the snapshots of one poll (a throw propagates). */
@@ -19,7 +26,7 @@ export function readFacts(adapter: AdapterDefinition, snaps: CollectedSnapshot[]
   };
   for (const [name, label] of Object.entries(FACT_LABELS)) {
     const fn = facts[name as keyof typeof FACT_LABELS] as ((p: unknown) => unknown) | undefined;
-    if (fn) out[name] = fn(payload(label));
+    if (fn) out[name] = typeof label === "string" ? fn(payload(label)) : label.map((l) => fn(payload(l)));
   }
   if (facts.inventory) {
     if (!adapter.inventoryLabel) throw new Error("facts.inventory is declared without an inventoryLabel");

@@ -21,7 +21,8 @@ export const fixtureAdapter = defineAdapter({
   vendorKey: "fixture-fw",
   displayName: "Fixture firewall",
   coreVersion: "^1.0.0",
-  deviceRoles: ["ngfw"],
+  // "switch" too, so that core tests can register devices of two roles with one fictional vendor.
+  deviceRoles: ["ngfw", "switch"],
   labels: ["system_info", "ntp_config", "decrypt_policy"],
   inventoryLabel: "system_info",
   facts: {
@@ -80,7 +81,7 @@ export const fixtureCheck = defineCheck({
   coreVersion: "^1.0.0",
   description: "Fixture: at least one NTP server",
   label: "ntp_config",
-  appliesTo: (d) => d.vendor === "fixture-fw",
+  needs: ["ntpServers"],
   evaluate: (s, _p, { facts }) => {
     const n = facts.ntpServers!(s.payload).length;
     return { pass: n > 0, detail: `${n} server(s)` };

@@ -12,7 +12,7 @@ export * from "./db.ts";
 export * from "./app.ts";
 export { SessionRegistry } from "../src/sessions.ts";
 export { DEFAULT_LIMITS, type TransportLimits } from "../src/transport/transport.ts";
-export { type CheckResult, evaluateCheck } from "../src/preflight.ts";
+export { checkApplies, type CheckResult, evaluateCheck } from "../src/preflight.ts";
 export * from "./process.ts";
 export * from "./replay.ts";
 export * from "./facts.ts";

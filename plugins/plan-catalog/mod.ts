@@ -84,11 +84,40 @@ export const plans: Plan[] = [
       loadGenerator: "k6 (summary export)",
     },
   },
+  {
+    identifier: "ngfw-throughput-decrypt-on-server-health",
+    displayName: "NGFW throughput with TLS decryption, server health gated",
+    description:
+      "The decrypt-on throughput plan, started only when every server behind the firewall pair is " +
+      "powered on and its management controller reports system, chassis and manager health OK, so that a " +
+      "degraded server does not pass for a firewall limit.",
+    tlsDecrypt: "on",
+    sloTargetP99Ms: 250,
+    maxErrorRatePct: 1,
+    deploymentMode: "inline-routed",
+    phases: phases(
+      { throughputGbps: 8, connectionsPerSecond: 20_000 },
+      { throughputGbps: 4, connectionsPerSecond: 5_000 },
+      { throughputGbps: 0.8, connectionsPerSecond: 500 },
+    ),
+    vendors: [...VENDORS],
+    deviceRoles: [...ROLES],
+    checks: ["bmc-health-ok", "bmc-power-on"],
+    parameters: {
+      trafficMix,
+      objectSizeKiB,
+      concurrentConnections: 200_000,
+      decryptPolicy: "decrypt-resign on all outbound HTTPS",
+      firewallHa: "active/standby pair",
+      loadGenerator: "k6 (summary export)",
+      serverHealth: "every BMC: powered on, system/chassis/manager health OK",
+    },
+  },
 ];
 
 export default definePlugin({
   kind: "plugin",
   name: "plan-catalog",
   coreVersion: "^1.0.0",
-  planCatalog: { catalogVersion: 5, plans },
+  planCatalog: { catalogVersion: 6, plans },
 });

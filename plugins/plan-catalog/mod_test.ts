@@ -11,6 +11,7 @@ const catalog = plugin.planCatalog;
 const RELEASED: Record<number, string> = {
   4: "f914d7af0dbcba9aa1f214ab0ab7622d9913022e3238c8a5f0ec4946428e4caa",
   5: "884a54da325d7a21ed31d8eaa86447f90ec55327664f70163f33dae9e77190b8",
+  6: "e43b4f8be08de529f85b5cd372c44f7c9c44762a81f9a3259d222d9a09f0d943",
 };
 
 Deno.test("a change to the plans comes with a new catalogVersion", async () => {

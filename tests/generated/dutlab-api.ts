@@ -670,8 +670,8 @@ export interface components {
         DeviceCreate: {
             hostname: string;
             vendor: string;
-            /** @enum {string} */
-            deviceRole?: "ngfw" | "switch" | "bmc" | "router" | "load-balancer" | "server" | "other";
+            /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
+            deviceRole?: string;
             baseUrl: string;
             username: string;
             /** Format: password */
@@ -689,8 +689,8 @@ export interface components {
         };
         DevicePatch: {
             hostname?: string;
-            /** @enum {string} */
-            deviceRole?: "ngfw" | "switch" | "bmc" | "router" | "load-balancer" | "server" | "other";
+            /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
+            deviceRole?: string;
             baseUrl?: string;
             username?: string;
             /** Format: password */
@@ -889,6 +889,8 @@ export interface components {
             }[];
             vendors: string[];
             deviceRoles: string[];
+            /** @description Opt-in checks the plan runs besides every check that applies (absent: none) */
+            checks?: string[];
             parameters: {
                 [key: string]: string | number | boolean;
             };
@@ -1069,8 +1071,8 @@ export interface operations {
                 cursor?: string;
                 /** @description Only devices of this vendor key */
                 vendor?: string;
-                /** @description Only devices with this deviceRole */
-                role?: "ngfw" | "switch" | "bmc" | "router" | "load-balancer" | "server" | "other";
+                /** @description Only devices with this deviceRole (one of the enabled adapters' roles) */
+                role?: string;
                 enabled?: "true" | "false";
                 /** @description Only devices whose last poll ended with this status; `never` = never polled */
                 lastPollStatus?: "ok" | "auth_failed" | "tls_error" | "timeout" | "unreachable" | "http_error" | "protocol_error" | "adapter_error" | "credential_error" | "never";

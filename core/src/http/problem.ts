@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ZodError } from "zod";
-import { HttpProblem } from "../errors.ts";
+import { ConflictError, type DomainError, HttpProblem, InvalidInputError, NotFoundError } from "../errors.ts";
 import { logger } from "../log.ts";
 import { isDatabaseUnavailable } from "../db/open.ts";
 
@@ -48,8 +48,30 @@ export function validationProblem(c: Context, errors: Array<{ field: string; mes
 
 const log = logger("http");
 
+/**
+ * The one place where domain errors become HTTP: `NotFoundError` → 404 `not-found`, `ConflictError` → 409
+ * `conflict`, `InvalidInputError` → 400 `validation` (422 `unprocessable` when the input is well-formed but
+ * not actionable), each with the error's `errors` and further members. Other errors: undefined.
+ */
+export function domainProblem(err: unknown): HttpProblem | undefined {
+  const members = (e: DomainError) => ({ ...(e.errors ? { errors: e.errors } : {}), ...e.extra });
+  if (err instanceof NotFoundError) {
+    return new HttpProblem(404, "not-found", "Not found", err.message, members(err));
+  }
+  if (err instanceof ConflictError) {
+    return new HttpProblem(409, "conflict", "Conflict", err.message, members(err));
+  }
+  if (err instanceof InvalidInputError) {
+    return err.unprocessable
+      ? new HttpProblem(422, "unprocessable", "Unprocessable request", err.message, members(err))
+      : new HttpProblem(400, "validation", "Request validation failed", err.message, members(err));
+  }
+  return undefined;
+}
+
 /** The one error handler: every error becomes application/problem+json; bad input never yields a 500. */
 export function onError(err: Error, c: Context): Response {
+  err = domainProblem(err) ?? err;
   if (err instanceof HttpProblem) {
     return problemResponse(c, {
       type: problemType(err.slug),

@@ -60,6 +60,9 @@ const Plan = z.object({
   phases: z.array(PlanPhase),
   vendors: z.array(z.string()),
   deviceRoles: z.array(z.string()),
+  checks: z.array(z.string()).optional().openapi({
+    description: "Opt-in checks the plan runs besides every check that applies (absent: none)",
+  }),
   parameters: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
 }).openapi("Plan");
 

@@ -1,8 +1,14 @@
 import { z } from "@hono/zod-openapi";
 import { POLL_STATUSES } from "../errors.ts";
 
-/** Device roles accepted at registration (README "Devices"). */
-export const DEVICE_ROLES = ["ngfw", "switch", "bmc", "router", "load-balancer", "server", "other"] as const;
+/**
+ * A device role. Which roles are accepted comes from the enabled adapters' `deviceRoles` (README
+ * "Devices"); the device service checks it (400 naming `deviceRole`).
+ */
+const deviceRole = z.string().trim().min(1, "must not be empty").max(100).openapi({
+  description: "One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); " +
+    "default: the vendor's first role",
+});
 
 const hostname = z.string().trim().min(1, "must not be empty").max(253, "must be at most 253 characters")
   .regex(
@@ -24,7 +30,7 @@ const pollInterval = z.number({ message: "must be a whole number of seconds" }).
 export const DeviceCreate = z.object({
   hostname,
   vendor: z.string().trim().min(1, "must not be empty"),
-  deviceRole: z.enum(DEVICE_ROLES).optional(),
+  deviceRole: deviceRole.optional(),
   baseUrl,
   username: z.string().min(1, "must not be empty").max(256),
   password: z.string().min(1, "must not be empty").max(8192).openapi({ format: "password", writeOnly: true }),
@@ -36,7 +42,7 @@ export const DeviceCreate = z.object({
 
 export const DevicePatch = z.object({
   hostname: hostname.optional(),
-  deviceRole: z.enum(DEVICE_ROLES).optional(),
+  deviceRole: deviceRole.optional(),
   baseUrl: baseUrl.optional(),
   username: z.string().min(1, "must not be empty").max(256).optional(),
   password: z.string().min(1, "must not be empty").max(8192).optional().openapi({

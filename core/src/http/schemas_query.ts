@@ -1,6 +1,5 @@
 import { z } from "@hono/zod-openapi";
 import { POLL_STATUSES } from "../errors.ts";
-import { DEVICE_ROLES } from "./schemas.ts";
 
 /** `limit` of a paged list: a whole number from 1 to `max`. */
 export const limitParam = (max: number, description: string) =>
@@ -26,7 +25,9 @@ export const DeviceListQuery = z.object({
   vendor: z.string().trim().min(1, "must not be empty").max(100).optional().openapi({
     description: "Only devices of this vendor key",
   }),
-  role: z.enum(DEVICE_ROLES).optional().openapi({ description: "Only devices with this deviceRole" }),
+  role: z.string().trim().min(1, "must not be empty").max(100).optional().openapi({
+    description: "Only devices with this deviceRole (one of the enabled adapters' roles)",
+  }),
   enabled: bool.optional().openapi({ type: "string", enum: ["true", "false"] }),
   lastPollStatus: z.enum([...POLL_STATUSES, "never"]).optional().openapi({
     description: "Only devices whose last poll ended with this status; `never` = never polled",

@@ -10,6 +10,7 @@ import {
   type WriteGuard,
 } from "./cycle.ts";
 import { logger } from "../log.ts";
+import { NotFoundError } from "../errors.ts";
 
 const log = logger("poller");
 
@@ -192,7 +193,7 @@ export class PollWorker {
                 log.debug("Skipped device {id}: being polled by another instance", { id });
                 continue;
               }
-              if ((e as { status?: number }).status !== 404) { // 404: deleted since the scan
+              if (!(e instanceof NotFoundError)) { // deleted since the scan
                 log.error("Poll of device {id} failed: {error}", { id, error: String(e) });
               }
             }

@@ -3,7 +3,8 @@ import type { Database, TestRunsTable } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import type { Plan } from "../plan.ts";
 import { canonicalJson, jcsSha256 } from "../hash.ts";
-import { problems } from "../http/problem.ts";
+import { ConflictError, NotFoundError } from "../errors.ts";
+import { CONTROLLER, FIREWALL, serves } from "../capability.ts";
 import { type PreflightResult, runPreflight } from "../preflight.ts";
 import { latestSnapshots } from "../snapshots.ts";
 import { decryptStateOf, type InventoryEntry, type StartState } from "./alerts.ts";
@@ -79,9 +80,6 @@ export type RunResults =
   | { latencySamplesMs: number[] } & RawCounts
   | { k6Summary: { metrics: Record<string, unknown>; state?: unknown } };
 
-const FIREWALL_LABEL = "decrypt_policy";
-const BMC_ROLE = "bmc";
-
 /**
  * The lab's TLS-decrypt state from its firewalls': `on` or `off` when every firewall with a known state
  * agrees, `mixed` when they differ, `unknown` when none has a readable `decrypt_policy` snapshot.
@@ -138,8 +136,8 @@ export class RunService {
     const decrypt: StartState["decrypt"] = {};
     for (const d of devices) {
       const adapter = this.registry.adapters.get(d.vendor)?.adapter;
-      if (!adapter?.labels.includes(FIREWALL_LABEL)) continue;
-      const s = latest.find((x) => x.device_id === d.id && x.endpoint_label === FIREWALL_LABEL);
+      if (!adapter || !serves(adapter, FIREWALL)) continue;
+      const s = latest.find((x) => x.device_id === d.id && x.endpoint_label === FIREWALL.label);
       let ruleCount: number | null = null;
       try {
         ruleCount = s && adapter.facts?.decryptRuleCount
@@ -202,7 +200,7 @@ export class RunService {
     input: { planIdentifier: string; licenseId?: string; notes?: string | null; customer?: string | null },
   ): Promise<RunView> {
     const plan = this.registry.plan(input.planIdentifier);
-    if (!plan) throw problems.notFound(`No plan with identifier "${input.planIdentifier}"`);
+    if (!plan) throw new NotFoundError(`No plan with identifier "${input.planIdentifier}"`);
     await this.#refuseIfActive(this.db);
     // A deep copy through canonical JSON: what is stored is exactly what the plan hash commits to.
     const frozen: Plan = JSON.parse(canonicalJson(plan));
@@ -230,7 +228,7 @@ export class RunService {
       // The partial unique index on active runs: another start won the race.
       if (!isUniqueViolation(e)) throw e;
       await this.#refuseIfActive(this.db);
-      throw problems.conflict("Another run was started at the same moment");
+      throw new ConflictError("Another run was started at the same moment", { cause: e });
     }
     return await this.get(executionId);
   }
@@ -239,8 +237,8 @@ export class RunService {
     const active = await db.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
       .executeTakeFirst();
     if (active) {
-      throw problems.conflict(`Run "${active.execution_id}" is active; finish it before starting another`, {
-        activeExecutionId: active.execution_id,
+      throw new ConflictError(`Run "${active.execution_id}" is active; finish it before starting another`, {
+        extra: { activeExecutionId: active.execution_id },
       });
     }
   }
@@ -253,7 +251,7 @@ export class RunService {
       if (lock) q = q.forUpdate();
       row = await q.executeTakeFirst();
     }
-    if (!row) throw problems.notFound(`No test run with executionId "${executionId}"`);
+    if (!row) throw new NotFoundError(`No test run with executionId "${executionId}"`);
     return row;
   }
 
@@ -393,7 +391,7 @@ export class RunService {
   async finish(executionId: string, input: { outcome: string; results: RunResults }): Promise<RunView> {
     await this.db.transaction().execute(async (tx) => {
       const r = await this.#row(tx, executionId, true);
-      if (r.status !== "active") throw problems.conflict(`Run "${executionId}" is already finished`);
+      if (r.status !== "active") throw new ConflictError(`Run "${executionId}" is already finished`);
       const endedAt = new Date();
       const report = await this.#buildReport(tx, r, input, endedAt);
       await tx.updateTable("test_runs").set({
@@ -535,7 +533,10 @@ export class RunService {
       plan,
       topology: {
         deploymentMode: plan.deploymentMode,
-        ucsCount: startState.devices.filter((d) => d.deviceRole === BMC_ROLE).length,
+        // Servers: the devices whose adapter is a server management controller's (capability test).
+        ucsCount:
+          startState.devices.filter((d) => serves(this.registry.adapters.get(d.vendor)?.adapter, CONTROLLER))
+            .length,
         devices: startState.devices,
         ...(startState.inventory ? { inventory: startState.inventory } : {}),
       },
@@ -596,7 +597,7 @@ export class RunService {
   async report(executionId: string): Promise<{ text: string; sha256: string; licenseId: string }> {
     const r = await this.#row(this.db, executionId);
     if (!r.report_json || !r.report_sha256) {
-      throw problems.notFound(`Run "${executionId}" has not finished; its report does not exist yet`);
+      throw new NotFoundError(`Run "${executionId}" has not finished; its report does not exist yet`);
     }
     return { text: r.report_json, sha256: r.report_sha256, licenseId: r.license_id };
   }
