@@ -22,6 +22,7 @@ import { deviceRoutes } from "./routes_devices.ts";
 import { snapshotRoutes } from "./routes_snapshots.ts";
 import { testRunRoutes } from "./routes_runs.ts";
 import { reportPageRoutes } from "./routes_report_page.ts";
+import { compareRoutes } from "./routes_compare.ts";
 import { registerPlainRoutes, serveDocument } from "./openapi_doc.ts";
 import { docsRoutes } from "./routes_docs.ts";
 import { reportSignatureRoutes } from "./routes_report_keys.ts";
@@ -166,6 +167,7 @@ export function createApp(svc: Services): OpenAPIHono {
   snapshotRoutes(app, svc);
   reportSignatureRoutes(app, svc);
   testRunRoutes(app, svc);
+  compareRoutes(app, svc);
   reportPageRoutes(app, svc);
 
   docsRoutes(app);
