@@ -26,7 +26,7 @@ const shortId = (id: string) => id.slice(0, 8);
 const CSS = `
 table.cmp { font-size: 7.8pt; }
 table.cmp td, table.cmp th { padding: .9mm 1.4mm; }
-table.cmp .delta { display: block; font-size: 7pt; color: var(--muted); }
+table.cmp .delta { display: block; font-size: 7pt; color: var(--muted); white-space: nowrap; }
 table.cmp .delta.bad { color: var(--bad); font-weight: 700; }
 tr.baseline td { background: #eff6ff; }
 .chart { width: 100%; height: auto; display: block; margin: 1mm 0 3mm; break-inside: avoid; }
@@ -52,7 +52,7 @@ function KpiTd({ run, k }: { run: ComparedRun; k: KpiName }) {
       {c.delta !== null && (
         <span class={`delta${c.regression ? " bad" : ""}`}>
           {sign(c.delta)}
-          {c.deltaPct !== null ? ` (${sign(c.deltaPct)} %)` : ""}
+          {c.deltaPct !== null && c.delta !== 0 ? ` (${sign(c.deltaPct)} %)` : ""}
         </span>
       )}
     </td>
@@ -66,7 +66,7 @@ function KpiTable({ cmp }: { cmp: Comparison }) {
         <tr>
           <th>#</th>
           <th>Run</th>
-          {KPI_HEAD.map(([, label, unit]) => <th class="num">{label} ({unit})</th>)}
+          {KPI_HEAD.map(([k, label, unit]) => <th key={k} class="num">{label} ({unit})</th>)}
           <th>Verdict</th>
           <th>Flags</th>
         </tr>
@@ -81,9 +81,10 @@ function KpiTable({ cmp }: { cmp: Comparison }) {
             <td>{i + 1}</td>
             <td>
               Run {r.runId}
-              <span class="sub">{shortId(r.executionId)} · {fmtDate(r.startedAt)}</span>
+              <span class="sub">{shortId(r.executionId)}</span>
+              <span class="sub">{fmtDate(r.startedAt)}</span>
             </td>
-            {KPI_HEAD.map(([k]) => <KpiTd run={r} k={k} />)}
+            {KPI_HEAD.map(([k]) => <KpiTd key={k} run={r} k={k} />)}
             <td>
               <span class={`chip ${VERDICT_KIND[r.kpis.verdict.value ?? "none"] ?? "neutral"}`}>
                 {(r.kpis.verdict.value ?? "n/a").toUpperCase()}
@@ -129,7 +130,7 @@ function Chart(
         <g>
           <line x1={L} x2={W - R} y1={y(t)} y2={y(t)} stroke="#e5e7eb" stroke-width="1" />
           <text x={L - 6} y={y(t) + 3.5} font-size="9" text-anchor="end" fill="#6b7280">
-            {num.format(t)} {unit}
+            {t === 0 ? "0" : String(Number(t.toPrecision(3)))} {unit}
           </text>
         </g>
       ))}
@@ -414,7 +415,7 @@ function ComparePage({ cmp, licences }: { cmp: Comparison; licences: CompareLice
             </div>
           </section>
           <Differences cmp={cmp} />
-          {licences.map((l) => <Licence report={{ license: l }} />)}
+          {licences.map((l) => <Licence key={l.id} report={{ license: l }} />)}
         </main>
         <footer class="screen-footer screen-only">{licence}.</footer>
       </body>

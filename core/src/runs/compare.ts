@@ -21,8 +21,8 @@ export const MIN_COMPARED_RUNS = 2;
 export const MAX_COMPARED_RUNS = 20;
 
 /**
- * When a run is flagged as a regression against the baseline (each threshold is strict: exactly 10 % slower
- * is not a regression):
+ * When a run is flagged as a regression against the baseline (each threshold is strict and applies to the
+ * delta as reported, percentages rounded to 0.01: exactly 10 % slower is not a regression):
  * - latency (p50, p95 or p99) more than `latencyPct` % above the baseline's;
  * - throughput (requests/s) more than `throughputPct` % below the baseline's;
  * - error rate more than `errorRatePoints` percentage points above the baseline's;
@@ -160,19 +160,19 @@ function cell(name: KpiName, value: number | null, base: number | null, isBaseli
   out.deltaPct = base !== 0 ? r2((value - base) / Math.abs(base) * 100) : null;
   const t = REGRESSION_THRESHOLDS;
   if (name === "throughputRps") {
-    out.regression = base > 0 && (value - base) / base * 100 < -t.throughputPct;
+    out.regression = base > 0 && out.deltaPct! < -t.throughputPct;
     if (out.regression) {
       reason = `throughput ${value} requests/s is ${-out.deltaPct!} % below the baseline's ${base} ` +
         `(threshold ${t.throughputPct} %)`;
     }
   } else if (name === "errorRatePct") {
-    out.regression = value - base > t.errorRatePoints;
+    out.regression = out.delta > t.errorRatePoints;
     if (out.regression) {
       reason = `error rate ${value} % is ${out.delta} points above the baseline's ${base} % ` +
         `(threshold ${t.errorRatePoints} point${t.errorRatePoints === 1 ? "" : "s"})`;
     }
   } else {
-    out.regression = base > 0 ? (value - base) / base * 100 > t.latencyPct : value > 0;
+    out.regression = base > 0 ? out.deltaPct! > t.latencyPct : value > 0;
     if (out.regression) {
       reason = `${LABEL[name]} ${value} ms is ${
         out.deltaPct === null ? "above 0" : `${out.deltaPct} % above`
