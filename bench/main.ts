@@ -21,7 +21,16 @@ export interface Ctx {
   command: string;
 }
 
-export const SCENARIOS = ["poll", "ingest", "storage", "preflight", "api", "reports", "footprint"] as const;
+export const SCENARIOS = [
+  "poll",
+  "ingest",
+  "storage",
+  "preflight",
+  "api",
+  "reports",
+  "compare",
+  "footprint",
+] as const;
 type Scenario = typeof SCENARIOS[number];
 
 const { values: args } = parseArgs({

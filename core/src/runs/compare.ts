@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { canonicalJson, jcsSha256 } from "../hash.ts";
 import { problems } from "../http/problem.ts";
@@ -309,19 +309,27 @@ export async function compareReports(reports: ReportData[], baseline?: string): 
   return { ...draft, comparisonSha256: await jcsSha256(draft) };
 }
 
+/** Annex-free reports already read, by executionId (a frozen report never changes: migration 0005). */
+const cache = new Map<string, { sha256: string; report: ReportData }>();
+const CACHE_MAX = 500;
+/** Forget the reports read so far (benchmarks measure the first read with it). */
+export const clearReportCache = () => cache.clear();
+
 /**
- * The frozen reports of the given runs, in the order asked: a 404 problem naming every unknown id, then a
- * 409 problem naming every run that has not finished (its report does not exist yet).
+ * The frozen reports of the given runs without their annexes (`annexes: []`), in the order asked: a 404
+ * problem naming every unknown id, then a 409 problem naming every run that has not finished (its report
+ * does not exist yet). Reports already read are kept in memory (at most 500, without annexes) and used
+ * again while the run still exists with the same reportSha256; the returned objects are shared: read only.
  */
 export async function loadFinishedReports(db: Kysely<Database>, ids: string[]): Promise<ReportData[]> {
-  const rows = await db.selectFrom("test_runs").select(["execution_id", "status", "report_json"])
+  const rows = await db.selectFrom("test_runs").select(["execution_id", "report_sha256"])
     .where("execution_id", "in", ids).execute();
-  const byId = new Map(rows.map((r) => [String(r.execution_id).toLowerCase(), r]));
-  const unknown = ids.filter((id) => !byId.has(id));
+  const sha = new Map(rows.map((r) => [String(r.execution_id).toLowerCase(), r.report_sha256]));
+  const unknown = ids.filter((id) => !sha.has(id));
   if (unknown.length) {
     throw problems.notFound(`No test run with executionId ${unknown.map((i) => `"${i}"`).join(", ")}`);
   }
-  const active = ids.filter((id) => !byId.get(id)!.report_json);
+  const active = ids.filter((id) => !sha.get(id));
   if (active.length) {
     throw problems.conflict(
       `Run${active.length === 1 ? "" : "s"} ${active.map((i) => `"${i}"`).join(", ")} ha${
@@ -330,7 +338,30 @@ export async function loadFinishedReports(db: Kysely<Database>, ids: string[]): 
       { unfinishedExecutionIds: active },
     );
   }
-  return ids.map((id) => JSON.parse(byId.get(id)!.report_json!) as ReportData);
+  const missing = ids.filter((id) => cache.get(id)?.sha256 !== sha.get(id));
+  if (missing.length) {
+    // The annexes (most of a report's bytes: every snapshot of the run) are left in the database.
+    const read = await db.selectFrom("test_runs")
+      .select([
+        "execution_id",
+        "report_sha256",
+        sql<string>`(report_json::jsonb - 'annexes')::text`.as("report"),
+      ])
+      .where("execution_id", "in", missing).where("report_json", "is not", null).execute();
+    for (const r of read) {
+      if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+      cache.set(String(r.execution_id).toLowerCase(), {
+        sha256: r.report_sha256!,
+        report: { ...JSON.parse(r.report), annexes: [] } as ReportData,
+      });
+    }
+  }
+  return ids.map((id) => {
+    const hit = cache.get(id);
+    // Finished between the two reads is impossible; deleted between them is a 404 like any unknown id.
+    if (!hit) throw problems.notFound(`No test run with executionId "${id}"`);
+    return hit.report;
+  });
 }
 
 /** Load and compare (see {@link compareReports}, {@link loadFinishedReports}). */
