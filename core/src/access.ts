@@ -36,8 +36,8 @@ const OPERATOR_ROUTES = new Set([
   "POST /api/test-runs/:executionId/share",
 ]);
 /**
- * POST routes that only read (a body too large or structured for a query string) and change nothing: any role
- * may call them, and the audit log, which records state changes, leaves them out (audit.ts).
+ * POST routes that only read (a body too structured for a query string) and change nothing: any role may call
+ * them. Like every POST they are still recorded in the audit log (audit.ts), as pre-flight is.
  */
 export const READ_POSTS = new Set(["POST /api/test-runs/compare"]);
 /** Reads only an admin may make: who holds which token, and who did what. */

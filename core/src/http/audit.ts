@@ -1,7 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import type { Services } from "../services.ts";
 import { logger } from "../log.ts";
-import { READ_POSTS } from "../access.ts";
 import { principalOf } from "./auth.ts";
 import { routeTemplate, templateParams } from "./route.ts";
 
@@ -9,17 +8,15 @@ const log = logger("audit");
 const READS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
- * Record every state-changing request (any method but GET, HEAD, OPTIONS, and the POSTs that only read:
- * access.ts READ_POSTS), refused ones included, in the append-only audit log: time, token name and role
- * (null when no valid token was sent), method, route template, target id, status, outcome and request id.
- * Never a body, a query string or a header.
+ * Record every state-changing request (any method but GET, HEAD, OPTIONS), refused ones included, in the
+ * append-only audit log: time, token name and role (null when no valid token was sent), method, route
+ * template, target id, status, outcome and request id. Never a body, a query string or a header.
  */
 export function auditTrail(svc: Services): MiddlewareHandler {
   return async (c, next) => {
     if (READS.has(c.req.method)) return await next();
     await next();
     const route = routeTemplate(c);
-    if (route && READ_POSTS.has(`${c.req.method} ${route}`)) return;
     const params = route ? templateParams(route, c.req.path) : {};
     let target: string | null = params.id ?? params.executionId ?? null;
     const status = c.res.status;

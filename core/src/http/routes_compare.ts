@@ -1,7 +1,7 @@
 /**
  * N-run comparison (README "Comparing runs"): `POST /api/test-runs/compare` answers the comparison object,
  * `GET /runs/compare?ids=...` its print page. Both only read: a viewer token may call them (access.ts
- * READ_POSTS) and the POST is not written to the audit log (audit.ts), as no state changes.
+ * READ_POSTS); the POST is recorded in the audit log like every POST (audit.ts).
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Services } from "../services.ts";
@@ -110,7 +110,7 @@ const ComparisonSchema = z.object({
 
 const DESCRIPTION =
   "Compares 2 to 20 finished runs from their frozen reports and changes nothing (a viewer " +
-  "may call it; it is not audited). Runs are listed oldest first; each cites its executionId and reportSha256. " +
+  "may call it; like every POST it is recorded in the audit log, without its body). Runs are listed oldest first; each cites its executionId and reportSha256. " +
   "KPIs side by side (p50/p95/p99 from results.aggregate, throughput from results.figures.requestsPerSecond, " +
   "error rate from results.figures.errorRatePct, the verdict) with the delta against the baseline (default: " +
   `the oldest run). A run is a regression when p50, p95 or p99 is more than ${REGRESSION_THRESHOLDS.latencyPct} ` +
