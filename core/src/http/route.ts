@@ -17,7 +17,16 @@ export function templateParams(template: string, path: string): Record<string, s
   const p = path.split("/");
   const out: Record<string, string> = {};
   t.forEach((seg, i) => {
-    if (seg.startsWith(":") && p[i] !== undefined) out[seg.slice(1)] = decodeURIComponent(p[i]);
+    if (seg.startsWith(":") && p[i] !== undefined) out[seg.slice(1)] = decodeSegment(p[i]);
   });
   return out;
+}
+
+/** A path segment decoded; a malformed escape (e.g. `%ED%BF%BF`, a lone surrogate) is kept as sent. */
+function decodeSegment(seg: string): string {
+  try {
+    return decodeURIComponent(seg);
+  } catch {
+    return seg;
+  }
 }
