@@ -28,6 +28,7 @@ export const SCENARIOS = [
   "preflight",
   "api",
   "reports",
+  "compare",
   "footprint",
   "diffs",
 ] as const;

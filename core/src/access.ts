@@ -35,6 +35,11 @@ const OPERATOR_ROUTES = new Set([
   "POST /api/test-runs/:executionId/finish",
   "POST /api/test-runs/:executionId/share",
 ]);
+/**
+ * POST routes that only read (a body too structured for a query string) and change nothing: any role may call
+ * them. Like every POST they are still recorded in the audit log (audit.ts), as pre-flight is.
+ */
+export const READ_POSTS = new Set(["POST /api/test-runs/compare"]);
 /** Reads only an admin may make: who holds which token, and who did what. */
 const ADMIN_READS = [/^\/api\/admin\/tokens(\/|$)/, /^\/api\/admin\/audit$/];
 
@@ -43,6 +48,7 @@ export function requiredRole(method: string, route: string): Role {
   if (method === "GET" || method === "HEAD") {
     return ADMIN_READS.some((r) => r.test(route)) ? "admin" : "viewer";
   }
+  if (READ_POSTS.has(`${method} ${route}`)) return "viewer";
   return OPERATOR_ROUTES.has(`${method} ${route}`) ? "operator" : "admin";
 }
 

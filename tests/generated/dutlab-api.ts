@@ -455,6 +455,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/test-runs/compare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Compare finished runs (KPIs, plan and lab differences)
+         * @description Compares 2 to 20 finished runs from their frozen reports and changes nothing (a viewer may call it; like every POST it is recorded in the audit log, without its body). Runs are listed oldest first; each cites its executionId and reportSha256. KPIs side by side (p50/p95/p99 from results.aggregate, throughput from results.figures.requestsPerSecond, error rate from results.figures.errorRatePct, the verdict) with the delta against the baseline (default: the oldest run). A run is a regression when p50, p95 or p99 is more than 10 % above the baseline's, throughput more than 10 % below, the error rate more than 1 percentage point above, or the verdict is more severe. Runs whose planSnapshotSha256 differs from the baseline's are flagged with every plan leaf that differs; lab differences (devices added or removed, model, software version or serial number changed) come from each report's topology at start. comparisonSha256 is the SHA-256 of the RFC 8785 canonical JSON of the object without it: the same runs and baseline give the same hash. 400: fewer than 2 or more than 20 ids, a duplicate, a non-UUID, or a baseline not among the ids; 404: an unknown id (all named); 409: a run that has not finished (all named in unfinishedExecutionIds).
+         */
+        post: operations["compareRuns"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/runs/compare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Print page of a run comparison
+         * @description Server-rendered HTML (A4, page n of N, the licence footer of the report page; no script): the KPI table with regressions flagged, SVG charts of the KPIs across runs, the runs cited with their reportSha256, plan and lab differences, and each licence's restrictions. Bearer token (any role). `ids` is a comma-separated list of 2 to 20 executionIds; the same rules and answers as compareRuns.
+         */
+        get: operations["getRunComparisonPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -1052,6 +1092,95 @@ export interface components {
         };
         ReportData: {
             [key: string]: unknown;
+        };
+        RunComparison: {
+            /** @enum {number} */
+            version: 1;
+            rule: string;
+            /** Format: uuid */
+            baselineExecutionId: string;
+            thresholds: {
+                latencyPct: number;
+                throughputPct: number;
+                errorRatePoints: number;
+            };
+            runs: components["schemas"]["ComparedRun"][];
+            summary: {
+                runs: number;
+                regressions: string[];
+                planDiffers: string[];
+                labDiffers: string[];
+            };
+            comparisonSha256: string;
+        };
+        ComparedRun: {
+            /** Format: uuid */
+            executionId: string;
+            runId: string;
+            reportSha256: string;
+            planIdentifier: string;
+            planSnapshotSha256: string;
+            licenseId: string;
+            startedAt: string;
+            endedAt: string;
+            outcome: string;
+            isBaseline: boolean;
+            kpis: {
+                p50Ms: components["schemas"]["ComparedKpi"];
+                p95Ms: components["schemas"]["ComparedKpi"];
+                p99Ms: components["schemas"]["ComparedKpi"];
+                throughputRps: components["schemas"]["ComparedKpi"];
+                errorRatePct: components["schemas"]["ComparedKpi"];
+                verdict: {
+                    /** @enum {string|null} */
+                    value: "pass" | "fail" | "invalid" | "inconclusive" | null;
+                    worseThanBaseline: boolean;
+                };
+            };
+            regression: boolean;
+            regressionReasons: string[];
+            planDiffers: boolean;
+            planChanges: {
+                path: string;
+                baseline?: unknown;
+                value?: unknown;
+            }[];
+            lab: {
+                devicesAdded: {
+                    id: string;
+                    hostname: string;
+                    vendor: string;
+                }[];
+                devicesRemoved: {
+                    id: string;
+                    hostname: string;
+                    vendor: string;
+                }[];
+                inventoryChanged: {
+                    deviceId: string;
+                    hostname: string;
+                    /** @enum {string} */
+                    field: "model" | "softwareVersion" | "serialNumber";
+                    baseline: string | null;
+                    value: string | null;
+                }[];
+            };
+            labDiffers: boolean;
+        };
+        ComparedKpi: {
+            value: number | null;
+            delta: number | null;
+            deltaPct: number | null;
+            regression: boolean;
+        };
+        CompareRunsRequest: {
+            /** @description The runs to compare: 2 to 20 distinct executionIds */
+            executionIds: string[];
+            /**
+             * Format: uuid
+             * @description The run the others are measured against; one of executionIds (default: the oldest run)
+             */
+            baseline?: string;
         };
     };
     responses: never;
@@ -2949,6 +3078,146 @@ export interface operations {
             };
             /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    compareRuns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompareRunsRequest"];
+            };
+        };
+        responses: {
+            /** @description The comparison */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunComparison"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An executionId names no run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRunComparisonPage: {
+        parameters: {
+            query: {
+                /** @description Comma-separated executionIds (2 to 20) */
+                ids: string;
+                /** @description executionId of the baseline (default: oldest) */
+                baseline?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The comparison page */
+            200: {
+                headers: {
+                    "X-Comparison-Sha256": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Bad ids or baseline */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An executionId names no run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A run has not finished */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -24,6 +24,7 @@ import { snapshotRoutes } from "./routes_snapshots.ts";
 import { diffRoutes } from "./routes_diffs.ts";
 import { testRunRoutes } from "./routes_runs.ts";
 import { reportPageRoutes } from "./routes_report_page.ts";
+import { compareRoutes } from "./routes_compare.ts";
 import { registerPlainRoutes, serveDocument } from "./openapi_doc.ts";
 import { docsRoutes } from "./routes_docs.ts";
 import { reportSignatureRoutes } from "./routes_report_keys.ts";
@@ -171,6 +172,7 @@ export function createApp(svc: Services): OpenAPIHono {
   reportSignatureRoutes(app, svc);
   diffRoutes(app, svc);
   testRunRoutes(app, svc);
+  compareRoutes(app, svc);
   reportPageRoutes(app, svc);
 
   docsRoutes(app);

@@ -52,7 +52,7 @@ const fmtMs = (n: number) => `${num.format(n)} ms`;
 const fmtPct = (n: number) => `${new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 }).format(n)} %`;
 
 /** `2026-11-21 13:00:04 UTC`; an unparsable value is shown as given. */
-function fmtDate(iso: string): string {
+export function fmtDate(iso: string): string {
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return iso;
   return new Date(t).toISOString().replace("T", " ").replace(/\.\d+Z$|Z$/, " UTC");
@@ -95,13 +95,36 @@ const FONT_MONO =
 const PHASE_COLOURS = ["#1d4ed8", "#0891b2", "#059669", "#7c3aed", "#db2777", "#ea580c", "#4b5563"];
 
 function styles(report: ReportData): string {
-  const licence = cssString(`Licence ${report.license.id} \u2014 ${report.license.name}`);
-  const header = cssString(`Run ${report.meta.runId} \u00b7 ${report.meta.planIdentifier}`);
+  return printStylesheet({
+    title: "Test-run report",
+    header: `Run ${report.meta.runId} \u00b7 ${report.meta.planIdentifier}`,
+    licence: `Licence ${report.license.id} \u2014 ${report.license.name}`,
+  });
+}
+
+/** The running heads and licence footer of a printed document (each page but the first has the heads). */
+export interface PrintFrame {
+  /** Top left, e.g. `Test-run report`. */
+  title: string;
+  /** Top right, e.g. the run and plan. */
+  header: string;
+  /** Bottom left of every page: the licence. */
+  licence: string;
+}
+
+/**
+ * The stylesheet of the print pages (the report and the run comparison): A4 portrait, "page n of N" and
+ * the licence in the footer of every page, the same type, tables, badges and chips.
+ */
+export function printStylesheet(frame: PrintFrame): string {
+  const licence = cssString(frame.licence);
+  const header = cssString(frame.header);
+  const title = cssString(frame.title);
   return `
 @page {
   size: A4 portrait;
   margin: 16mm 16mm 18mm 16mm;
-  @top-left { content: "Test-run report"; font: 7.5pt ${FONT_SANS}; color: #6b7280; }
+  @top-left { content: ${title}; font: 7.5pt ${FONT_SANS}; color: #6b7280; }
   @top-right { content: ${header}; font: 7.5pt ${FONT_SANS}; color: #6b7280; }
   @bottom-left { content: ${licence}; font: 7.5pt ${FONT_SANS}; color: #374151; vertical-align: top; padding-top: 4mm; }
   @bottom-right { content: "page " counter(page) " of " counter(pages); font: 7.5pt ${FONT_SANS}; color: #374151; vertical-align: top; padding-top: 4mm; }
@@ -395,7 +418,7 @@ function Invalidation({ report, detailed }: { report: ReportData; detailed: bool
   );
 }
 
-const VERDICT_KIND: Record<string, string> = {
+export const VERDICT_KIND: Record<string, string> = {
   pass: "ok",
   fail: "bad",
   invalid: "bad",
@@ -581,7 +604,8 @@ const LANGS = [
   { key: "es", heading: "Español" },
 ] as const;
 
-function Licence({ report }: { report: ReportData }) {
+/** The licensing sheet: the licence and its restrictions in English, Portuguese and Spanish. */
+export function Licence({ report }: { report: Pick<ReportData, "license"> }) {
   const { license } = report;
   return (
     <section class="sheet" data-section="licence">

@@ -22,7 +22,8 @@ const fig = (
 
 /** A figure per second over `duration`, exact only when the duration is. */
 function perSecond(total: number, unit: string, duration: Figure, basis: string): Figure | null {
-  if (!(duration.value > 0)) return null;
+  // A duration so short that the rate overflows (5e-323 s) has no rate either.
+  if (!(duration.value > 0) || !Number.isFinite(total / duration.value)) return null;
   return fig(total / duration.value, unit, "service", duration.exactness, `${basis} / ${duration.basis}`);
 }
 
