@@ -3,8 +3,9 @@ import * as m0001 from "./2026_11_21_0001_init.ts";
 import * as m0002 from "./2026_11_21_0002_snapshot_payloads_immutable.ts";
 import * as m0003 from "./2026_11_21_0003_slimmer_snapshot_indexes.ts";
 import * as m0005 from "./2026_11_23_0005_finished_runs_immutable.ts";
-import * as m0007 from "./2026_11_23_0007_tokens_audit_events.ts";
 import * as m0006 from "./2026_11_23_0006_report_signatures.ts";
+import * as m0007 from "./2026_11_23_0007_tokens_audit_events.ts";
+import * as m0008 from "./2026_11_23_0008_audited_delete_signatures.ts";
 
 /** Static migration provider: every migration, by its date-prefixed name. */
 export const migrationProvider: MigrationProvider = {
@@ -14,8 +15,9 @@ export const migrationProvider: MigrationProvider = {
       "2026_11_21_0002_snapshot_payloads_immutable": m0002,
       "2026_11_21_0003_slimmer_snapshot_indexes": m0003,
       "2026_11_23_0005_finished_runs_immutable": m0005,
-      "2026_11_23_0007_tokens_audit_events": m0007,
       "2026_11_23_0006_report_signatures": m0006,
+      "2026_11_23_0007_tokens_audit_events": m0007,
+      "2026_11_23_0008_audited_delete_signatures": m0008,
     });
   },
 };
