@@ -250,10 +250,10 @@ dbTest(
     const text = await (await app.request("/metrics")).text();
     const lines = text.split("\n");
     const has = (line: string) => assert.ok(lines.includes(line), `metrics has ${line}\n${text}`);
-    has('dutlab_polls_total{status="ok",vendor="fixture-fw"} 2');
-    has('dutlab_polls_total{status="auth_failed",vendor="fixture-fw"} 1');
+    has('dutlab_polls_total{vendor="fixture-fw",status="ok"} 2');
+    has('dutlab_polls_total{vendor="fixture-fw",status="auth_failed"} 1');
     has('dutlab_poll_duration_seconds_count{vendor="fixture-fw"} 3');
-    has('dutlab_poll_duration_seconds_bucket{vendor="fixture-fw",le="+Inf"} 3');
+    has('dutlab_poll_duration_seconds_bucket{le="+Inf",vendor="fixture-fw"} 3');
     has("dutlab_snapshots_stored_total 6");
     has("dutlab_snapshot_payloads_stored_total 3"); // two identical devices: three distinct payloads
     has("dutlab_scan_duration_seconds_count 1");

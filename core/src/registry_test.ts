@@ -88,7 +88,9 @@ Deno.test("registry refuses facts.inventory whose inventoryLabel is not one of t
       .inventoryLabel,
     "system_info",
   );
-  for (const extra of [{}, { inventoryLabel: "inventory" }, { inventoryLabel: 3 }]) {
+  for (
+    const extra of [{ inventoryLabel: undefined }, { inventoryLabel: "inventory" }, { inventoryLabel: 3 }]
+  ) {
     assert.throws(() => buildRegistry(withInventory(extra)), (e: unknown) => {
       assert.ok(e instanceof StartupError && e.code === "MODULE_SHAPE", JSON.stringify(extra));
       assert.match(e.message, /@dutlab\/adapter-fixture-fw@0.0.1 .*inventoryLabel/);
@@ -103,6 +105,8 @@ Deno.test("registry refuses facts.inventory whose inventoryLabel is not one of t
   assert.throws(() => buildRegistry(notFn), code("MODULE_SHAPE"));
   // An inventoryLabel without facts.inventory is harmless (nothing reads it) but must still be a string.
   assert.doesNotThrow(() =>
-    buildRegistry(withInventory({ facts: fixtureAdapter.facts, inventoryLabel: "x" }))
+    buildRegistry(
+      withInventory({ facts: { ...fixtureAdapter.facts, inventory: undefined }, inventoryLabel: "x" }),
+    )
   );
 });
