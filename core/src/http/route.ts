@@ -34,11 +34,11 @@ export function templateParams(template: string, path: string): Record<string, s
   return out;
 }
 
-/** `s` with NUL and lone UTF-16 surrogates written as `\uXXXX` escapes (PostgreSQL text cannot hold them). */
+/** NUL and lone UTF-16 surrogates: what PostgreSQL text cannot hold. */
+// deno-lint-ignore no-control-regex -- NUL is exactly what is escaped here
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** `s` with NUL and lone UTF-16 surrogates written as `\uXXXX` escapes. */
 function storable(s: string): string {
-  // deno-lint-ignore no-control-regex -- NUL is exactly what is escaped here
-  return s.replace(
-    /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
-    (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
+  return s.replace(UNSTORABLE, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
