@@ -126,6 +126,17 @@ dbTest("a generated client calls every operation of the document", async (db) =>
       parseAs: "arrayBuffer",
     });
     assert.equal(pdf.response.status, 403);
+    // One finished run is no comparison: both routes refuse it with a 4xx (tests/runs_compare_test.ts compares).
+    const cmp = await client.POST("/api/test-runs/compare", { body: { executionIds: [executionId] } });
+    assert.equal(cmp.response.status, 400);
+    const cmpPage = await client.GET("/runs/compare", {
+      params: { query: { ids: executionId } },
+      parseAs: "text",
+    });
+    assert.ok(
+      cmpPage.response.status >= 400 && cmpPage.response.status < 500,
+      String(cmpPage.response.status),
+    );
     const verifier = await client.GET("/verify-report.ts", { parseAs: "text" });
     assert.match(verifier.data ?? "", /verify_report\.ts/);
     const share = await client.POST("/api/test-runs/{executionId}/share", {
