@@ -436,8 +436,15 @@ dbTest(
         known,
       );
     }
+    // An event stream never ends, and a PDF starts a browser: neither answer can be awaited per case here
+    // (tests/events_test.ts and tests/report_pdf_test.ts cover them, bad input included).
+    const endless = (op: Doc["paths"][string][string]) =>
+      Object.values(op.responses ?? {}).some((r) =>
+        Object.keys(r.content ?? {}).some((t) => t === "text/event-stream" || t === "application/pdf")
+      );
     const routes = Object.entries(doc.paths).flatMap(([path, ops]) =>
-      Object.entries(ops).map(([method, op]) => ({ path, method: method.toUpperCase(), op }))
+      Object.entries(ops).filter(([, op]) => !endless(op))
+        .map(([method, op]) => ({ path, method: method.toUpperCase(), op }))
     );
     assert.ok(routes.length >= 15, `${routes.length} routes in the document`);
     // Routes that take a body change stored data: drawn three times as often.
