@@ -14,7 +14,7 @@ Deno.test("the committed modules.gen.ts matches modules.json", async () => {
   assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
 });
 
-Deno.test("the real modules build a registry with the five vendors and the catalog checks", () => {
+Deno.test("the real modules build a registry with the five vendors and the catalog checks (spec 4.9 plus the BMC checks)", () => {
   const r = buildRegistry(modules);
   assert.deepEqual(r.vendors.map((v) => [v.key, v.available]), [
     ["vendor-a-ngfw", true],
@@ -25,6 +25,8 @@ Deno.test("the real modules build a registry with the five vendors and the catal
   ]);
   assert.ok(r.vendors.filter((v) => v.available).every((v) => /^\d+\.\d+\.\d+$/.test(v.version!)));
   assert.deepEqual(r.checks.map((c) => c.check.id).sort(), [
+    "bmc-health-ok",
+    "bmc-power-on",
     "ngfw-decrypt-state-matches-plan",
     "ngfw-deploy-clean",
     "ngfw-ha-state-sane",

@@ -372,10 +372,19 @@ async function fetchBytes(
   return { bytes: new Uint8Array(await res.arrayBuffer()), res };
 }
 
-/** A local path as the user meant it: relative to where the command was started (INIT_CWD under deno task). */
+/**
+ * A local path as the user meant it: relative to the working directory, or, when it is not there, to where
+ * `deno task` was started (INIT_CWD; a nested task keeps the outermost one).
+ */
 const localPath = (p: string) => {
   const base = Deno.env.get("INIT_CWD");
-  return base && !p.startsWith("/") ? `${base}/${p}` : p;
+  if (!base || p.startsWith("/")) return p;
+  try {
+    Deno.statSync(p); // relative to the working directory when it is there (a direct `deno run`)
+    return p;
+  } catch {
+    return `${base}/${p}`; // else relative to where `deno task` was started
+  }
 };
 const isUrl = (s: string) => /^https?:\/\//i.test(s);
 async function readInput(target: string): Promise<Uint8Array> {

@@ -73,12 +73,20 @@ Deno.test("DATABASE_URL without secrets is refused; error lines never echo a sec
   ]);
 });
 
-Deno.test("the printed generate command prints a valid secret", async () => {
+Deno.test("the printed generate commands print valid secrets", async () => {
   const out = await new Deno.Command("sh", { args: ["-c", GENERATE_SECRET], stdout: "piped" }).output();
   assert.equal(out.code, 0);
   const secret = new TextDecoder().decode(out.stdout).trim();
+  const key = await new Deno.Command("sh", { args: ["-c", GENERATE_SIGNING_KEY], stdout: "piped" }).output();
+  assert.equal(key.code, 0);
+  const signingKey = new TextDecoder().decode(key.stdout).trim();
   assert.deepEqual(
-    lines({ DATABASE_URL: "postgres://u@h/db", ADMIN_TOKEN: secret, DUT_CRED_ENC_KEY: secret }),
+    lines({
+      DATABASE_URL: "postgres://u@h/db",
+      ADMIN_TOKEN: secret,
+      DUT_CRED_ENC_KEY: secret,
+      DUT_REPORT_SIGNING_KEY: signingKey,
+    }),
     [],
   );
 });

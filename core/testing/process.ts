@@ -12,7 +12,13 @@ export function childEnv(
   set: Record<string, string> = {},
   opts: { remove?: string[]; from?: Record<string, string> } = {},
 ): Record<string, string> {
-  const controlled = new Set([...Object.keys(EnvSchema.shape), "NO_COLOR", ...(opts.remove ?? [])]);
+  // INIT_CWD: where an outer `deno task` started; a child runs where the test puts it.
+  const controlled = new Set([
+    ...Object.keys(EnvSchema.shape),
+    "NO_COLOR",
+    "INIT_CWD",
+    ...(opts.remove ?? []),
+  ]);
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(opts.from ?? Deno.env.toObject())) {
     if (!controlled.has(k)) env[k] = v;
