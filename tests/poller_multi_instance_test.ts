@@ -174,7 +174,13 @@ dbTest(
         30_000,
       );
       assert.deepEqual(await pollsPerDevice(killedAt), once, "one poll per device after the takeover");
-      assert.deepEqual([...other.polls(killedAt.getTime())].sort(), [...hostnames].sort());
+      // A poll is logged after its write commits: give the last log lines a moment to arrive.
+      await until(
+        "the survivor's log names every poll",
+        () => other.polls(killedAt.getTime()).length >= hostnames.length,
+        10_000,
+      ).catch(() => {});
+      assert.deepEqual([...other.polls(killedAt.getTime())].sort(), [...hostnames].sort(), other.log());
       assert.equal(other.count(/^Took the poll lock/), 1, other.log());
       // Within one scan period: the lock went to the survivor's first or second scan after the kill
       // (the first may run before PostgreSQL has noticed the dead session).
