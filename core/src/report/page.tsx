@@ -592,7 +592,7 @@ function Cover({ report, signature }: { report: ReportData; signature?: ReportSi
           <code class="hex" data-hash="plan">{meta.planSnapshotSha256}</code>
         </div>
         <SigningKeyHash signature={signature} />
-        <VerificationNote executionId={meta.executionId} signature={signature} />
+        <p class="verify">How to verify this report without this service: see the last page.</p>
       </div>
     </section>
   );
@@ -1292,6 +1292,10 @@ function ReportPage(
           <PlanConfig report={report} />
           <Annexes report={report} />
           <Appendix report={report} />
+          <section class="sheet" data-section="verification">
+            <h2>Verifying this report</h2>
+            <VerificationNote executionId={report.meta.executionId} signature={signature} />
+          </section>
         </main>
         <footer class="screen-footer screen-only">
           Licence {license.id} — {license.name}. Licensed to {license.holder}.

@@ -32,8 +32,8 @@ export function VerificationNote(
       <p class="verify">
         <strong>How to verify:</strong> fetch <code>report.json</code> for execution{" "}
         <code>{executionId}</code>, remove the <code>reportSha256</code>{" "}
-        member, compute the SHA-256 of its RFC 8785 canonical JSON and compare with the value above; or run
-        {" "}
+        member, compute the SHA-256 of its RFC 8785 canonical JSON and compare with the Report SHA-256 on the
+        cover; or run{" "}
         <code>deno task verify-report &lt;url&gt;</code>, which also checks the plan and annex hashes.
       </p>
     );
@@ -42,7 +42,7 @@ export function VerificationNote(
   return (
     <p class="verify">
       <strong>How to verify without this service:</strong> save <code>{base}/verify-report.ts</code>{" "}
-      and the public key whose fingerprint is above (<code>{base}/api/report-keys</code>, field{" "}
+      and the public key whose fingerprint the cover prints (<code>{base}/api/report-keys</code>, field{" "}
       <code>publicKeyPem</code>, as <code>key.pem</code>), then run{" "}
       <code>npx -y deno@2.9.6 run -A verify_report.ts report.pdf --key key.pem</code> (or give it{" "}
       <code>report.json</code> with{" "}
