@@ -177,7 +177,9 @@ async function task(args: string[], env: Record<string, string> = {}, cwd = ROOT
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["task", "-q", ...config, "verify-report", ...args],
     cwd,
-    env: childEnv(env),
+    // As if started from `cwd`: an outer `deno task test` would otherwise pass its own INIT_CWD down (a
+    // Deno.Command env adds to the inherited one, it cannot remove a variable).
+    env: childEnv({ INIT_CWD: cwd, ...env }),
     stdout: "piped",
     stderr: "piped",
   }).output();
