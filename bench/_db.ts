@@ -48,7 +48,9 @@ export async function freshDb(
   }
   const dir = opts.memory ? "" : await Deno.makeTempDir({ prefix: "dutlab-bench-pglite-" });
   if (dir) await copyDir(await pgliteTemplate(), dir);
-  const db = await openDatabase(dir ? { dataDir: dir } : {});
+  // BENCH_PGLITE_SHARED_BUFFERS (like 128MB) compares buffer-pool sizes; the service's default otherwise.
+  const sharedBuffers = Deno.env.get("BENCH_PGLITE_SHARED_BUFFERS") || undefined;
+  const db = await openDatabase(dir ? { dataDir: dir, sharedBuffers } : { sharedBuffers });
   await migrate(db.kysely);
   const close = async () => {
     await db.close();

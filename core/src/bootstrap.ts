@@ -70,7 +70,7 @@ export async function bootstrap(
       if (s.generatedAdminToken) {
         log.info("Generated an admin token; read it from {path} (key adminToken)", { path: s.path });
       }
-      db = await openEmbedded(parsed.DUT_DATA_DIR);
+      db = await openEmbedded(parsed.DUT_DATA_DIR, parsed.DUT_PGLITE_SHARED_BUFFERS);
     } catch (e) {
       release();
       throw e;
@@ -120,7 +120,7 @@ export async function bootstrap(
  * from the migrated template shipped with the core (core/src/db/template.ts) instead of running PGlite's
  * initdb; if the template does not unpack or open, the directory is cleared and initdb runs as before.
  */
-async function openEmbedded(dir: string): Promise<Db> {
+async function openEmbedded(dir: string, sharedBuffers: string | undefined): Promise<Db> {
   const log = logger("startup");
   const path = `${dir}/pglite`;
   const exists = (p: string) => Deno.stat(p).then(() => true, () => false);
@@ -131,7 +131,9 @@ async function openEmbedded(dir: string): Promise<Db> {
       path,
     });
     try {
-      if (!(await exists(path)) && await unpackTemplate(path)) db = await openDatabase({ dataDir: path });
+      if (!(await exists(path)) && await unpackTemplate(path)) {
+        db = await openDatabase({ dataDir: path, sharedBuffers });
+      }
     } catch (e) {
       log.warn("The database template did not load ({error}); creating the database from scratch", {
         error: String(e),
@@ -142,7 +144,7 @@ async function openEmbedded(dir: string): Promise<Db> {
   } else {
     log.info("Opening the embedded database in {path} (usually under a second)", { path });
   }
-  db ??= await openDatabase({ dataDir: path });
+  db ??= await openDatabase({ dataDir: path, sharedBuffers });
   log.info("Embedded database ready in {ms} ms", { ms: Math.round(performance.now() - t0) });
   return db;
 }
@@ -163,7 +165,7 @@ export async function migrateOnly(
   } else {
     release = (await lockDataDir(parsed.DUT_DATA_DIR)).release;
     try {
-      db = await openEmbedded(parsed.DUT_DATA_DIR);
+      db = await openEmbedded(parsed.DUT_DATA_DIR, parsed.DUT_PGLITE_SHARED_BUFFERS);
     } catch (e) {
       release();
       throw e;

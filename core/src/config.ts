@@ -34,6 +34,15 @@ export const EnvSchema = z.object({
   DATABASE_URL: z.string().trim().regex(/^postgres(ql)?:\/\/.+/, "must be a postgres:// or postgresql:// URL")
     .optional(),
   DUT_DATA_DIR: z.string().trim().min(1).default("./.data"),
+  DUT_PGLITE_SHARED_BUFFERS: z.string().trim().regex(
+    /^\d{1,7}(kB|MB|GB)$/,
+    "must be a size with its unit, like 32MB (kB, MB or GB)",
+  ).refine((v) => {
+    const m = /^(\d+)(kB|MB|GB)$/.exec(v);
+    if (!m) return true; // the format line above already says what is wrong
+    const kb = Number(m[1]) * ({ kB: 1, MB: 1024, GB: 1024 * 1024 } as const)[m[2] as "kB" | "MB" | "GB"];
+    return kb >= 128 && kb <= 4 * 1024 * 1024;
+  }, "must be between 128kB and 4GB").optional(),
   ADMIN_TOKEN: z.string().trim().min(
     24,
     `must be at least 24 characters; generate one with: ${GENERATE_SECRET}`,

@@ -101,3 +101,26 @@ Deno.test("HOST must be an address or a host name", () => {
     assert.match(l[0], /^HOST: must be an IP address or a host name/);
   }
 });
+
+Deno.test("DUT_PGLITE_SHARED_BUFFERS takes a size with its unit between 128kB and 4GB", () => {
+  assert.equal(parseEnv({}).DUT_PGLITE_SHARED_BUFFERS, undefined); // the database layer's default (32MB)
+  for (const ok of ["128kB", "16MB", "32MB", "1GB", "4GB"]) {
+    assert.deepEqual(lines({ DUT_PGLITE_SHARED_BUFFERS: ok }), [], ok);
+    assert.equal(parseEnv({ DUT_PGLITE_SHARED_BUFFERS: ok }).DUT_PGLITE_SHARED_BUFFERS, ok);
+  }
+  for (
+    const [bad, why] of [
+      ["32", /with its unit/],
+      ["32mb", /with its unit/],
+      ["-1MB", /with its unit/],
+      ["64kB", /between 128kB and 4GB/],
+      ["5GB", /between 128kB and 4GB/],
+      ["32MB; drop table x", /with its unit/],
+    ] as const
+  ) {
+    const l = lines({ DUT_PGLITE_SHARED_BUFFERS: bad });
+    assert.equal(l.length, 1, bad);
+    assert.match(l[0], /^DUT_PGLITE_SHARED_BUFFERS: /);
+    assert.match(l[0], why, bad);
+  }
+});

@@ -1,7 +1,7 @@
 import { Kysely, PGliteDialect, PostgresDialect, sql } from "kysely";
-import { Migrator } from "kysely/migration";
+import { DEFAULT_MIGRATION_TABLE, Migrator } from "kysely/migration";
 // @ts-types="@types/pg"
-import pg from "pg";
+import type pg from "pg";
 import { PGlite } from "@electric-sql/pglite";
 import type { Database } from "./schema.ts";
 import { migrationProvider } from "./migrations/mod.ts";
@@ -124,7 +124,17 @@ export interface OpenOptions {
   /** PostgreSQL schema to use (tests isolate themselves in a fresh schema). */
   schema?: string;
   poolSize?: number;
+  /**
+   * PGlite: its `shared_buffers` (like `16MB`); default {@link PGLITE_SHARED_BUFFERS}. PGlite zeroes the
+   * whole buffer pool in WebAssembly memory at every open, so PostgreSQL's 128MB default costs about 0.4 s
+   * of start-up and the same in resident memory; pages that do not fit are read again from the data
+   * directory through the operating system's cache.
+   */
+  sharedBuffers?: string;
 }
+
+/** PGlite's buffer pool unless configured (`DUT_PGLITE_SHARED_BUFFERS`); see BENCHMARKS.md section 7. */
+export const PGLITE_SHARED_BUFFERS = "32MB";
 
 /** Open PGlite (embedded) or PostgreSQL (node-postgres pool) behind one Kysely interface. */
 export async function openDatabase(opts: OpenOptions): Promise<Db> {
@@ -134,8 +144,11 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
     // backend died is used or released again, which is what a query builder's reserved connection does
     // after a killed query (upstream issues #1066/#1154, fix PRs unmerged). pg.Pool drops a client whose
     // connection failed on release and opens new connections on demand.
+    // Loaded here, not at start-up: an embedded-database service never needs it (about 60 ms).
+    // @ts-types="@types/pg"
+    const { default: pgm } = await import("pg");
     const config = pgConfig(opts.url, opts.schema);
-    const pool = new pg.Pool({ ...config, max: opts.poolSize ?? 10, idleTimeoutMillis: 30_000 });
+    const pool = new pgm.Pool({ ...config, max: opts.poolSize ?? 10, idleTimeoutMillis: 30_000 });
     pool.on(
       "error",
       (e: Error) => log.warning("Idle database connection lost: {error}", { error: e.message }),
@@ -154,7 +167,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
       async reserve() {
         // A connection of its own, outside the pool: an advisory lock lives as long as this session.
         // After any error the caller releases it and reserves a new one.
-        const one = new pg.Client(config);
+        const one = new pgm.Client(config);
         quietErrors(one);
         const end = async () => {
           let timer: ReturnType<typeof setTimeout> | undefined;
@@ -185,7 +198,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
         let stopped = false;
         let retry: ReturnType<typeof setTimeout> | undefined;
         const open = async () => {
-          const c = new pg.Client(config);
+          const c = new pgm.Client(config);
           quietErrors(c);
           c.on("notification", (n) => {
             if (n.channel === channel) onNotify(n.payload ?? "");
@@ -229,8 +242,15 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
     };
     return db;
   }
-  const load = opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {};
-  const pglite = opts.dataDir ? new PGlite(opts.dataDir, load) : new PGlite(load);
+  const options = {
+    ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
+    startParams: [
+      ...PGlite.defaultStartParams,
+      "-c",
+      `shared_buffers=${opts.sharedBuffers ?? PGLITE_SHARED_BUFFERS}`,
+    ],
+  };
+  const pglite = opts.dataDir ? new PGlite(opts.dataDir, options) : new PGlite(options);
   await pglite.waitReady;
   const kysely = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
   const db: Db = {
@@ -250,9 +270,29 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
 }
 
 /** Apply every pending migration. Kysely takes a PostgreSQL advisory lock, so concurrent starts are safe. */
+/**
+ * True when every migration is recorded as applied: one read instead of the migrator's schema checks, lock
+ * table and locked transaction (about 0.1 s of every start). Anything else (no table yet, a migration
+ * missing) answers false and the migrator runs as usual, under its lock.
+ */
+async function upToDate(db: Kysely<Database>, schema: string | undefined): Promise<boolean> {
+  const names = Object.keys(await migrationProvider.getMigrations());
+  const quote = (id: string) => `"${id.replaceAll('"', '""')}"`;
+  const table = schema ? `${schema}.${DEFAULT_MIGRATION_TABLE}` : DEFAULT_MIGRATION_TABLE;
+  const regclass = schema
+    ? `${quote(schema)}.${quote(DEFAULT_MIGRATION_TABLE)}`
+    : quote(DEFAULT_MIGRATION_TABLE);
+  const exists = await sql<{ t: string | null }>`select to_regclass(${regclass})::text as t`.execute(db);
+  if (!exists.rows[0]?.t) return false;
+  const applied = await sql<{ name: string }>`select name from ${sql.table(table)}`.execute(db);
+  const done = new Set(applied.rows.map((r) => r.name));
+  return names.every((n) => done.has(n));
+}
+
 export async function migrate(db: Kysely<Database>, schema?: string): Promise<string[]> {
   // Name our schema explicitly (search_path may select one): Kysely's table check spans all schemas.
   schema ??= (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s;
+  if (await upToDate(db, schema)) return [];
   const migrator = new Migrator({
     db,
     provider: migrationProvider,
