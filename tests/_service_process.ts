@@ -2,7 +2,7 @@
  * A `deno task serve` child process for fault tests: JSON logs on stderr collected, liveness tracked, and
  * a load generator whose requests each have a time limit.
  */
-import { TEST_ADMIN_TOKEN, TEST_CRED_KEY, TEST_SIGNING_KEY } from "@dutlab/core/testing";
+import { childEnv, TEST_ADMIN_TOKEN, TEST_CRED_KEY, TEST_SIGNING_KEY } from "@dutlab/core/testing";
 
 const ROOT = new URL("..", import.meta.url);
 
@@ -31,16 +31,12 @@ export class ServeProcess {
   #reading: Promise<void>;
 
   constructor(databaseUrl: string, env: Record<string, string> = {}) {
-    const inherited = Deno.env.toObject();
-    // Remove only what this test controls: the service's own settings.
-    for (const k of Object.keys(inherited)) {
-      if (/^(DUT_|DATABASE_URL$|ADMIN_TOKEN$|PORT$|HOST$)/.test(k)) delete inherited[k];
-    }
     this.child = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "server.ts"],
       cwd: ROOT,
-      env: {
-        ...inherited,
+      // The inherited environment minus the service's own settings, which this test controls.
+      clearEnv: true,
+      env: childEnv({
         DATABASE_URL: databaseUrl,
         ADMIN_TOKEN: TEST_ADMIN_TOKEN,
         DUT_CRED_ENC_KEY: TEST_CRED_KEY,
@@ -50,9 +46,8 @@ export class ServeProcess {
         DUT_LOG_FORMAT: "json",
         DUT_LOG_LEVEL: "debug",
         DUT_SHUTDOWN_GRACE_SECONDS: "5",
-        NO_COLOR: "1",
         ...env,
-      },
+      }),
       stdin: "null",
       stdout: "null",
       stderr: "piped",

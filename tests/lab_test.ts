@@ -24,6 +24,7 @@ async function labCommand(env: Record<string, string>, ...args: string[]) {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "tools/lab.ts", ...args],
     cwd: ROOT,
+    clearEnv: true,
     env,
     stdout: "piped",
     stderr: "piped",
@@ -39,6 +40,7 @@ dbTest("lab set drives each demonstrated outcome; the lab keeps its ports and ce
     new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "tools/lab.ts"],
       cwd: ROOT,
+      clearEnv: true,
       env,
       stdin: "null",
       stdout: "piped",

@@ -51,6 +51,7 @@ class Poller {
     const child = this.child = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "poller.ts"],
       cwd: ROOT,
+      clearEnv: true,
       env,
       stdin: "null",
       stdout: "null",

@@ -54,6 +54,7 @@ class Background {
     this.child = new Deno.Command("setsid", {
       args: ["bash", "-c", line],
       cwd,
+      clearEnv: true,
       env,
       stdin: "null",
       stdout: "piped",
@@ -157,6 +158,7 @@ Deno.test({
       const run = await new Deno.Command("bash", {
         args: ["-c", ["set -euo pipefail", ...script].join("\n")],
         cwd: work,
+        clearEnv: true,
         env,
         stdout: "piped",
         stderr: "piped",

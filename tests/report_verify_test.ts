@@ -179,6 +179,7 @@ async function task(args: string[], env: Record<string, string> = {}, cwd = ROOT
     cwd,
     // As if started from `cwd`: an outer `deno task test` would otherwise pass its own INIT_CWD down (a
     // Deno.Command env adds to the inherited one, it cannot remove a variable).
+    clearEnv: true,
     env: childEnv({ INIT_CWD: cwd, ...env }),
     stdout: "piped",
     stderr: "piped",

@@ -89,6 +89,7 @@ dbTest("a full run on the simulated lab yields a verified report that prints on 
     const verify = await new Deno.Command(Deno.execPath(), {
       args: ["task", "-q", "verify-report", `${base}/api/test-runs/${run.executionId}/report.json`],
       cwd: new URL("../", import.meta.url).pathname,
+      clearEnv: true,
       env: childEnv({ ADMIN_TOKEN: TEST_ADMIN_TOKEN }),
       stdout: "piped",
       stderr: "piped",

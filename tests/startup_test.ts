@@ -9,6 +9,7 @@ async function runServe(env: Record<string, string>, ms = 20_000) {
   const cmd = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "server.ts"],
     cwd: root,
+    clearEnv: true,
     env: childEnv(env),
     stdout: "piped",
     stderr: "piped",
@@ -91,6 +92,7 @@ Deno.test("migrate asks for no secret; serve then starts, stores secrets 0600, l
   const migrated = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "tools/migrate.ts"],
     cwd: root,
+    clearEnv: true,
     env: childEnv({ DUT_DATA_DIR: dir, DUT_LOG_FORMAT: "json" }),
     stdout: "piped",
     stderr: "piped",
@@ -106,6 +108,7 @@ Deno.test("migrate asks for no secret; serve then starts, stores secrets 0600, l
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "server.ts"],
     cwd: root,
+    clearEnv: true,
     env: childEnv({
       PORT: String(port),
       HOST: "127.0.0.1",

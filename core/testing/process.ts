@@ -6,7 +6,8 @@ import { EnvSchema } from "../src/config.ts";
  * parent's module cache and trust store and never downloads anything), minus every variable dutlab itself
  * reads (README "Configuration"), which the test controls, plus `set`.
  *
- * Pass the result as `env` and leave `clearEnv` unset.
+ * Pass the result as `env` together with `clearEnv: true`: a `Deno.Command` env is otherwise added to the
+ * inherited one, so a variable removed here would still reach the child.
  */
 export function childEnv(
   set: Record<string, string> = {},

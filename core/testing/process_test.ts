@@ -17,6 +17,7 @@ Deno.test("childEnv keeps the cache, proxy and CA variables and removes only dut
 Deno.test("a child started with childEnv sees the parent's DENO_DIR and proxy variables", async () => {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["eval", "console.log(JSON.stringify(Deno.env.toObject()))"],
+    clearEnv: true,
     env: childEnv({ DUT_LOG_FORMAT: "json" }),
     stdout: "piped",
   }).output();
@@ -24,4 +25,23 @@ Deno.test("a child started with childEnv sees the parent's DENO_DIR and proxy va
   const seen = JSON.parse(new TextDecoder().decode(out.stdout));
   for (const k of INHERITED_VARIABLES) assert.equal(seen[k], Deno.env.get(k), k);
   assert.equal(seen.DUT_LOG_FORMAT, "json");
+});
+
+Deno.test("with clearEnv, a dutlab variable of the parent does not reach the child", async () => {
+  const had = Deno.env.get("DUT_LOG_LEVEL");
+  Deno.env.set("DUT_LOG_LEVEL", "debug");
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", "console.log(JSON.stringify(Deno.env.toObject()))"],
+      clearEnv: true,
+      env: childEnv(),
+      stdout: "piped",
+    }).output();
+    const seen = JSON.parse(new TextDecoder().decode(out.stdout));
+    assert.equal(seen.DUT_LOG_LEVEL, undefined);
+    assert.equal(seen.PATH, Deno.env.get("PATH"));
+  } finally {
+    if (had === undefined) Deno.env.delete("DUT_LOG_LEVEL");
+    else Deno.env.set("DUT_LOG_LEVEL", had);
+  }
 });
