@@ -230,8 +230,10 @@ export function startServer(
   env: Record<string, string>,
   logFile: string,
 ): { child: Deno.ChildProcess; logs: Promise<unknown> } {
+  // BENCH_PROFILE_DIR=<dir>: a CPU profile of the server (written when it exits), for diagnosis.
+  const prof = Deno.env.get("BENCH_PROFILE_DIR");
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "server.ts"],
+    args: ["run", "-A", ...(prof ? ["--cpu-prof", `--cpu-prof-dir=${prof}`] : []), "server.ts"],
     env,
     stdin: "null",
     stdout: "piped",

@@ -237,35 +237,56 @@ dbTest("ETag and If-None-Match on list and single reads; 405 with Allow", async 
   assert.equal((await app.request("/api/admin/nothing-here", { headers: auth })).status, 404);
 });
 
-dbTest("the unpaged list kept between changes follows every change of the table", async (db) => {
-  const { app, auth } = await testServices(db, fixtureModules());
-  const ids: string[] = [];
-  for (const h of ["c-1", "c-2", "c-3"]) {
-    ids.push(
-      (await (await app.request("/api/admin/dut/devices", jsonReq("POST", device(h), auth))).json()).deviceId,
+dbTest(
+  "the device list and its pages, kept between changes, follow every change of the table",
+  async (db) => {
+    const { app, auth } = await testServices(db, fixtureModules());
+    const ids: string[] = [];
+    for (const h of ["c-1", "c-2", "c-3"]) {
+      ids.push(
+        (await (await app.request("/api/admin/dut/devices", jsonReq("POST", device(h), auth))).json())
+          .deviceId,
+      );
+    }
+    const list = async (q = "") =>
+      (await (await app.request(`/api/admin/dut/devices${q}`, { headers: auth })).json()).devices;
+    assert.equal((await list()).length, 3);
+    assert.equal((await list("?enabled=true")).length, 3);
+    // Changes that bypass the API (a poll or a pin written by another instance) show at once.
+    await sql`update devices set pinned_cert_sha256 = ${"ab".repeat(32)} where id = ${ids[0]}`.execute(
+      db.kysely,
     );
-  }
-  const list = async (q = "") =>
-    (await (await app.request(`/api/admin/dut/devices${q}`, { headers: auth })).json()).devices;
-  assert.equal((await list()).length, 3);
-  assert.equal((await list("?enabled=true")).length, 3);
-  // Changes that bypass the API (a poll or a pin written by another instance) show at once.
-  await sql`update devices set pinned_cert_sha256 = ${"ab".repeat(32)} where id = ${ids[0]}`.execute(
-    db.kysely,
-  );
-  assert.equal((await list())[0].pinnedCertSha256, "ab".repeat(32));
-  await sql`update devices set last_poll_status = 'timeout', enabled = false where id = ${ids[1]}`.execute(
-    db.kysely,
-  );
-  assert.equal((await list())[1].lastPollStatus, "timeout");
-  assert.equal((await list("?enabled=true")).length, 2);
-  await sql`delete from devices where id = ${ids[2]}`.execute(db.kysely);
-  assert.deepEqual((await list()).map((d: { hostname: string }) => d.hostname), ["c-1", "c-2"]);
-  await app.request("/api/admin/dut/devices", jsonReq("POST", device("c-0"), auth));
-  assert.deepEqual((await list()).map((d: { hostname: string }) => d.hostname), ["c-0", "c-1", "c-2"]);
-  const r = await app.request("/api/admin/dut/devices", { headers: auth });
-  const again = await app.request("/api/admin/dut/devices", {
-    headers: { ...auth, "if-none-match": r.headers.get("etag")! },
-  });
-  assert.equal(again.status, 304);
-});
+    assert.equal((await list())[0].pinnedCertSha256, "ab".repeat(32));
+    assert.equal((await list("?limit=2"))[0].pinnedCertSha256, "ab".repeat(32));
+    // A transaction that locks device rows first and changes them in several statements (as the poll store
+    // does) raises the table's version once, at commit.
+    const version = async () =>
+      Number(
+        (await sql<{ v: string }>`select version::text as v from table_versions where name = 'devices'`
+          .execute(db.kysely)).rows[0].v,
+      );
+    const before = await version();
+    await db.kysely.transaction().execute(async (tx) => {
+      await sql`select id from devices order by id for update`.execute(tx);
+      await sql`update devices set notes = 'one' where id = ${ids[0]}`.execute(tx);
+      await sql`update devices set notes = 'two' where id = ${ids[1]}`.execute(tx);
+    });
+    assert.equal(await version(), before + 1);
+    assert.deepEqual((await list("?limit=2")).map((d: { notes: string }) => d.notes), ["one", "two"]);
+    await sql`update devices set last_poll_status = 'timeout', enabled = false where id = ${ids[1]}`.execute(
+      db.kysely,
+    );
+    assert.equal((await list())[1].lastPollStatus, "timeout");
+    assert.equal((await list("?enabled=true")).length, 2);
+    assert.equal((await list("?enabled=true&limit=5")).length, 2);
+    await sql`delete from devices where id = ${ids[2]}`.execute(db.kysely);
+    assert.deepEqual((await list()).map((d: { hostname: string }) => d.hostname), ["c-1", "c-2"]);
+    await app.request("/api/admin/dut/devices", jsonReq("POST", device("c-0"), auth));
+    assert.deepEqual((await list()).map((d: { hostname: string }) => d.hostname), ["c-0", "c-1", "c-2"]);
+    const r = await app.request("/api/admin/dut/devices", { headers: auth });
+    const again = await app.request("/api/admin/dut/devices", {
+      headers: { ...auth, "if-none-match": r.headers.get("etag")! },
+    });
+    assert.equal(again.status, 304);
+  },
+);

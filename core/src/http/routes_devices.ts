@@ -50,18 +50,15 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     async (c) => {
       const q = c.req.valid("query");
       const paged = q.limit !== undefined || q.cursor !== undefined;
-      if (!paged) {
-        // The whole list: answered from its JSON kept between changes of the table.
-        const { body, etag } = await listCache.get(JSON.stringify(q), async () => {
-          const r = await svc.devices.query(q);
-          return JSON.stringify({ devices: r!.rows.map(toView), vendors: svc.registry.vendors });
-        });
-        return c.body(body, 200, { "content-type": "application/json", etag }) as never;
-      }
-      const r = await svc.devices.query({ ...q, limit: q.limit ?? 100 });
-      if (!r) throw problems.badRequest("query.cursor", "must be a cursor returned by a previous page");
-      const body = { devices: r.rows.map(toView), vendors: svc.registry.vendors };
-      return c.json({ ...body, nextCursor: r.nextCursor }, 200);
+      // Answered from the JSON kept per query between changes of the devices table (list_cache.ts).
+      const hit = await listCache.get(JSON.stringify(q), async () => {
+        const r = await svc.devices.query(paged ? { ...q, limit: q.limit ?? 100 } : q);
+        if (!r) return null;
+        const body = { devices: r.rows.map(toView), vendors: svc.registry.vendors };
+        return JSON.stringify(paged ? { ...body, nextCursor: r.nextCursor } : body);
+      });
+      if (!hit) throw problems.badRequest("query.cursor", "must be a cursor returned by a previous page");
+      return c.body(hit.body, 200, { "content-type": "application/json", etag: hit.etag }) as never;
     },
   );
 
