@@ -1,4 +1,4 @@
-import { Kysely, PGliteDialect, PostgresDialect, sql } from "kysely";
+import { type DatabaseIntrospector, Kysely, PGliteDialect, PostgresDialect, sql } from "kysely";
 import { DEFAULT_MIGRATION_TABLE, Migrator } from "kysely/migration";
 // @ts-types="@types/pg"
 import type pg from "pg";
@@ -271,6 +271,42 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
 
 /** Apply every pending migration. Kysely takes a PostgreSQL advisory lock, so concurrent starts are safe. */
 /**
+ * `db` as the migrator sees it: its introspection lists only the tables of the migration schema. Kysely's own
+ * PostgreSQL introspector reads every table of every schema and resolves each by name
+ * (`pg_get_serial_sequence`), so a schema another session drops meanwhile (parallel test processes dropping
+ * their schemas on a shared server) failed the migration with `schema "<someone else's>" does not exist`.
+ */
+function withScopedIntrospection(db: Kysely<Database>, schema: string | undefined): Kysely<Database> {
+  const introspection: DatabaseIntrospector = {
+    async getSchemas() {
+      const r = await sql<{ name: string }>`select nspname as name from pg_catalog.pg_namespace`.execute(db);
+      return r.rows;
+    },
+    async getTables() {
+      const r = await sql<{ name: string; schema: string; kind: string }>`
+        select c.relname as name, n.nspname as schema, c.relkind as kind
+        from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = coalesce(${schema ?? null}, current_schema()) and c.relkind in ('r', 'v', 'p', 'f')`
+        .execute(db);
+      return r.rows.map((t) => ({
+        name: t.name,
+        schema: t.schema,
+        isView: t.kind === "v",
+        isForeign: t.kind === "f",
+        columns: [],
+      }));
+    },
+  };
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === "introspection") return introspection;
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/**
  * True when every migration is recorded as applied: one read instead of the migrator's schema checks, lock
  * table and locked transaction (about 0.1 s of every start). Anything else (no table yet, a migration
  * missing) answers false and the migrator runs as usual, under its lock.
@@ -294,7 +330,7 @@ export async function migrate(db: Kysely<Database>, schema?: string): Promise<st
   schema ??= (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s;
   if (await upToDate(db, schema)) return [];
   const migrator = new Migrator({
-    db,
+    db: withScopedIntrospection(db, schema),
     provider: migrationProvider,
     ...(schema ? { migrationTableSchema: schema } : {}),
   });
