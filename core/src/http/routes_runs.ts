@@ -9,7 +9,6 @@ import {
 } from "./openapi_util.ts";
 import { runPreflight } from "../preflight.ts";
 import { problems } from "./problem.ts";
-import { RunService } from "../runs/service.ts";
 import { shareLink } from "./share.ts";
 import { k6Issues } from "../runs/k6.ts";
 import { RunListQuery } from "./schemas_query.ts";
@@ -212,12 +211,7 @@ const body = <T>(schema: T) => ({ body: { content: { "application/json": { schem
 const tags = ["Test runs"];
 
 export function testRunRoutes(app: OpenAPIHono, svc: Services) {
-  const runs = new RunService(
-    svc.db.kysely,
-    svc.registry,
-    svc.config.DUT_DEFAULT_LICENSE_ID,
-    svc.config.DUT_LAB_NAME,
-  );
+  const runs = svc.runs;
 
   app.openapi(
     createRoute({
@@ -429,5 +423,3 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     },
   );
 }
-
-export { RunService };
