@@ -5,7 +5,7 @@ import {
   finishKeyRotation,
   onShutdown,
   startWorker,
-} from "@dutlab/core/server";
+} from "@dutlab/core/runtime";
 import { modules } from "./modules.gen.ts";
 
 const rt = await bootstrap(modules).catch(exitOnStartupError);

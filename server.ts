@@ -7,7 +7,7 @@ import {
   logger,
   onShutdown,
   startWorker,
-} from "@dutlab/core/server";
+} from "@dutlab/core/runtime";
 import { modules } from "./modules.gen.ts";
 
 const rt = await bootstrap(modules).catch(exitOnStartupError);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { generate } from "../tools/gen_modules.ts";
 import { modules } from "../modules.gen.ts";
-import { buildRegistry } from "@dutlab/core/server";
+import { buildRegistry } from "@dutlab/core/runtime";
 
 const manifest = JSON.parse(await Deno.readTextFile(new URL("../modules.json", import.meta.url)));
 

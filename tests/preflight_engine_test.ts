@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { defineCheck } from "@dutlab/core";
 import { checkApplies, dbTest, jsonReq, testServices } from "@dutlab/core/testing";
-import type { LoadedModules } from "@dutlab/core/server";
+import type { LoadedModules } from "@dutlab/core/runtime";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import { runPreflight } from "../core/src/preflight.ts";
 import type { PreflightResult } from "../core/src/preflight.ts";

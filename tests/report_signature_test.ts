@@ -8,7 +8,6 @@ import { sql } from "kysely";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { generateSigningKey, pae, PAYLOAD_TYPE } from "../core/src/report/sign.ts";
-import { RunService } from "../core/src/runs/service.ts";
 import { type App, type Auth, finishRun, startRun } from "./_runs_lab.ts";
 import { checkEnvelope, checkReport, loadKeys } from "../tools/verify_report.ts";
 
@@ -134,7 +133,7 @@ dbTest("rotation keeps old keys; a report frozen before signing is signed when f
   const oldEnv = (await get(first.app, `/api/test-runs/${oldId}/report.dsse.json`, first.auth)).bytes;
 
   // A report frozen before signing existed: finished without the HTTP route, so no signature yet.
-  const runs = new RunService(db.kysely, first.svc.registry, "LAB-INTERNAL");
+  const runs = first.svc.runs;
   const legacy = await runs.start({ planIdentifier: PLAN });
   await runs.finish(legacy.executionId, { outcome: "passed", results: { latencySamplesMs: [1, 2] } });
   const frozen = await runs.report(legacy.executionId);

@@ -39,8 +39,8 @@ for (const kind of ["adapters", "checks", "plugins"]) {
         } else if (spec === "@dutlab/core" || spec.startsWith("@dutlab/core/")) {
           if (spec.startsWith("@dutlab/core/testing") && !isTestOrSim(file)) {
             violations.push(`${where}: only tests and simulators may import @dutlab/core/testing`);
-          } else if (spec === "@dutlab/core/server") {
-            violations.push(`${where}: modules may not import the server wiring`);
+          } else if (spec === "@dutlab/core/runtime") {
+            violations.push(`${where}: modules may not import the runtime wiring`);
           }
         } else if (spec.startsWith("@dutlab/")) {
           // A test may load another member to read its payloads through the real facts.

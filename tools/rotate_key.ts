@@ -3,7 +3,7 @@
  * ones with DUT_CRED_ENC_KEY_PREVIOUS. Safe while other instances run (rows are swapped only if unchanged).
  * Exits 1 if any credential could not be decrypted with the configured keys.
  */
-import { bootstrap, exitOnStartupError } from "@dutlab/core/server";
+import { bootstrap, exitOnStartupError } from "@dutlab/core/runtime";
 import { reencryptCredentials } from "../core/src/key_rotation.ts";
 import { modules } from "../modules.gen.ts";
 

@@ -11,7 +11,7 @@
  * Exit codes: 0 done; 2 the data directory is in use or the configuration is invalid.
  * @module
  */
-import { bootstrap, exitOnStartupError } from "@dutlab/core/server";
+import { bootstrap, exitOnStartupError } from "@dutlab/core/runtime";
 import { lockDataDir } from "../core/src/datadir.ts";
 import { parseEnv } from "../core/src/config.ts";
 import { generateSigningKey, ReportSigningKey } from "../core/src/report/sign.ts";

@@ -5,7 +5,7 @@
  * single-process); while it runs, use the admin routes (`/api/admin/tokens`).
  */
 import { z } from "zod";
-import { bootstrap, exitOnStartupError } from "@dutlab/core/server";
+import { bootstrap, exitOnStartupError } from "@dutlab/core/runtime";
 import { ROLES } from "../core/src/access.ts";
 import { HttpProblem } from "../core/src/errors.ts";
 import { modules } from "../modules.gen.ts";

@@ -14,7 +14,6 @@ import type { Ctx } from "../main.ts";
 import { captureVendors } from "../_capture.ts";
 import { benchServices, freshDb } from "../_db.ts";
 import { prng, registerDevices, replayModules, replayWorker } from "../_replay.ts";
-import { RunService } from "../../core/src/runs/service.ts";
 import { renderReportPage } from "../../core/src/report/page.tsx";
 import type { ReportData } from "../../core/src/report/types.ts";
 import { reportFixture } from "../../core/src/report/fixture.ts";
@@ -175,12 +174,12 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
   for (const backend of backends) {
     await using db = await freshDb(backend);
     const replay = replayModules(captures, { changeRate: 0.05 });
-    const { svc, registry } = await benchServices(db, replay.modules);
+    const { svc } = await benchServices(db, replay.modules);
     // 36 + 36 + 36 + 35 devices of 7, 6, 8 and 7 labels: 1,001 snapshots per round.
     await registerDevices(svc, 143);
     const w = await replayWorker(db, svc);
     await w.round(); // pre-flight evidence before the start
-    const runs = new RunService(db.kysely, registry, "LAB-INTERNAL");
+    const runs = svc.runs;
     const started = await runs.start({ planIdentifier: "ngfw-throughput-decrypt-on" });
     await w.round(); // linked to the run
     await w.stop();

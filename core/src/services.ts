@@ -17,6 +17,7 @@ import { EventBus } from "./events.ts";
 import type { DeviceRow } from "./devices.ts";
 import { ReportSignatures, ReportSigningKey } from "./report/sign.ts";
 import { PdfRenderer } from "./report/pdf.ts";
+import { RunService } from "./runs/service.ts";
 
 /** Everything the HTTP app and the worker share. Built once per process by `bootstrap`. */
 export interface Services {
@@ -39,6 +40,8 @@ export interface Services {
   signatures: ReportSignatures;
   /** The warm headless Chromium printing report PDFs (started at the first PDF; `close()` at shutdown). */
   pdf: PdfRenderer;
+  /** Test runs: start, finish (the report frozen once), reads. Built once here, used by every route. */
+  runs: RunService;
   /** Log out a session parked for a device (after delete, or at shutdown). Best effort. */
   releaseParked(row: Pick<DeviceRow, "id">, fallback?: DeviceRow): Promise<void>;
   /** Log out every parked session (shutdown). */
@@ -100,6 +103,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     events,
     limits,
     signatures,
+    runs: new RunService(db.kysely, registry, config.DUT_DEFAULT_LICENSE_ID, config.DUT_LAB_NAME),
     pdf: new PdfRenderer({
       executablePath: config.DUT_CHROMIUM_PATH,
       concurrency: config.DUT_PDF_CONCURRENCY,

@@ -19,7 +19,6 @@ import { json, problemResponse, problemResponses } from "./openapi_util.ts";
 import { bearerAuth } from "./auth.ts";
 import { checkShareLink, reportPath } from "./share.ts";
 import { problems } from "./problem.ts";
-import { RunService } from "../runs/service.ts";
 import { renderReportPage } from "../report/page.tsx";
 import type { ReportData } from "../report/types.ts";
 import { attachEvidence } from "../report/pdf.ts";
@@ -90,12 +89,7 @@ function verifierSource(): Promise<string> {
 }
 
 export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
-  const runs = new RunService(
-    svc.db.kysely,
-    svc.registry,
-    svc.config.DUT_DEFAULT_LICENSE_ID,
-    svc.config.DUT_LAB_NAME,
-  );
+  const runs = svc.runs;
   const log = logger("signatures");
   const tags = ["Test runs"];
 

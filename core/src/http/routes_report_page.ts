@@ -1,6 +1,5 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Services } from "../services.ts";
-import { RunService } from "../runs/service.ts";
 import { checkShareLink, reportPath } from "./share.ts";
 import { bearerAuth } from "./auth.ts";
 import { problems } from "./problem.ts";
@@ -14,12 +13,7 @@ import { publicBase } from "./routes_report_keys.ts";
  * tampered with or expired is 403; no token and no link is 401; an unknown or unfinished run is 404.
  */
 export function reportPageRoutes(app: OpenAPIHono, svc: Services) {
-  const runs = new RunService(
-    svc.db.kysely,
-    svc.registry,
-    svc.config.DUT_DEFAULT_LICENSE_ID,
-    svc.config.DUT_LAB_NAME,
-  );
+  const runs = svc.runs;
   const admin = bearerAuth(svc);
   app.get("/runs/:executionId/report", async (c, next) => {
     const exp = c.req.query("exp");

@@ -1,5 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { POLL_STATUSES } from "../errors.ts";
+import { k6Issues } from "../runs/k6.ts";
+import { capJsonSize } from "./input_guard.ts";
 
 /**
  * A device role. Which roles are accepted comes from the enabled adapters' `deviceRoles` (README
@@ -148,3 +150,210 @@ export const ProblemSchema = z.object({
   instance: z.string().optional(),
   errors: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
 }).openapi("Problem");
+
+// ---------------------------------------------------------------------------------------------
+// Test runs and pre-flight (routes_runs.ts)
+
+const Evidence = z.object({ snapshotId: z.string(), payloadSha256: z.string(), collectedAt: z.string() })
+  .nullable();
+const CheckResult = z.object({
+  checkId: z.string(),
+  description: z.string(),
+  deviceId: z.uuid(),
+  deviceHostname: z.string(),
+  vendor: z.string(),
+  pass: z.boolean(),
+  status: z.enum(["pass", "fail", "skipped", "error"]).openapi({
+    description: "`error`: the check could not read the payload (a fail distinguishable from a plain fail)",
+  }),
+  detail: z.string(),
+  evidence: Evidence,
+}).openapi("CheckResult");
+export const PreflightResult = z.object({
+  planIdentifier: z.string(),
+  ranAt: z.string(),
+  checksRun: z.number().int(),
+  checksPassed: z.number().int(),
+  checksFailed: z.number().int(),
+  checksSkipped: z.number().int(),
+  pass: z.boolean(),
+  checks: z.array(CheckResult),
+  summary: z.string(),
+}).openapi("PreflightResult");
+
+const PlanPhase = z.object({
+  name: z.string(),
+  durationS: z.number(),
+  load: z.record(z.string(), z.union([z.number(), z.string()])),
+});
+export const Plan = z.object({
+  identifier: z.string(),
+  displayName: z.string(),
+  description: z.string(),
+  tlsDecrypt: z.enum(["on", "off"]),
+  sloTargetP99Ms: z.number(),
+  maxErrorRatePct: z.number().optional().openapi({
+    description: "Highest acceptable share of failed requests in percent (verdict input `error-rate`)",
+  }),
+  deploymentMode: z.string(),
+  phases: z.array(PlanPhase),
+  vendors: z.array(z.string()),
+  deviceRoles: z.array(z.string()),
+  checks: z.array(z.string()).optional().openapi({
+    description: "Opt-in checks the plan runs besides every check that applies (absent: none)",
+  }),
+  parameters: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+}).openapi("Plan");
+
+const Alert = z.object({
+  name: z.literal("TLSDecryptModeChanged"),
+  at: z.string(),
+  deviceId: z.string(),
+  deviceHostname: z.string(),
+  from: z.enum(["on", "off"]),
+  to: z.enum(["on", "off"]),
+  snapshotId: z.string(),
+}).openapi("TLSDecryptModeChanged");
+export const TestRun = z.object({
+  runId: z.string(),
+  executionId: z.uuid(),
+  planIdentifier: z.string(),
+  planDisplayName: z.string(),
+  planCatalogVersion: z.number().int(),
+  planSnapshotSha256: z.string(),
+  licenseId: z.string(),
+  customer: z.string().nullable(),
+  labName: z.string().nullable(),
+  notes: z.string().nullable(),
+  status: z.enum(["active", "finished"]),
+  startedAt: z.string(),
+  endedAt: z.string().nullable(),
+  outcome: z.string().nullable(),
+  preflightAtStart: z.object({
+    pass: z.boolean(),
+    summary: z.string(),
+    checksRun: z.number().int(),
+    checksPassed: z.number().int(),
+    checksFailed: z.number().int(),
+    checksSkipped: z.number().int(),
+  }).openapi({ description: "The pre-flight result at start (in full: report annex preflight-at-start)" }),
+  labAtStart: z.object({
+    devices: z.array(z.object({
+      id: z.string(),
+      hostname: z.string(),
+      vendor: z.string(),
+      deviceRole: z.string().nullable(),
+    })),
+    inventory: z.record(
+      z.string(),
+      z.object({
+        status: z.enum(["read", "no-snapshot", "unreadable", "not-supported"]),
+        model: z.string().nullable(),
+        softwareVersion: z.string().nullable(),
+        serialNumber: z.string().nullable(),
+        snapshotId: z.string().nullable(),
+        payloadSha256: z.string().nullable(),
+      }),
+    ).optional().openapi({ description: "Per device id: what its adapter's inventory fact read at start" }),
+    decrypt: z.record(
+      z.string(),
+      z.object({
+        state: z.enum(["on", "off", "unknown"]),
+        snapshotId: z.string().nullable(),
+        ruleCount: z.number().int().nullable(),
+      }),
+    ).openapi({
+      description: "Per firewall device id: TLS-decrypt state from its latest decrypt_policy snapshot",
+    }),
+    tlsDecrypt: z.enum(["on", "off", "mixed", "unknown"]).openapi({
+      description: "`on`/`off` when every firewall with a known state agrees, `mixed` when they differ",
+    }),
+  }),
+  alerts: z.array(Alert),
+  reportSha256: z.string().nullable(),
+  verdict: z.object({
+    value: z.enum(["pass", "fail", "invalid", "inconclusive"]),
+    reasons: z.array(z.object({
+      input: z.string(),
+      effect: z.enum(["pass", "fail", "invalid", "inconclusive", "none"]),
+      detail: z.string(),
+    })),
+  }).nullable().openapi({
+    description: "The frozen report's verdict (null while active or in older reports)",
+  }),
+}).openapi("TestRun");
+
+const planIdentifier = z.string().trim().min(1, "must not be empty").max(200);
+export const PreflightRequest = z.object({ planIdentifier }).strict().openapi("PreflightRequest");
+export const StartRunRequest = z.object({
+  planIdentifier,
+  licenseId: z.string().trim().min(1).max(100).regex(
+    /^[A-Za-z0-9._-]+$/,
+    "must be letters, digits, dot, dash or underscore",
+  )
+    .optional(),
+  notes: z.string().max(10_000).nullable().optional(),
+  customer: z.string().trim().min(1, "must not be empty").max(200).nullable().optional().openapi({
+    description: "The customer (licensee) the report is issued to; the licence text names it",
+  }),
+}).strict().openapi("StartRunRequest");
+
+/** Latencies (ms) are at most one day: sums of a million samples stay finite and exact enough. */
+export const MAX_LATENCY_MS = 86_400_000;
+/** A k6 summary (members kept as sent) is capped, as JSON, at 256 KiB. */
+export const MAX_K6_SUMMARY_BYTES = 256 * 1024;
+const finite = z.number().finite().min(0, "must be non-negative")
+  .max(MAX_LATENCY_MS, `must be at most ${MAX_LATENCY_MS} (one day in ms)`);
+const count = z.number().int("must be a whole number").min(0, "must be non-negative")
+  .max(1e12, "must be at most 1e12");
+const K6Summary = z.object({ metrics: z.record(z.string(), z.unknown()) }).passthrough()
+  .superRefine((v, ctx) => {
+    for (const i of k6Issues(v)) ctx.addIssue({ code: "custom", path: i.path, message: i.message });
+  })
+  .openapi({
+    description:
+      "A k6 summary: the `--summary-export` JSON, or the JSON of `handleSummary(data)`. Required " +
+      "metrics: http_req_duration (with p(99): --summary-trend-stats), http_reqs, http_req_failed; read when " +
+      "present: data_sent, data_received, iterations, checks and every metric's thresholds.",
+  });
+const RawResults = z.object({
+  latencySamplesMs: z.array(finite).min(1, "must hold at least one sample").max(1_000_000),
+  requests: count.optional().openapi({ description: "Requests sent (default: the number of samples)" }),
+  failedRequests: count.optional().openapi({ description: "Requests that failed" }),
+  bytesSent: count.optional(),
+  bytesReceived: count.optional(),
+  durationS: finite.optional().openapi({ description: "Duration of the load in seconds" }),
+}).strict().superRefine((v, ctx) => {
+  const requests = v.requests ?? v.latencySamplesMs.length;
+  if (v.failedRequests !== undefined && v.failedRequests > requests) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["failedRequests"],
+      message: `must not exceed requests (${requests})`,
+    });
+  }
+});
+export const FinishRunRequest = z.object({
+  outcome: z.enum(["passed", "failed", "aborted"]),
+  results: z.union([
+    RawResults,
+    z.object({ k6Summary: capJsonSize(K6Summary, MAX_K6_SUMMARY_BYTES) }).strict(),
+  ], { message: "must be {latencySamplesMs: [...]} or {k6Summary: <k6 summary JSON>}" }),
+}).strict().openapi("FinishRunRequest");
+
+export const ExecutionIdParam = z.object({
+  executionId: z.string().openapi({
+    param: { name: "executionId", in: "path" },
+    description: "Execution id (UUID)",
+  }),
+});
+
+/** A start request as validated: what `RunService.start` takes. */
+export type StartRunInput = z.infer<typeof StartRunRequest>;
+/** A finish request as validated: what `RunService.finish` takes. */
+export type FinishRunInput = z.infer<typeof FinishRunRequest>;
+/**
+ * The `results` of a finish request: raw latencies in ms with optional counts from the load generator, or a
+ * k6 summary (`--summary-export` JSON or the JSON of `handleSummary(data)`).
+ */
+export type RunResults = FinishRunInput["results"];

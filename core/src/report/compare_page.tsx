@@ -9,7 +9,10 @@ import { renderToString } from "preact-render-to-string";
 import type { ComparedRun, Comparison, KpiName } from "../runs/compare.ts";
 import { KPI_SOURCE } from "../runs/compare.ts";
 import type { ReportData } from "./types.ts";
-import { fmtDate, Licence, printStylesheet, VERDICT_KIND } from "./page.tsx";
+import { fmtDate } from "./page/format.ts";
+import { Licence } from "./page/licence.tsx";
+import { printStylesheet } from "./page/styles.ts";
+import { VERDICT_KIND } from "./page/verdict.tsx";
 
 /** The licences of the compared runs (from their reports), one per licence id. */
 export type CompareLicences = Array<ReportData["license"]>;

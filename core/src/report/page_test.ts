@@ -11,7 +11,8 @@ import {
 import { reportFixture } from "./fixture.ts";
 import { currentReportFixture } from "./fixture_current.ts";
 import { verifyReport } from "./verify.ts";
-import { breakable, renderReportPage } from "./page.tsx";
+import { renderReportPage } from "./page.tsx";
+import { breakable } from "./page/annexes.tsx";
 import type { ReportData } from "./types.ts";
 
 const decode = (s: string) =>

@@ -4,28 +4,17 @@ import type { Registry } from "../registry.ts";
 import type { Plan } from "../plan.ts";
 import { canonicalJson, jcsSha256 } from "../hash.ts";
 import { ConflictError, NotFoundError } from "../errors.ts";
-import { CONTROLLER, FIREWALL, serves } from "../capability.ts";
+import { FIREWALL, serves } from "../capability.ts";
 import { type PreflightResult, runPreflight } from "../preflight.ts";
 import { latestSnapshots } from "../snapshots.ts";
 import { decryptStateOf, type InventoryEntry, type StartState } from "./alerts.ts";
-import {
-  type Aggregate,
-  aggregateK6,
-  aggregateSamples,
-  budgetBurnedPct,
-  shareAbove,
-  shareAboveK6,
-} from "./aggregate.ts";
-import { jsonAnnex, licenseTexts, sealReport } from "../report/build.ts";
+import { assembleReport, labDecryptState } from "../report/assemble.ts";
 import type { DecryptAlert, ReportData, VerdictReason, VerdictValue } from "../report/types.ts";
 import { isUniqueViolation } from "../devices.ts";
 import { isUuid } from "../ids.ts";
 import { jsonValue } from "../db/json.ts";
-import { readK6 } from "./k6.ts";
-import { k6Figures, type RawCounts, rawFigures } from "./figures.ts";
-import { computeVerdict } from "./verdict.ts";
+import type { FinishRunInput, StartRunInput } from "../http/schemas.ts";
 import { decodeCursor, encodeCursor } from "../paging.ts";
-import { configurationDrift } from "./drift.ts";
 
 /** A run as the API shows it. */
 /** Filters and paging of the run list (README "Paging and filters"). */
@@ -70,24 +59,6 @@ export interface RunView {
   reportSha256: string | null;
   /** The frozen report's verdict; null while active or for reports frozen before verdicts existed. */
   verdict: { value: VerdictValue; reasons: VerdictReason[] } | null;
-}
-
-/**
- * The `results` of a finish request: raw latencies in ms with optional counts from the load generator, or a
- * k6 summary (`--summary-export` JSON or the JSON of `handleSummary(data)`).
- */
-export type RunResults =
-  | { latencySamplesMs: number[] } & RawCounts
-  | { k6Summary: { metrics: Record<string, unknown>; state?: unknown } };
-
-/**
- * The lab's TLS-decrypt state from its firewalls': `on` or `off` when every firewall with a known state
- * agrees, `mixed` when they differ, `unknown` when none has a readable `decrypt_policy` snapshot.
- */
-export function labDecryptState(state: StartState): "on" | "off" | "mixed" | "unknown" {
-  const known = new Set(Object.values(state.decrypt).map((d) => d.state).filter((s) => s !== "unknown"));
-  if (known.size === 0) return "unknown";
-  return known.size > 1 ? "mixed" : [...known][0] as "on" | "off";
 }
 
 const preflightSummary = (pf: PreflightResult): RunView["preflightAtStart"] => ({
@@ -196,9 +167,7 @@ export class RunService {
   }
 
   /** Start a run: 404 for an unknown plan, 409 while another run is active. */
-  async start(
-    input: { planIdentifier: string; licenseId?: string; notes?: string | null; customer?: string | null },
-  ): Promise<RunView> {
+  async start(input: StartRunInput): Promise<RunView> {
     const plan = this.registry.plan(input.planIdentifier);
     if (!plan) throw new NotFoundError(`No plan with identifier "${input.planIdentifier}"`);
     await this.#refuseIfActive(this.db);
@@ -388,12 +357,22 @@ export class RunService {
    * Finish the active run: aggregate the results, build the report once and freeze it. One transaction
    * holding the run's row lock, so a poll committing meanwhile is either in the report or not linked.
    */
-  async finish(executionId: string, input: { outcome: string; results: RunResults }): Promise<RunView> {
+  async finish(executionId: string, input: FinishRunInput): Promise<RunView> {
     await this.db.transaction().execute(async (tx) => {
       const r = await this.#row(tx, executionId, true);
       if (r.status !== "active") throw new ConflictError(`Run "${executionId}" is already finished`);
       const endedAt = new Date();
-      const report = await this.#buildReport(tx, r, input, endedAt);
+      const report = await assembleReport({
+        db: tx,
+        registry: this.registry,
+        run: r,
+        outcome: input.outcome,
+        results: input.results,
+        endedAt,
+        endState: await this.#labState(tx),
+        alerts: (await this.#alerts(tx, [r.execution_id])).get(r.execution_id)!,
+        labName: this.labName,
+      });
       await tx.updateTable("test_runs").set({
         status: "finished",
         ended_at: endedAt,
@@ -404,193 +383,6 @@ export class RunService {
       }).where("execution_id", "=", r.execution_id).execute();
     });
     return await this.get(executionId);
-  }
-
-  async #buildReport(
-    tx: Kysely<Database>,
-    r: RunRow,
-    input: { outcome: string; results: RunResults },
-    endedAt: Date,
-  ): Promise<ReportData> {
-    const plan = jsonValue<Plan>(r.plan_json);
-    const target = plan.sloTargetP99Ms;
-    const startedAt = new Date(r.started_at);
-    const runDurationS = (endedAt.getTime() - startedAt.getTime()) / 1000;
-    let aggregate: Aggregate;
-    let slower: number;
-    let source: ReportData["results"]["source"];
-    let submitted: Record<string, unknown>;
-    let results: ReportData["results"];
-    if ("latencySamplesMs" in input.results) {
-      const { latencySamplesMs: samples, ...counts } = input.results;
-      aggregate = aggregateSamples(samples);
-      slower = shareAbove(samples, target);
-      source = "latencySamplesMs";
-      submitted = {
-        source,
-        count: samples.length,
-        latencySamplesMsSha256: await jcsSha256(samples),
-        counts,
-        errorBudget: "exact: share of samples slower than targetP99Ms",
-      };
-      results = {
-        source,
-        aggregate,
-        latencyProvenance: {
-          source: "service",
-          exactness: "exact",
-          basis: "percentiles of the submitted samples, linear interpolation between closest ranks",
-        },
-        figures: rawFigures(samples.length, counts, runDurationS),
-        checks: null,
-        thresholds: [],
-      };
-    } else {
-      const k6 = readK6(input.results.k6Summary);
-      const m = input.results.k6Summary.metrics;
-      aggregate = aggregateK6(k6.duration, Math.round(k6.requests.count));
-      slower = shareAboveK6(k6.duration, target);
-      source = "k6-summary";
-      submitted = {
-        source,
-        k6Format: k6.format,
-        k6SummarySha256: await jcsSha256(input.results.k6Summary),
-        metricsUsed: Object.fromEntries(
-          [
-            "http_req_duration",
-            "http_reqs",
-            "http_req_failed",
-            "data_sent",
-            "data_received",
-            "iterations",
-            "checks",
-          ]
-            .filter((n) => m[n] !== undefined).map((n) => [n, m[n]]),
-        ),
-        testRunDurationMs: k6.testRunDurationMs,
-        errorBudget: "estimated: linear interpolation between the exported trend points",
-      };
-      results = {
-        source,
-        aggregate,
-        latencyProvenance: {
-          source: "load-generator",
-          exactness: "exact",
-          basis: "k6 http_req_duration trend (p50 = med); count = http_reqs",
-        },
-        k6Format: k6.format,
-        figures: k6Figures(k6, runDurationS),
-        checks: k6.checks,
-        thresholds: k6.thresholds,
-      };
-    }
-    const startState = jsonValue<StartState>(r.start_state_json);
-    const endState = await this.#labState(tx);
-    const alerts = (await this.#alerts(tx, [r.execution_id])).get(r.execution_id)!;
-    const invalidated = alerts.length > 0;
-    const snapshots = await tx.selectFrom("snapshots as s")
-      .innerJoin("devices as d", "d.id", "s.device_id")
-      .select([
-        sql<string>`s.id::text`.as("id"),
-        "s.device_id",
-        "d.hostname",
-        "s.endpoint_label",
-        "s.payload_sha256",
-        "s.collected_at",
-      ])
-      .where("s.test_run_execution_id", "=", r.execution_id).orderBy("s.id").execute();
-    const preflight = jsonValue<PreflightResult>(r.preflight_json);
-    const activeAtStart = labDecryptState(startState);
-    const activeAtEnd = labDecryptState(endState);
-    const verdict = computeVerdict({
-      outcome: input.outcome,
-      plan,
-      observedP99Ms: aggregate.p99_ms,
-      figures: results.figures!,
-      thresholds: results.thresholds ?? [],
-      preflight,
-      alerts,
-      decryptAtStart: activeAtStart,
-      decryptAtEnd: activeAtEnd,
-    });
-    const draft: Omit<ReportData, "reportSha256"> = {
-      version: 1,
-      generatedAt: endedAt.toISOString(),
-      meta: {
-        runId: String(r.run_id),
-        executionId: r.execution_id,
-        planIdentifier: r.plan_identifier,
-        planDisplayName: r.plan_display_name,
-        planCatalogVersion: r.plan_catalog_version,
-        planSnapshotSha256: r.plan_snapshot_sha256,
-        durationS: Math.round((endedAt.getTime() - startedAt.getTime()) / 1000),
-        startedAt: startedAt.toISOString(),
-        endedAt: endedAt.toISOString(),
-        outcome: input.outcome,
-        notes: r.notes,
-      },
-      license: licenseTexts(r.license_id, { lab: r.lab_name ?? this.labName, customer: r.customer }),
-      plan,
-      topology: {
-        deploymentMode: plan.deploymentMode,
-        // Servers: the devices whose adapter is a server management controller's (capability test).
-        ucsCount:
-          startState.devices.filter((d) => serves(this.registry.adapters.get(d.vendor)?.adapter, CONTROLLER))
-            .length,
-        devices: startState.devices,
-        ...(startState.inventory ? { inventory: startState.inventory } : {}),
-      },
-      tlsDecrypt: {
-        required: plan.tlsDecrypt,
-        activeAtStart,
-        activeAtEnd,
-        alerts,
-        resultsInvalidated: invalidated,
-      },
-      results,
-      slo: {
-        targetP99Ms: target,
-        observedP99Ms: aggregate.p99_ms,
-        pass: aggregate.p99_ms <= target && !invalidated,
-        errorBudgetBurnedPct: budgetBurnedPct(slower),
-        verdictNote: invalidated
-          ? `Results invalidated: TLS decryption changed during the run (${
-            alerts.map((a) => `${a.deviceHostname} ${a.from} to ${a.to} at ${a.at}`).join("; ")
-          }); the measured latencies span the change and do not reflect the plan`
-          : null,
-        errorBudgetExactness: source === "k6-summary" ? "estimated" : "exact",
-      },
-      verdict,
-      annexes: [
-        await jsonAnnex("preflight-at-start", "Pre-flight result at run start", preflight),
-        await jsonAnnex(
-          "lab-at-start",
-          "Lab state at run start (devices, firewall TLS decryption)",
-          startState,
-        ),
-        await jsonAnnex(
-          "snapshots",
-          "Snapshots linked to the run",
-          snapshots.map((s) => ({
-            snapshotId: s.id,
-            deviceId: s.device_id,
-            deviceHostname: s.hostname,
-            endpointLabel: s.endpoint_label,
-            payloadSha256: s.payload_sha256,
-            collectedAt: new Date(s.collected_at).toISOString(),
-          })),
-        ),
-        await jsonAnnex("decrypt-alerts", "TLSDecryptModeChanged alerts", alerts),
-        await jsonAnnex("lab-at-end", "Lab state at run end (firewall TLS decryption)", endState),
-        await jsonAnnex("results-input", "Results as submitted (digest)", submitted),
-        await jsonAnnex(
-          "configuration-drift",
-          "Configuration drift between run start and end (volatile paths left out)",
-          await configurationDrift(tx, this.registry, startState.devices, startedAt, endedAt),
-        ),
-      ],
-    };
-    return await sealReport(draft);
   }
 
   /** The frozen report bytes; 404 for an unknown or unfinished run. */

@@ -1,0 +1,275 @@
+/**
+ * Report assembly: from a run's stored row, the submitted results and the lab at the end, the ReportData
+ * that `RunService.finish` freezes (spec 4.11). Aggregation, figures, verdict, topology, TLS decryption and
+ * the annexes are put together here; sealing (the hash) is build.ts's. The caller owns the transaction and
+ * the lab state reads, so this file holds no run life cycle, only what the report says.
+ *
+ * @module
+ */
+import { type Kysely, type Selectable, sql } from "kysely";
+import type { Database, TestRunsTable } from "../db/schema.ts";
+import type { Registry } from "../registry.ts";
+import type { Plan } from "../plan.ts";
+import type { PreflightResult } from "../preflight.ts";
+import { jcsSha256 } from "../hash.ts";
+import { CONTROLLER, serves } from "../capability.ts";
+import { jsonValue } from "../db/json.ts";
+import type { StartState } from "../runs/alerts.ts";
+import {
+  type Aggregate,
+  aggregateK6,
+  aggregateSamples,
+  budgetBurnedPct,
+  shareAbove,
+  shareAboveK6,
+} from "../runs/aggregate.ts";
+import { readK6 } from "../runs/k6.ts";
+import { k6Figures, rawFigures } from "../runs/figures.ts";
+import { computeVerdict } from "../runs/verdict.ts";
+import { configurationDrift } from "../runs/drift.ts";
+import type { RunResults } from "../http/schemas.ts";
+import { jsonAnnex, licenseTexts, sealReport } from "./build.ts";
+import type { DecryptAlert, ReportData } from "./types.ts";
+
+/**
+ * The lab's TLS-decrypt state from its firewalls': `on` or `off` when every firewall with a known state
+ * agrees, `mixed` when they differ, `unknown` when none has a readable `decrypt_policy` snapshot.
+ */
+export function labDecryptState(state: StartState): "on" | "off" | "mixed" | "unknown" {
+  const known = new Set(Object.values(state.decrypt).map((d) => d.state).filter((s) => s !== "unknown"));
+  if (known.size === 0) return "unknown";
+  return known.size > 1 ? "mixed" : [...known][0] as "on" | "off";
+}
+
+/** The stored run row members the report is assembled from (a `test_runs` row). */
+export type AssembledRun =
+  & Pick<
+    Selectable<TestRunsTable>,
+    | "execution_id"
+    | "plan_identifier"
+    | "plan_display_name"
+    | "plan_catalog_version"
+    | "plan_json"
+    | "plan_snapshot_sha256"
+    | "license_id"
+    | "notes"
+    | "started_at"
+    | "start_state_json"
+    | "preflight_json"
+    | "lab_name"
+    | "customer"
+  >
+  & { run_id: string };
+
+/** Options of {@link assembleReport}. */
+export interface AssembleReportOptions {
+  /** The transaction finishing the run: the linked snapshots and the drift are read through it. */
+  db: Kysely<Database>;
+  registry: Registry;
+  /** The run's stored row (still active). */
+  run: AssembledRun;
+  /** The operator's declared outcome. */
+  outcome: string;
+  /** The results as submitted (raw samples or a k6 summary). */
+  results: RunResults;
+  /** When the run ends: the report's `generatedAt` and `meta.endedAt`. */
+  endedAt: Date;
+  /** The lab read at the end (annex `lab-at-end`, `tlsDecrypt.activeAtEnd`). */
+  endState: StartState;
+  /** The run's TLSDecryptModeChanged alerts, oldest first. */
+  alerts: DecryptAlert[];
+  /** The lab named in the licence when the run was started before the lab name was recorded. */
+  labName: string;
+}
+
+/**
+ * Assemble and seal the report of a run being finished.
+ *
+ * @example
+ * ```ts
+ * const report = await assembleReport({
+ *   db: tx, registry, run: row, outcome: "passed", results: { latencySamplesMs: [12.5, 14, 80] },
+ *   endedAt: new Date(), endState, alerts, labName: "dutlab test lab",
+ * });
+ * ```
+ */
+export async function assembleReport(opts: AssembleReportOptions): Promise<ReportData> {
+  const { db: tx, registry, run: r, outcome, results: submittedResults, endedAt, endState, alerts, labName } =
+    opts;
+  const plan = jsonValue<Plan>(r.plan_json);
+  const target = plan.sloTargetP99Ms;
+  const startedAt = new Date(r.started_at);
+  const runDurationS = (endedAt.getTime() - startedAt.getTime()) / 1000;
+  let aggregate: Aggregate;
+  let slower: number;
+  let source: ReportData["results"]["source"];
+  let submitted: Record<string, unknown>;
+  let results: ReportData["results"];
+  if ("latencySamplesMs" in submittedResults) {
+    const { latencySamplesMs: samples, ...counts } = submittedResults;
+    aggregate = aggregateSamples(samples);
+    slower = shareAbove(samples, target);
+    source = "latencySamplesMs";
+    submitted = {
+      source,
+      count: samples.length,
+      latencySamplesMsSha256: await jcsSha256(samples),
+      counts,
+      errorBudget: "exact: share of samples slower than targetP99Ms",
+    };
+    results = {
+      source,
+      aggregate,
+      latencyProvenance: {
+        source: "service",
+        exactness: "exact",
+        basis: "percentiles of the submitted samples, linear interpolation between closest ranks",
+      },
+      figures: rawFigures(samples.length, counts, runDurationS),
+      checks: null,
+      thresholds: [],
+    };
+  } else {
+    const k6 = readK6(submittedResults.k6Summary);
+    const m = submittedResults.k6Summary.metrics;
+    aggregate = aggregateK6(k6.duration, Math.round(k6.requests.count));
+    slower = shareAboveK6(k6.duration, target);
+    source = "k6-summary";
+    submitted = {
+      source,
+      k6Format: k6.format,
+      k6SummarySha256: await jcsSha256(submittedResults.k6Summary),
+      metricsUsed: Object.fromEntries(
+        [
+          "http_req_duration",
+          "http_reqs",
+          "http_req_failed",
+          "data_sent",
+          "data_received",
+          "iterations",
+          "checks",
+        ]
+          .filter((n) => m[n] !== undefined).map((n) => [n, m[n]]),
+      ),
+      testRunDurationMs: k6.testRunDurationMs,
+      errorBudget: "estimated: linear interpolation between the exported trend points",
+    };
+    results = {
+      source,
+      aggregate,
+      latencyProvenance: {
+        source: "load-generator",
+        exactness: "exact",
+        basis: "k6 http_req_duration trend (p50 = med); count = http_reqs",
+      },
+      k6Format: k6.format,
+      figures: k6Figures(k6, runDurationS),
+      checks: k6.checks,
+      thresholds: k6.thresholds,
+    };
+  }
+  const startState = jsonValue<StartState>(r.start_state_json);
+  const invalidated = alerts.length > 0;
+  const snapshots = await tx.selectFrom("snapshots as s")
+    .innerJoin("devices as d", "d.id", "s.device_id")
+    .select([
+      sql<string>`s.id::text`.as("id"),
+      "s.device_id",
+      "d.hostname",
+      "s.endpoint_label",
+      "s.payload_sha256",
+      "s.collected_at",
+    ])
+    .where("s.test_run_execution_id", "=", r.execution_id).orderBy("s.id").execute();
+  const preflight = jsonValue<PreflightResult>(r.preflight_json);
+  const activeAtStart = labDecryptState(startState);
+  const activeAtEnd = labDecryptState(endState);
+  const verdict = computeVerdict({
+    outcome: outcome,
+    plan,
+    observedP99Ms: aggregate.p99_ms,
+    figures: results.figures!,
+    thresholds: results.thresholds ?? [],
+    preflight,
+    alerts,
+    decryptAtStart: activeAtStart,
+    decryptAtEnd: activeAtEnd,
+  });
+  const draft: Omit<ReportData, "reportSha256"> = {
+    version: 1,
+    generatedAt: endedAt.toISOString(),
+    meta: {
+      runId: String(r.run_id),
+      executionId: r.execution_id,
+      planIdentifier: r.plan_identifier,
+      planDisplayName: r.plan_display_name,
+      planCatalogVersion: r.plan_catalog_version,
+      planSnapshotSha256: r.plan_snapshot_sha256,
+      durationS: Math.round((endedAt.getTime() - startedAt.getTime()) / 1000),
+      startedAt: startedAt.toISOString(),
+      endedAt: endedAt.toISOString(),
+      outcome: outcome,
+      notes: r.notes,
+    },
+    license: licenseTexts(r.license_id, { lab: r.lab_name ?? labName, customer: r.customer }),
+    plan,
+    topology: {
+      deploymentMode: plan.deploymentMode,
+      // Servers: the devices whose adapter is a server management controller's (capability test).
+      ucsCount: startState.devices.filter((d) => serves(registry.adapters.get(d.vendor)?.adapter, CONTROLLER))
+        .length,
+      devices: startState.devices,
+      ...(startState.inventory ? { inventory: startState.inventory } : {}),
+    },
+    tlsDecrypt: {
+      required: plan.tlsDecrypt,
+      activeAtStart,
+      activeAtEnd,
+      alerts,
+      resultsInvalidated: invalidated,
+    },
+    results,
+    slo: {
+      targetP99Ms: target,
+      observedP99Ms: aggregate.p99_ms,
+      pass: aggregate.p99_ms <= target && !invalidated,
+      errorBudgetBurnedPct: budgetBurnedPct(slower),
+      verdictNote: invalidated
+        ? `Results invalidated: TLS decryption changed during the run (${
+          alerts.map((a) => `${a.deviceHostname} ${a.from} to ${a.to} at ${a.at}`).join("; ")
+        }); the measured latencies span the change and do not reflect the plan`
+        : null,
+      errorBudgetExactness: source === "k6-summary" ? "estimated" : "exact",
+    },
+    verdict,
+    annexes: [
+      await jsonAnnex("preflight-at-start", "Pre-flight result at run start", preflight),
+      await jsonAnnex(
+        "lab-at-start",
+        "Lab state at run start (devices, firewall TLS decryption)",
+        startState,
+      ),
+      await jsonAnnex(
+        "snapshots",
+        "Snapshots linked to the run",
+        snapshots.map((s) => ({
+          snapshotId: s.id,
+          deviceId: s.device_id,
+          deviceHostname: s.hostname,
+          endpointLabel: s.endpoint_label,
+          payloadSha256: s.payload_sha256,
+          collectedAt: new Date(s.collected_at).toISOString(),
+        })),
+      ),
+      await jsonAnnex("decrypt-alerts", "TLSDecryptModeChanged alerts", alerts),
+      await jsonAnnex("lab-at-end", "Lab state at run end (firewall TLS decryption)", endState),
+      await jsonAnnex("results-input", "Results as submitted (digest)", submitted),
+      await jsonAnnex(
+        "configuration-drift",
+        "Configuration drift between run start and end (volatile paths left out)",
+        await configurationDrift(tx, registry, startState.devices, startedAt, endedAt),
+      ),
+    ],
+  };
+  return await sealReport(draft);
+}
