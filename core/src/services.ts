@@ -17,6 +17,7 @@ import { EventBus } from "./events.ts";
 import type { DeviceRow } from "./devices.ts";
 import { ReportSignatures, ReportSigningKey } from "./report/sign.ts";
 import { PdfRenderer } from "./report/pdf.ts";
+import { decryptAlertWriter } from "./runs/alerts.ts";
 
 /** Everything the HTTP app and the worker share. Built once per process by `bootstrap`. */
 export interface Services {
@@ -70,15 +71,17 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
   const devices = new DeviceStore(db.kysely, registry, keys, sessions);
   const metrics = new Metrics();
   const limits = transportLimits(config);
-  const poller = new PollService(
-    db.kysely,
+  const poller = new PollService({
+    db: db.kysely,
     devices,
     registry,
     metrics,
     limits,
-    config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
-    db.kind === "postgres" ? new DeviceLocks(db) : undefined,
-  );
+    deviceTimeoutMs: config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
+    locks: db.kind === "postgres" ? new DeviceLocks(db) : undefined,
+    // The runs feature records decrypt alerts in the poll store's transaction (the poller knows no runs).
+    writeHooks: [decryptAlertWriter(registry)],
+  });
   const events = new EventBus(db, config.DUT_EVENTS_RETENTION_HOURS);
   poller.events = events;
   const log = logger("sessions");
