@@ -254,9 +254,11 @@ export async function compareReports(reports: ReportData[], baseline?: string): 
     a.meta.executionId.localeCompare(b.meta.executionId)
   );
   const base = baseline === undefined ? sorted[0] : sorted.find((r) => r.meta.executionId === baseline);
-  if (!base) throw new InvalidInputError(`"baseline": must be one of executionIds`, {
-    errors: [{ field: "baseline", message: "must be one of executionIds" }],
-  });
+  if (!base) {
+    throw new InvalidInputError(`"baseline": must be one of executionIds`, {
+      errors: [{ field: "baseline", message: "must be one of executionIds" }],
+    });
+  }
   const baseKpis = kpiValues(base);
   const baseVerdict = base.verdict?.value ?? null;
   const runs: ComparedRun[] = sorted.map((r) => {
@@ -374,8 +376,8 @@ export async function compareRuns(
 ): Promise<Comparison> {
   if (baseline !== undefined && !ids.includes(baseline)) {
     throw new InvalidInputError(`"baseline": must be one of executionIds`, {
-    errors: [{ field: "baseline", message: "must be one of executionIds" }],
-  });
+      errors: [{ field: "baseline", message: "must be one of executionIds" }],
+    });
   }
   return await compareReports(await loadFinishedReports(db, ids), baseline);
 }
