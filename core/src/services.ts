@@ -8,13 +8,8 @@ import { PollService } from "./poller/cycle.ts";
 import { DeviceLocks } from "./poller/device_locks.ts";
 import type { TransportLimits } from "./transport/transport.ts";
 import { importCredentialKey } from "./credentials.ts";
-import { openTransport } from "./transport/transport.ts";
-import type { TlsVerifyMode } from "./adapter.ts";
-import { deviceTarget } from "./devices.ts";
-import { logger } from "./log.ts";
 import { AuditLog, TokenStore } from "./access.ts";
 import { EventBus } from "./events.ts";
-import type { DeviceRow } from "./devices.ts";
 import { ReportSignatures, ReportSigningKey } from "./report/sign.ts";
 import { PdfRenderer } from "./report/pdf.ts";
 import { decryptAlertWriter } from "./runs/alerts.ts";
@@ -40,9 +35,7 @@ export interface Services {
   signatures: ReportSignatures;
   /** The warm headless Chromium printing report PDFs (started at the first PDF; `close()` at shutdown). */
   pdf: PdfRenderer;
-  /** Log out a session parked for a device (after delete, or at shutdown). Best effort. */
-  releaseParked(row: Pick<DeviceRow, "id">, fallback?: DeviceRow): Promise<void>;
-  /** Log out every parked session (shutdown). */
+  /** Log out every parked session (shutdown; the device store's `releaseAllParked`). */
   releaseAllParked(): Promise<void>;
   /** Whether this process holds the poll lock (for /metrics). */
   worker?: { holdsLock: boolean };
@@ -68,9 +61,9 @@ export function transportLimits(config: Config): TransportLimits {
 export async function buildServices(config: Config, db: Db, registry: Registry): Promise<Services> {
   const keys = await buildKeyRing(config.DUT_CRED_ENC_KEY, config.DUT_CRED_ENC_KEY_PREVIOUS);
   const sessions = new SessionRegistry();
-  const devices = new DeviceStore(db.kysely, registry, keys, sessions);
-  const metrics = new Metrics();
   const limits = transportLimits(config);
+  const devices = new DeviceStore(db.kysely, registry, keys, sessions, limits);
+  const metrics = new Metrics();
   const poller = new PollService({
     db: db.kysely,
     devices,
@@ -84,7 +77,6 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
   });
   const events = new EventBus(db, config.DUT_EVENTS_RETENTION_HOURS);
   poller.events = events;
-  const log = logger("sessions");
   const signatures = new ReportSignatures(
     db.kysely,
     await ReportSigningKey.fromText(config.DUT_REPORT_SIGNING_KEY),
@@ -108,43 +100,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
       concurrency: config.DUT_PDF_CONCURRENCY,
       timeoutMs: config.DUT_PDF_TIMEOUT_SECONDS * 1000,
     }),
-    async releaseParked(row, full) {
-      const parked = sessions.take(row.id);
-      if (parked === undefined || !full) return;
-      const reg = registry.adapters.get(full.vendor);
-      if (!reg?.adapter.release) return;
-      const transport = openTransport(
-        {
-          baseUrl: full.base_url,
-          tlsVerifyMode: full.tls_verify_mode as TlsVerifyMode,
-          pinnedCertSha256: full.pinned_cert_sha256,
-        },
-        limits,
-        { signal: AbortSignal.timeout(10_000) },
-      );
-      try {
-        await reg.adapter.release({
-          device: deviceTarget(full),
-          http: transport,
-          sessions: new SessionRegistry().scope(full.id, "release"),
-          log,
-          signal: AbortSignal.timeout(10_000),
-        }, parked);
-      } catch (e) {
-        log.warn("Could not log out the parked session of {hostname}: {error}", {
-          hostname: full.hostname,
-          error: String(e),
-        });
-      } finally {
-        transport.close();
-      }
-    },
-    async releaseAllParked() {
-      const ids = sessions.deviceIds();
-      if (!ids.length) return;
-      const rows = await db.kysely.selectFrom("devices").selectAll().where("id", "in", ids).execute();
-      await Promise.allSettled(rows.map((r) => svc.releaseParked(r, r)));
-    },
+    releaseAllParked: () => devices.releaseAllParked(),
   };
   return svc;
 }
