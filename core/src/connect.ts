@@ -119,16 +119,18 @@ export async function releaseDeviceSession(opts: ReleaseOptions): Promise<{ erro
   if (parked === undefined || !adapter?.release) return {};
   const log = logger("sessions");
   const signal = AbortSignal.timeout(opts.timeoutMs ?? 10_000);
-  const transport = openTransport(
-    {
-      baseUrl: device.baseUrl,
-      tlsVerifyMode: device.tlsVerifyMode,
-      pinnedCertSha256: device.pinnedCertSha256,
-    },
-    opts.limits ?? DEFAULT_LIMITS,
-    { signal },
-  );
+  let transport: DeviceTransport | undefined;
   try {
+    // Inside the try: callers run this in the background, where a throw would be an unhandled rejection.
+    transport = openTransport(
+      {
+        baseUrl: device.baseUrl,
+        tlsVerifyMode: device.tlsVerifyMode,
+        pinnedCertSha256: device.pinnedCertSha256,
+      },
+      opts.limits ?? DEFAULT_LIMITS,
+      { signal },
+    );
     await adapter.release({
       device: {
         id: device.id,
@@ -153,6 +155,6 @@ export async function releaseDeviceSession(opts: ReleaseOptions): Promise<{ erro
     });
     return { error };
   } finally {
-    transport.close();
+    transport?.close();
   }
 }
