@@ -107,5 +107,6 @@ if (violations.length) {
   Deno.exit(1);
 }
 console.log(
-  "boundaries: ok (adapters, checks and plugins import only @dutlab/core and their own dependencies)",
+  "boundaries: ok (adapters, checks and plugins import only @dutlab/core and their own dependencies; " +
+    "core domain code imports no http/, the poller no runs/)",
 );
