@@ -17,6 +17,7 @@ import { modules } from "../modules.gen.ts";
 import { setupLogging } from "../core/src/log.ts";
 import { PollWorker } from "../core/src/poller/worker.ts";
 import { type PollResult, PollService } from "../core/src/poller/cycle.ts";
+import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
 import { type Backend, benchServices, freshDb } from "./_db.ts";
 import { pct, postgresCpuSeconds, rssSampler, statusMiB } from "./_util.ts";
 
@@ -51,14 +52,16 @@ await using db = await freshDb(backend);
 const env: Record<string, string> = args.concurrency ? { DUT_POLL_CONCURRENCY: args.concurrency } : {};
 const { svc } = await benchServices(db, modules, env);
 if (args["no-device-locks"]) {
-  svc.poller = new PollService(
-    db.kysely,
-    svc.devices,
-    svc.registry,
-    svc.metrics,
-    svc.limits,
-    svc.config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
-  );
+  // The production poll service but without per-device locks (its decrypt-alert hook included).
+  svc.poller = new PollService({
+    db: db.kysely,
+    devices: svc.devices,
+    registry: svc.registry,
+    metrics: svc.metrics,
+    limits: svc.limits,
+    deviceTimeoutMs: svc.config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
+    writeHooks: [decryptAlertWriter(svc.registry)],
+  });
 }
 const concurrency = svc.config.DUT_POLL_CONCURRENCY;
 

@@ -13,6 +13,7 @@ import type { Database } from "../core/src/db/schema.ts";
 import { canonicalJson } from "../core/src/hash.ts";
 import type { DeviceRow } from "../core/src/devices.ts";
 import { PollStore } from "../core/src/poller/store.ts";
+import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
 import type { Registry } from "../core/src/registry.ts";
 import { substitute, variedIdentity, type VendorCapture } from "./_capture.ts";
 import { prng } from "./_replay.ts";
@@ -132,5 +133,5 @@ export async function storeRound(
   const rows = new Map(
     (await db.selectFrom("devices").selectAll().where("id", "in", ids).execute()).map((r) => [r.id, r]),
   );
-  await storeWithPollStore(new PollStore(db, registry), rows, polls);
+  await storeWithPollStore(new PollStore(db, { hooks: [decryptAlertWriter(registry)] }), rows, polls);
 }

@@ -5,6 +5,8 @@ import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modu
 import { reencryptCredentials } from "../core/src/key_rotation.ts";
 import { buildKeyRing } from "../core/src/services.ts";
 import { keyIdOf } from "../core/src/credentials.ts";
+import { modules } from "../modules.gen.ts";
+import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 
 const PASSWORD = "fixture-pass";
 const device = (over: Record<string, unknown> = {}) => ({
@@ -372,3 +374,70 @@ async function startFixtureDeviceAsync() {
   const d = await startFixtureDevice();
   return { ...d, [Symbol.asyncDispose]: () => d.sim.close() };
 }
+
+dbTest(
+  "the device store logs out a parked session when the credential or URL changes, on delete and at shutdown",
+  async (db) => {
+    const { app, auth, svc } = await testServices(db, modules);
+    await using fw = await startNgfwA();
+    const create = async (hostname: string) => {
+      const res = await app.request(
+        "/api/admin/dut/devices",
+        jsonReq("POST", {
+          hostname,
+          vendor: "vendor-a-ngfw",
+          baseUrl: fw.sim.url,
+          ...fw.credentials,
+          tlsVerifyMode: "self-signed",
+        }, auth),
+      );
+      assert.equal(res.status, 201);
+      return (await res.json()).deviceId as string;
+    };
+    const poll = async (id: string) => assert.equal((await svc.poller.poll(id)).ok, true);
+    const parked = (id: string) => svc.devices.sessionRegistry.peek(id) !== undefined;
+    /** The logout runs in the background: wait (bounded) for the device to have no session open. */
+    const loggedOut = async () => {
+      const until = Date.now() + 10_000;
+      while (fw.openSessions() > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(fw.openSessions(), 0, "the parked session was logged out on the device");
+    };
+
+    const id = await create("fw-park-1");
+    await poll(id);
+    assert.ok(parked(id), "a poll parks its session");
+    assert.equal(fw.openSessions(), 1);
+    // A change that keeps the credential and URL keeps the session (called on the store, not the route).
+    await svc.devices.update(id, { notes: "rack 5", pollIntervalSeconds: 600 });
+    assert.ok(parked(id));
+    assert.equal(fw.openSessions(), 1);
+    // A new password (even the same text: a new credential) logs the parked session out.
+    await svc.devices.update(id, { password: fw.credentials.password });
+    assert.ok(!parked(id));
+    await loggedOut();
+
+    await poll(id);
+    assert.ok(parked(id));
+    // A URL change logs out at the old URL (here the same device, reached under another spelling).
+    await svc.devices.update(id, { baseUrl: fw.sim.url.replace("127.0.0.1", "localhost") });
+    assert.ok(!parked(id));
+    await loggedOut();
+
+    await svc.devices.update(id, { baseUrl: fw.sim.url });
+    await poll(id);
+    assert.ok(parked(id));
+    const del = await app.request(`/api/admin/dut/devices/${id}`, { method: "DELETE", headers: auth });
+    assert.equal(del.status, 200);
+    assert.ok(!parked(id));
+    await loggedOut();
+
+    // Shutdown logs out every parked session.
+    const a = await create("fw-park-2");
+    const b = await create("fw-park-3");
+    await Promise.all([poll(a), poll(b)]);
+    assert.equal(fw.openSessions(), 2);
+    await svc.releaseAllParked();
+    assert.equal(fw.openSessions(), 0);
+    assert.deepEqual(svc.devices.sessionRegistry.deviceIds(), []);
+  },
+);

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { applyPatch } from "rfc6902";
 import { dbTest } from "@dutlab/core/testing";
 import { type HashedSnapshot, PollStore } from "../core/src/poller/store.ts";
+import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
 import { canonicalJson, sha256Hex } from "../core/src/hash.ts";
 import { stripVolatile } from "../core/src/volatile.ts";
 import { requiredRole } from "../core/src/access.ts";
@@ -37,7 +38,7 @@ async function lab(db: Db) {
   const { svc, app, auth } = await setup(db, {}, mods);
   const id = await addDevice(svc, "https://192.0.2.10");
   const row = await svc.devices.get(id);
-  const store = new PollStore(db.kysely, svc.registry);
+  const store = new PollStore(db.kysely, { hooks: [decryptAlertWriter(svc.registry)] });
   for (let i = 1; i <= 100; i++) {
     const p = poll(i);
     const snapshots = await Promise.all(Object.entries(p).map(([label, payload]) => snap(label, payload)));

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest } from "@dutlab/core/testing";
 import { type HashedSnapshot, LostLockError, type Outcome, PollStore } from "../core/src/poller/store.ts";
+import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
 import { DeviceLocks } from "../core/src/poller/device_locks.ts";
 import { canonicalJson, sha256Hex } from "../core/src/hash.ts";
 import { addDevice, count, setup } from "./_poller_lab.ts";
@@ -47,7 +48,7 @@ async function lastPoll(db: Db, id: string) {
 dbTest("poll results written together share one transaction and keep their own outcomes", async (db) => {
   const { svc } = await setup(db);
   const rows = await devices(svc, 10);
-  const store = new PollStore(db.kysely, svc.registry);
+  const store = new PollStore(db.kysely, { hooks: [decryptAlertWriter(svc.registry)] });
   const shared = { mode: "off", rules: 3 };
   const outcomes: Outcome[] = await Promise.all(
     rows.map(async (_, i) =>
@@ -92,7 +93,7 @@ dbTest(
   async (db) => {
     const { svc } = await setup(db);
     const rows = await devices(svc, 5);
-    const store = new PollStore(db.kysely, svc.registry);
+    const store = new PollStore(db.kysely, { hooks: [decryptAlertWriter(svc.registry)] });
     let asked = 0;
     const lost = () => {
       asked++;
@@ -123,7 +124,7 @@ dbTest(
 dbTest("when a shared transaction fails, each poll is written on its own", async (db) => {
   const { svc } = await setup(db);
   const rows = await devices(svc, 4);
-  const store = new PollStore(db.kysely, svc.registry);
+  const store = new PollStore(db.kysely, { hooks: [decryptAlertWriter(svc.registry)] });
   await sql`create function refuse_poison() returns trigger language plpgsql as $$
     begin raise exception 'injected failure'; end $$`.execute(db.kysely);
   await sql`create trigger refuse_poison before insert on snapshots for each row
@@ -161,4 +162,44 @@ dbTest("per-device locks taken together are held per device across instances", a
     await a.close();
     await b.close();
   }
+});
+
+dbTest("write hooks run inside the store's transaction with what was stored, in order", async (db) => {
+  const { svc } = await setup(db);
+  const rows = await devices(svc, 3);
+  const seen: string[] = [];
+  const store = new PollStore(db.kysely, {
+    hooks: [
+      async ({ tx, at, executionId, polls }) => {
+        // The snapshots just inserted are visible through the hook's transaction.
+        const ids = polls.flatMap((p) => p.rows.map((r) => r.id));
+        const n = await tx.selectFrom("snapshots").select((eb) => eb.fn.countAll<number>().as("n"))
+          .where("collected_at", "=", at).executeTakeFirstOrThrow();
+        assert.equal(Number(n.n), ids.length);
+        assert.equal(executionId, null, "no run is active");
+        for (const p of polls) {
+          assert.deepEqual(p.rows.map((r) => r.endpoint_label), p.snapshots.map((s) => s.label));
+        }
+        seen.push(`first:${polls.map((p) => p.device.hostname).sort().join(",")}`);
+      },
+      () => Promise.resolve(void seen.push("second")),
+    ],
+  });
+  const outcomes: Outcome[] = [
+    await ok(0, { a: 1 }),
+    { status: "unreachable", error: "down", snapshots: [] },
+    await ok(2, { a: 1 }),
+  ];
+  await Promise.all(rows.map((r, i) => store.write(r, MODULE, outcomes[i])));
+  // The poll without snapshots is not handed to the hooks; the hooks ran once, first before second.
+  assert.deepEqual(seen, [`first:${[rows[0].hostname, rows[2].hostname].sort().join(",")}`, "second"]);
+
+  // A hook that throws rolls its poll's write back (its snapshots and the device update), like a failed insert.
+  const failing = new PollStore(db.kysely, {
+    hooks: [() => Promise.reject(new Error("hook failed"))],
+  });
+  const before = await count(db, "snapshots", rows[1].id);
+  await assert.rejects(() => failing.write(rows[1], MODULE, outcomes[0]), /hook failed/);
+  assert.equal(await count(db, "snapshots", rows[1].id), before);
+  assert.equal((await lastPoll(db, rows[1].id)).status, "unreachable");
 });

@@ -7,6 +7,7 @@ import { type KyselyPlugin, sql } from "kysely";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import type { Db } from "../core/src/db/open.ts";
 import { payloadCache, runPreflight } from "../core/src/preflight.ts";
+import { RunService } from "../core/src/runs/service.ts";
 import type { CheckResult, PreflightResult } from "../core/src/preflight.ts";
 import { defineCheck } from "@dutlab/core";
 import { modules } from "../modules.gen.ts";
@@ -587,3 +588,56 @@ dbTest("the server-health plan adds the opt-in BMC checks: power on and health O
   assert.equal(power.detail, "system power state Off (expected On)");
   assert.equal((await l.preflight(ON)).status, 200, "the decrypt-on plan does not look at server health");
 });
+
+dbTest(
+  "a run's start reads the lab once for its pre-flight and its lab state, parsing each payload at most once",
+  async (db) => {
+    payloadCache.clear();
+    await using l = await lab(db);
+    const texts = new Set(
+      (await sql<{ payload: string }>`select payload from snapshot_payloads`.execute(db.kysely)).rows
+        .map((r) => r.payload),
+    );
+    const queries: string[] = [];
+    const counter: KyselyPlugin = {
+      transformQuery: (a) => (queries.push(a.node.kind), a.node),
+      transformResult: (a) => Promise.resolve(a.result),
+    };
+    const runs = new RunService(db.kysely.withPlugin(counter), l.svc.registry, "LAB-INTERNAL");
+    const parsed = new Map<string, number>();
+    const parse = JSON.parse;
+    JSON.parse = ((text: string, reviver?: (k: string, v: unknown) => unknown) => {
+      if (texts.has(text)) parsed.set(text, (parsed.get(text) ?? 0) + 1);
+      return parse(text, reviver);
+    }) as typeof JSON.parse;
+    let run;
+    try {
+      run = await runs.start({ planIdentifier: ON });
+    } finally {
+      JSON.parse = parse;
+    }
+    // One read: the enabled devices, the latest snapshots (the checks' labels and the lab state's), the
+    // payloads; no second read of devices or snapshots for the lab state.
+    assert.deepEqual(queries.slice(0, queries.indexOf("InsertQueryNode") + 1), [
+      "SelectQueryNode", // no active run
+      "SelectQueryNode", // the enabled devices
+      "RawNode", // the latest snapshot of each pair a check or the lab state reads
+      "RawNode", // their payloads
+      "InsertQueryNode", // the run
+    ]);
+    assert.ok(parsed.size > 0, "the payloads were parsed");
+    for (const [text, n] of parsed) assert.equal(n, 1, `parsed ${n} times: ${text.slice(0, 80)}`);
+    // The lab state read from it: both firewalls' decrypt state and every device's inventory.
+    const row = await db.kysely.selectFrom("test_runs").select("start_state_json")
+      .where("execution_id", "=", run.executionId).executeTakeFirstOrThrow();
+    const state = typeof row.start_state_json === "string"
+      ? JSON.parse(row.start_state_json)
+      : row.start_state_json;
+    assert.deepEqual(
+      Object.values(state.decrypt as Record<string, { state: string }>).map((d) => d.state).sort(),
+      ["on", "on"],
+    );
+    assert.equal(state.devices.length, 4);
+    assert.equal(run.preflightAtStart.pass, true, JSON.stringify(run.preflightAtStart));
+  },
+);

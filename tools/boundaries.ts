@@ -2,6 +2,16 @@
  * Boundary check (`deno task boundaries`): an adapter, check or plugin may import `@dutlab/core`, its own
  * files and npm/node dependencies — never another adapter, check or plugin, nor an entry point.
  * Only tests and simulators may import `@dutlab/core/testing`. Core must import no module member.
+ *
+ * Inside core, two walls between rooms (matched by folder name, so they hold wherever a regrouping of
+ * core/src puts the rooms):
+ * - Domain code does not import the HTTP layer: a file under core/ outside an `http/` folder of core/src
+ *   may not import a module under one. The HTTP layer maps domain errors to problem+json, never the
+ *   reverse. Exempt is the runtime wiring that builds the app: `bootstrap.ts` (re-exports `createApp` for
+ *   the entry points) and `core/testing/app.ts` (builds the app for tests).
+ * - The poller does not import runs: a file under a `poller/` folder of core/src may not import a module
+ *   under a `runs/` folder (the runs feature registers its write hook with the poll store instead).
+ *
  * Exits 1 listing every violation.
  */
 const root = Deno.env.get("BOUNDARY_ROOT")?.replace(/\/?$/, "/") ?? new URL("../", import.meta.url).pathname;
@@ -66,10 +76,37 @@ for await (const file of tsFiles(`${root}core`)) {
   }
 }
 
+/** The folders of core/src a path lies in (e.g. ["runs"] for core/src/runs/service.ts), or null outside. */
+function srcFolders(path: string): string[] | null {
+  const src = `${root}core/src/`;
+  if (!path.startsWith(src)) return null;
+  return path.slice(src.length).split("/").slice(0, -1);
+}
+/** The runtime wiring that builds the HTTP app, allowed to import it (see the header). */
+const isAppWiring = (file: string) =>
+  (srcFolders(file) !== null && /(^|\/)bootstrap\.ts$/.test(file)) || file === `${root}core/testing/app.ts`;
+
+for await (const file of tsFiles(`${root}core`)) {
+  const from = srcFolders(file);
+  for (const spec of specifiers(await Deno.readTextFile(file))) {
+    if (!spec.startsWith(".")) continue;
+    const to = srcFolders(new URL(spec, `file://${file}`).pathname);
+    if (!to) continue;
+    const where = `${rel(file)} imports "${spec}"`;
+    if (to.includes("http") && !from?.includes("http") && !isAppWiring(file)) {
+      violations.push(`${where}: domain code may not import the HTTP layer (throw a domain error instead)`);
+    }
+    if (from?.includes("poller") && to.includes("runs")) {
+      violations.push(`${where}: the poller may not import runs (register a poll store write hook instead)`);
+    }
+  }
+}
+
 if (violations.length) {
   console.error(`Boundary violations (${violations.length}):\n  ${violations.join("\n  ")}`);
   Deno.exit(1);
 }
 console.log(
-  "boundaries: ok (adapters, checks and plugins import only @dutlab/core and their own dependencies)",
+  "boundaries: ok (adapters, checks and plugins import only @dutlab/core and their own dependencies; " +
+    "core domain code imports no http/, the poller no runs/)",
 );

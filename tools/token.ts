@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { bootstrap, exitOnStartupError } from "@dutlab/core/runtime";
 import { ROLES } from "../core/src/access.ts";
-import { HttpProblem } from "../core/src/errors.ts";
+import { DomainError, HttpProblem } from "../core/src/errors.ts";
 import { modules } from "../modules.gen.ts";
 
 const USAGE =
@@ -61,8 +61,10 @@ if (import.meta.main) {
       console.log(`revoked "${t.name}" at ${t.revokedAt}`);
     }
   } catch (e) {
-    if (!(e instanceof HttpProblem)) throw e;
-    console.error(e.detail ?? e.title);
+    // The token store throws domain errors (a taken name, an unknown token): say them, exit 1.
+    if (e instanceof DomainError) console.error(e.message);
+    else if (e instanceof HttpProblem) console.error(e.detail ?? e.title);
+    else throw e;
     code = 1;
   } finally {
     await rt.close();

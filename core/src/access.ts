@@ -6,7 +6,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { type Kysely, sql } from "kysely";
 import type { Database } from "./db/schema.ts";
-import { problems } from "./http/problem.ts";
+import { ConflictError, NotFoundError } from "./errors.ts";
 import { isUniqueViolation } from "./devices.ts";
 import { isUuid } from "./ids.ts";
 import { decodeCursor, encodeCursor } from "./paging.ts";
@@ -78,7 +78,7 @@ export class TokenStore {
 
   /** Create a token; its secret is returned once, here, and never stored. */
   async create(name: string, role: Role): Promise<TokenView & { token: string }> {
-    if (name === BOOTSTRAP_ADMIN) throw problems.conflict(`"${BOOTSTRAP_ADMIN}" names the ADMIN_TOKEN`);
+    if (name === BOOTSTRAP_ADMIN) throw new ConflictError(`"${BOOTSTRAP_ADMIN}" names the ADMIN_TOKEN`);
     const bytes = crypto.getRandomValues(new Uint8Array(32));
     const token = "dut_" + btoa(String.fromCharCode(...bytes)).replace(/=+$/, "").replace(/\+/g, "-")
       .replace(/\//g, "_");
@@ -94,7 +94,8 @@ export class TokenStore {
       return { ...view(row), token };
     } catch (e) {
       if (isUniqueViolation(e)) {
-        throw problems.conflict(`A token named "${name}" exists (names stay taken after a revocation)`, {
+        throw new ConflictError(`A token named "${name}" exists (names stay taken after a revocation)`, {
+          cause: e,
           errors: [{ field: "name", message: "is already used" }],
         });
       }
@@ -114,7 +115,7 @@ export class TokenStore {
       .set({ revoked_at: sql`coalesce(revoked_at, now())` as never })
       .where((eb) => isUuid(idOrName) ? eb("id", "=", idOrName) : eb("name", "=", idOrName))
       .returningAll().executeTakeFirst();
-    if (!row) throw problems.notFound(`No token "${idOrName}"`);
+    if (!row) throw new NotFoundError(`No token "${idOrName}"`);
     this.#cache.clear();
     return view(row);
   }

@@ -1,7 +1,7 @@
 import type { AdapterDefinition, AdapterDevice, AdapterSession } from "./adapter.ts";
 import { DeviceError } from "./errors.ts";
 import { logger } from "./log.ts";
-import type { SessionRegistry } from "./sessions.ts";
+import { SessionRegistry } from "./sessions.ts";
 import {
   DEFAULT_LIMITS,
   type DeviceTransport,
@@ -41,10 +41,12 @@ export function asDeviceError(err: unknown): DeviceError {
 }
 
 /**
- * Open an adapter session for one device over the core transport. Used by the poll cycle, the
- * connection test and adapter tests alike.
+ * Open an adapter session for one device over the core transport: one half of the device session
+ * lifecycle ({@link releaseDeviceSession} is the other). The poll cycle and the connection test open
+ * through `DeviceStore.connect`, the adapter contract kit through `connectTo`; all end here. A session
+ * the adapter parked under another credential (a rotated password) is logged out first.
  */
-export async function connectDevice(opts: ConnectOptions): Promise<ConnectedDevice> {
+export async function openDeviceSession(opts: ConnectOptions): Promise<ConnectedDevice> {
   const { adapter, device } = opts;
   const log = logger("adapter", adapter.vendorKey);
   const transport = openTransport(
@@ -91,4 +93,68 @@ export async function connectDevice(opts: ConnectOptions): Promise<ConnectedDevi
     }
   };
   return { session, transport, close, [Symbol.asyncDispose]: close };
+}
+
+/** What {@link releaseDeviceSession} needs: the device, its adapter and where its session is parked. */
+export interface ReleaseOptions {
+  /** The device's adapter; none (a vendor without an enabled adapter): the parked state is only dropped. */
+  adapter: AdapterDefinition | undefined;
+  device: ConnectTarget;
+  sessions: SessionRegistry;
+  limits?: TransportLimits;
+  /** Bound of the logout, connection included (default 10 s). */
+  timeoutMs?: number;
+}
+
+/**
+ * Log out the session an adapter parked for a device between polls, and remove it from the registry: the
+ * other half of the device session lifecycle ({@link openDeviceSession}). Used when a device is deleted or
+ * its credential or URL changes (the device store), at shutdown (`DeviceStore.releaseAllParked`) and by the
+ * adapter contract kit. Best effort: a device that cannot be reached must not block a delete or a
+ * shutdown, so it never throws; the error, if any, is logged and returned.
+ */
+export async function releaseDeviceSession(opts: ReleaseOptions): Promise<{ error?: unknown }> {
+  const { adapter, device } = opts;
+  const parked = opts.sessions.take(device.id);
+  if (parked === undefined || !adapter?.release) return {};
+  const log = logger("sessions");
+  const signal = AbortSignal.timeout(opts.timeoutMs ?? 10_000);
+  let transport: DeviceTransport | undefined;
+  try {
+    // Inside the try: callers run this in the background, where a throw would be an unhandled rejection.
+    transport = openTransport(
+      {
+        baseUrl: device.baseUrl,
+        tlsVerifyMode: device.tlsVerifyMode,
+        pinnedCertSha256: device.pinnedCertSha256,
+      },
+      opts.limits ?? DEFAULT_LIMITS,
+      { signal },
+    );
+    await adapter.release({
+      device: {
+        id: device.id,
+        hostname: device.hostname,
+        vendor: device.vendor,
+        deviceRole: device.deviceRole,
+        baseUrl: device.baseUrl,
+        username: device.username,
+        tlsVerifyMode: device.tlsVerifyMode,
+      },
+      http: transport,
+      // A scope of its own: what a release might park is dropped with it, never reused by a poll.
+      sessions: new SessionRegistry().scope(device.id, "release"),
+      log,
+      signal,
+    }, parked);
+    return {};
+  } catch (error) {
+    log.warn("Could not log out the parked session of {hostname}: {error}", {
+      hostname: device.hostname,
+      error: String(error),
+    });
+    return { error };
+  } finally {
+    transport?.close();
+  }
 }

@@ -2,8 +2,8 @@ import { type Kysely, type Selectable, sql } from "kysely";
 import type { Database, DevicesTable } from "./db/schema.ts";
 import type { AdapterDefinition, TlsVerifyMode } from "./adapter.ts";
 import { CredentialError, type CredentialKey, decryptSecret, encryptSecret } from "./credentials.ts";
-import { connectDevice, type ConnectedDevice } from "./connect.ts";
-import type { TransportLimits } from "./transport/transport.ts";
+import { type ConnectedDevice, openDeviceSession, releaseDeviceSession } from "./connect.ts";
+import { DEFAULT_LIMITS, type TransportLimits } from "./transport/transport.ts";
 import type { RegisteredAdapter, Registry } from "./registry.ts";
 import type { SessionRegistry } from "./sessions.ts";
 import { sha256Hex } from "./hash.ts";
@@ -107,13 +107,19 @@ export function credentialKeyOf(row: DeviceRow): Promise<string> {
   return sha256Hex(`${row.username}\0${row.password_enc}`).then((h) => h.slice(0, 16));
 }
 
-/** Registry of devices under test: CRUD with encrypted credentials. */
+/**
+ * Registry of devices under test: CRUD with encrypted credentials, and the device session lifecycle
+ * (`connect`, `releaseParked`, `releaseAllParked`): a session parked for a device is logged out when the
+ * device is deleted or its credential or URL changes, here rather than in the routes.
+ */
 export class DeviceStore {
   constructor(
     private db: Kysely<Database>,
     private registry: Registry,
     private keys: KeyRing,
     private sessions: SessionRegistry,
+    /** Transport limits of the logouts this store starts (the configured ones; the poll passes its own). */
+    private limits: TransportLimits = DEFAULT_LIMITS,
   ) {}
 
   /** Every device in hostname order, with the columns of the API view only (no credential). */
@@ -275,11 +281,11 @@ export class DeviceStore {
     const moved = (patch.baseUrl !== undefined && patch.baseUrl !== row.base_url) ||
       (patch.tlsVerifyMode !== undefined && patch.tlsVerifyMode !== row.tls_verify_mode);
     if (patch.pinnedCertSha256 === null || moved) set.pinned_cert_sha256 = null;
+    let updated: DeviceRow;
     try {
-      const updated = await this.db.updateTable("devices")
+      updated = await this.db.updateTable("devices")
         .set({ ...set, updated_at: sql<Date>`now()` } as never)
         .where("id", "=", id).returningAll().executeTakeFirstOrThrow();
-      return updated;
     } catch (e) {
       if (isUniqueViolation(e)) {
         throw new ConflictError(`A device with hostname "${patch.hostname}" is already registered`, {
@@ -289,11 +295,23 @@ export class DeviceStore {
       }
       throw e;
     }
+    // A session parked under the old credential or at the old URL is of no use any more: log it out at the
+    // old address (in the background: the answer does not wait for the device).
+    if (
+      updated.password_enc !== row.password_enc || updated.username !== row.username ||
+      updated.base_url !== row.base_url
+    ) {
+      void this.releaseParked(row);
+    }
+    return updated;
   }
 
-  /** Delete a device; its snapshots go with it (cascade), then payloads no snapshot refers to. */
+  /**
+   * Delete a device; its snapshots go with it (cascade), then payloads no snapshot refers to. Its parked
+   * session, if any, is logged out in the background.
+   */
   async delete(id: string): Promise<void> {
-    await this.get(id);
+    const row = await this.get(id);
     await this.db.transaction().execute(async (tx) => {
       const hashes = await tx.selectFrom("snapshots").select("payload_sha256").distinct()
         .where("device_id", "=", id).execute();
@@ -317,6 +335,7 @@ export class DeviceStore {
           ).execute();
       }
     });
+    void this.releaseParked(row);
   }
 
   /** Decrypt a device's secret for one cycle. */
@@ -339,7 +358,7 @@ export class DeviceStore {
     const password = await this.decryptPassword(row).catch((e) => {
       throw e instanceof CredentialError ? new DeviceError("credential_error", e.message) : e;
     });
-    const conn = await connectDevice({
+    const conn = await openDeviceSession({
       adapter: reg.adapter,
       device: deviceTarget(row),
       credentials: { username: row.username, password },
@@ -370,6 +389,27 @@ export class DeviceStore {
 
   get sessionRegistry(): SessionRegistry {
     return this.sessions;
+  }
+
+  /**
+   * Log out the session parked for a device (as it was: its URL, TLS settings and pin) and forget it.
+   * Best effort, never throws (see `releaseDeviceSession`).
+   */
+  async releaseParked(row: DeviceRow): Promise<void> {
+    await releaseDeviceSession({
+      adapter: this.registry.adapters.get(row.vendor)?.adapter,
+      device: deviceTarget(row),
+      sessions: this.sessions,
+      limits: this.limits,
+    });
+  }
+
+  /** Log out every parked session (shutdown). */
+  async releaseAllParked(): Promise<void> {
+    const ids = this.sessions.deviceIds();
+    if (!ids.length) return;
+    const rows = await this.db.selectFrom("devices").selectAll().where("id", "in", ids).execute();
+    await Promise.allSettled(rows.map((r) => this.releaseParked(r)));
   }
 }
 

@@ -128,7 +128,7 @@ export function evaluateCheck(
     deepFreeze(snapshot!.payload);
     return { ...snapshot!, collectedAt: new Date(snapshot!.collectedAt) };
   };
-  return evaluateApplicable(check, device, plan, snapshot, view, ctx, a);
+  return evaluateApplicable({ check, device, plan, snapshot, view, ctx, applied: a });
 }
 
 /**
@@ -151,18 +151,23 @@ export function checkApplies(
   return applies(check, device, plan, adapter) !== false;
 }
 
-/**
- * The rest of `evaluateCheck` once `appliesTo` has answered (anything but `false`). `snapshot` is what the
- * evidence cites; `view()` builds the snapshot the check evaluates, a fresh object whose payload is frozen.
- */
+/** One (check, device) evaluation once `appliesTo` has answered, as {@link evaluateApplicable} takes it. */
+interface Applicable {
+  check: CheckDefinition;
+  device: CheckDevice;
+  plan: Plan;
+  /** What the evidence cites; null without a snapshot of the check's label (`skipped`). */
+  snapshot: Pick<CheckSnapshot, "id" | "payloadSha256" | "collectedAt"> | null;
+  /** Builds the snapshot the check evaluates, a fresh object whose payload is frozen. */
+  view: () => CheckSnapshot;
+  ctx: CheckContext;
+  /** What `appliesTo` answered (anything but `false`). */
+  applied: true | { threw: string };
+}
+
+/** The rest of `evaluateCheck` once `appliesTo` has answered. */
 function evaluateApplicable(
-  check: CheckDefinition,
-  device: CheckDevice,
-  plan: Plan,
-  snapshot: Pick<CheckSnapshot, "id" | "payloadSha256" | "collectedAt"> | null,
-  view: () => CheckSnapshot,
-  ctx: CheckContext,
-  applied: true | { threw: string },
+  { check, device, plan, snapshot, view, ctx, applied }: Applicable,
 ): CheckResult {
   const base = {
     checkId: check.id,
@@ -315,31 +320,178 @@ export class PayloadCache {
 /** The process's payload cache: 32 MiB of payload text (~10,000 payloads of a few kB). */
 export const payloadCache = new PayloadCache(32 * 1024 * 1024);
 
-/** The latest snapshot of one (device, label), as the pre-flight read returns it. */
-interface Latest {
+/** The latest snapshot of one (device, label), as the lab read returns it. */
+export interface Latest {
   id: string;
+  /** SHA-256 of its payload. */
   sha: string;
   at: Date;
 }
 
-/** What the pre-flight read returns: the enabled devices, what `appliesTo` said, the latest snapshots. */
-interface LabState {
+/**
+ * One read of the lab (see {@link readLab}): the enabled devices, the latest snapshot of the (label, device)
+ * pairs its readers asked for, and their payloads.
+ */
+export interface LabRead {
+  /** Enabled devices, by hostname then id. */
   devices: CheckDevice[];
-  /** Per check (registry order), per device (`devices` order). */
-  verdicts: Applies[][];
-  /** Label → device id → its latest snapshot of that label (fetched pairs only). */
+  /** Label → device id → its latest snapshot of that label (asked-for pairs that have one). */
   latest: Map<string, Map<string, Latest>>;
-  /** The payload of every latest snapshot read, by SHA-256 (from the payload cache or read now). */
+  /**
+   * The payload of every latest snapshot read, by SHA-256 (from {@link payloadCache} or read now), parsed
+   * and frozen on first use, once for all readers.
+   */
   payloads: Map<string, PayloadEntry>;
+}
+
+/** What a reader of the lab needs, given the enabled devices: label → the ids of the devices to read. */
+export type LabWants = (devices: CheckDevice[]) => Map<string, Set<string>>;
+
+/**
+ * Read the lab once for one or more readers (the pre-flight of a plan, a run's lab state): at most three
+ * SELECTs whatever the number of readers, checks and devices, in one read-only REPEATABLE READ transaction
+ * (one view of the database; `db` already in a transaction is read as is): the enabled devices; then,
+ * once every reader has said what it wants of them, the latest snapshot of only those (label, device)
+ * pairs; then each distinct payload text once, except those in {@link payloadCache}.
+ */
+export async function readLab(db: Kysely<Database>, wants: LabWants[]): Promise<LabRead> {
+  const read = (tx: Kysely<Database>) => readLabIn(tx, wants);
+  return db.isTransaction
+    ? await read(db)
+    : await db.transaction().setIsolationLevel("repeatable read").setAccessMode("read only").execute(read);
+}
+
+async function readLabIn(tx: Kysely<Database>, readers: LabWants[]): Promise<LabRead> {
+  const devices: CheckDevice[] = (await tx.selectFrom("devices")
+    .select(["id", "hostname", "vendor", "device_role"])
+    .where("enabled", "=", true)
+    .orderBy("hostname").orderBy("id")
+    .execute()).map((d) => ({ id: d.id, hostname: d.hostname, vendor: d.vendor, deviceRole: d.device_role }));
+  const wanted = new Map<string, Set<string>>();
+  for (const reader of readers) {
+    for (const [label, ids] of reader(devices)) {
+      let all = wanted.get(label);
+      if (!all) wanted.set(label, all = new Set());
+      for (const id of ids) all.add(id);
+    }
+  }
+  const latest = new Map<string, Map<string, Latest>>();
+  const payloads = new Map<string, PayloadEntry>();
+  const labels = [...wanted.keys()].filter((l) => wanted.get(l)!.size > 0);
+  if (labels.length === 0) return { devices, latest, payloads };
+  // The latest snapshot of each wanted pair (small rows). Per label, its device ids comma-separated (UUIDs).
+  const ids = labels.map((l) => [...wanted.get(l)!].join(","));
+  const { rows } = await sql<{
+    device_id: string;
+    endpoint_label: string;
+    snapshot_id: string;
+    sha256: string;
+    collected_at: Date | string;
+  }>`select l.device_id::text, l.endpoint_label, l.snapshot_id::text, s.payload_sha256 as sha256, s.collected_at
+      from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
+      cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
+      join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = g.label
+      join snapshots s on s.id = l.snapshot_id`.execute(tx);
+  const shas = new Set<string>();
+  for (const r of rows) {
+    let byDevice = latest.get(r.endpoint_label);
+    if (!byDevice) latest.set(r.endpoint_label, byDevice = new Map());
+    byDevice.set(r.device_id, { id: r.snapshot_id, sha: r.sha256, at: new Date(r.collected_at) });
+    shas.add(r.sha256);
+  }
+  // Then each distinct payload text once, only those not parsed already (payloads never change).
+  // Cache hits are taken now, so a concurrent read's evictions cannot take them away later.
+  const missing: string[] = [];
+  for (const sha of shas) {
+    const e = payloadCache.get(sha);
+    if (e) payloads.set(sha, e);
+    else missing.push(sha);
+  }
+  if (missing.length) {
+    const read = await sql<{ sha256: string; payload: string }>`select sha256, payload
+      from snapshot_payloads where sha256 = any(${missing}::text[])`.execute(tx);
+    for (const p of read.rows) payloads.set(p.sha256, payloadCache.put(p.sha256, p.payload));
+  }
+  return { devices, latest, payloads };
+}
+
+/**
+ * The pre-flight of a plan as a reader of the lab: `wants` asks for the labels the checks that apply read
+ * (asking `appliesTo`, once per device list), `evaluate` evaluates them over the read. {@link runPreflight}
+ * reads the lab for it alone; a run's start reads it together with the run's lab state.
+ */
+export function preflightOf(registry: Registry, plan: Plan): {
+  wants: LabWants;
+  evaluate(read: LabRead, now?: Date): PreflightResult;
+} {
+  const defs = registry.checks.map((c) => c.check);
+  // appliesTo needs only the device and the plan: asked once per device list, kept for the evaluation.
+  let memo: { devices: CheckDevice[]; verdicts: Applies[][] } | undefined;
+  const verdictsOf = (devices: CheckDevice[]): Applies[][] => {
+    if (memo?.devices === devices) return memo.verdicts;
+    const adapters = devices.map((d) => registry.adapters.get(d.vendor)?.adapter);
+    const verdicts = defs.map((check) =>
+      devices.map((device, j) => applies(check, device, plan, adapters[j]))
+    );
+    memo = { devices, verdicts };
+    return verdicts;
+  };
+  // Fetch a label for a device only when a check of that label applies to it, or when its appliesTo threw
+  // (the error result cites that snapshot).
+  const wants: LabWants = (devices) => {
+    const verdicts = verdictsOf(devices);
+    const wanted = new Map<string, Set<string>>();
+    defs.forEach((check, i) => {
+      for (const label of [check.label, ...(check.alsoReads ?? [])]) {
+        let ids = wanted.get(label);
+        if (!ids) wanted.set(label, ids = new Set());
+        verdicts[i].forEach((v, j) => v !== false && ids.add(devices[j].id));
+      }
+    });
+    return wanted;
+  };
+  const evaluate = ({ devices, latest, payloads }: LabRead, now: Date = new Date()): PreflightResult => {
+    const verdicts = verdictsOf(devices);
+    // Each distinct payload is parsed and frozen once, when a check first reads it: every check of every
+    // device that reads it sees the same, unchangeable value, and a payload no check reads is never parsed.
+    // Payloads are kept for later pre-flights (content-addressed and immutable, so always valid).
+    const payloadOf = (sha: string): unknown => payloads.get(sha)!.value;
+    const known = (sha: string) => payloads.has(sha);
+    const facts = new Map(
+      devices.map((d) => [d.vendor, registry.adapters.get(d.vendor)?.adapter.facts ?? {}]),
+    );
+    const checks: CheckResult[] = [];
+    defs.forEach((check, i) => {
+      const byDevice = latest.get(check.label);
+      devices.forEach((device, j) => {
+        const applied = verdicts[i][j];
+        if (applied === false) return;
+        const s = byDevice?.get(device.id);
+        const snapshot = s && known(s.sha) ? { id: s.id, payloadSha256: s.sha, collectedAt: s.at } : null;
+        const view = () => lazySnapshot(s!, device, check.label, payloadOf);
+        const ctx: CheckContext = { now: new Date(now), facts: facts.get(device.vendor)! };
+        if (check.alsoReads) {
+          const related: Record<string, CheckSnapshot | null> = {};
+          for (const label of check.alsoReads) {
+            const r = latest.get(label)?.get(device.id);
+            related[label] = r && known(r.sha) ? lazySnapshot(r, device, label, payloadOf) : null;
+          }
+          ctx.related = related;
+        }
+        checks.push(evaluateApplicable({ check, device, plan, snapshot, view, ctx, applied }));
+      });
+    });
+    return summarize(plan, checks, now);
+  };
+  return { wants, evaluate };
 }
 
 /**
  * Evaluate the latest stored snapshots against a plan (spec 4.8).
  *
- * - Read-only: at most three SELECTs whatever the number of checks and devices, in one read-only
- *   REPEATABLE READ transaction (one view of the database): the enabled devices; then, once `appliesTo`
- *   has answered, the latest snapshot of only the (device, label) pairs a check applies to; then each
- *   distinct payload text once, except those in {@link payloadCache}. It never collects, never contacts a
+ * - Read-only, through {@link readLab}: at most three SELECTs whatever the number of checks and devices,
+ *   in one read-only REPEATABLE READ transaction; only the (device, label) pairs a check applies to are
+ *   fetched, and only the payloads not in {@link payloadCache}. It never collects, never contacts a
  *   device, never writes.
  * - Each distinct payload (by SHA-256) is parsed and frozen once, when a check first reads it, and shared
  *   by every check and device that reads it, in this and later pre-flights (kept in {@link payloadCache});
@@ -362,106 +514,9 @@ export async function runPreflight(
   plan: Plan,
   now: Date = new Date(),
 ): Promise<PreflightResult> {
-  const defs = registry.checks.map((c) => c.check);
-  if (defs.length === 0) return summarize(plan, [], now);
-  const read = (tx: Kysely<Database>) => readLab(tx, registry, defs, plan);
-  const { devices, verdicts, latest, payloads } = db.isTransaction
-    ? await read(db)
-    : await db.transaction().setIsolationLevel("repeatable read").setAccessMode("read only").execute(read);
-
-  // Each distinct payload is parsed and frozen once, when a check first reads it: every check of every
-  // device that reads it sees the same, unchangeable value, and a payload no check reads is never parsed.
-  // Payloads are kept for later pre-flights (content-addressed and immutable, so always valid).
-  const payloadOf = (sha: string): unknown => payloads.get(sha)!.value;
-  const known = (sha: string) => payloads.has(sha);
-  const facts = new Map(devices.map((d) => [d.vendor, registry.adapters.get(d.vendor)?.adapter.facts ?? {}]));
-
-  const checks: CheckResult[] = [];
-  defs.forEach((check, i) => {
-    const byDevice = latest.get(check.label);
-    devices.forEach((device, j) => {
-      const verdict = verdicts[i][j];
-      if (verdict === false) return;
-      const s = byDevice?.get(device.id);
-      const snapshot = s && known(s.sha) ? { id: s.id, payloadSha256: s.sha, collectedAt: s.at } : null;
-      const view = () => lazySnapshot(s!, device, check.label, payloadOf);
-      const ctx: CheckContext = { now: new Date(now), facts: facts.get(device.vendor)! };
-      if (check.alsoReads) {
-        const related: Record<string, CheckSnapshot | null> = {};
-        for (const label of check.alsoReads) {
-          const r = latest.get(label)?.get(device.id);
-          related[label] = r && known(r.sha) ? lazySnapshot(r, device, label, payloadOf) : null;
-        }
-        ctx.related = related;
-      }
-      checks.push(evaluateApplicable(check, device, plan, snapshot, view, ctx, verdict));
-    });
-  });
-  return summarize(plan, checks, now);
-}
-
-/** The two reads of a pre-flight (`tx`: one transaction), `appliesTo` asked in between. */
-async function readLab(
-  tx: Kysely<Database>,
-  registry: Registry,
-  defs: CheckDefinition[],
-  plan: Plan,
-): Promise<LabState> {
-  const devices: CheckDevice[] = (await tx.selectFrom("devices")
-    .select(["id", "hostname", "vendor", "device_role"])
-    .where("enabled", "=", true)
-    .orderBy("hostname").orderBy("id")
-    .execute()).map((d) => ({ id: d.id, hostname: d.hostname, vendor: d.vendor, deviceRole: d.device_role }));
-  // appliesTo needs only the device and the plan. Fetch a label for a device only when a check of that
-  // label applies to it, or when its appliesTo threw (the error result cites that snapshot).
-  const adapters = devices.map((d) => registry.adapters.get(d.vendor)?.adapter);
-  const verdicts = defs.map((check) => devices.map((device, j) => applies(check, device, plan, adapters[j])));
-  const wanted = new Map<string, Set<string>>();
-  defs.forEach((check, i) => {
-    for (const label of [check.label, ...(check.alsoReads ?? [])]) {
-      let ids = wanted.get(label);
-      if (!ids) wanted.set(label, ids = new Set());
-      verdicts[i].forEach((v, j) => v !== false && ids.add(devices[j].id));
-    }
-  });
-  const latest = new Map<string, Map<string, Latest>>();
-  const payloads = new Map<string, PayloadEntry>();
-  const labels = [...wanted.keys()].filter((l) => wanted.get(l)!.size > 0);
-  if (labels.length === 0) return { devices, verdicts, latest, payloads };
-  // The latest snapshot of each wanted pair (small rows). Per label, its device ids comma-separated (UUIDs).
-  const ids = labels.map((l) => [...wanted.get(l)!].join(","));
-  const { rows } = await sql<{
-    device_id: string;
-    endpoint_label: string;
-    snapshot_id: string;
-    sha256: string;
-    collected_at: Date | string;
-  }>`select l.device_id::text, l.endpoint_label, l.snapshot_id::text, s.payload_sha256 as sha256, s.collected_at
-      from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
-      cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
-      join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = g.label
-      join snapshots s on s.id = l.snapshot_id`.execute(tx);
-  const shas = new Set<string>();
-  for (const r of rows) {
-    let byDevice = latest.get(r.endpoint_label);
-    if (!byDevice) latest.set(r.endpoint_label, byDevice = new Map());
-    byDevice.set(r.device_id, { id: r.snapshot_id, sha: r.sha256, at: new Date(r.collected_at) });
-    shas.add(r.sha256);
-  }
-  // Then each distinct payload text once, only those not parsed already (payloads never change).
-  // Cache hits are taken now, so a concurrent pre-flight's evictions cannot take them away later.
-  const missing: string[] = [];
-  for (const sha of shas) {
-    const e = payloadCache.get(sha);
-    if (e) payloads.set(sha, e);
-    else missing.push(sha);
-  }
-  if (missing.length) {
-    const read = await sql<{ sha256: string; payload: string }>`select sha256, payload
-      from snapshot_payloads where sha256 = any(${missing}::text[])`.execute(tx);
-    for (const p of read.rows) payloads.set(p.sha256, payloadCache.put(p.sha256, p.payload));
-  }
-  return { devices, verdicts, latest, payloads };
+  if (registry.checks.length === 0) return summarize(plan, [], now);
+  const preflight = preflightOf(registry, plan);
+  return preflight.evaluate(await readLab(db, [preflight.wants]), now);
 }
 
 /**

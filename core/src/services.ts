@@ -8,16 +8,12 @@ import { PollService } from "./poller/cycle.ts";
 import { DeviceLocks } from "./poller/device_locks.ts";
 import type { TransportLimits } from "./transport/transport.ts";
 import { importCredentialKey } from "./credentials.ts";
-import { openTransport } from "./transport/transport.ts";
-import type { TlsVerifyMode } from "./adapter.ts";
-import { deviceTarget } from "./devices.ts";
-import { logger } from "./log.ts";
 import { AuditLog, TokenStore } from "./access.ts";
 import { EventBus } from "./events.ts";
-import type { DeviceRow } from "./devices.ts";
 import { ReportSignatures, ReportSigningKey } from "./report/sign.ts";
 import { PdfRenderer } from "./report/pdf.ts";
 import { RunService } from "./runs/service.ts";
+import { decryptAlertWriter } from "./runs/alerts.ts";
 
 /** Everything the HTTP app and the worker share. Built once per process by `bootstrap`. */
 export interface Services {
@@ -42,9 +38,7 @@ export interface Services {
   pdf: PdfRenderer;
   /** Test runs: start, finish (the report frozen once), reads. Built once here, used by every route. */
   runs: RunService;
-  /** Log out a session parked for a device (after delete, or at shutdown). Best effort. */
-  releaseParked(row: Pick<DeviceRow, "id">, fallback?: DeviceRow): Promise<void>;
-  /** Log out every parked session (shutdown). */
+  /** Log out every parked session (shutdown; the device store's `releaseAllParked`). */
   releaseAllParked(): Promise<void>;
   /** Whether this process holds the poll lock (for /metrics). */
   worker?: { holdsLock: boolean };
@@ -70,21 +64,22 @@ export function transportLimits(config: Config): TransportLimits {
 export async function buildServices(config: Config, db: Db, registry: Registry): Promise<Services> {
   const keys = await buildKeyRing(config.DUT_CRED_ENC_KEY, config.DUT_CRED_ENC_KEY_PREVIOUS);
   const sessions = new SessionRegistry();
-  const devices = new DeviceStore(db.kysely, registry, keys, sessions);
-  const metrics = new Metrics();
   const limits = transportLimits(config);
-  const poller = new PollService(
-    db.kysely,
+  const devices = new DeviceStore(db.kysely, registry, keys, sessions, limits);
+  const metrics = new Metrics();
+  const poller = new PollService({
+    db: db.kysely,
     devices,
     registry,
     metrics,
     limits,
-    config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
-    db.kind === "postgres" ? new DeviceLocks(db) : undefined,
-  );
+    deviceTimeoutMs: config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
+    locks: db.kind === "postgres" ? new DeviceLocks(db) : undefined,
+    // The runs feature records decrypt alerts in the poll store's transaction (the poller knows no runs).
+    writeHooks: [decryptAlertWriter(registry)],
+  });
   const events = new EventBus(db, config.DUT_EVENTS_RETENTION_HOURS);
   poller.events = events;
-  const log = logger("sessions");
   const signatures = new ReportSignatures(
     db.kysely,
     await ReportSigningKey.fromText(config.DUT_REPORT_SIGNING_KEY),
@@ -109,43 +104,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
       concurrency: config.DUT_PDF_CONCURRENCY,
       timeoutMs: config.DUT_PDF_TIMEOUT_SECONDS * 1000,
     }),
-    async releaseParked(row, full) {
-      const parked = sessions.take(row.id);
-      if (parked === undefined || !full) return;
-      const reg = registry.adapters.get(full.vendor);
-      if (!reg?.adapter.release) return;
-      const transport = openTransport(
-        {
-          baseUrl: full.base_url,
-          tlsVerifyMode: full.tls_verify_mode as TlsVerifyMode,
-          pinnedCertSha256: full.pinned_cert_sha256,
-        },
-        limits,
-        { signal: AbortSignal.timeout(10_000) },
-      );
-      try {
-        await reg.adapter.release({
-          device: deviceTarget(full),
-          http: transport,
-          sessions: new SessionRegistry().scope(full.id, "release"),
-          log,
-          signal: AbortSignal.timeout(10_000),
-        }, parked);
-      } catch (e) {
-        log.warn("Could not log out the parked session of {hostname}: {error}", {
-          hostname: full.hostname,
-          error: String(e),
-        });
-      } finally {
-        transport.close();
-      }
-    },
-    async releaseAllParked() {
-      const ids = sessions.deviceIds();
-      if (!ids.length) return;
-      const rows = await db.kysely.selectFrom("devices").selectAll().where("id", "in", ids).execute();
-      await Promise.allSettled(rows.map((r) => svc.releaseParked(r, r)));
-    },
+    releaseAllParked: () => devices.releaseAllParked(),
   };
   return svc;
 }

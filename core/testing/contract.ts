@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import type { AdapterDefinition, TlsVerifyMode } from "../src/adapter.ts";
-import { connectDevice, type ConnectedDevice } from "../src/connect.ts";
+import {
+  type ConnectedDevice,
+  type ConnectTarget,
+  openDeviceSession,
+  releaseDeviceSession,
+} from "../src/connect.ts";
 import { DeviceError } from "../src/errors.ts";
 import { canonicalJson } from "../src/hash.ts";
 import { SessionRegistry } from "../src/sessions.ts";
@@ -21,7 +26,31 @@ export interface SimulatedDevice extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-/** Connect an adapter to a simulated device the way the poll cycle does. */
+/** The test device the kit connects to, as the device room's session lifecycle takes it. */
+function testTarget(
+  adapter: AdapterDefinition,
+  target: { url: string },
+  opts: {
+    username: string;
+    deviceId?: string;
+    hostname?: string;
+    tlsVerifyMode?: TlsVerifyMode;
+    pinnedCertSha256?: string | null;
+  },
+): ConnectTarget {
+  return {
+    id: opts.deviceId ?? "00000000-0000-4000-8000-000000000001",
+    hostname: opts.hostname ?? "sim-device",
+    vendor: adapter.vendorKey,
+    deviceRole: adapter.deviceRoles[0] ?? null,
+    baseUrl: target.url,
+    username: opts.username,
+    tlsVerifyMode: opts.tlsVerifyMode ?? "insecure",
+    pinnedCertSha256: opts.pinnedCertSha256 ?? null,
+  };
+}
+
+/** Connect an adapter to a simulated device the way the poll cycle does (`openDeviceSession`). */
 export function connectTo(
   adapter: AdapterDefinition,
   target: { url: string },
@@ -37,19 +66,9 @@ export function connectTo(
     signal?: AbortSignal;
   },
 ): Promise<ConnectedDevice> {
-  const id = opts.deviceId ?? "00000000-0000-4000-8000-000000000001";
-  return connectDevice({
+  return openDeviceSession({
     adapter,
-    device: {
-      id,
-      hostname: opts.hostname ?? "sim-device",
-      vendor: adapter.vendorKey,
-      deviceRole: adapter.deviceRoles[0] ?? null,
-      baseUrl: target.url,
-      username: opts.credentials.username,
-      tlsVerifyMode: opts.tlsVerifyMode ?? "insecure",
-      pinnedCertSha256: opts.pinnedCertSha256 ?? null,
-    },
+    device: testTarget(adapter, target, { ...opts, username: opts.credentials.username }),
     credentials: opts.credentials,
     credentialKey: opts.credentialKey ?? `${opts.credentials.username}:${opts.credentials.password.length}`,
     sessions: opts.sessions ?? new SessionRegistry(),
@@ -69,32 +88,21 @@ export async function pollOnce(
   return await conn.session.collectAll();
 }
 
-/** Log out whatever session the adapter parked for the default test device. */
+/**
+ * Log out whatever session the adapter parked for the default test device, the way a device delete or a
+ * shutdown does (`releaseDeviceSession`); a logout that fails fails the test.
+ */
 export async function releaseParked(
   adapter: AdapterDefinition,
   device: SimulatedDevice,
   sessions: SessionRegistry,
 ) {
-  const parked = sessions.take("00000000-0000-4000-8000-000000000001");
-  if (parked === undefined || !adapter.release) return;
-  await using conn = await connectTo(adapter, device.sim, { credentials: device.credentials });
-  const { credentials: _c, ...ctx } = {
-    device: {
-      id: "00000000-0000-4000-8000-000000000001",
-      hostname: "sim-device",
-      vendor: adapter.vendorKey,
-      deviceRole: adapter.deviceRoles[0] ?? null,
-      baseUrl: device.sim.url,
-      username: device.credentials.username,
-      tlsVerifyMode: "insecure" as const,
-    },
-    credentials: undefined,
-    http: conn.transport,
-    sessions: new SessionRegistry().scope("x", "y"),
-    log: (await import("../src/log.ts")).logger("test"),
-    signal: new AbortController().signal,
-  };
-  await adapter.release(ctx, parked);
+  const { error } = await releaseDeviceSession({
+    adapter,
+    device: testTarget(adapter, device.sim, { username: device.credentials.username }),
+    sessions,
+  });
+  if (error !== undefined) throw error;
 }
 
 /**

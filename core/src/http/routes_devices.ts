@@ -126,14 +126,8 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const before = await svc.devices.get(id);
+      // The store logs out a session parked under the old credential or URL.
       const row = await svc.devices.update(id, c.req.valid("json"));
-      if (
-        row.password_enc !== before.password_enc || row.username !== before.username ||
-        row.base_url !== before.base_url
-      ) {
-        void svc.releaseParked(before, before);
-      }
       await svc.events.publish("device.changed", { deviceId: id, hostname: row.hostname, change: "updated" });
       return c.json(toView(row), 200);
     },
@@ -152,9 +146,8 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     async (c) => {
       const { id } = c.req.valid("param");
       const row = await svc.devices.get(id);
-      await svc.devices.delete(id);
+      await svc.devices.delete(id); // logs out its parked session, if any
       await svc.events.publish("device.changed", { deviceId: id, hostname: row.hostname, change: "deleted" });
-      void svc.releaseParked(row, row);
       return c.json({ ok: true }, 200);
     },
   );

@@ -10,9 +10,31 @@ import { logger } from "../log.ts";
 import type { Registry } from "../registry.ts";
 import type { DeviceLocks } from "./device_locks.ts";
 import type { EventBus } from "../events.ts";
-import { type HashedSnapshot, LostLockError, type Outcome, PollStore, type WriteGuard } from "./store.ts";
+import {
+  type HashedSnapshot,
+  LostLockError,
+  type Outcome,
+  PollStore,
+  type PollWriteHook,
+  type WriteGuard,
+} from "./store.ts";
 
-export { LostLockError, type WriteGuard } from "./store.ts";
+export { LostLockError, type PollWriteHook, type StoredBatch, type WriteGuard } from "./store.ts";
+
+/** What a {@link PollService} is built from. */
+export interface PollServiceOptions {
+  db: Kysely<Database>;
+  devices: DeviceStore;
+  registry: Registry;
+  metrics: Metrics;
+  limits: TransportLimits;
+  /** A poll's time limit (connect, collect, log out). */
+  deviceTimeoutMs: number;
+  /** Per-device locks across instances (PostgreSQL); one process needs none. */
+  locks?: DeviceLocks;
+  /** Write hooks of features, called in the poll store's transaction (see {@link PollWriteHook}). */
+  writeHooks?: readonly PollWriteHook[];
+}
 
 /** Outcome of one poll cycle (spec 4.4 response). */
 export interface PollResult {
@@ -44,18 +66,23 @@ const log = logger("poller");
 export class PollService {
   #inflight = new Map<string, Promise<PollResult>>();
   #store: PollStore;
+  private db: Kysely<Database>;
+  private devices: DeviceStore;
+  private registry: Registry;
+  private metrics: Metrics;
+  private limits: TransportLimits;
+  private deviceTimeoutMs: number;
+  private locks?: DeviceLocks;
 
-  constructor(
-    private db: Kysely<Database>,
-    private devices: DeviceStore,
-    private registry: Registry,
-    private metrics: Metrics,
-    private limits: TransportLimits,
-    private deviceTimeoutMs: number,
-    /** Per-device locks across instances (PostgreSQL); one process needs none. */
-    private locks?: DeviceLocks,
-  ) {
-    this.#store = new PollStore(db, registry);
+  constructor(opts: PollServiceOptions) {
+    this.db = opts.db;
+    this.devices = opts.devices;
+    this.registry = opts.registry;
+    this.metrics = opts.metrics;
+    this.limits = opts.limits;
+    this.deviceTimeoutMs = opts.deviceTimeoutMs;
+    this.locks = opts.locks;
+    this.#store = new PollStore(opts.db, { hooks: opts.writeHooks });
   }
 
   /** Whether a poll of the device runs in this process now. */

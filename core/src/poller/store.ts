@@ -2,9 +2,6 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { PollStatus } from "../errors.ts";
 import type { DeviceRow } from "../devices.ts";
-import type { Registry } from "../registry.ts";
-import { recordDecryptAlerts, type StartState } from "../runs/alerts.ts";
-import { jsonValue } from "../db/json.ts";
 import { logger } from "../log.ts";
 
 /** A collected snapshot with its canonical JSON text and hash. */
@@ -43,6 +40,41 @@ export interface Stored {
   executionId?: string | null;
 }
 
+/** One poll's write, as a {@link PollWriteHook} sees it. */
+export interface StoredPoll {
+  device: DeviceRow;
+  /** The snapshots this write stored for the poll (id and label). */
+  rows: Array<{ id: string; endpoint_label: string }>;
+  /** What the poll collected: each label's payload (and its canonical text and hash). */
+  snapshots: HashedSnapshot[];
+}
+
+/** A batch of poll results the store has just written, inside its transaction. */
+export interface StoredBatch {
+  /** The write transaction: what a hook writes commits or rolls back with the snapshots. */
+  tx: Kysely<Database>;
+  /** The database clock at the write. */
+  at: Date;
+  /** The run active at the write (its snapshots are linked to it), or null. */
+  executionId: string | null;
+  /** The polls of the batch that stored snapshots. */
+  polls: StoredPoll[];
+}
+
+/**
+ * Called inside the store's transaction after a batch's snapshots are written, for features that record
+ * something derived from what was stored (the runs feature registers its decrypt-alert writer). Given at
+ * build time, so that the poller knows no feature; a hook that throws fails the batch like a failed insert
+ * (each poll is then retried on its own).
+ */
+export type PollWriteHook = (batch: StoredBatch) => Promise<void>;
+
+/** How a {@link PollStore} is built. */
+export interface PollStoreOptions {
+  /** Write hooks, called in this order in each transaction that stored snapshots. */
+  hooks?: readonly PollWriteHook[];
+}
+
 interface Job {
   row: DeviceRow;
   module: { name: string; version: string } | null;
@@ -74,7 +106,11 @@ export class PollStore {
   #pending: Job[] = [];
   #writing = false;
 
-  constructor(private db: Kysely<Database>, private registry: Registry) {}
+  #hooks: readonly PollWriteHook[];
+
+  constructor(private db: Kysely<Database>, opts: PollStoreOptions = {}) {
+    this.#hooks = opts.hooks ?? [];
+  }
 
   /** Queue one poll's results; resolves once they are committed. */
   write(
@@ -216,26 +252,12 @@ export class PollStore {
             })
           )
           .execute();
-        if (run) {
-          // The run's start state, read at most once for the whole batch (only if a firewall needs it).
-          let start: Promise<StartState | undefined> | undefined;
-          const startState = () =>
-            start ??= tx.selectFrom("test_runs").select("start_state_json")
-              .where("execution_id", "=", run.execution_id).executeTakeFirst()
-              .then((r) => r && jsonValue<StartState>(r.start_state_json));
-          for (const { j } of withSnapshots) {
-            await recordDecryptAlerts(
-              tx,
-              this.registry,
-              run.execution_id,
-              startState,
-              j.row,
-              byDevice.get(j.row.id) ?? [],
-              j.outcome.snapshots,
-              at,
-            );
-          }
-        }
+        const polls = withSnapshots.map(({ j }) => ({
+          device: j.row,
+          rows: byDevice.get(j.row.id) ?? [],
+          snapshots: j.outcome.snapshots,
+        }));
+        for (const hook of this.#hooks) await hook({ tx, at, executionId, polls });
       }
       if (writes.length) {
         const values = writes.map(({ j }) =>

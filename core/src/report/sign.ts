@@ -20,7 +20,7 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { canonicalJson, jcsSha256, sha256Hex } from "../hash.ts";
-import { problems } from "../http/problem.ts";
+import { NotFoundError } from "../errors.ts";
 import { isUuid } from "../ids.ts";
 
 /** DSSE payload type of an in-toto Statement. */
@@ -263,14 +263,14 @@ export class ReportSignatures {
     const first = () =>
       this.db.selectFrom("report_signatures").select(["envelope_json", "key_id"])
         .where("execution_id", "=", executionId).orderBy("id").limit(1).executeTakeFirst();
-    if (!isUuid(executionId)) throw problems.notFound(`No test run with executionId "${executionId}"`);
+    if (!isUuid(executionId)) throw new NotFoundError(`No test run with executionId "${executionId}"`);
     const found = await first();
     if (found) return { text: found.envelope_json, keyId: found.key_id };
     const run = await this.db.selectFrom("test_runs").select(["report_json"])
       .where("execution_id", "=", executionId).executeTakeFirst();
-    if (!run) throw problems.notFound(`No test run with executionId "${executionId}"`);
+    if (!run) throw new NotFoundError(`No test run with executionId "${executionId}"`);
     if (!run.report_json) {
-      throw problems.notFound(`Run "${executionId}" has not finished; its report does not exist yet`);
+      throw new NotFoundError(`Run "${executionId}" has not finished; its report does not exist yet`);
     }
     const text = await signReport(this.key, run.report_json);
     await this.db.insertInto("report_signatures")

@@ -2,6 +2,9 @@ import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { DeviceRow } from "../devices.ts";
 import type { Registry } from "../registry.ts";
+import type { PollWriteHook } from "../poller/store.ts";
+import { FIREWALL } from "../capability.ts";
+import { jsonValue } from "../db/json.ts";
 
 /**
  * What a device said about itself at a run's start, through its adapter's `inventory` fact over the latest
@@ -23,14 +26,14 @@ export interface StartState {
   devices: Array<{ id: string; hostname: string; vendor: string; deviceRole: string | null }>;
   /** Per device id (runs started since inventories were recorded). */
   inventory?: Record<string, InventoryEntry>;
-  /** Per device id: decrypt state from its latest `decrypt_policy` snapshot at start. */
+  /** Per device id: decrypt state from its latest decrypt-policy snapshot ({@link FIREWALL}'s label) at start. */
   decrypt: Record<
     string,
     { state: "on" | "off" | "unknown"; snapshotId: string | null; ruleCount: number | null }
   >;
 }
 
-/** Decrypt state of a `decrypt_policy` payload, through the vendor adapter's facts. */
+/** Decrypt state of a firewall's decrypt-policy payload ({@link FIREWALL}'s label), through the vendor adapter's facts. */
 export function decryptStateOf(
   registry: Registry,
   vendor: string,
@@ -45,33 +48,42 @@ export function decryptStateOf(
   }
 }
 
+/** What {@link recordDecryptAlerts} needs to know about one stored poll. */
+export interface DecryptAlertInput {
+  /** The poll store's write transaction. */
+  tx: Kysely<Database>;
+  registry: Registry;
+  /** The active run the snapshots were linked to. */
+  executionId: string;
+  /** Reads the run's start state (the caller reads it once for all the polls it writes together). */
+  startState: () => Promise<StartState | undefined>;
+  device: DeviceRow;
+  /** The snapshots stored for the poll (id and label). */
+  rows: Array<{ id: string; endpoint_label: string }>;
+  /** What the poll collected (label and payload). */
+  snapshots: Array<{ label: string; payload: unknown }>;
+  /** The database clock at the write. */
+  at: Date;
+}
+
 /**
  * `TLSDecryptModeChanged` (spec 6): when a snapshot stored during an active run shows a firewall's
  * decrypt state differing from its last known state in the run (the state at start, then the last
- * alert), record an alert. Runs in the poll cycle's transaction. `startState` reads the run's start
- * state (the caller reads it once for all the polls it writes together).
+ * alert), record an alert. Runs in the poll store's transaction (see {@link decryptAlertWriter}).
  */
-export async function recordDecryptAlerts(
-  tx: Kysely<Database>,
-  registry: Registry,
-  executionId: string,
-  startState: () => Promise<StartState | undefined>,
-  device: DeviceRow,
-  rows: Array<{ id: string; endpoint_label: string }>,
-  snapshots: Array<{ label: string; payload: unknown }>,
-  at: Date,
-): Promise<void> {
-  const i = snapshots.findIndex((s) => s.label === "decrypt_policy");
+export async function recordDecryptAlerts(input: DecryptAlertInput): Promise<void> {
+  const { tx, registry, executionId, device, rows, snapshots, at } = input;
+  const i = snapshots.findIndex((s) => s.label === FIREWALL.label);
   if (i < 0) return;
   const now = decryptStateOf(registry, device.vendor, snapshots[i].payload);
   if (now === "unknown") return;
-  const start = (await startState())?.decrypt?.[device.id]?.state;
+  const start = (await input.startState())?.decrypt?.[device.id]?.state;
   if (!start || start === "unknown") return;
   const last = await tx.selectFrom("run_alerts").select("to_state").where("execution_id", "=", executionId)
     .where("device_id", "=", device.id).orderBy("id", "desc").limit(1).executeTakeFirst();
   const prev = (last?.to_state as "on" | "off" | undefined) ?? start;
   if (prev === now) return;
-  const snap = rows.find((r) => r.endpoint_label === "decrypt_policy")!;
+  const snap = rows.find((r) => r.endpoint_label === FIREWALL.label)!;
   await tx.insertInto("run_alerts").values({
     execution_id: executionId,
     name: "TLSDecryptModeChanged",
@@ -82,4 +94,32 @@ export async function recordDecryptAlerts(
     to_state: now,
     snapshot_id: snap.id,
   }).execute();
+}
+
+/**
+ * The runs feature's poll store write hook (registered when Services are built): records the decrypt
+ * alerts of the polls written during an active run, reading the run's start state at most once per batch
+ * and only when a firewall's poll needs it.
+ */
+export function decryptAlertWriter(registry: Registry): PollWriteHook {
+  return async ({ tx, at, executionId, polls }) => {
+    if (executionId === null) return;
+    let start: Promise<StartState | undefined> | undefined;
+    const startState = () =>
+      start ??= tx.selectFrom("test_runs").select("start_state_json")
+        .where("execution_id", "=", executionId).executeTakeFirst()
+        .then((r) => r && jsonValue<StartState>(r.start_state_json));
+    for (const p of polls) {
+      await recordDecryptAlerts({
+        tx,
+        registry,
+        executionId,
+        startState,
+        device: p.device,
+        rows: p.rows,
+        snapshots: p.snapshots,
+        at,
+      });
+    }
+  };
 }

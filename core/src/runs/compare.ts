@@ -12,7 +12,7 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { canonicalJson, jcsSha256 } from "../hash.ts";
-import { problems } from "../http/problem.ts";
+import { ConflictError, InvalidInputError, NotFoundError } from "../errors.ts";
 import type { ReportData, VerdictValue } from "../report/types.ts";
 
 /** Identifies the comparison rule below in every comparison that applies it. */
@@ -254,7 +254,11 @@ export async function compareReports(reports: ReportData[], baseline?: string): 
     a.meta.executionId.localeCompare(b.meta.executionId)
   );
   const base = baseline === undefined ? sorted[0] : sorted.find((r) => r.meta.executionId === baseline);
-  if (!base) throw problems.badRequest("baseline", "must be one of executionIds");
+  if (!base) {
+    throw new InvalidInputError(`"baseline": must be one of executionIds`, {
+      errors: [{ field: "baseline", message: "must be one of executionIds" }],
+    });
+  }
   const baseKpis = kpiValues(base);
   const baseVerdict = base.verdict?.value ?? null;
   const runs: ComparedRun[] = sorted.map((r) => {
@@ -327,15 +331,15 @@ export async function loadFinishedReports(db: Kysely<Database>, ids: string[]): 
   const sha = new Map(rows.map((r) => [String(r.execution_id).toLowerCase(), r.report_sha256]));
   const unknown = ids.filter((id) => !sha.has(id));
   if (unknown.length) {
-    throw problems.notFound(`No test run with executionId ${unknown.map((i) => `"${i}"`).join(", ")}`);
+    throw new NotFoundError(`No test run with executionId ${unknown.map((i) => `"${i}"`).join(", ")}`);
   }
   const active = ids.filter((id) => !sha.get(id));
   if (active.length) {
-    throw problems.conflict(
+    throw new ConflictError(
       `Run${active.length === 1 ? "" : "s"} ${active.map((i) => `"${i}"`).join(", ")} ha${
         active.length === 1 ? "s" : "ve"
       } not finished: only finished runs (with a frozen report) can be compared`,
-      { unfinishedExecutionIds: active },
+      { extra: { unfinishedExecutionIds: active } },
     );
   }
   const missing = ids.filter((id) => cache.get(id)?.sha256 !== sha.get(id));
@@ -359,7 +363,7 @@ export async function loadFinishedReports(db: Kysely<Database>, ids: string[]): 
   return ids.map((id) => {
     const hit = cache.get(id);
     // Finished between the two reads is impossible; deleted between them is a 404 like any unknown id.
-    if (!hit) throw problems.notFound(`No test run with executionId "${id}"`);
+    if (!hit) throw new NotFoundError(`No test run with executionId "${id}"`);
     return hit.report;
   });
 }
@@ -371,7 +375,9 @@ export async function compareRuns(
   baseline?: string,
 ): Promise<Comparison> {
   if (baseline !== undefined && !ids.includes(baseline)) {
-    throw problems.badRequest("baseline", "must be one of executionIds");
+    throw new InvalidInputError(`"baseline": must be one of executionIds`, {
+      errors: [{ field: "baseline", message: "must be one of executionIds" }],
+    });
   }
   return await compareReports(await loadFinishedReports(db, ids), baseline);
 }

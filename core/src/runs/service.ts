@@ -4,10 +4,9 @@ import type { Registry } from "../registry.ts";
 import type { Plan } from "../plan.ts";
 import { canonicalJson, jcsSha256 } from "../hash.ts";
 import { ConflictError, NotFoundError } from "../errors.ts";
-import { FIREWALL, serves } from "../capability.ts";
-import { type PreflightResult, runPreflight } from "../preflight.ts";
-import { latestSnapshots } from "../snapshots.ts";
-import { decryptStateOf, type InventoryEntry, type StartState } from "./alerts.ts";
+import { preflightOf, type PreflightResult, readLab } from "../preflight.ts";
+import { labStateOf, labStateWants } from "./lab_state.ts";
+import type { StartState } from "./alerts.ts";
 import { assembleReport, labDecryptState } from "../report/assemble.ts";
 import type { DecryptAlert, ReportData, VerdictReason, VerdictValue } from "../report/types.ts";
 import { isUniqueViolation } from "../devices.ts";
@@ -99,73 +98,6 @@ export class RunService {
     private labName = "dutlab test lab",
   ) {}
 
-  /** Enabled devices and each firewall's decrypt state from its latest `decrypt_policy` snapshot. */
-  async #labState(db: Kysely<Database>): Promise<StartState> {
-    const devices = await db.selectFrom("devices").select(["id", "hostname", "vendor", "device_role"])
-      .where("enabled", "=", true).orderBy("hostname").orderBy("id").execute();
-    const latest = await latestSnapshots(db, devices.map((d) => d.id));
-    const decrypt: StartState["decrypt"] = {};
-    for (const d of devices) {
-      const adapter = this.registry.adapters.get(d.vendor)?.adapter;
-      if (!adapter || !serves(adapter, FIREWALL)) continue;
-      const s = latest.find((x) => x.device_id === d.id && x.endpoint_label === FIREWALL.label);
-      let ruleCount: number | null = null;
-      try {
-        ruleCount = s && adapter.facts?.decryptRuleCount
-          ? adapter.facts.decryptRuleCount(JSON.parse(s.payload))
-          : null;
-      } catch { /* a payload the adapter cannot read: state unknown */ }
-      decrypt[d.id] = {
-        state: s ? decryptStateOf(this.registry, d.vendor, JSON.parse(s.payload)) : "unknown",
-        snapshotId: s?.id ?? null,
-        ruleCount,
-      };
-    }
-    const inventory: Record<string, InventoryEntry> = {};
-    for (const d of devices) {
-      const def = this.registry.adapters.get(d.vendor)?.adapter;
-      const label = def?.inventoryLabel;
-      const entry: InventoryEntry = {
-        status: "not-supported",
-        model: null,
-        softwareVersion: null,
-        serialNumber: null,
-        snapshotId: null,
-        payloadSha256: null,
-      };
-      const read = def?.facts?.inventory;
-      if (label && read) {
-        const s = latest.find((x) => x.device_id === d.id && x.endpoint_label === label);
-        if (!s) entry.status = "no-snapshot";
-        else {
-          entry.snapshotId = s.id;
-          entry.payloadSha256 = s.payload_sha256;
-          try {
-            const inv = read(JSON.parse(s.payload));
-            const str = (v: unknown) => typeof v === "string" && v.trim() ? v.trim().slice(0, 200) : null;
-            entry.model = str(inv?.model);
-            entry.softwareVersion = str(inv?.softwareVersion);
-            entry.serialNumber = str(inv?.serialNumber);
-            entry.status = "read";
-          } catch {
-            entry.status = "unreadable";
-          }
-        }
-      }
-      inventory[d.id] = entry;
-    }
-    return {
-      devices: devices.map((d) => ({
-        id: d.id,
-        hostname: d.hostname,
-        vendor: d.vendor,
-        deviceRole: d.device_role,
-      })),
-      decrypt,
-      inventory,
-    };
-  }
-
   /** Start a run: 404 for an unknown plan, 409 while another run is active. */
   async start(input: StartRunInput): Promise<RunView> {
     const plan = this.registry.plan(input.planIdentifier);
@@ -173,8 +105,12 @@ export class RunService {
     await this.#refuseIfActive(this.db);
     // A deep copy through canonical JSON: what is stored is exactly what the plan hash commits to.
     const frozen: Plan = JSON.parse(canonicalJson(plan));
-    const preflight = await runPreflight(this.db, this.registry, frozen);
-    const state = await this.#labState(this.db);
+    // One read of the lab for the pre-flight and the lab state: one view of the database, each payload
+    // parsed once for both.
+    const pf = preflightOf(this.registry, frozen);
+    const read = await readLab(this.db, [pf.wants, labStateWants(this.registry)]);
+    const preflight = pf.evaluate(read);
+    const state = labStateOf(this.registry, read);
     const executionId = crypto.randomUUID();
     try {
       await this.db.insertInto("test_runs").values({
@@ -369,7 +305,7 @@ export class RunService {
         outcome: input.outcome,
         results: input.results,
         endedAt,
-        endState: await this.#labState(tx),
+        endState: labStateOf(this.registry, await readLab(tx, [labStateWants(this.registry)])),
         alerts: (await this.#alerts(tx, [r.execution_id])).get(r.execution_id)!,
         labName: this.labName,
       });
