@@ -1,8 +1,7 @@
 import { timingSafeEqual } from "../credentials.ts";
+import { base64url } from "../encoding.ts";
 
 const enc = new TextEncoder();
-const b64url = (b: ArrayBuffer) =>
-  btoa(String.fromCharCode(...new Uint8Array(b))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 
 async function hmac(secret: string, data: string): Promise<string> {
   const key = await crypto.subtle.importKey(
@@ -12,7 +11,7 @@ async function hmac(secret: string, data: string): Promise<string> {
     false,
     ["sign"],
   );
-  return b64url(await crypto.subtle.sign("HMAC", key, enc.encode(data)));
+  return base64url(new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(data))));
 }
 
 export const reportPath = (executionId: string) => `/runs/${executionId}/report`;
