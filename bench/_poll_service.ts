@@ -51,14 +51,14 @@ await using db = await freshDb(backend);
 const env: Record<string, string> = args.concurrency ? { DUT_POLL_CONCURRENCY: args.concurrency } : {};
 const { svc } = await benchServices(db, modules, env);
 if (args["no-device-locks"]) {
-  svc.poller = new PollService(
-    db.kysely,
-    svc.devices,
-    svc.registry,
-    svc.metrics,
-    svc.limits,
-    svc.config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
-  );
+  svc.poller = new PollService({
+    db: db.kysely,
+    devices: svc.devices,
+    registry: svc.registry,
+    metrics: svc.metrics,
+    limits: svc.limits,
+    deviceTimeoutMs: svc.config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
+  });
 }
 const concurrency = svc.config.DUT_POLL_CONCURRENCY;
 

@@ -70,17 +70,17 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
   const devices = new DeviceStore(db.kysely, registry, keys, sessions);
   const metrics = new Metrics();
   const limits = transportLimits(config);
-  const poller = new PollService(
-    db.kysely,
+  const events = new EventBus(db, config.DUT_EVENTS_RETENTION_HOURS);
+  const poller = new PollService({
+    db: db.kysely,
     devices,
     registry,
     metrics,
     limits,
-    config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
-    db.kind === "postgres" ? new DeviceLocks(db) : undefined,
-  );
-  const events = new EventBus(db, config.DUT_EVENTS_RETENTION_HOURS);
-  poller.events = events;
+    deviceTimeoutMs: config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
+    locks: db.kind === "postgres" ? new DeviceLocks(db) : undefined,
+    events,
+  });
   const log = logger("sessions");
   const signatures = new ReportSignatures(
     db.kysely,

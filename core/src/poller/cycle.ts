@@ -35,6 +35,22 @@ export class DeviceBusyError extends Error {
 
 const log = logger("poller");
 
+/** What a {@link PollService} is built from (named, so that callers cannot swap two of them). */
+export interface PollServiceOptions {
+  db: Kysely<Database>;
+  devices: DeviceStore;
+  registry: Registry;
+  metrics: Metrics;
+  /** Limits of every device request (timeouts, sizes, extra CA). */
+  limits: TransportLimits;
+  /** Budget of one whole poll cycle of a device, in milliseconds. */
+  deviceTimeoutMs: number;
+  /** Per-device locks across instances (PostgreSQL); one process needs none. */
+  locks?: DeviceLocks;
+  /** Live events of polls (README "Live events"); without it, polls publish none. */
+  events?: EventBus;
+}
+
 /**
  * The poll cycle of spec 1.1 step 3, shared by the worker and the manual snapshot endpoint: decrypt the
  * credential, create the adapter, collect all, store each snapshot with its SHA-256, update the device,
@@ -44,18 +60,26 @@ const log = logger("poller");
 export class PollService {
   #inflight = new Map<string, Promise<PollResult>>();
   #store: PollStore;
+  private db: Kysely<Database>;
+  private devices: DeviceStore;
+  private registry: Registry;
+  private metrics: Metrics;
+  private limits: TransportLimits;
+  private deviceTimeoutMs: number;
+  private locks?: DeviceLocks;
 
-  constructor(
-    private db: Kysely<Database>,
-    private devices: DeviceStore,
-    private registry: Registry,
-    private metrics: Metrics,
-    private limits: TransportLimits,
-    private deviceTimeoutMs: number,
-    /** Per-device locks across instances (PostgreSQL); one process needs none. */
-    private locks?: DeviceLocks,
-  ) {
-    this.#store = new PollStore(db, registry);
+  constructor(options: PollServiceOptions) {
+    ({
+      db: this.db,
+      devices: this.devices,
+      registry: this.registry,
+      metrics: this.metrics,
+      limits: this.limits,
+      deviceTimeoutMs: this.deviceTimeoutMs,
+      locks: this.locks,
+      events: this.events,
+    } = options);
+    this.#store = new PollStore(this.db, this.registry);
   }
 
   /** Whether a poll of the device runs in this process now. */
@@ -143,7 +167,7 @@ export class PollService {
     };
   }
 
-  /** Live events of polls (README "Live events"); set by buildServices. */
+  /** Live events of polls (README "Live events"); see {@link PollServiceOptions.events}. */
   events?: EventBus;
 
   async #publish(
