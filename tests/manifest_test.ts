@@ -84,3 +84,15 @@ Deno.test("the boundary check passes on the tree and catches an adapter importin
   assert.match(err, /only tests and simulators may import @dutlab\/core\/testing/);
   await Deno.remove(tmp, { recursive: true });
 });
+
+Deno.test("the generated file records each member's declared core range, which boot validation checks", () => {
+  for (const m of [...modules.adapters, ...modules.checks, ...modules.plugins]) {
+    const declared = (m.module as { coreVersion: string }).coreVersion;
+    assert.equal(m.coreVersion, declared, m.name);
+  }
+  const stale = {
+    ...modules,
+    checks: modules.checks.map((m, i) => i === 0 ? { ...m, coreVersion: "^9.0.0" } : m),
+  };
+  assert.throws(() => buildRegistry(stale), /modules\.gen\.ts records "\^9\.0\.0": run `deno task gen`/);
+});
