@@ -23,7 +23,9 @@ export const reportPath = (executionId: string) => `/runs/${executionId}/report`
  *
  * @example
  * ```ts
- * const { url, expiresAt } = await shareLink(token, "https://dutlab.example", executionId, 86400);
+ * const executionId = crypto.randomUUID();
+ * const { url, expiresAt } = await shareLink("<ADMIN_TOKEN>", "https://dutlab.example", executionId, 86400);
+ * console.log(`${url} (valid until ${expiresAt})`);
  * ```
  */
 export async function shareLink(secret: string, origin: string, executionId: string, ttlSeconds: number) {
