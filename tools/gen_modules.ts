@@ -31,7 +31,7 @@ async function memberIndex(): Promise<Map<string, { version: string; dir: string
 const KIND = { adapters: "adapter", checks: "check", plugins: "plugin" } as const;
 
 /** The declared core range of an enabled member, after checking its kind and that the range admits this core. */
-async function declaredCore(name: string, key: keyof typeof KIND): Promise<string> {
+export async function declaredCore(name: string, key: keyof typeof KIND): Promise<string> {
   const mod = (await import(name)).default as { kind?: unknown; coreVersion?: unknown } | undefined;
   if (mod?.kind !== KIND[key]) {
     const found = typeof mod?.kind === "string" ? `of kind "${mod.kind}"` : "not made by a define* helper";
