@@ -16,22 +16,27 @@ import m11 from "@dutlab/plugin-plan-catalog";
 /** The modules enabled by modules.json, imported statically. */
 export const modules: LoadedModules = {
   adapters: [
-    { name: "@dutlab/adapter-vendor-a-ngfw", version: "1.0.0", module: m0 },
-    { name: "@dutlab/adapter-vendor-a-switch", version: "1.0.0", module: m1 },
-    { name: "@dutlab/adapter-vendor-a-bmc", version: "1.0.0", module: m2 },
-    { name: "@dutlab/adapter-vendor-b-ngfw", version: "1.0.0", module: m3 },
+    { name: "@dutlab/adapter-vendor-a-ngfw", version: "1.0.0", coreVersion: "^1.0.0", module: m0 },
+    { name: "@dutlab/adapter-vendor-a-switch", version: "1.0.0", coreVersion: "^1.0.0", module: m1 },
+    { name: "@dutlab/adapter-vendor-a-bmc", version: "1.0.0", coreVersion: "^1.0.0", module: m2 },
+    { name: "@dutlab/adapter-vendor-b-ngfw", version: "1.0.0", coreVersion: "^1.0.0", module: m3 },
   ],
   checks: [
-    { name: "@dutlab/check-ngfw-deploy-clean", version: "1.0.0", module: m4 },
-    { name: "@dutlab/check-ngfw-decrypt-state-matches-plan", version: "1.0.0", module: m5 },
-    { name: "@dutlab/check-ntp-source-configured", version: "1.0.0", module: m6 },
-    { name: "@dutlab/check-ngfw-ha-state-sane", version: "1.0.0", module: m7 },
-    { name: "@dutlab/check-snapshot-fresh", version: "1.0.0", module: m8 },
-    { name: "@dutlab/check-bmc-health-ok", version: "1.0.0", module: m9 },
-    { name: "@dutlab/check-bmc-power-on", version: "1.0.0", module: m10 },
+    { name: "@dutlab/check-ngfw-deploy-clean", version: "1.0.0", coreVersion: "^1.0.0", module: m4 },
+    {
+      name: "@dutlab/check-ngfw-decrypt-state-matches-plan",
+      version: "1.0.0",
+      coreVersion: "^1.0.0",
+      module: m5,
+    },
+    { name: "@dutlab/check-ntp-source-configured", version: "1.0.0", coreVersion: "^1.0.0", module: m6 },
+    { name: "@dutlab/check-ngfw-ha-state-sane", version: "1.0.0", coreVersion: "^1.0.0", module: m7 },
+    { name: "@dutlab/check-snapshot-fresh", version: "1.0.0", coreVersion: "^1.0.0", module: m8 },
+    { name: "@dutlab/check-bmc-health-ok", version: "1.0.0", coreVersion: "^1.0.0", module: m9 },
+    { name: "@dutlab/check-bmc-power-on", version: "1.0.0", coreVersion: "^1.0.0", module: m10 },
   ],
   plugins: [
-    { name: "@dutlab/plugin-plan-catalog", version: "1.0.0", module: m11 },
+    { name: "@dutlab/plugin-plan-catalog", version: "1.0.0", coreVersion: "^1.0.0", module: m11 },
   ],
   vendorsWithoutAdapter: [{
     "key": "vendor-c-ngfw",

@@ -81,7 +81,6 @@ Deno.test("roles come from the enabled adapters; every enabled check is served",
 
 Deno.test("the registry names enabled checks that no enabled adapter serves", () => {
   const orphan = defineCheck({
-    kind: "check",
     id: "orphan-power",
     coreVersion: "^1.0.0",
     description: "needs a reading only controllers give, on a label they do not collect",

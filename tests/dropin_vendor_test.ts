@@ -14,7 +14,6 @@ import bmcPower from "@dutlab/check-bmc-power-on";
 
 /** A power distribution unit speaking a small JSON API with basic auth. */
 const pdu = defineAdapter({
-  kind: "adapter",
   vendorKey: "acme-pdu",
   displayName: "ACME power distribution unit",
   coreVersion: "^1.0.0",
@@ -59,7 +58,6 @@ const pdu = defineAdapter({
 });
 
 const plans = definePlugin({
-  kind: "plugin",
   name: "pdu-plans",
   coreVersion: "^1.0.0",
   planCatalog: {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { generate } from "../tools/gen_modules.ts";
+import { declaredCore, generate } from "../tools/gen_modules.ts";
 import { modules } from "../modules.gen.ts";
 import { buildRegistry } from "@dutlab/core/runtime";
 
@@ -159,4 +159,25 @@ Deno.test("the boundary check fails when the poller imports runs", async () => {
     "core/src/poller/store.ts": "export type PollWriteHook = () => void;\n",
   });
   assert.equal(ok.code, 0, ok.err);
+});
+
+Deno.test("the generated file records each member's declared core range, which boot validation checks", () => {
+  for (const m of [...modules.adapters, ...modules.checks, ...modules.plugins]) {
+    const declared = (m.module as { coreVersion: string }).coreVersion;
+    assert.equal(m.coreVersion, declared, m.name);
+  }
+  const stale = {
+    ...modules,
+    checks: modules.checks.map((m, i) => i === 0 ? { ...m, coreVersion: "^9.0.0" } : m),
+  };
+  assert.throws(() => buildRegistry(stale), /modules\.gen\.ts records "\^9\.0\.0": run `deno task gen`/);
+});
+
+Deno.test("the generator refuses a member of the wrong kind before writing modules.gen.ts", async () => {
+  assert.equal(await declaredCore("@dutlab/check-snapshot-fresh", "checks"), "^1.0.0");
+  await assert.rejects(
+    () => declaredCore("@dutlab/check-snapshot-fresh", "adapters"),
+    /modules\.json lists @dutlab\/check-snapshot-fresh under "adapters", but its default export is of kind "check"/,
+  );
+  await assert.rejects(() => declaredCore("@dutlab/plugin-plan-catalog", "checks"), /of kind "plugin"/);
 });

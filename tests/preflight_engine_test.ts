@@ -15,7 +15,6 @@ import catalogPlugin from "@dutlab/plugin-plan-catalog";
 
 /** A check that is in no catalog: it reads the fixture vendor's decrypt rules through the adapter's facts. */
 const dropIn = defineCheck({
-  kind: "check",
   id: "fixture-decrypt-rules",
   coreVersion: "^1.0.0",
   description: "Fixture: decrypt rules present when the plan decrypts",

@@ -35,7 +35,6 @@ function registryWith(...checks: CheckDefinition[]): Registry {
 /** A check of `label` that applies where `where` says and reports what it was handed. */
 function reporter(id: string, label: string, where: (hostname: string) => boolean): CheckDefinition {
   return defineCheck({
-    kind: "check",
     id,
     coreVersion: "^1.0.0",
     description: `reports its ${label} snapshot`,
@@ -133,7 +132,6 @@ dbTest("pre-flight gives the same result as evaluateCheck over every latest snap
     await put(db, id, "system_info", JSON.stringify({ model: "FX-1000" }), new Date(Date.now() - 7_200_000));
   }
   const ntp = defineCheck({
-    kind: "check",
     id: "ntp",
     coreVersion: "^1.0.0",
     description: "ntp",

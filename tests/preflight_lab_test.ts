@@ -433,7 +433,6 @@ dbTest(
   "a check that throws or meets an unreadable payload gives an error result, never a 500",
   async (db) => {
     const boom = defineCheck({
-      kind: "check",
       id: "lab-boom",
       coreVersion: "^1.0.0",
       description: "A check with a bug",

@@ -1,8 +1,14 @@
 /**
  * Generate `modules.gen.ts` (static imports of every enabled module) from `modules.json`.
  * `--check` exits 1 when the committed file is stale.
+ *
+ * Each entry carries the member's name and version (its deno.json) and the `@dutlab/core` range its module
+ * declares (`coreVersion`, read by importing the module here, once, at generation time). A member listed
+ * under the wrong key or written for another core fails here, in `deno task gen` / `gen:check`, with the
+ * same words boot validation would use.
  */
 import { z } from "zod";
+import { CORE_VERSION, coreSatisfies } from "../core/src/version.ts";
 
 const root = new URL("../", import.meta.url);
 const Manifest = z.object({
@@ -20,6 +26,26 @@ async function memberIndex(): Promise<Map<string, { version: string; dir: string
     out.set(j.name, { version: j.version, dir });
   }
   return out;
+}
+
+const KIND = { adapters: "adapter", checks: "check", plugins: "plugin" } as const;
+
+/** The declared core range of an enabled member, after checking its kind and that the range admits this core. */
+export async function declaredCore(name: string, key: keyof typeof KIND): Promise<string> {
+  const mod = (await import(name)).default as { kind?: unknown; coreVersion?: unknown } | undefined;
+  if (mod?.kind !== KIND[key]) {
+    const found = typeof mod?.kind === "string" ? `of kind "${mod.kind}"` : "not made by a define* helper";
+    throw new Error(`modules.json lists ${name} under "${key}", but its default export is ${found}`);
+  }
+  const range = mod?.coreVersion;
+  if (typeof range !== "string" || !coreSatisfies(range)) {
+    throw new Error(
+      `${name} is written for @dutlab/core ${
+        JSON.stringify(range)
+      }, but this is @dutlab/core ${CORE_VERSION}`,
+    );
+  }
+  return range;
 }
 
 /** The generated file's text for a manifest (default: the repository's modules.json). */
@@ -41,8 +67,10 @@ export async function generate(manifestText?: string): Promise<string> {
       }
       const id = `m${n++}`;
       lines.push(`import ${id} from "${name}";`);
+      const core = await declaredCore(name, kind);
       entries[kind].push(
-        `    { name: ${JSON.stringify(name)}, version: ${JSON.stringify(member.version)}, module: ${id} },`,
+        `    { name: ${JSON.stringify(name)}, version: ${JSON.stringify(member.version)}, ` +
+          `coreVersion: ${JSON.stringify(core)}, module: ${id} },`,
       );
     }
   }

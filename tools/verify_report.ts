@@ -75,8 +75,10 @@ const canonical = (v: unknown) => {
   if (s === undefined) throw new TypeError("value has no canonical JSON form");
   return s;
 };
+// The built-in decoder core/src/encoding.ts wraps; not imported from there because this tool must stay
+// runnable on its own, outside the repository. Either alphabet is accepted, as signed reports use both.
 const unb64 = (s: string) =>
-  Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/").replace(/\s+/g, "")), (c) => c.charCodeAt(0));
+  Uint8Array.fromBase64(s.replace(/-/g, "+").replace(/_/g, "/").replace(/\s+/g, ""));
 
 /** DSSE v1 pre-authentication encoding: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body. */
 export function pae(payloadType: string, payload: Uint8Array): Uint8Array<ArrayBuffer> {

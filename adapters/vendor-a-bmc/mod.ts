@@ -492,7 +492,6 @@ export function resourceHealth(payload: unknown): { resource: string; health: st
 }
 
 const adapter: AdapterDefinition = defineAdapter({
-  kind: "adapter",
   vendorKey: "vendor-a-bmc",
   displayName: "Server management controller (Redfish)",
   coreVersion: "^1.0.0",

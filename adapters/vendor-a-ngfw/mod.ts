@@ -135,7 +135,6 @@ class FdmSession implements AdapterSession {
 }
 
 const adapter: AdapterDefinition = defineAdapter({
-  kind: "adapter",
   vendorKey: "vendor-a-ngfw",
   displayName: "Firewall with device-manager API (FDM-style REST)",
   coreVersion: "^1.0.0",

@@ -12,7 +12,6 @@ import { VOLATILE_PATHS } from "./_volatile.ts";
 const adapter:
   & AdapterDefinition
   & { facts: { ntpServers(payload: unknown): string[]; inventory: typeof inventory } } = defineAdapter({
-    kind: "adapter",
     vendorKey: "vendor-a-switch",
     displayName: "Vendor A switch (NX-API REST)",
     coreVersion: "^1.0.0",

@@ -299,7 +299,6 @@ export type RestV2Adapter = AdapterDefinition & {
 };
 
 const adapter: RestV2Adapter = defineAdapter({
-  kind: "adapter",
   vendorKey: "vendor-b-ngfw",
   displayName: "Firewall with REST API v2",
   coreVersion: "^1.0.0",

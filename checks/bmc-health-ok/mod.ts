@@ -11,7 +11,6 @@ import { type CheckSnapshot, defineCheck } from "@dutlab/core";
 export const RESOURCES = ["system_info", "chassis_info", "manager_info"] as const;
 
 export default defineCheck({
-  kind: "check",
   id: "bmc-health-ok",
   coreVersion: "^1.0.0",
   description: "Server management controller: system, chassis and manager health is OK",

@@ -1,27 +1,12 @@
 import assert from "node:assert/strict";
-import type { CheckSnapshot, Plan } from "@dutlab/core";
-import { checkApplies, evaluateCheck } from "@dutlab/core/testing";
+import { checkFixture } from "@dutlab/core/testing";
 import bmc from "@dutlab/adapter-vendor-a-bmc";
 import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
 import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
 import sw from "@dutlab/adapter-vendor-a-switch";
 import check from "./mod.ts";
 
-const NOW = new Date("2026-11-23T10:00:00Z");
-const plan: Plan = {
-  identifier: "unit-plan",
-  displayName: "Unit plan",
-  description: "",
-  tlsDecrypt: "off",
-  sloTargetP99Ms: 100,
-  deploymentMode: "inline-routed",
-  phases: [],
-  vendors: ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"],
-  deviceRoles: ["ngfw", "switch", "bmc"],
-  checks: ["bmc-health-ok"],
-  parameters: {},
-};
-const device = (vendor: string) => ({ id: "d-1", hostname: "bmc-1", vendor, deviceRole: null });
+const fx = checkFixture(check, { adapters: [ngfwA, ngfwB, sw, bmc], now: new Date("2026-11-23T10:00:00Z") });
 /** Redfish resources as the adapter stores them (ids of the DMTF public rackmount mockup). */
 const resource = (type: string, id: string, health: unknown) => ({
   "@odata.id": `/redfish/v1/${type === "ComputerSystem" ? "Systems" : `${type}s`}/${id}`,
@@ -29,24 +14,8 @@ const resource = (type: string, id: string, health: unknown) => ({
   Id: id,
   Status: health === undefined ? { State: "Enabled" } : { State: "Enabled", Health: health },
 });
-const snap = (label: string, payload: unknown): CheckSnapshot => ({
-  id: label,
-  deviceId: "d-1",
-  endpointLabel: label,
-  vendor: "vendor-a-bmc",
-  payload,
-  payloadSha256: "c".repeat(64),
-  collectedAt: NOW,
-});
 const run = (system: unknown, chassis: unknown, manager: unknown) =>
-  evaluateCheck(check, device("vendor-a-bmc"), plan, snap("system_info", system), {
-    now: NOW,
-    facts: bmc.facts ?? {},
-    related: {
-      chassis_info: chassis === null ? null : snap("chassis_info", chassis),
-      manager_info: manager === null ? null : snap("manager_info", manager),
-    },
-  });
+  fx.run("vendor-a-bmc", system, { related: { chassis_info: chassis, manager_info: manager } });
 const sys = (h: unknown) => resource("ComputerSystem", "437XR1138R2", h);
 const ch = (h: unknown) => resource("Chassis", "1U", h);
 const mgr = (h: unknown) => resource("Manager", "BMC", h);
@@ -55,14 +24,12 @@ Deno.test("bmc-health-ok applies where the adapter reads resource health: vendor
   assert.equal(check.label, "system_info");
   assert.deepEqual(check.alsoReads, ["chassis_info", "manager_info"]);
   assert.deepEqual(check.needs, ["resourceHealth"]);
-  assert.equal(checkApplies(check, device("vendor-a-bmc"), plan, bmc), true);
+  assert.equal(fx.applies("vendor-a-bmc"), true);
   // Opt-in: a plan that does not name the check does not run it.
   assert.equal(check.optIn, true);
-  assert.equal(checkApplies(check, device("vendor-a-bmc"), { ...plan, checks: undefined }, bmc), false);
-  for (
-    const [v, a] of [["vendor-a-ngfw", ngfwA], ["vendor-b-ngfw", ngfwB], ["vendor-a-switch", sw]] as const
-  ) {
-    assert.equal(checkApplies(check, device(v), plan, a), false, v);
+  assert.equal(fx.applies("vendor-a-bmc", { plan: { ...fx.plan, checks: undefined } }), false);
+  for (const v of ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch"]) {
+    assert.equal(fx.applies(v), false, v);
   }
 });
 

@@ -7,7 +7,6 @@
 import { defineCheck } from "@dutlab/core";
 
 export default defineCheck({
-  kind: "check",
   id: "bmc-power-on",
   coreVersion: "^1.0.0",
   description: "Server management controller: the managed system is powered on",

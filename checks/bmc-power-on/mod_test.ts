@@ -1,27 +1,12 @@
 import assert from "node:assert/strict";
-import type { CheckSnapshot, Plan } from "@dutlab/core";
-import { checkApplies, evaluateCheck } from "@dutlab/core/testing";
+import { checkFixture } from "@dutlab/core/testing";
 import bmc from "@dutlab/adapter-vendor-a-bmc";
 import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
 import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
 import sw from "@dutlab/adapter-vendor-a-switch";
 import check from "./mod.ts";
 
-const NOW = new Date("2026-11-23T10:00:00Z");
-const plan: Plan = {
-  identifier: "unit-plan",
-  displayName: "Unit plan",
-  description: "",
-  tlsDecrypt: "off",
-  sloTargetP99Ms: 100,
-  deploymentMode: "inline-routed",
-  phases: [],
-  vendors: ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"],
-  deviceRoles: ["ngfw", "switch", "bmc"],
-  checks: ["bmc-power-on"],
-  parameters: {},
-};
-const device = (vendor: string) => ({ id: "d-1", hostname: "bmc-1", vendor, deviceRole: null });
+const fx = checkFixture(check, { adapters: [ngfwA, ngfwB, sw, bmc], now: new Date("2026-11-23T10:00:00Z") });
 /** A Redfish ComputerSystem as `system_info` stores it (DMTF public rackmount mockup, trimmed). */
 const system = (extra: Record<string, unknown>) => ({
   "@odata.id": "/redfish/v1/Systems/437XR1138R2",
@@ -30,31 +15,19 @@ const system = (extra: Record<string, unknown>) => ({
   Status: { State: "Enabled", Health: "OK" },
   ...extra,
 });
-const snapshot = (payload: unknown): CheckSnapshot => ({
-  id: "7",
-  deviceId: "d-1",
-  endpointLabel: "system_info",
-  vendor: "vendor-a-bmc",
-  payload,
-  payloadSha256: "b".repeat(64),
-  collectedAt: NOW,
-});
-const run = (payload: unknown) =>
-  evaluateCheck(check, device("vendor-a-bmc"), plan, snapshot(payload), { now: NOW, facts: bmc.facts ?? {} });
+const run = (payload: unknown) => fx.run("vendor-a-bmc", payload);
 
 Deno.test("bmc-power-on applies where the adapter reads a power state: vendor-a-bmc of today's adapters", () => {
   assert.equal(check.label, "system_info");
   assert.deepEqual(check.needs, ["powerState"]);
-  assert.equal(checkApplies(check, device("vendor-a-bmc"), plan, bmc), true);
+  assert.equal(fx.applies("vendor-a-bmc"), true);
   // Opt-in: a plan that does not name the check does not run it.
   assert.equal(check.optIn, true);
-  assert.equal(checkApplies(check, device("vendor-a-bmc"), { ...plan, checks: undefined }, bmc), false);
-  for (
-    const [v, a] of [["vendor-a-ngfw", ngfwA], ["vendor-b-ngfw", ngfwB], ["vendor-a-switch", sw]] as const
-  ) {
-    assert.equal(checkApplies(check, device(v), plan, a), false, v);
+  assert.equal(fx.applies("vendor-a-bmc", { plan: { ...fx.plan, checks: undefined } }), false);
+  for (const v of ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch"]) {
+    assert.equal(fx.applies(v), false, v);
   }
-  assert.equal(checkApplies(check, device("vendor-a-bmc"), { ...plan, deviceRoles: ["ngfw"] }, bmc), false);
+  assert.equal(fx.applies("vendor-a-bmc", { plan: { ...fx.plan, deviceRoles: ["ngfw"] } }), false);
 });
 
 Deno.test("bmc-power-on passes for On and fails for any other or a missing PowerState", () => {

@@ -7,7 +7,6 @@
 import { defineCheck } from "@dutlab/core";
 
 export default defineCheck({
-  kind: "check",
   id: "ngfw-decrypt-state-matches-plan",
   coreVersion: "^1.0.0",
   description: "Firewall TLS decryption state matches the plan",

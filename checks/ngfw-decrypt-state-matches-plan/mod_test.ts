@@ -1,38 +1,20 @@
 import assert from "node:assert/strict";
-import type { CheckSnapshot, Plan } from "@dutlab/core";
-import { checkApplies, evaluateCheck } from "@dutlab/core/testing";
+import type { Plan } from "@dutlab/core";
+import { checkFixture } from "@dutlab/core/testing";
 import sw from "@dutlab/adapter-vendor-a-switch";
 import bmc from "@dutlab/adapter-vendor-a-bmc";
 import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
 import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
 import check from "./mod.ts";
 
-const NOW = new Date("2026-11-21T10:00:00Z");
+const fx = checkFixture(check, { adapters: [ngfwA, ngfwB, sw, bmc] });
 const plan = (tlsDecrypt: "on" | "off"): Plan => ({
+  ...fx.plan,
   identifier: `unit-decrypt-${tlsDecrypt}`,
-  displayName: "Unit plan",
-  description: "",
   tlsDecrypt,
-  sloTargetP99Ms: 100,
-  deploymentMode: "inline-routed",
-  phases: [],
-  vendors: ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"],
-  deviceRoles: ["ngfw", "switch", "bmc"],
-  parameters: {},
 });
-const FACTS = { "vendor-a-ngfw": ngfwA.facts ?? {}, "vendor-b-ngfw": ngfwB.facts ?? {} };
-const device = (vendor: string) => ({ id: "d-1", hostname: "fw-1", vendor, deviceRole: "ngfw" });
-const snapshot = (vendor: string, payload: unknown): CheckSnapshot => ({
-  id: "7",
-  deviceId: "d-1",
-  endpointLabel: "decrypt_policy",
-  vendor,
-  payload,
-  payloadSha256: "b".repeat(64),
-  collectedAt: NOW,
-});
-const run = (vendor: keyof typeof FACTS, payload: unknown, p: Plan) =>
-  evaluateCheck(check, device(vendor), p, snapshot(vendor, payload), { now: NOW, facts: FACTS[vendor] });
+const run = (vendor: "vendor-a-ngfw" | "vendor-b-ngfw", payload: unknown, p: Plan) =>
+  fx.run(vendor, payload, { plan: p });
 
 /** vendor-a-ngfw (FDM) `decrypt_policy`: the SSL policy is attached to the access policy or not. */
 const fdm = (actions: string[], attached = true) => ({
@@ -63,23 +45,15 @@ const restV2 = (profiles: string[]) => ({
 Deno.test("ngfw-decrypt-state-matches-plan applies to both firewall vendors of the plan only", () => {
   assert.equal(check.label, "decrypt_policy");
   assert.deepEqual(check.needs, ["decryptRuleCount"]);
-  const adapters = {
-    "vendor-a-ngfw": ngfwA,
-    "vendor-b-ngfw": ngfwB,
-    "vendor-a-switch": sw,
-    "vendor-a-bmc": bmc,
-  };
-  for (const v of ["vendor-a-ngfw", "vendor-b-ngfw"] as const) {
-    assert.equal(checkApplies(check, device(v), plan("on"), adapters[v]), true);
+  for (const v of ["vendor-a-ngfw", "vendor-b-ngfw"]) {
+    assert.equal(fx.applies(v, { plan: plan("on") }), true, v);
   }
-  for (const v of ["vendor-a-switch", "vendor-a-bmc"] as const) {
-    assert.equal(checkApplies(check, device(v), plan("on"), adapters[v]), false, v);
+  for (const v of ["vendor-a-switch", "vendor-a-bmc"]) {
+    assert.equal(fx.applies(v, { plan: plan("on") }), false, v);
   }
-  assert.equal(checkApplies(check, device("vendor-c-ngfw"), plan("on"), undefined), false);
-  assert.equal(
-    checkApplies(check, device("vendor-b-ngfw"), { ...plan("on"), vendors: ["vendor-a-ngfw"] }, ngfwB),
-    false,
-  );
+  // A vendor without an adapter (listed in the plan) is served by nothing.
+  assert.equal(fx.applies("vendor-c-ngfw", { plan: { ...plan("on"), vendors: ["vendor-c-ngfw"] } }), false);
+  assert.equal(fx.applies("vendor-b-ngfw", { plan: { ...plan("on"), vendors: ["vendor-a-ngfw"] } }), false);
 });
 
 Deno.test("decrypt-on plan passes with decrypt rules on either vendor", () => {
@@ -115,7 +89,7 @@ Deno.test("decrypt-off plan passes with zero decrypt rules and fails with any", 
 
 Deno.test("ngfw-decrypt-state-matches-plan reports an error for a payload of the wrong shape", () => {
   // Each vendor's payload read through the other vendor's facts, and plain garbage.
-  const cases: Array<[keyof typeof FACTS, unknown]> = [
+  const cases: Array<["vendor-a-ngfw" | "vendor-b-ngfw", unknown]> = [
     ["vendor-a-ngfw", restV2(["deep"])],
     ["vendor-b-ngfw", fdm(["DECRYPT_RE_SIGN"])],
     ["vendor-a-ngfw", []],

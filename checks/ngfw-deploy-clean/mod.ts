@@ -7,7 +7,6 @@
 import { defineCheck } from "@dutlab/core";
 
 export default defineCheck({
-  kind: "check",
   id: "ngfw-deploy-clean",
   coreVersion: "^1.0.0",
   description: "Firewall configuration is deployed with no pending changes",

@@ -1,41 +1,15 @@
 import assert from "node:assert/strict";
-import type { CheckSnapshot, Plan } from "@dutlab/core";
-import { checkApplies, evaluateCheck } from "@dutlab/core/testing";
+import { checkFixture } from "@dutlab/core/testing";
 import sw from "@dutlab/adapter-vendor-a-switch";
 import bmc from "@dutlab/adapter-vendor-a-bmc";
 import ngfw from "@dutlab/adapter-vendor-a-ngfw";
 import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
 import check from "./mod.ts";
 
-const NOW = new Date("2026-11-21T10:00:00Z");
-const plan: Plan = {
-  identifier: "unit-plan",
-  displayName: "Unit plan",
-  description: "",
-  tlsDecrypt: "on",
-  sloTargetP99Ms: 100,
-  deploymentMode: "inline-routed",
-  phases: [],
-  vendors: ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"],
-  deviceRoles: ["ngfw", "switch", "bmc"],
-  parameters: {},
-};
-const device = (vendor: string) => ({ id: "d-1", hostname: "fw-1", vendor, deviceRole: "ngfw" });
-const snapshot = (vendor: string, payload: unknown): CheckSnapshot => ({
-  id: "41",
-  deviceId: "d-1",
-  endpointLabel: "deploy_status",
-  vendor,
-  payload,
-  payloadSha256: "a".repeat(64),
-  collectedAt: NOW,
-});
+const fx = checkFixture(check, { adapters: [ngfw, ngfwB, sw, bmc], plan: { tlsDecrypt: "on" } });
 /** What the engine reports for this payload of a vendor-a-ngfw device (read through the adapter's facts). */
 const run = (payload: unknown) =>
-  evaluateCheck(check, device("vendor-a-ngfw"), plan, snapshot("vendor-a-ngfw", payload), {
-    now: NOW,
-    facts: ngfw.facts ?? {},
-  });
+  fx.run("vendor-a-ngfw", payload, { snapshot: { id: "41", payloadSha256: "a".repeat(64) } });
 
 /** An FDM `deploy_status` payload: deployment jobs and pending changes, as the adapter stores them. */
 const deployStatus = (jobs: Array<[string, number]>, pending = 0) => ({
@@ -47,25 +21,13 @@ const deployStatus = (jobs: Array<[string, number]>, pending = 0) => ({
   },
 });
 
-const ADAPTERS = {
-  "vendor-a-ngfw": ngfw,
-  "vendor-b-ngfw": ngfwB,
-  "vendor-a-switch": sw,
-  "vendor-a-bmc": bmc,
-} as const;
-
 Deno.test("ngfw-deploy-clean applies to vendor-a-ngfw devices of the plan only", () => {
   assert.equal(check.label, "deploy_status");
   assert.deepEqual(check.needs, ["deployState"]);
-  assert.equal(checkApplies(check, device("vendor-a-ngfw"), plan, ngfw), true);
-  for (const v of ["vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"] as const) {
-    assert.equal(checkApplies(check, device(v), plan, ADAPTERS[v]), false, v);
-  }
-  assert.equal(
-    checkApplies(check, device("vendor-a-ngfw"), { ...plan, vendors: ["vendor-b-ngfw"] }, ngfw),
-    false,
-  );
-  assert.equal(evaluateCheck(check, device("vendor-a-switch"), plan, null, { now: NOW, facts: {} }), null);
+  assert.equal(fx.applies("vendor-a-ngfw"), true);
+  for (const v of ["vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"]) assert.equal(fx.applies(v), false, v);
+  assert.equal(fx.applies("vendor-a-ngfw", { plan: { ...fx.plan, vendors: ["vendor-b-ngfw"] } }), false);
+  assert.equal(fx.run("vendor-a-switch", deployStatus([["DEPLOYED", 1]])), null);
 });
 
 Deno.test("ngfw-deploy-clean passes when the newest job is DEPLOYED and nothing is pending", () => {
@@ -76,7 +38,7 @@ Deno.test("ngfw-deploy-clean passes when the newest job is DEPLOYED and nothing 
   assert.deepEqual(r?.evidence, {
     snapshotId: "41",
     payloadSha256: "a".repeat(64),
-    collectedAt: NOW.toISOString(),
+    collectedAt: fx.now.toISOString(),
   });
 });
 
@@ -113,8 +75,11 @@ Deno.test("ngfw-deploy-clean reports an error, not a fail, for a payload it cann
 });
 
 Deno.test("ngfw-deploy-clean does not apply without a deployState reading; evaluate refuses one", () => {
-  const s = snapshot("vendor-b-ngfw", deployStatus([["DEPLOYED", 1]]));
-  const ctx = { now: NOW, facts: ngfwB.facts ?? {} };
-  assert.equal(evaluateCheck(check, device("vendor-b-ngfw"), plan, s, ctx), null);
-  assert.throws(() => check.evaluate(s, plan, ctx), /vendor vendor-b-ngfw offers no deployState reading/);
+  const payload = deployStatus([["DEPLOYED", 1]]);
+  assert.equal(fx.run("vendor-b-ngfw", payload), null);
+  const ctx = { now: fx.now, facts: ngfwB.facts ?? {} };
+  assert.throws(
+    () => check.evaluate(fx.snapshot("vendor-b-ngfw", payload), fx.plan, ctx),
+    /vendor vendor-b-ngfw offers no deployState reading/,
+  );
 });

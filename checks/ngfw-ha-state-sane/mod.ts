@@ -10,7 +10,6 @@ import { type CatalogHaState, defineCheck } from "@dutlab/core";
 export const SANE_HA_STATES: readonly CatalogHaState[] = ["ACTIVE", "STANDBY_READY", "NEGOTIATION", "JOIN"];
 
 export default defineCheck({
-  kind: "check",
   id: "ngfw-ha-state-sane",
   coreVersion: "^1.0.0",
   description: "Firewall HA state is ACTIVE, STANDBY_READY, NEGOTIATION or JOIN",

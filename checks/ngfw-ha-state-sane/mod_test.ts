@@ -1,40 +1,13 @@
 import assert from "node:assert/strict";
-import type { CheckSnapshot, Plan } from "@dutlab/core";
-import { checkApplies, evaluateCheck } from "@dutlab/core/testing";
+import { checkFixture } from "@dutlab/core/testing";
 import sw from "@dutlab/adapter-vendor-a-switch";
 import bmc from "@dutlab/adapter-vendor-a-bmc";
 import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
 import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
 import check from "./mod.ts";
 
-const NOW = new Date("2026-11-21T10:00:00Z");
-const plan: Plan = {
-  identifier: "unit-plan",
-  displayName: "Unit plan",
-  description: "",
-  tlsDecrypt: "on",
-  sloTargetP99Ms: 100,
-  deploymentMode: "inline-routed",
-  phases: [],
-  vendors: ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"],
-  deviceRoles: ["ngfw", "switch", "bmc"],
-  parameters: {},
-};
-const device = (vendor: string) => ({ id: "d-1", hostname: "fw-1", vendor, deviceRole: "ngfw" });
-const snapshot = (vendor: string, payload: unknown): CheckSnapshot => ({
-  id: "3",
-  deviceId: "d-1",
-  endpointLabel: "ha_status",
-  vendor,
-  payload,
-  payloadSha256: "d".repeat(64),
-  collectedAt: NOW,
-});
-const run = (payload: unknown) =>
-  evaluateCheck(check, device("vendor-a-ngfw"), plan, snapshot("vendor-a-ngfw", payload), {
-    now: NOW,
-    facts: ngfwA.facts ?? {},
-  });
+const fx = checkFixture(check, { adapters: [ngfwA, ngfwB, sw, bmc], plan: { tlsDecrypt: "on" } });
+const run = (payload: unknown) => fx.run("vendor-a-ngfw", payload);
 /** The FDM `ha_status` object as the adapter stores it. */
 const ha = (nodeState: string) => ({
   nodeRole: "HA_PRIMARY",
@@ -44,25 +17,13 @@ const ha = (nodeState: string) => ({
   haHealthStatus: "HEALTHY",
 });
 
-const ADAPTERS = {
-  "vendor-a-ngfw": ngfwA,
-  "vendor-b-ngfw": ngfwB,
-  "vendor-a-switch": sw,
-  "vendor-a-bmc": bmc,
-} as const;
-
 Deno.test("ngfw-ha-state-sane applies to vendor-a-ngfw devices of the plan only", () => {
   assert.equal(check.label, "ha_status");
   assert.deepEqual(check.needs, ["haState"]);
-  assert.equal(checkApplies(check, device("vendor-a-ngfw"), plan, ngfwA), true);
-  for (const v of ["vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"] as const) {
-    assert.equal(checkApplies(check, device(v), plan, ADAPTERS[v]), false, v);
-  }
-  assert.equal(checkApplies(check, device("vendor-a-ngfw"), { ...plan, vendors: [] }, ngfwA), false);
-  assert.equal(
-    checkApplies(check, device("vendor-a-ngfw"), { ...plan, deviceRoles: ["switch"] }, ngfwA),
-    false,
-  );
+  assert.equal(fx.applies("vendor-a-ngfw"), true);
+  for (const v of ["vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"]) assert.equal(fx.applies(v), false, v);
+  assert.equal(fx.applies("vendor-a-ngfw", { plan: { ...fx.plan, vendors: [] } }), false);
+  assert.equal(fx.applies("vendor-a-ngfw", { plan: { ...fx.plan, deviceRoles: ["switch"] } }), false);
 });
 
 Deno.test("ngfw-ha-state-sane passes on states the adapter maps to a sane catalog state", () => {
@@ -96,10 +57,7 @@ Deno.test("ngfw-ha-state-sane fails on states that map to no catalog state and s
 Deno.test("ngfw-ha-state-sane judges the mapped state with plain fixture facts", () => {
   // A fixture haState reading that yields each catalog state: the check trusts the adapter's mapping.
   for (const mapped of ["ACTIVE", "STANDBY_READY", "NEGOTIATION", "JOIN"] as const) {
-    const r = evaluateCheck(check, device("vendor-a-ngfw"), plan, snapshot("vendor-a-ngfw", {}), {
-      now: NOW,
-      facts: { haState: () => ({ raw: `raw-${mapped}`, mapped }) },
-    });
+    const r = fx.run("vendor-a-ngfw", {}, { facts: { haState: () => ({ raw: `raw-${mapped}`, mapped }) } });
     assert.equal(r?.status, "pass", mapped);
     assert.equal(r?.detail, `HA state raw-${mapped} (maps to ${mapped})`);
   }
@@ -115,8 +73,11 @@ Deno.test("ngfw-ha-state-sane reports an error for a payload of the wrong shape"
 });
 
 Deno.test("ngfw-ha-state-sane does not apply without an haState reading; evaluate refuses one", () => {
-  const s = snapshot("vendor-b-ngfw", { results: { mode: "standalone" } });
-  const ctx = { now: NOW, facts: ngfwB.facts ?? {} };
-  assert.equal(evaluateCheck(check, device("vendor-b-ngfw"), plan, s, ctx), null);
-  assert.throws(() => check.evaluate(s, plan, ctx), /vendor vendor-b-ngfw offers no haState reading/);
+  const payload = { results: { mode: "standalone" } };
+  assert.equal(fx.run("vendor-b-ngfw", payload), null);
+  const ctx = { now: fx.now, facts: ngfwB.facts ?? {} };
+  assert.throws(
+    () => check.evaluate(fx.snapshot("vendor-b-ngfw", payload), fx.plan, ctx),
+    /vendor vendor-b-ngfw offers no haState reading/,
+  );
 });

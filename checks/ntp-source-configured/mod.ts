@@ -7,7 +7,6 @@
 import { defineCheck } from "@dutlab/core";
 
 export default defineCheck({
-  kind: "check",
   id: "ntp-source-configured",
   coreVersion: "^1.0.0",
   description: "At least one NTP time source is configured",

@@ -1,45 +1,15 @@
 import assert from "node:assert/strict";
-import type { AdapterFacts, CheckSnapshot, Plan } from "@dutlab/core";
-import { checkApplies, evaluateCheck } from "@dutlab/core/testing";
+import { checkFixture } from "@dutlab/core/testing";
 import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
 import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
 import sw from "@dutlab/adapter-vendor-a-switch";
 import bmc from "@dutlab/adapter-vendor-a-bmc";
 import check from "./mod.ts";
 
-const NOW = new Date("2026-11-21T10:00:00Z");
 const VENDORS = ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"] as const;
 type Vendor = typeof VENDORS[number];
-const plan: Plan = {
-  identifier: "unit-plan",
-  displayName: "Unit plan",
-  description: "",
-  tlsDecrypt: "off",
-  sloTargetP99Ms: 100,
-  deploymentMode: "inline-routed",
-  phases: [],
-  vendors: [...VENDORS],
-  deviceRoles: ["ngfw", "switch", "bmc"],
-  parameters: {},
-};
-const FACTS: Record<Vendor, AdapterFacts> = {
-  "vendor-a-ngfw": ngfwA.facts ?? {},
-  "vendor-b-ngfw": ngfwB.facts ?? {},
-  "vendor-a-switch": sw.facts ?? {},
-  "vendor-a-bmc": bmc.facts ?? {},
-};
-const device = (vendor: string) => ({ id: "d-1", hostname: "dev-1", vendor, deviceRole: null });
-const snapshot = (vendor: string, payload: unknown): CheckSnapshot => ({
-  id: "9",
-  deviceId: "d-1",
-  endpointLabel: "ntp_config",
-  vendor,
-  payload,
-  payloadSha256: "c".repeat(64),
-  collectedAt: NOW,
-});
-const run = (vendor: Vendor, payload: unknown) =>
-  evaluateCheck(check, device(vendor), plan, snapshot(vendor, payload), { now: NOW, facts: FACTS[vendor] });
+const fx = checkFixture(check, { adapters: [ngfwA, ngfwB, sw, bmc] });
+const run = (vendor: Vendor, payload: unknown) => fx.run(vendor, payload);
 
 /** Each vendor's `ntp_config` payload with these servers, in the shape its adapter stores. */
 const PAYLOAD: Record<Vendor, (servers: string[]) => unknown> = {
@@ -64,17 +34,9 @@ const PAYLOAD: Record<Vendor, (servers: string[]) => unknown> = {
 
 Deno.test("ntp-source-configured applies to every vendor the plan involves", () => {
   assert.equal(check.label, "ntp_config");
-  const adapters = {
-    "vendor-a-ngfw": ngfwA,
-    "vendor-b-ngfw": ngfwB,
-    "vendor-a-switch": sw,
-    "vendor-a-bmc": bmc,
-  };
-  for (const v of VENDORS) assert.equal(checkApplies(check, device(v), plan, adapters[v]), true, v);
-  assert.equal(
-    checkApplies(check, device("vendor-a-bmc"), { ...plan, vendors: ["vendor-a-ngfw"] }, bmc),
-    false,
-  );
+  assert.deepEqual(fx.plan.vendors, [...VENDORS]);
+  for (const v of VENDORS) assert.equal(fx.applies(v), true, v);
+  assert.equal(fx.applies("vendor-a-bmc", { plan: { ...fx.plan, vendors: ["vendor-a-ngfw"] } }), false);
 });
 
 Deno.test("ntp-source-configured passes with a time server on every vendor and lists them", () => {
@@ -112,11 +74,11 @@ Deno.test("ntp-source-configured reports an error for a payload of the wrong sha
 });
 
 Deno.test("ntp-source-configured does not apply without an ntpServers reading; evaluate refuses one", () => {
-  const p = { ...plan, vendors: ["vendor-x"] };
-  const s = snapshot("vendor-x", {});
-  assert.equal(evaluateCheck(check, device("vendor-x"), p, s, { now: NOW, facts: {} }), null);
+  // vendor-x has no adapter in the fixture: the label counts as collected, and no facts are offered.
+  const p = { ...fx.plan, vendors: ["vendor-x"] };
+  assert.equal(fx.run("vendor-x", {}, { plan: p }), null);
   assert.throws(
-    () => check.evaluate(s, p, { now: NOW, facts: {} }),
+    () => check.evaluate(fx.snapshot("vendor-x", {}), p, { now: fx.now, facts: {} }),
     /vendor vendor-x offers no ntpServers reading/,
   );
 });

@@ -10,7 +10,6 @@ import { defineCheck } from "@dutlab/core";
 export const MAX_AGE_MINUTES = 60;
 
 export default defineCheck({
-  kind: "check",
   id: "snapshot-fresh",
   coreVersion: "^1.0.0",
   description: `Latest system_info snapshot is less than ${MAX_AGE_MINUTES} minutes old`,

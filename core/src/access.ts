@@ -10,6 +10,7 @@ import { ConflictError, NotFoundError } from "./errors.ts";
 import { isUniqueViolation } from "./devices.ts";
 import { isUuid } from "./ids.ts";
 import { decodeCursor, encodeCursor } from "./paging.ts";
+import { base64url } from "./encoding.ts";
 
 export const ROLES = ["admin", "operator", "viewer"] as const;
 export type Role = typeof ROLES[number];
@@ -80,8 +81,7 @@ export class TokenStore {
   async create(name: string, role: Role): Promise<TokenView & { token: string }> {
     if (name === BOOTSTRAP_ADMIN) throw new ConflictError(`"${BOOTSTRAP_ADMIN}" names the ADMIN_TOKEN`);
     const bytes = crypto.getRandomValues(new Uint8Array(32));
-    const token = "dut_" + btoa(String.fromCharCode(...bytes)).replace(/=+$/, "").replace(/\+/g, "-")
-      .replace(/\//g, "_");
+    const token = "dut_" + base64url(bytes);
     const id = crypto.randomUUID();
     try {
       const row = await this.db.insertInto("api_tokens").values({

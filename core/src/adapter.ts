@@ -111,6 +111,7 @@ export interface DeviceInventory {
 
 /** An adapter module: the default export of `adapters/<vendor-key>/mod.ts`. */
 export interface AdapterDefinition {
+  /** Set by {@link defineAdapter}; the registry refuses a module listed as an adapter without it. */
   kind: "adapter";
   /** Vendor key, e.g. `vendor-a-switch`. */
   vendorKey: string;
@@ -141,18 +142,28 @@ export interface AdapterDefinition {
   release?(ctx: Omit<AdapterContext, "credentials">, parked: unknown): Promise<void>;
 }
 
+/** What an adapter module writes: its definition without `kind`, which {@link defineAdapter} sets. */
+export type AdapterSpec = Omit<AdapterDefinition, "kind">;
+
 /**
- * Declare an adapter. An identity helper that carries the types.
+ * Declare an adapter: returns the definition with `kind: "adapter"` set, so that the registry can refuse the
+ * module when the manifest lists it as something else. Carries the types.
  *
  * @example
  * ```ts
  * export default defineAdapter({
- *   kind: "adapter", vendorKey: "vendor-x", displayName: "Vendor X", coreVersion: "^1.0.0",
+ *   vendorKey: "vendor-x", displayName: "Vendor X", coreVersion: "^1.0.0",
  *   deviceRoles: ["switch"], labels: ["system_info"],
- *   create: (ctx) => new VendorXSession(ctx),
+ *   create: (ctx) => ({
+ *     testConnection: async () => ({ cpuDetail: "CPU 3% (GET /api/cpu)", cpuPercent: 3 }),
+ *     collectAll: async () => [{ label: "system_info", payload: await (await ctx.http.request({ path: "/api/system" })).json() }],
+ *     close: () => Promise.resolve(),
+ *   }),
  * });
  * ```
  */
-export function defineAdapter<const T extends AdapterDefinition>(def: T): T {
-  return def;
+export function defineAdapter<const T extends AdapterSpec>(
+  def: T & { kind?: "adapter" },
+): NoInfer<T> & { kind: "adapter" } {
+  return { ...def, kind: "adapter" };
 }

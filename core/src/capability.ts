@@ -24,7 +24,13 @@ export type AdapterCapabilities = Pick<AdapterDefinition, "labels" | "facts">;
  *
  * @example
  * ```ts
- * serves(adapter, { label: "ha_status", needs: ["haState"] }); // true for a firewall with HA readings
+ * const firewall = {
+ *   labels: ["system_info", "ha_status"],
+ *   facts: { haState: () => ({ raw: "HA_ACTIVE_NODE", mapped: "ACTIVE" as const }) },
+ * };
+ * serves(firewall, { label: "ha_status", needs: ["haState"] }); // true: collects it and offers the reading
+ * serves(firewall, { label: "ntp_config", needs: ["ntpServers"] }); // false
+ * serves(undefined, { label: "system_info" }); // false: a vendor without an enabled adapter
  * ```
  */
 export function serves(adapter: AdapterCapabilities | undefined, need: Capability): boolean {

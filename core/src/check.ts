@@ -48,6 +48,7 @@ export interface CheckOutcome {
  * (the capability test, `serves`), and `appliesTo`, when given, says yes. A check names no vendor.
  */
 export interface CheckDefinition {
+  /** Set by {@link defineCheck}; the registry refuses a module listed as a check without it. */
   kind: "check";
   id: string;
   description: string;
@@ -71,13 +72,17 @@ export interface CheckDefinition {
   evaluate(snapshot: CheckSnapshot, plan: Plan, ctx: CheckContext): CheckOutcome;
 }
 
+/** What a check module writes: its definition without `kind`, which {@link defineCheck} sets. */
+export type CheckSpec = Omit<CheckDefinition, "kind">;
+
 /**
- * Declare a check. An identity helper that carries the types.
+ * Declare a check: returns the definition with `kind: "check"` set, so that the registry can refuse the
+ * module when the manifest lists it as something else. Carries the types.
  *
  * @example
  * ```ts
  * export default defineCheck({
- *   kind: "check", id: "ntp-source-configured", coreVersion: "^1.0.0",
+ *   id: "ntp-source-configured", coreVersion: "^1.0.0",
  *   description: "At least one time server is configured", label: "ntp_config", needs: ["ntpServers"],
  *   evaluate: (s, _plan, { facts }) => {
  *     const n = facts.ntpServers!(s.payload).length;
@@ -86,6 +91,8 @@ export interface CheckDefinition {
  * });
  * ```
  */
-export function defineCheck<const T extends CheckDefinition>(def: T): T {
-  return def;
+export function defineCheck<const T extends CheckSpec>(
+  def: T & { kind?: "check" },
+): NoInfer<T> & { kind: "check" } {
+  return { ...def, kind: "check" };
 }

@@ -1,9 +1,6 @@
 import { sha256Hex } from "./hash.ts";
+import { base64url, fromBase64url } from "./encoding.ts";
 
-const b64url = (b: Uint8Array) =>
-  btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-const unb64url = (s: string) =>
-  Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
 const fromHex = (h: string) => Uint8Array.from(h.match(/../g)!, (x) => parseInt(x, 16));
 
 /** A credential key with its identifier (first 8 hex chars of SHA-256 of the key bytes). */
@@ -34,7 +31,7 @@ export async function encryptSecret(k: CredentialKey, deviceId: string, plaintex
       new TextEncoder().encode(plaintext),
     ),
   );
-  return `v1.${k.id}.${b64url(iv)}.${b64url(ct)}`;
+  return `v1.${k.id}.${base64url(iv)}.${base64url(ct)}`;
 }
 
 /** The key id a stored ciphertext was made with. */
@@ -61,9 +58,9 @@ export async function decryptSecret(
   }
   try {
     const pt = await crypto.subtle.decrypt(
-      { name: "AES-GCM", iv: unb64url(p[2]), additionalData: new TextEncoder().encode(deviceId) },
+      { name: "AES-GCM", iv: fromBase64url(p[2]), additionalData: new TextEncoder().encode(deviceId) },
       k.key,
-      unb64url(p[3]),
+      fromBase64url(p[3]),
     );
     return new TextDecoder().decode(pt);
   } catch {

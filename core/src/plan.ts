@@ -39,6 +39,7 @@ export interface PlanCatalog {
 
 /** A plugin module: the default export of `plugins/<name>/mod.ts`. */
 export interface PluginDefinition {
+  /** Set by {@link definePlugin}; the registry refuses a module listed as a plugin without it. */
   kind: "plugin";
   name: string;
   coreVersion: string;
@@ -46,7 +47,20 @@ export interface PluginDefinition {
   planCatalog?: PlanCatalog;
 }
 
-/** Declare a plugin. An identity helper that carries the types. */
-export function definePlugin<const T extends PluginDefinition>(def: T): T {
-  return def;
+/** What a plugin module writes: its definition without `kind`, which {@link definePlugin} sets. */
+export type PluginSpec = Omit<PluginDefinition, "kind">;
+
+/**
+ * Declare a plugin: returns the definition with `kind: "plugin"` set, so that the registry can refuse the
+ * module when the manifest lists it as something else. Carries the types.
+ *
+ * @example
+ * ```ts
+ * export default definePlugin({ name: "lab-plans", coreVersion: "^1.0.0" });
+ * ```
+ */
+export function definePlugin<const T extends PluginSpec>(
+  def: T & { kind?: "plugin" },
+): NoInfer<T> & { kind: "plugin" } {
+  return { ...def, kind: "plugin" };
 }

@@ -12,6 +12,13 @@ export interface LoadedModule<T = unknown> {
   name: string;
   /** Package version from the member's deno.json. */
   version: string;
+  /**
+   * The `@dutlab/core` range the module declares (its `coreVersion`), recorded by `deno task gen` so that the
+   * generated file shows each member's range and a member whose range no longer admits this core is caught
+   * by `deno task gen:check`. Absent for modules assembled by hand (tests): the module's own declaration
+   * is then the only one.
+   */
+  coreVersion?: string;
   module: T;
 }
 
@@ -65,7 +72,45 @@ function shapeError(m: LoadedModule, what: string): never {
   throw new StartupError("MODULE_SHAPE", `Module ${m.name}@${m.version} is not a valid ${what}`);
 }
 
-function checkCore(m: LoadedModule, range: unknown) {
+type ModuleKind = "adapter" | "check" | "plugin";
+const HELPER: Record<ModuleKind, string> = {
+  adapter: "defineAdapter",
+  check: "defineCheck",
+  plugin: "definePlugin",
+};
+
+/**
+ * Refuse a default export that is not of the kind the manifest lists it under. `kind` is set by the
+ * `define*` helpers, so a module listed under the wrong key (an adapter under `checks`) is named as such
+ * instead of failing on whichever field its shape happens to lack.
+ */
+function checkKind(m: LoadedModule, expected: ModuleKind): Record<string, unknown> {
+  const mod = m.module;
+  const article = (k: string) => (k === "adapter" ? "an" : "a");
+  if (!isObj(mod)) shapeError(m, `${expected} (default export of ${HELPER[expected]})`);
+  const kind = mod.kind;
+  if (kind !== expected && typeof kind === "string" && Object.hasOwn(HELPER, kind)) {
+    throw new StartupError(
+      "MODULE_KIND",
+      `Module ${m.name}@${m.version} is listed under "${expected}s" in modules.json, but its default export ` +
+        `is ${article(kind)} ${kind} (made with ${HELPER[kind as ModuleKind]}); list it under "${kind}s"`,
+    );
+  }
+  if (kind !== expected) {
+    shapeError(m, `${expected} (default export of ${HELPER[expected]}, which sets "kind")`);
+  }
+  return mod;
+}
+
+function checkCore(m: LoadedModule, declared: unknown) {
+  if (m.coreVersion !== undefined && m.coreVersion !== declared) {
+    throw new StartupError(
+      "MODULE_CORE_VERSION",
+      `Module ${m.name}@${m.version} declares @dutlab/core ${JSON.stringify(declared)}, but modules.gen.ts ` +
+        `records ${JSON.stringify(m.coreVersion)}: run \`deno task gen\``,
+    );
+  }
+  const range = m.coreVersion ?? declared;
   if (typeof range !== "string" || !coreSatisfies(range)) {
     throw new StartupError(
       "MODULE_CORE_VERSION",
@@ -76,8 +121,7 @@ function checkCore(m: LoadedModule, range: unknown) {
 }
 
 function validateAdapter(m: LoadedModule): AdapterDefinition {
-  const a = m.module;
-  if (!isObj(a) || a.kind !== "adapter") shapeError(m, "adapter (default export of defineAdapter)");
+  const a = checkKind(m, "adapter");
   const bad = (field: string) => shapeError(m, `adapter: "${field}" is missing or of the wrong type`);
   if (typeof a.vendorKey !== "string" || !/^[a-z0-9]+(-[a-z0-9]+)*$/.test(a.vendorKey)) bad("vendorKey");
   if (typeof a.displayName !== "string" || !a.displayName) bad("displayName");
@@ -121,8 +165,7 @@ function validateAdapter(m: LoadedModule): AdapterDefinition {
 }
 
 function validateCheck(m: LoadedModule): CheckDefinition {
-  const c = m.module;
-  if (!isObj(c) || c.kind !== "check") shapeError(m, "check (default export of defineCheck)");
+  const c = checkKind(m, "check");
   const bad = (field: string) => shapeError(m, `check: "${field}" is missing or of the wrong type`);
   if (typeof c.id !== "string" || !/^[a-z0-9]+(-[a-z0-9]+)*$/.test(c.id)) bad("id");
   if (typeof c.description !== "string" || !c.description) bad("description");
@@ -143,10 +186,8 @@ function validateCheck(m: LoadedModule): CheckDefinition {
 }
 
 function validatePlugin(m: LoadedModule): PluginDefinition {
-  const p = m.module;
-  if (!isObj(p) || p.kind !== "plugin" || typeof p.name !== "string") {
-    shapeError(m, "plugin (default export of definePlugin)");
-  }
+  const p = checkKind(m, "plugin");
+  if (typeof p.name !== "string") shapeError(m, `plugin: "name" is missing or of the wrong type`);
   checkCore(m, p.coreVersion);
   if (p.planCatalog !== undefined) {
     const pc = p.planCatalog as Record<string, unknown>;
@@ -159,7 +200,7 @@ function validatePlugin(m: LoadedModule): PluginDefinition {
 
 /**
  * Validate the modules the manifest enables and build the registry. Fails fast with a coded
- * StartupError: MODULE_SHAPE, MODULE_CORE_VERSION, DUPLICATE_VENDOR, DUPLICATE_CHECK, DUPLICATE_PLAN,
+ * StartupError: MODULE_SHAPE, MODULE_KIND, MODULE_CORE_VERSION, DUPLICATE_VENDOR, DUPLICATE_CHECK, DUPLICATE_PLAN,
  * PLAN_CATALOG.
  */
 export function buildRegistry(mods: LoadedModules): Registry {

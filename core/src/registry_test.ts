@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { buildRegistry, type LoadedModules } from "./registry.ts";
 import { StartupError } from "./errors.ts";
-import { fixtureAdapter, fixtureCheck, fixtureModules } from "../testing/fixture_modules.ts";
+import { fixtureAdapter, fixtureCheck, fixtureModules, fixturePlugin } from "../testing/fixture_modules.ts";
 import { coreSatisfies } from "./version.ts";
 
 const code = (c: string) => (e: unknown) => e instanceof StartupError && e.code === c;
@@ -56,8 +56,8 @@ Deno.test("registry refuses modules of the wrong shape, naming the module", () =
   b.checks[0] = { ...b.checks[0], module: { ...fixtureCheck, evaluate: undefined } };
   cases.push(["evaluate", b]);
   const c = fixtureModules();
-  c.adapters[0] = { ...c.adapters[0], module: fixtureCheck };
-  cases.push(["adapter", c]);
+  c.adapters[0] = { ...c.adapters[0], module: { ...fixtureAdapter, kind: undefined } };
+  cases.push(["adapter \\(default export of defineAdapter", c]);
   const d = fixtureModules();
   d.plugins[0] = {
     ...d.plugins[0],
@@ -71,6 +71,62 @@ Deno.test("registry refuses modules of the wrong shape, naming the module", () =
       return true;
     });
   }
+});
+
+Deno.test("define* helpers set kind, and the registry refuses a module listed under the wrong kind", () => {
+  assert.equal(fixtureAdapter.kind, "adapter");
+  assert.equal(fixtureCheck.kind, "check");
+  assert.equal(fixturePlugin.kind, "plugin");
+  const cases: Array<[LoadedModules, RegExp]> = [];
+  const a = fixtureModules();
+  a.adapters[0] = { ...a.adapters[0], module: fixtureCheck };
+  cases.push([
+    a,
+    /adapter-fixture-fw@0.0.1 is listed under "adapters".* is a check \(made with defineCheck\)/,
+  ]);
+  const c = fixtureModules();
+  c.checks[0] = { ...c.checks[0], module: fixtureAdapter };
+  cases.push([
+    c,
+    /check-fixture-ntp@0.0.1 is listed under "checks".* is an adapter \(made with defineAdapter\)/,
+  ]);
+  const p = fixtureModules();
+  p.plugins[0] = { ...p.plugins[0], module: fixtureCheck };
+  cases.push([p, /is listed under "plugins".* is a check .*; list it under "checks"/]);
+  for (const [mods, message] of cases) {
+    assert.throws(() => buildRegistry(mods), (e: unknown) => {
+      assert.ok(e instanceof StartupError && e.code === "MODULE_KIND", String(e));
+      assert.match(e.message, message);
+      return true;
+    });
+  }
+});
+
+Deno.test("registry checks the core range the generator recorded, and refuses a record the module contradicts", () => {
+  const recorded = fixtureModules();
+  recorded.checks[0] = { ...recorded.checks[0], coreVersion: "^1.0.0" };
+  assert.equal(buildRegistry(recorded).checks.length, 1);
+  const stale = fixtureModules();
+  stale.checks[0] = { ...stale.checks[0], coreVersion: "^2.0.0" };
+  assert.throws(() => buildRegistry(stale), (e: unknown) => {
+    assert.ok(e instanceof StartupError && e.code === "MODULE_CORE_VERSION");
+    assert.match(
+      e.message,
+      /declares @dutlab\/core "\^1.0.0", but modules.gen.ts records "\^2.0.0": run `deno task gen`/,
+    );
+    return true;
+  });
+  const old = fixtureModules();
+  old.checks[0] = {
+    ...old.checks[0],
+    coreVersion: "^2.0.0",
+    module: { ...fixtureCheck, coreVersion: "^2.0.0" },
+  };
+  assert.throws(() => buildRegistry(old), (e: unknown) => {
+    assert.ok(e instanceof StartupError && e.code === "MODULE_CORE_VERSION");
+    assert.match(e.message, /is written for @dutlab\/core "\^2.0.0", but this is @dutlab\/core 1\./);
+    return true;
+  });
 });
 
 Deno.test("registry refuses facts.inventory whose inventoryLabel is not one of the adapter's labels", () => {

@@ -67,6 +67,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
   const limits = transportLimits(config);
   const devices = new DeviceStore(db.kysely, registry, keys, sessions, limits);
   const metrics = new Metrics();
+  const events = new EventBus(db, config.DUT_EVENTS_RETENTION_HOURS);
   const poller = new PollService({
     db: db.kysely,
     devices,
@@ -77,9 +78,8 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     locks: db.kind === "postgres" ? new DeviceLocks(db) : undefined,
     // The runs feature records decrypt alerts in the poll store's transaction (the poller knows no runs).
     writeHooks: [decryptAlertWriter(registry)],
+    events,
   });
-  const events = new EventBus(db, config.DUT_EVENTS_RETENTION_HOURS);
-  poller.events = events;
   const signatures = new ReportSignatures(
     db.kysely,
     await ReportSigningKey.fromText(config.DUT_REPORT_SIGNING_KEY),

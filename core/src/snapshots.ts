@@ -1,5 +1,6 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "./db/schema.ts";
+import { decodeCursor, encodeCursor } from "./paging.ts";
 
 /** A snapshot as the API returns it (spec 2.3). */
 export interface SnapshotView {
@@ -22,18 +23,11 @@ export interface SnapshotFilter {
   cursor?: string;
 }
 
-const encodeCursor = (id: string) =>
-  btoa(`s:${id}`).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
 const MAX_ID = 2n ** 63n - 1n;
 /** The snapshot id a cursor names, or null when it is not a cursor this API made. */
-function decodeCursor(c: string): string | null {
-  try {
-    const s = atob(c.replace(/-/g, "+").replace(/_/g, "/"));
-    if (!/^s:\d{1,19}$/.test(s) || BigInt(s.slice(2)) > MAX_ID) return null;
-    return s.slice(2);
-  } catch {
-    return null;
-  }
+function decodeSnapshotCursor(c: string): string | null {
+  const id = decodeCursor("s", c);
+  return id !== null && /^\d{1,19}$/.test(id) && BigInt(id) <= MAX_ID ? id : null;
 }
 
 /** The columns of a snapshot as the API shows it (snapshots `s` joined with its payload `p`). */
@@ -61,7 +55,7 @@ export async function listSnapshots(
   if (f.endpointLabel) q = q.where("s.endpoint_label", "=", f.endpointLabel);
   if (f.testRunExecutionId) q = q.where("s.test_run_execution_id", "=", f.testRunExecutionId);
   if (f.cursor) {
-    const id = decodeCursor(f.cursor);
+    const id = decodeSnapshotCursor(f.cursor);
     if (!id) return { badCursor: true };
     q = q.where(sql`s.id`, "<", sql`${id}::bigint`);
   }
@@ -69,7 +63,7 @@ export async function listSnapshots(
   const page = rows.slice(0, limit);
   return {
     snapshots: page.map(toSnapshotView),
-    nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null,
+    nextCursor: rows.length > limit ? encodeCursor("s", page[page.length - 1].id) : null,
   };
 }
 

@@ -110,6 +110,9 @@ export async function releaseParked(
  *
  * @example
  * ```ts
+ * import type { AdapterDefinition } from "@dutlab/core";
+ * declare const adapter: AdapterDefinition; // the adapter's mod.ts default export
+ * declare function startVendorXSim(): Promise<SimulatedDevice>; // its sim.ts
  * Deno.test("vendor-x meets the adapter contract", (t) => runAdapterContract(t, { adapter, start: startVendorXSim }));
  * ```
  */

@@ -17,7 +17,6 @@ export interface FixtureState {
 }
 
 export const fixtureAdapter = defineAdapter({
-  kind: "adapter",
   vendorKey: "fixture-fw",
   displayName: "Fixture firewall",
   coreVersion: "^1.0.0",
@@ -76,7 +75,6 @@ export const fixtureAdapter = defineAdapter({
 });
 
 export const fixtureCheck = defineCheck({
-  kind: "check",
   id: "fixture-ntp",
   coreVersion: "^1.0.0",
   description: "Fixture: at least one NTP server",
@@ -89,7 +87,6 @@ export const fixtureCheck = defineCheck({
 });
 
 export const fixturePlugin = definePlugin({
-  kind: "plugin",
   name: "fixture-plans",
   coreVersion: "^1.0.0",
   planCatalog: {

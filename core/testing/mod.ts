@@ -17,3 +17,4 @@ export * from "./process.ts";
 export * from "./replay.ts";
 export * from "./facts.ts";
 export * from "./volatile.ts";
+export * from "./check_fixture.ts";

@@ -116,7 +116,6 @@ export const plans: Plan[] = [
 ];
 
 export default definePlugin({
-  kind: "plugin",
   name: "plan-catalog",
   coreVersion: "^1.0.0",
   planCatalog: { catalogVersion: 6, plans },

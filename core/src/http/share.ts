@@ -1,8 +1,7 @@
 import { timingSafeEqual } from "../credentials.ts";
+import { base64url } from "../encoding.ts";
 
 const enc = new TextEncoder();
-const b64url = (b: ArrayBuffer) =>
-  btoa(String.fromCharCode(...new Uint8Array(b))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 
 async function hmac(secret: string, data: string): Promise<string> {
   const key = await crypto.subtle.importKey(
@@ -12,7 +11,7 @@ async function hmac(secret: string, data: string): Promise<string> {
     false,
     ["sign"],
   );
-  return b64url(await crypto.subtle.sign("HMAC", key, enc.encode(data)));
+  return base64url(new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(data))));
 }
 
 export const reportPath = (executionId: string) => `/runs/${executionId}/report`;
@@ -24,7 +23,9 @@ export const reportPath = (executionId: string) => `/runs/${executionId}/report`
  *
  * @example
  * ```ts
- * const { url, expiresAt } = await shareLink(token, "https://dutlab.example", executionId, 86400);
+ * const executionId = crypto.randomUUID();
+ * const { url, expiresAt } = await shareLink("<ADMIN_TOKEN>", "https://dutlab.example", executionId, 86400);
+ * console.log(`${url} (valid until ${expiresAt})`);
  * ```
  */
 export async function shareLink(secret: string, origin: string, executionId: string, ttlSeconds: number) {

@@ -21,21 +21,6 @@ import {
 
 export { LostLockError, type PollWriteHook, type StoredBatch, type WriteGuard } from "./store.ts";
 
-/** What a {@link PollService} is built from. */
-export interface PollServiceOptions {
-  db: Kysely<Database>;
-  devices: DeviceStore;
-  registry: Registry;
-  metrics: Metrics;
-  limits: TransportLimits;
-  /** A poll's time limit (connect, collect, log out). */
-  deviceTimeoutMs: number;
-  /** Per-device locks across instances (PostgreSQL); one process needs none. */
-  locks?: DeviceLocks;
-  /** Write hooks of features, called in the poll store's transaction (see {@link PollWriteHook}). */
-  writeHooks?: readonly PollWriteHook[];
-}
-
 /** Outcome of one poll cycle (spec 4.4 response). */
 export interface PollResult {
   ok: boolean;
@@ -57,6 +42,24 @@ export class DeviceBusyError extends Error {
 
 const log = logger("poller");
 
+/** What a {@link PollService} is built from (named, so that callers cannot swap two of them). */
+export interface PollServiceOptions {
+  db: Kysely<Database>;
+  devices: DeviceStore;
+  registry: Registry;
+  metrics: Metrics;
+  /** Limits of every device request (timeouts, sizes, extra CA). */
+  limits: TransportLimits;
+  /** Budget of one whole poll cycle of a device, in milliseconds. */
+  deviceTimeoutMs: number;
+  /** Per-device locks across instances (PostgreSQL); one process needs none. */
+  locks?: DeviceLocks;
+  /** Live events of polls (README "Live events"); without it, polls publish none. */
+  events?: EventBus;
+  /** Write hooks of features, called in the poll store's transaction (see {@link PollWriteHook}). */
+  writeHooks?: readonly PollWriteHook[];
+}
+
 /**
  * The poll cycle of spec 1.1 step 3, shared by the worker and the manual snapshot endpoint: decrypt the
  * credential, create the adapter, collect all, store each snapshot with its SHA-256, update the device,
@@ -74,15 +77,18 @@ export class PollService {
   private deviceTimeoutMs: number;
   private locks?: DeviceLocks;
 
-  constructor(opts: PollServiceOptions) {
-    this.db = opts.db;
-    this.devices = opts.devices;
-    this.registry = opts.registry;
-    this.metrics = opts.metrics;
-    this.limits = opts.limits;
-    this.deviceTimeoutMs = opts.deviceTimeoutMs;
-    this.locks = opts.locks;
-    this.#store = new PollStore(opts.db, { hooks: opts.writeHooks });
+  constructor(options: PollServiceOptions) {
+    ({
+      db: this.db,
+      devices: this.devices,
+      registry: this.registry,
+      metrics: this.metrics,
+      limits: this.limits,
+      deviceTimeoutMs: this.deviceTimeoutMs,
+      locks: this.locks,
+      events: this.events,
+    } = options);
+    this.#store = new PollStore(this.db, { hooks: options.writeHooks });
   }
 
   /** Whether a poll of the device runs in this process now. */
@@ -170,7 +176,7 @@ export class PollService {
     };
   }
 
-  /** Live events of polls (README "Live events"); set by buildServices. */
+  /** Live events of polls (README "Live events"); see {@link PollServiceOptions.events}. */
   events?: EventBus;
 
   async #publish(

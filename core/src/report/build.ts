@@ -71,6 +71,7 @@ export function annexBody(value: unknown): string {
  *
  * @example
  * ```ts
+ * import { sha256Hex } from "../hash.ts";
  * const a = await jsonAnnex("snapshots", "Snapshots linked to the run", [{ snapshotId: "12" }]);
  * a.sha256 === await sha256Hex(a.body); // true
  * ```

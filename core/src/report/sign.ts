@@ -22,6 +22,7 @@ import type { Database } from "../db/schema.ts";
 import { canonicalJson, jcsSha256, sha256Hex } from "../hash.ts";
 import { NotFoundError } from "../errors.ts";
 import { isUuid } from "../ids.ts";
+import { base64, base64url, fromBase64, fromBase64url } from "../encoding.ts";
 
 /** DSSE payload type of an in-toto Statement. */
 export const PAYLOAD_TYPE = "application/vnd.in-toto+json";
@@ -37,10 +38,6 @@ const PKCS8_PREFIX = Uint8Array.from(
 );
 
 const enc = new TextEncoder();
-const b64 = (b: Uint8Array) => btoa(Array.from(b, (x) => String.fromCharCode(x)).join(""));
-const unb64 = (s: string) =>
-  Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
-const b64url = (b: Uint8Array) => b64(b).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 
 /**
  * The PKCS#8 DER bytes of an Ed25519 private key given as base64 (of the DER) or as PEM
@@ -51,7 +48,8 @@ export function parseSigningKey(text: string): Uint8Array<ArrayBuffer> | null {
   if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(body)) return null;
   let der: Uint8Array<ArrayBuffer>;
   try {
-    der = unb64(body);
+    // The key may be given in either alphabet (base64url has always been accepted).
+    der = fromBase64(body.replace(/-/g, "+").replace(/_/g, "/"));
   } catch {
     return null;
   }
@@ -65,7 +63,7 @@ export async function generateSigningKey(): Promise<string> {
     "sign",
     "verify",
   ]) as CryptoKeyPair;
-  return b64(new Uint8Array(await crypto.subtle.exportKey("pkcs8", pair.privateKey)));
+  return base64(new Uint8Array(await crypto.subtle.exportKey("pkcs8", pair.privateKey)));
 }
 
 /** DSSE v1 pre-authentication encoding of a payload. */
@@ -80,7 +78,7 @@ export function pae(payloadType: string, payload: Uint8Array): Uint8Array<ArrayB
 
 /** PEM text of DER bytes. */
 function pem(label: string, der: Uint8Array): string {
-  const lines = b64(der).match(/.{1,64}/g) ?? [];
+  const lines = base64(der).match(/.{1,64}/g) ?? [];
   return `-----BEGIN ${label}-----\n${lines.join("\n")}\n-----END ${label}-----\n`;
 }
 
@@ -105,7 +103,7 @@ export async function publicKeyOf(raw: Uint8Array<ArrayBuffer>): Promise<PublicS
     keyId,
     algorithm: "Ed25519",
     publicKeyPem: pem("PUBLIC KEY", spki),
-    publicKeyJwk: { kty: "OKP", crv: "Ed25519", x: b64url(raw), kid: keyId, alg: "EdDSA", use: "sig" },
+    publicKeyJwk: { kty: "OKP", crv: "Ed25519", x: base64url(raw), kid: keyId, alg: "EdDSA", use: "sig" },
   };
 }
 
@@ -123,7 +121,7 @@ export class ReportSigningKey {
     if (!der) throw new TypeError("not an Ed25519 private key (base64 PKCS#8 DER or PEM)");
     const privateKey = await crypto.subtle.importKey("pkcs8", der, { name: "Ed25519" }, true, ["sign"]);
     const jwk = await crypto.subtle.exportKey("jwk", privateKey);
-    return new ReportSigningKey(privateKey, await publicKeyOf(unb64(jwk.x!)));
+    return new ReportSigningKey(privateKey, await publicKeyOf(fromBase64url(jwk.x!)));
   }
 
   async sign(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array> {
@@ -193,9 +191,9 @@ export async function signReport(key: ReportSigningKey, text: string): Promise<s
   const payload = enc.encode(canonicalJson(await reportStatement(text)));
   const sig = await key.sign(pae(PAYLOAD_TYPE, payload));
   const envelope: DsseEnvelope = {
-    payload: b64(payload),
+    payload: base64(payload),
     payloadType: PAYLOAD_TYPE,
-    signatures: [{ keyid: key.keyId, sig: b64(sig) }],
+    signatures: [{ keyid: key.keyId, sig: base64(sig) }],
   };
   return JSON.stringify(envelope) + "\n";
 }

@@ -31,6 +31,8 @@ const isObj = (v: unknown): v is Record<string, unknown> =>
  *
  * @example
  * ```ts
+ * declare const url: string; // the run's report.json
+ * declare const headers: HeadersInit; // with a bearer token
  * const { ok, findings } = await verifyReport(await (await fetch(url, { headers })).json());
  * for (const f of findings.filter((f) => !f.ok)) console.log(f.what, f.expected, f.actual);
  * ```

@@ -1,0 +1,153 @@
+/**
+ * One fixture for a check's unit tests: the plan, devices, snapshots and evaluation context a check needs,
+ * built the way the pre-flight engine builds them, so a check's `mod_test.ts` states only what its case is
+ * about (vendor, payload, plan changes) and no test hand-builds the same objects again.
+ *
+ * @module
+ */
+import type { AdapterDefinition, AdapterFacts } from "../src/adapter.ts";
+import type { CheckDefinition, CheckDevice, CheckSnapshot } from "../src/check.ts";
+import type { Plan } from "../src/plan.ts";
+import { checkApplies, type CheckResult, evaluateCheck } from "../src/preflight.ts";
+
+/** What the fixture needs of an adapter: its vendor key and what the capability test reads. */
+export type CheckFixtureAdapter = Pick<AdapterDefinition, "vendorKey" | "labels" | "facts" | "deviceRoles">;
+
+/** Options of {@link checkFixture}. */
+export interface CheckFixtureOptions {
+  /** The adapters the check is tested against (usually today's real ones); their vendors make the plan. */
+  adapters?: readonly CheckFixtureAdapter[];
+  /** Evaluation time, and the default `collectedAt` of snapshots. Default: 2026-11-21T10:00:00Z. */
+  now?: Date;
+  /** Members of the default plan to change (e.g. `{ tlsDecrypt: "on" }`). */
+  plan?: Partial<Plan>;
+}
+
+/** How one snapshot differs from the fixture's default (label: the check's; id "1"; collected `now`). */
+export interface FixtureSnapshotOptions {
+  label?: string;
+  id?: string;
+  collectedAt?: Date;
+  payloadSha256?: string;
+}
+
+/** How one evaluation differs from the fixture's defaults. */
+export interface FixtureRunOptions {
+  /** The plan to evaluate under (default: the fixture's plan). */
+  plan?: Plan;
+  /** Fields of the device to change (e.g. `{ deviceRole: "switch" }`). */
+  device?: Partial<CheckDevice>;
+  snapshot?: FixtureSnapshotOptions;
+  /** Payloads of the check's `alsoReads` labels, by label; null: the device has no snapshot of it yet. */
+  related?: Record<string, unknown>;
+  /** Facts to read with instead of the vendor's adapter's (a fixture reading). */
+  facts?: AdapterFacts;
+  /** Evaluation time (default: the fixture's `now`). */
+  now?: Date;
+}
+
+/** What {@link checkFixture} returns. */
+export interface CheckFixture {
+  now: Date;
+  /**
+   * A plan that selects every vendor of the fixture's adapters with every role they take, and names the
+   * check in `checks` when it is opt-in.
+   */
+  plan: Plan;
+  /** The fixture's adapter of a vendor (undefined for a vendor it has none of). */
+  adapter(vendor: string): CheckFixtureAdapter | undefined;
+  /** A device of the vendor: id `d-1`, hostname `dev-1`, no stored role (its adapter's default applies). */
+  device(vendor: string, fields?: Partial<CheckDevice>): CheckDevice;
+  /** The latest snapshot of the check's label for a device of the vendor, with this payload. */
+  snapshot(vendor: string, payload: unknown, options?: FixtureSnapshotOptions): CheckSnapshot;
+  /** Whether the check applies to a device of the vendor, as the pre-flight engine decides it. */
+  applies(vendor: string, options?: { plan?: Plan; device?: Partial<CheckDevice> }): boolean;
+  /**
+   * Evaluate the check on a device of the vendor whose latest snapshot holds `payload`, exactly as
+   * pre-flight does, reading through the vendor's adapter: null when the check does
+   * not apply; else the result with its status, detail and evidence.
+   */
+  run(vendor: string, payload: unknown, options?: FixtureRunOptions): CheckResult | null;
+}
+
+/**
+ * Build the fixture for one check's tests.
+ *
+ * @example
+ * ```ts
+ * import { checkFixture } from "@dutlab/core/testing";
+ * import { defineCheck } from "@dutlab/core";
+ * const check = defineCheck({
+ *   id: "has-hostname", description: "The device reports a hostname", coreVersion: "^1.0.0",
+ *   label: "system_info",
+ *   evaluate: (s) => ({ pass: typeof (s.payload as { hostname?: unknown }).hostname === "string", detail: "" }),
+ * });
+ * const fx = checkFixture(check, {
+ *   adapters: [{ vendorKey: "vendor-x", labels: ["system_info"], deviceRoles: ["switch"] }],
+ * });
+ * fx.applies("vendor-x"); // true
+ * fx.run("vendor-x", { hostname: "sw-1" })?.status; // "pass"
+ * ```
+ */
+export function checkFixture(check: CheckDefinition, options: CheckFixtureOptions = {}): CheckFixture {
+  const adapters = options.adapters ?? [];
+  const now = options.now ?? new Date("2026-11-21T10:00:00Z");
+  const plan: Plan = {
+    identifier: "unit-plan",
+    displayName: "Unit plan",
+    description: "",
+    tlsDecrypt: "off",
+    sloTargetP99Ms: 100,
+    deploymentMode: "inline-routed",
+    phases: [],
+    vendors: adapters.map((a) => a.vendorKey),
+    deviceRoles: [...new Set(adapters.flatMap((a) => [...a.deviceRoles]))],
+    ...(check.optIn ? { checks: [check.id] } : {}),
+    parameters: {},
+    ...options.plan,
+  };
+  const adapter = (vendor: string) => adapters.find((a) => a.vendorKey === vendor);
+  const device = (vendor: string, fields: Partial<CheckDevice> = {}): CheckDevice => ({
+    id: "d-1",
+    hostname: "dev-1",
+    vendor,
+    deviceRole: null,
+    ...fields,
+  });
+  const snapshot = (vendor: string, payload: unknown, o: FixtureSnapshotOptions = {}): CheckSnapshot => ({
+    id: o.id ?? "1",
+    deviceId: "d-1",
+    endpointLabel: o.label ?? check.label,
+    vendor,
+    payload,
+    payloadSha256: o.payloadSha256 ?? "0".repeat(64),
+    collectedAt: o.collectedAt ?? now,
+  });
+  return {
+    now,
+    plan,
+    adapter,
+    device,
+    snapshot,
+    applies: (vendor, o = {}) =>
+      checkApplies(check, device(vendor, o.device), o.plan ?? plan, adapter(vendor)),
+    run(vendor, payload, o = {}) {
+      const a = adapter(vendor);
+      const facts = o.facts ?? a?.facts ?? {};
+      const related = check.alsoReads && Object.fromEntries(
+        check.alsoReads.map((label) => {
+          const p = o.related?.[label];
+          return [label, p === null || p === undefined ? null : snapshot(vendor, p, { label })];
+        }),
+      );
+      return evaluateCheck(
+        check,
+        device(vendor, o.device),
+        o.plan ?? plan,
+        snapshot(vendor, payload, o.snapshot),
+        { now: o.now ?? now, facts, ...(related ? { related } : {}) },
+        a && { labels: a.labels, deviceRoles: a.deviceRoles, facts },
+      );
+    },
+  };
+}
