@@ -23,7 +23,7 @@ import { isUuid } from "../ids.ts";
 import { jsonValue } from "../db/json.ts";
 import { readK6 } from "./k6.ts";
 import { k6Figures, type RawCounts, rawFigures } from "./figures.ts";
-import { computeVerdict } from "./verdict.ts";
+import { computeVerdict, driftForVerdict } from "./verdict.ts";
 import { decodeCursor, encodeCursor } from "../paging.ts";
 import { configurationDrift } from "./drift.ts";
 
@@ -502,6 +502,7 @@ export class RunService {
     const preflight = jsonValue<PreflightResult>(r.preflight_json);
     const activeAtStart = labDecryptState(startState);
     const activeAtEnd = labDecryptState(endState);
+    const drift = await configurationDrift(tx, this.registry, startState.devices, startedAt, endedAt);
     const verdict = computeVerdict({
       outcome: input.outcome,
       plan,
@@ -512,6 +513,7 @@ export class RunService {
       alerts,
       decryptAtStart: activeAtStart,
       decryptAtEnd: activeAtEnd,
+      drift: driftForVerdict(drift, startState.devices),
     });
     const draft: Omit<ReportData, "reportSha256"> = {
       version: 1,
@@ -586,7 +588,7 @@ export class RunService {
         await jsonAnnex(
           "configuration-drift",
           "Configuration drift between run start and end (volatile paths left out)",
-          await configurationDrift(tx, this.registry, startState.devices, startedAt, endedAt),
+          drift,
         ),
       ],
     };
