@@ -10,6 +10,10 @@ import { type Kysely, sql } from "kysely";
 // test, a bench seeding rows) gets it right without knowing about it.
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`alter table snapshots add column payload_changed boolean not null default false`.execute(db);
+  // Snapshots are append-only (snapshots_no_update, migration 0001). The backfill writes only the derived
+  // marker, never what was collected, so the guard is lifted for this one statement and put back in the same
+  // transaction.
+  await sql`alter table snapshots disable trigger snapshots_no_update`.execute(db);
   await sql`
     update snapshots s set payload_changed = true
     from (
@@ -18,6 +22,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       from snapshots
     ) w
     where w.id = s.id and w.prev_sha is not null and w.prev_sha <> w.payload_sha256`.execute(db);
+  await sql`alter table snapshots enable trigger snapshots_no_update`.execute(db);
   // The previous snapshot is found on snapshots_device_label_id (device_id, endpoint_label, id desc).
   await sql`
     create function snapshots_payload_changed() returns trigger language plpgsql as $$
