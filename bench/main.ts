@@ -31,6 +31,7 @@ export const SCENARIOS = [
   "compare",
   "footprint",
   "diffs",
+  "changes",
 ] as const;
 type Scenario = typeof SCENARIOS[number];
 

@@ -162,3 +162,48 @@ dbTest(
     assert.equal(requiredRole("GET", "/api/admin/dut/devices/:id/changes"), "viewer");
   },
 );
+
+dbTest(
+  "payload_changed marks exactly the snapshots whose hash differs from the one before (same device and label)",
+  async (db) => {
+    const { id } = await lab(db);
+    const k = db.kysely;
+    const before = await k.selectFrom("snapshots").select(({ fn }) => fn.countAll<string>().as("n"))
+      .where("device_id", "=", id).where("payload_changed", "=", true).executeTakeFirstOrThrow();
+    // lab(): uptime moves every poll of system_info (99 hash changes), NTP peers' clocks likewise (99),
+    // decrypt_policy once: hash changes, before any volatile path is left out.
+    assert.equal(Number(before.n), 99 + 99 + 1);
+    // Written by raw SQL, not the poller: the trigger sets the marker for every writer. A payload that comes
+    // back to an earlier hash is a change again; another label in between does not matter.
+    const [a, b] = [await snap("x_label", { v: 1 }), await snap("x_label", { v: 2 })];
+    for (const s of [a, b]) {
+      await k.insertInto("snapshot_payloads").values({
+        sha256: s.sha256,
+        payload: s.text,
+        size_bytes: s.size,
+      })
+        .onConflict((oc) => oc.column("sha256").doNothing()).execute();
+    }
+    const marks: boolean[] = [];
+    for (
+      const [label, s] of [["x_label", a], ["x_label", a], ["y_label", b], ["x_label", b], [
+        "x_label",
+        a,
+      ]] as const
+    ) {
+      const r = await k.insertInto("snapshots").values({
+        device_id: id,
+        endpoint_label: label,
+        payload_sha256: s.sha256,
+        collected_at: new Date(),
+        test_run_execution_id: null,
+        adapter_module: MODULE.name,
+        adapter_version: MODULE.version,
+        // A writer cannot claim a change: the trigger decides.
+        payload_changed: true,
+      }).returning("payload_changed").executeTakeFirstOrThrow();
+      marks.push(r.payload_changed);
+    }
+    assert.deepEqual(marks, [false, false, false, true, true]);
+  },
+);

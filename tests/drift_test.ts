@@ -4,10 +4,27 @@
  */
 import assert from "node:assert/strict";
 import { dbTest, testServices } from "@dutlab/core/testing";
-import { fixtureAdapter, fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
+import {
+  fixtureAdapter,
+  fixtureModules,
+  fixturePlugin,
+  startFixtureDevice,
+} from "../core/testing/fixture_modules.ts";
 import { verifyReport } from "../core/src/report/verify.ts";
 import type { ReportData } from "../core/src/report/types.ts";
 import { fetchReport, finishRun, register, snapshot, startRun } from "./_runs_lab.ts";
+
+/** The fixture plan, depending on the firewalls' NTP and decrypt configuration as the catalog's plans do. */
+const dependingPlugin = {
+  ...fixturePlugin,
+  planCatalog: {
+    ...fixturePlugin.planCatalog,
+    plans: fixturePlugin.planCatalog.plans.map((p) => ({
+      ...p,
+      dependsOn: [{ deviceRole: "ngfw", labels: ["ntp_config", "decrypt_policy"] }],
+    })),
+  },
+};
 
 dbTest("changing NTP and decryption during a run shows both as drift, and not the uptime", async (db) => {
   const mods = fixtureModules();
@@ -15,6 +32,7 @@ dbTest("changing NTP and decryption during a run shows both as drift, and not th
     ...mods.adapters[0],
     module: { ...fixtureAdapter, volatilePaths: { system_info: ["/uptime"] } },
   };
+  mods.plugins[0] = { ...mods.plugins[0], module: dependingPlugin };
   const { app, auth } = await testServices(db, mods);
   const dev = await startFixtureDevice();
   try {
@@ -58,8 +76,24 @@ dbTest("changing NTP and decryption during a run shows both as drift, and not th
     ]);
     assert.notEqual(ntp.startSnapshotId, ntp.endSnapshotId);
 
+    // The plan depends on both labels: the verdict is invalid with a configuration-drift reason naming them.
+    assert.equal(report.verdict?.rule, "dutlab-verdict-2");
+    assert.equal(report.verdict?.value, "invalid");
+    const reason = report.verdict?.reasons.find((r) => r.input === "configuration-drift");
+    assert.equal(reason?.effect, "invalid");
+    assert.match(
+      reason!.detail,
+      /fw-drift-1 ntp_config \(1 change\), fw-drift-1 decrypt_policy \(1 change\)/,
+    );
+    assert.doesNotMatch(reason!.detail, /system_info|uptime/);
+
     // The printed report reads the drift as a table: one row per change, the uptime nowhere.
     const page = await (await app.request(`/runs/${run.executionId}/report`, { headers: auth })).text();
+    // The cover's verdict table shows the reason like the others.
+    assert.match(
+      page,
+      /Configuration drift during the run<\/td>\s*<td>\s*<span class="chip [a-z]+">INVALID<\/span>/,
+    );
     const table = page.slice(page.indexOf('data-annex-table="configuration-drift"'));
     assert.ok(table.length < page.length, "the page has the drift table");
     const rows = table.slice(0, table.indexOf("</table>")).split("<tr").slice(2);
@@ -94,6 +128,14 @@ dbTest("a run during which nothing but volatile paths moved has no drift", async
     const report = JSON.parse((await fetchReport(app, auth, run.executionId)).text) as ReportData;
     const drift = JSON.parse(report.annexes.find((a) => a.id === "configuration-drift")!.body);
     assert.deepEqual([drift.compared, drift.drift], [3, []]);
+    assert.deepEqual(
+      report.verdict?.reasons.find((r) => r.input === "configuration-drift"),
+      {
+        input: "configuration-drift",
+        effect: "pass",
+        detail: "No configuration drift between run start and end",
+      },
+    );
   } finally {
     await dev.sim.close();
   }

@@ -204,13 +204,29 @@ dbTest("GET /api/test-runs/plans serves the catalog of the plan-catalog plugin",
   assert.equal(res.status, 200);
   const body = await res.json();
   assert.deepEqual(body, JSON.parse(JSON.stringify(catalogPlugin.planCatalog)));
-  assert.equal(body.catalogVersion, 6);
+  assert.equal(body.catalogVersion, 7);
   assert.deepEqual(body.plans.map((p: { identifier: string }) => p.identifier), [
     "ngfw-throughput-decrypt-on",
     "ngfw-throughput-decrypt-off",
     "ngfw-throughput-decrypt-on-server-health",
   ]);
   assert.equal((await app.request("/api/test-runs/plans")).status, 401);
+});
+
+Deno.test("every label a plan depends on is collected by an adapter of that role", () => {
+  const registry = buildRegistry(modules);
+  for (const p of registry.planCatalog.plans) {
+    for (const d of p.dependsOn ?? []) {
+      const adapters = [...registry.adapters.values()].map((a) => a.adapter)
+        .filter((a) => a.deviceRoles.includes(d.deviceRole));
+      for (const label of d.labels) {
+        assert.ok(
+          adapters.some((a) => a.labels.includes(label)),
+          `${p.identifier}: no ${d.deviceRole} adapter collects ${label}, so its drift would never count`,
+        );
+      }
+    }
+  }
 });
 
 Deno.test("every plan involves only vendors with an adapter and roles those adapters take", () => {

@@ -30,10 +30,11 @@ async function ok(p: Promise<{ error?: unknown }>) {
 }
 
 dbTest(
-  "snapshots carry the indexes of migration 0003: snapshots_label instead of snapshots_label_id",
+  "snapshots carry the indexes of migrations 0003 and 0009: snapshots_label instead of snapshots_label_id",
   async (db) => {
     const idx = await snapshotIndexes(db.kysely);
     assert.deepEqual(Object.keys(idx), [
+      "snapshots_device_changed",
       "snapshots_device_id",
       "snapshots_device_label_id",
       "snapshots_label",
@@ -44,6 +45,10 @@ dbTest(
     assert.equal(
       idx.snapshots_label,
       "CREATE INDEX snapshots_label ON snapshots USING btree (endpoint_label)",
+    );
+    assert.equal(
+      idx.snapshots_device_changed,
+      "CREATE INDEX snapshots_device_changed ON snapshots USING btree (device_id, id DESC) WHERE payload_changed",
     );
   },
 );
@@ -97,3 +102,63 @@ dbTest("listings by a rare label, by a missing label and by device and label rea
   assert.match(text, /(on|using) snapshots_device_label_id\b/, text);
   assert.doesNotMatch(text, /Seq Scan on snapshots|snapshots_pkey/, text);
 });
+
+dbTest(
+  "migration 0009 marks the existing hash changes, and new rows get the same marks from its trigger",
+  async (db) => {
+    const k = db.kysely;
+    const m = await migrator(k);
+    await ok(m.migrateTo("2026_11_23_0008_audited_delete_signatures"));
+    await sql`insert into devices (id, hostname, vendor, base_url, username, password_enc, tls_verify_mode,
+      poll_interval_seconds)
+    select ('00000000-0000-4000-8000-' || lpad(n::text, 12, '0'))::uuid, 'dev-' || n, 'fixture-fw',
+      'https://10.0.0.' || n, 'admin', 'v1.x.y.z', 'insecure', 300 from generate_series(1, 2) n`.execute(k);
+    await sql`insert into snapshot_payloads (sha256, payload, size_bytes)
+    select repeat(n::text, 64), '{}', 2 from generate_series(1, 3) n`.execute(k);
+    // Device 1, label a: hashes 1 1 2 2 1 (changes at the 3rd and 5th); label b: 3 3 (none); device 2,
+    // label a: 2 then 1 (a change; device 1's rows in between do not count).
+    const rows: Array<[number, string, number]> = [
+      [1, "a", 1],
+      [1, "b", 3],
+      [2, "a", 2],
+      [1, "a", 1],
+      [1, "a", 2],
+      [1, "b", 3],
+      [1, "a", 2],
+      [2, "a", 1],
+      [1, "a", 1],
+    ];
+    for (const [d, label, h] of rows) {
+      await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, collected_at, adapter_module,
+        adapter_version)
+      values (${`00000000-0000-4000-8000-${String(d).padStart(12, "0")}`}::uuid, ${label},
+        ${String(h).repeat(64)}, now(), '@dutlab/adapter-fixture', '1.0.0')`.execute(k);
+    }
+    await ok(m.migrateToLatest());
+    const marks = async () =>
+      (await sql<{ c: boolean }>`select payload_changed as c from snapshots order by id`.execute(k)).rows
+        .map((r) => r.c);
+    const backfilled = await marks();
+    assert.deepEqual(backfilled, [false, false, false, false, true, false, false, true, true]);
+    // Still append-only after the backfill.
+    await assert.rejects(sql`update snapshots set payload_changed = false`.execute(k), /append-only/);
+    // The trigger gives a new row the same answer the backfill gave an old one: the same sequence again, on
+    // two other devices (3 and 4 for 1 and 2).
+    await sql`insert into devices (id, hostname, vendor, base_url, username, password_enc, tls_verify_mode,
+        poll_interval_seconds)
+      select ('00000000-0000-4000-8000-' || lpad(n::text, 12, '0'))::uuid, 'dev-' || n, 'fixture-fw',
+        'https://10.0.0.' || n, 'admin', 'v1.x.y.z', 'insecure', 300 from generate_series(3, 4) n`.execute(k);
+    for (const [d, label, h] of rows) {
+      await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, collected_at, adapter_module,
+        adapter_version)
+      values (${`00000000-0000-4000-8000-${String(d + 2).padStart(12, "0")}`}::uuid, ${label},
+        ${String(h).repeat(64)}, now(), '@dutlab/adapter-fixture', '1.0.0')`.execute(k);
+    }
+    assert.deepEqual(await marks(), [...backfilled, ...backfilled]);
+    // Down removes the column, the trigger and the index; up again restores them.
+    await ok(m.migrateTo("2026_11_23_0008_audited_delete_signatures"));
+    assert.ok(!("snapshots_device_changed" in await snapshotIndexes(k)));
+    await ok(m.migrateToLatest());
+    assert.ok("snapshots_device_changed" in await snapshotIndexes(k));
+  },
+);

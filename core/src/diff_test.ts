@@ -58,3 +58,49 @@ Deno.test("whole-document and type changes", () => {
   }]);
   assert.deepEqual(diffPayloads({ "a/b": 1 }, {}).changes, [{ op: "remove", path: "/a~1b", before: 1 }]);
 });
+
+Deno.test("the diff leaves both payloads as they were, and each summary keeps the value it read", () => {
+  // An own "__proto__" member (JSON.parse makes one; a literal would set the prototype) is a plain member.
+  const a = { rules: rules(50), meta: JSON.parse('{"__proto__": {"x": 1}, "rev": 1}') };
+  const b = structuredClone(a) as typeof a & { rules: Array<Record<string, unknown>> };
+  b.rules[3].action = "deny";
+  b.rules.splice(10, 1);
+  b.rules.splice(0, 0, { id: -1 });
+  b.meta.rev = 2;
+  Object.getOwnPropertyDescriptor(b.meta, "__proto__")!.value.x = 2;
+  const frozenA = JSON.stringify(a);
+  const frozenB = JSON.stringify(b);
+  const d = diffPayloads(a, b);
+  assert.equal(JSON.stringify(a), frozenA);
+  assert.equal(JSON.stringify(b), frozenB);
+  assert.deepEqual(d.patch.map((o) => `${o.op} ${o.path}`), [
+    "add /rules/0",
+    "replace /rules/4/action",
+    "remove /rules/11",
+    "replace /meta/__proto__/x",
+    "replace /meta/rev",
+  ]);
+  // The remove read rule 11 of the document as the earlier operations left it (a's rule 10), and it stays so.
+  const removed = d.changes.find((x) => x.op === "remove")!;
+  assert.deepEqual(removed.before, a.rules[10]);
+  assert.ok(d.changes.some((x) => x.path === "/meta/__proto__/x" && x.before === 1 && x.after === 2));
+  assert.equal(Object.getPrototypeOf(a.meta), Object.prototype);
+});
+
+Deno.test("many operations on one array: every summary reads the intermediate document", () => {
+  const a = { list: Array.from({ length: 400 }, (_, i) => i) };
+  const b = { list: a.list.filter((i) => i % 3 !== 0).map((i) => i % 5 === 0 ? -i : i) };
+  const d = diffPayloads(a, b);
+  // Replaying the summaries by hand gives b: each "before" is what the document held at that point.
+  const doc = [...a.list];
+  for (const ch of d.changes) {
+    const i = Number(ch.path.split("/")[2]);
+    if (ch.op === "remove") assert.equal(doc.splice(i, 1)[0], ch.before);
+    else if (ch.op === "add") doc.splice(i, 0, ch.after as number);
+    else {
+      assert.equal(doc[i], ch.before);
+      doc[i] = ch.after as number;
+    }
+  }
+  assert.deepEqual(doc, b.list);
+});

@@ -1,3 +1,5 @@
+import { z } from "zod";
+
 /** One phase of a test plan's load profile. */
 export interface PlanPhase {
   name: string;
@@ -27,9 +29,39 @@ export interface Plan {
   deviceRoles: string[];
   /** Opt-in checks (`CheckDefinition.optIn`) this plan runs; absent: none. */
   checks?: string[];
+  /**
+   * What the plan's measurements depend on: per device role, the snapshot labels whose (non-volatile) change
+   * during a run means the run did not test the planned configuration. Drift on these labels makes the
+   * verdict input `configuration-drift` `invalid`; drift elsewhere is reported with effect `none` (README
+   * "Verdict"). Absent: the plan names no dependency and drift never affects the verdict.
+   */
+  dependsOn?: PlanDependency[];
   /** Further parameters shown in the report's parameter table. */
   parameters: Record<string, string | number | boolean>;
 }
+
+/** One entry of {@link Plan.dependsOn}: the labels of the devices of one role that the plan depends on. */
+export interface PlanDependency {
+  /** A device role (`ngfw`, `switch`, `bmc`): every device of the lab at start with that role. */
+  deviceRole: string;
+  /** Snapshot labels of those devices (as their adapters collect them). */
+  labels: string[];
+}
+
+/**
+ * The shape of {@link Plan.dependsOn}, checked when the registry loads a plan catalog (a bad entry stops
+ * the start-up with PLAN_CATALOG rather than silently never counting drift).
+ */
+export const PlanDependsOnSchema = z.array(
+  z.object({
+    deviceRole: z.string().min(1),
+    labels: z.array(z.string().min(1)).min(1).refine((l) => new Set(l).size === l.length, {
+      message: "labels must be unique",
+    }),
+  }).strict(),
+).refine((d) => new Set(d.map((e) => e.deviceRole)).size === d.length, {
+  message: "one entry per deviceRole",
+});
 
 /** A plan catalog, contributed by a plugin. */
 export interface PlanCatalog {

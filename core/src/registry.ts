@@ -1,6 +1,6 @@
 import type { AdapterDefinition } from "./adapter.ts";
 import type { CheckDefinition } from "./check.ts";
-import type { Plan, PlanCatalog, PluginDefinition } from "./plan.ts";
+import { type Plan, type PlanCatalog, PlanDependsOnSchema, type PluginDefinition } from "./plan.ts";
 import { StartupError } from "./errors.ts";
 import { serves } from "./capability.ts";
 import { CORE_VERSION, coreSatisfies } from "./version.ts";
@@ -251,6 +251,18 @@ export function buildRegistry(mods: LoadedModules): Registry {
       throw new StartupError("DUPLICATE_PLAN", `Plan "${p.identifier}" is defined twice`);
     }
     ids.add(p.identifier);
+    if (p.dependsOn !== undefined) {
+      const r = PlanDependsOnSchema.safeParse(p.dependsOn);
+      if (!r.success) {
+        const issue = r.error.issues[0];
+        throw new StartupError(
+          "PLAN_CATALOG",
+          `Plan "${p.identifier}": dependsOn${
+            issue.path.map((k) => typeof k === "number" ? `[${k}]` : `.${String(k)}`).join("")
+          }: ${issue.message}`,
+        );
+      }
+    }
   }
   const deviceRoles = [...new Set([...adapters.values()].flatMap((a) => [...a.adapter.deviceRoles]))];
   const unservedChecks = checks.filter((c) => ![...adapters.values()].some((a) => serves(a.adapter, c.check)))

@@ -166,3 +166,36 @@ Deno.test("registry refuses facts.inventory whose inventoryLabel is not one of t
     )
   );
 });
+
+Deno.test("registry refuses a plan whose dependsOn is not a list of {deviceRole, labels}, naming the entry", () => {
+  const withDeps = (dependsOn: unknown): LoadedModules => {
+    const m = fixtureModules();
+    const plugin = m.plugins[0].module as { planCatalog: { plans: object[] } };
+    m.plugins[0] = {
+      ...m.plugins[0],
+      module: {
+        ...plugin,
+        planCatalog: { ...plugin.planCatalog, plans: [{ ...plugin.planCatalog.plans[0], dependsOn }] },
+      },
+    };
+    return m;
+  };
+  const ok = buildRegistry(withDeps([{ deviceRole: "ngfw", labels: ["ntp_config"] }]));
+  assert.deepEqual(ok.plan("fixture-plan")?.dependsOn, [{ deviceRole: "ngfw", labels: ["ntp_config"] }]);
+  for (
+    const [bad, where] of [
+      [[{ deviceRole: "ngfw", labels: [] }], /dependsOn\[0\]\.labels/],
+      [[{ deviceRole: "", labels: ["ntp_config"] }], /dependsOn\[0\]\.deviceRole/],
+      [[{ deviceRole: "ngfw", label: "ntp_config" }], /dependsOn\[0\]/],
+      ["ntp_config", /dependsOn/],
+      [[{ deviceRole: "ngfw", labels: ["a"] }, { deviceRole: "ngfw", labels: ["b"] }], /one entry per/],
+    ] as const
+  ) {
+    assert.throws(() => buildRegistry(withDeps(bad)), (e: unknown) => {
+      assert.ok(e instanceof StartupError && e.code === "PLAN_CATALOG", String(e));
+      assert.match(e.message, /Plan "fixture-plan": /);
+      assert.match(e.message, where);
+      return true;
+    });
+  }
+});

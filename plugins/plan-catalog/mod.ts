@@ -4,11 +4,23 @@
  *
  * @module
  */
-import { definePlugin, type Plan } from "@dutlab/core";
+import { definePlugin, type Plan, type PlanDependency } from "@dutlab/core";
 
 /** Every vendor of the lab takes part: the firewalls under test, the switch fabric and the servers' BMCs. */
 const VENDORS = ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"];
 const ROLES = ["ngfw", "switch", "bmc"];
+
+/**
+ * What a throughput plan measures is the firewall as configured at the start: its software (system_info
+ * without clocks and uptime), what it decrypts, which traffic it admits, where it takes time from (log and
+ * session timestamps, certificate validity during re-signing) and how its HA pair stands. A change to one of
+ * these during a run makes the verdict `invalid` (README "Verdict"). Interfaces and resource gauges are left
+ * out: their payloads carry link and counter state that moves under load without a configuration change.
+ */
+const FIREWALL: PlanDependency[] = [{
+  deviceRole: "ngfw",
+  labels: ["system_info", "decrypt_policy", "access_rules", "ntp_config", "ha_status"],
+}];
 
 /**
  * Warm-up, ramp, 30 minutes at peak, cool-down: 50 minutes in all. Loads are what the generator offers
@@ -48,6 +60,7 @@ export const plans: Plan[] = [
     ),
     vendors: [...VENDORS],
     deviceRoles: [...ROLES],
+    dependsOn: structuredClone(FIREWALL),
     parameters: {
       trafficMix,
       objectSizeKiB,
@@ -75,6 +88,7 @@ export const plans: Plan[] = [
     ),
     vendors: [...VENDORS],
     deviceRoles: [...ROLES],
+    dependsOn: structuredClone(FIREWALL),
     parameters: {
       trafficMix,
       objectSizeKiB,
@@ -103,6 +117,9 @@ export const plans: Plan[] = [
     vendors: [...VENDORS],
     deviceRoles: [...ROLES],
     checks: ["bmc-health-ok", "bmc-power-on"],
+    // The servers' health gates the start, so a server whose host or health state changed mid-run also
+    // voids the run: system_info carries the power state and health the checks read.
+    dependsOn: [...structuredClone(FIREWALL), { deviceRole: "bmc", labels: ["system_info"] }],
     parameters: {
       trafficMix,
       objectSizeKiB,
@@ -118,5 +135,5 @@ export const plans: Plan[] = [
 export default definePlugin({
   name: "plan-catalog",
   coreVersion: "^1.0.0",
-  planCatalog: { catalogVersion: 6, plans },
+  planCatalog: { catalogVersion: 7, plans },
 });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { jcsSha256 } from "@dutlab/core";
+import { jcsSha256, PlanDependsOnSchema } from "@dutlab/core";
 import plugin from "./mod.ts";
 
 const catalog = plugin.planCatalog;
@@ -12,6 +12,7 @@ const RELEASED: Record<number, string> = {
   4: "f914d7af0dbcba9aa1f214ab0ab7622d9913022e3238c8a5f0ec4946428e4caa",
   5: "884a54da325d7a21ed31d8eaa86447f90ec55327664f70163f33dae9e77190b8",
   6: "e43b4f8be08de529f85b5cd372c44f7c9c44762a81f9a3259d222d9a09f0d943",
+  7: "11f133cbbcd96ffd719fd20f01e8572f9c99ce13721f93f7a784b9c13478f525",
 };
 
 Deno.test("a change to the plans comes with a new catalogVersion", async () => {
@@ -69,6 +70,10 @@ Deno.test("every plan is well-formed data", () => {
         if (typeof v === "number") assert.equal(v, Number(v.toPrecision(12)), `${at} ${ph.name} load.${k}`);
       }
     }
+    // Every plan says what drift voids it; the labels' existence is checked against the lab's adapters in
+    // tests/preflight_engine_test.ts.
+    assert.ok(PlanDependsOnSchema.safeParse(p.dependsOn).success, `${at} dependsOn`);
+    for (const d of p.dependsOn!) assert.ok(p.deviceRoles.includes(d.deviceRole), `${at} dependsOn role`);
     for (const [k, v] of Object.entries(p.parameters)) {
       assert.ok(typeof v !== "number" || Number.isFinite(v), `${at} parameters.${k}`);
     }

@@ -931,6 +931,11 @@ export interface components {
             deviceRoles: string[];
             /** @description Opt-in checks the plan runs besides every check that applies (absent: none) */
             checks?: string[];
+            /** @description Per device role, the snapshot labels whose drift during a run makes the verdict input `configuration-drift` invalid (absent: drift never affects the verdict) */
+            dependsOn?: {
+                deviceRole: string;
+                labels: string[];
+            }[];
             parameters: {
                 [key: string]: string | number | boolean;
             };

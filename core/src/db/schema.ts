@@ -42,6 +42,11 @@ export interface SnapshotsTable {
   test_run_execution_id: string | null;
   adapter_module: string;
   adapter_version: string;
+  /**
+   * The payload hash differs from the one of the snapshot just before (same device and label); false for the
+   * first. Set by a trigger at insert (migration 0009); the change history reads only these rows.
+   */
+  payload_changed: Generated<boolean>;
 }
 
 /** The newest snapshot per device and label, maintained by the poll cycle (pre-flight reads it). */

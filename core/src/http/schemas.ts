@@ -202,6 +202,10 @@ export const Plan = z.object({
   checks: z.array(z.string()).optional().openapi({
     description: "Opt-in checks the plan runs besides every check that applies (absent: none)",
   }),
+  dependsOn: z.array(z.object({ deviceRole: z.string(), labels: z.array(z.string()) })).optional().openapi({
+    description: "Per device role, the snapshot labels whose drift during a run makes the verdict input " +
+      "`configuration-drift` invalid (absent: drift never affects the verdict)",
+  }),
   parameters: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
 }).openapi("Plan");
 

@@ -25,7 +25,7 @@ import {
 } from "../runs/aggregate.ts";
 import { readK6 } from "../runs/k6.ts";
 import { k6Figures, rawFigures } from "../runs/figures.ts";
-import { computeVerdict } from "../runs/verdict.ts";
+import { computeVerdict, driftForVerdict } from "../runs/verdict.ts";
 import { configurationDrift } from "../runs/drift.ts";
 import type { RunResults } from "../http/schemas.ts";
 import { jsonAnnex, licenseTexts, sealReport } from "./build.ts";
@@ -184,6 +184,7 @@ export async function assembleReport(opts: AssembleReportOptions): Promise<Repor
   const preflight = jsonValue<PreflightResult>(r.preflight_json);
   const activeAtStart = labDecryptState(startState);
   const activeAtEnd = labDecryptState(endState);
+  const drift = await configurationDrift(tx, registry, startState.devices, startedAt, endedAt);
   const verdict = computeVerdict({
     outcome: outcome,
     plan,
@@ -194,6 +195,7 @@ export async function assembleReport(opts: AssembleReportOptions): Promise<Repor
     alerts,
     decryptAtStart: activeAtStart,
     decryptAtEnd: activeAtEnd,
+    drift: driftForVerdict(drift, startState.devices),
   });
   const draft: Omit<ReportData, "reportSha256"> = {
     version: 1,
@@ -267,7 +269,7 @@ export async function assembleReport(opts: AssembleReportOptions): Promise<Repor
       await jsonAnnex(
         "configuration-drift",
         "Configuration drift between run start and end (volatile paths left out)",
-        await configurationDrift(tx, registry, startState.devices, startedAt, endedAt),
+        drift,
       ),
     ],
   };

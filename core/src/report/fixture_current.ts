@@ -15,7 +15,8 @@ import type { InventoryEntry, StartState } from "../runs/alerts.ts";
 import { aggregateK6, budgetBurnedPct, shareAboveK6 } from "../runs/aggregate.ts";
 import { readK6 } from "../runs/k6.ts";
 import { k6Figures } from "../runs/figures.ts";
-import { computeVerdict } from "../runs/verdict.ts";
+import { computeVerdict, driftForVerdict } from "../runs/verdict.ts";
+import type { DriftAnnex } from "../runs/drift.ts";
 import { sha256Hex } from "../hash.ts";
 
 /** Options of {@link currentReportFixture}; every default is the troubled run of the issue. */
@@ -253,6 +254,8 @@ export async function currentReportFixture(opts: CurrentFixtureOptions = {}): Pr
   const figures = k6Figures(k6, durationS);
   const activeAtStart = decryptOff ? "off" : "on";
   const activeAtEnd = opts.decryptChanged ? (decryptOff ? "on" : "off") : activeAtStart;
+  // Every snapshot is the last one at both ends of the run: each device label is compared and none drifted.
+  const drift: DriftAnnex = { compared: snapshots.length, drift: [], notCompared: [] };
   const verdict = computeVerdict({
     outcome: "passed",
     plan: PLAN,
@@ -263,6 +266,7 @@ export async function currentReportFixture(opts: CurrentFixtureOptions = {}): Pr
     alerts,
     decryptAtStart: activeAtStart,
     decryptAtEnd: activeAtEnd,
+    drift: driftForVerdict(drift, DEVICES),
   });
   const invalidated = alerts.length > 0;
   return await sealReport({
@@ -324,6 +328,11 @@ export async function currentReportFixture(opts: CurrentFixtureOptions = {}): Pr
         testRunDurationMs: k6.testRunDurationMs,
         errorBudget: "estimated: linear interpolation between the exported trend points",
       }),
+      await jsonAnnex(
+        "configuration-drift",
+        "Configuration drift between run start and end (volatile paths left out)",
+        drift,
+      ),
     ],
   });
 }

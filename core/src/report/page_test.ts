@@ -13,6 +13,7 @@ import { currentReportFixture } from "./fixture_current.ts";
 import { verifyReport } from "./verify.ts";
 import { renderReportPage } from "./page.tsx";
 import { breakable } from "./page/annexes.tsx";
+import { sealReport } from "./build.ts";
 import type { ReportData } from "./types.ts";
 
 const decode = (s: string) =>
@@ -319,4 +320,28 @@ Deno.test("appendix lines get a break hint only where they wrap, never inside an
   const cut = breakable(blob).filter((p): p is string => typeof p === "string");
   assert.equal(cut.join(""), blob);
   assert.deepEqual(cut.map((t) => t.length), [114, 108, 80]);
+});
+
+Deno.test("a report judged under rule dutlab-verdict-1 (no drift input) still verifies and renders as frozen", async () => {
+  const current = await currentReportFixture();
+  // The same run frozen before issue 22's verdict input: eight reasons, the old rule, no drift annex.
+  const { reportSha256: _, ...draft } = current;
+  const old = await sealReport({
+    ...draft,
+    verdict: {
+      ...current.verdict!,
+      rule: "dutlab-verdict-1",
+      reasons: current.verdict!.reasons.filter((r) => r.input !== "configuration-drift"),
+    },
+    annexes: current.annexes.filter((a) => a.id !== "configuration-drift"),
+  });
+  assert.equal(old.verdict!.reasons.length, 8);
+  assert.equal((await verifyReport(old)).ok, true);
+  const html = decode(renderReportPage(old));
+  assert.ok(html.includes("dutlab-verdict-1"));
+  assert.ok(!html.includes("Configuration drift during the run"), "no drift row it was not judged by");
+  for (const r of old.verdict!.reasons) assert.ok(html.includes(r.detail), r.detail);
+  // The current fixture carries the ninth reason and names it on the page.
+  assert.equal(current.verdict!.rule, "dutlab-verdict-2");
+  assert.ok(decode(renderReportPage(current)).includes("Configuration drift during the run"));
 });

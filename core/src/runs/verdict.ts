@@ -2,8 +2,12 @@ import type { Plan } from "../plan.ts";
 import type { PreflightResult } from "../preflight.ts";
 import type { DecryptAlert, ResultFigures, VerdictReason, VerdictValue } from "../report/types.ts";
 
-/** Identifies the rule below in every report that applies it (README "Verdict"). */
-export const VERDICT_RULE = "dutlab-verdict-1";
+/**
+ * Identifies the rule below in every report that applies it (README "Verdict"). A report records the rule it
+ * was judged by and is never re-judged, so a new input means a new identifier: `dutlab-verdict-1` is this
+ * table without the `configuration-drift` row, and reports frozen under it keep saying so.
+ */
+export const VERDICT_RULE = "dutlab-verdict-2";
 
 /** Share of the planned phases a run must cover to be judged (the load's duration against the plan's). */
 export const MIN_COVERAGE = 0.95;
@@ -19,6 +23,39 @@ export interface VerdictInputs {
   alerts: DecryptAlert[];
   decryptAtStart: "on" | "off" | "mixed" | "unknown";
   decryptAtEnd: "on" | "off" | "mixed" | "unknown";
+  /** The run's configuration drift (annex `configuration-drift`), each entry with its device's role. */
+  drift: VerdictDrift[];
+}
+
+/** One drifted device label, as the verdict reads it. */
+export interface VerdictDrift {
+  deviceHostname: string;
+  /** The device's role in the lab at start (null: none recorded). */
+  deviceRole: string | null;
+  endpointLabel: string;
+  /** How many non-volatile changes the diff lists. */
+  changeCount: number;
+}
+
+/**
+ * The verdict's view of the drift annex: each drifted entry with its device's role from the lab at start
+ * (the annex names devices by id; the plan's `dependsOn` names roles).
+ */
+export function driftForVerdict(
+  annex: {
+    drift: ReadonlyArray<
+      { deviceId: string; deviceHostname: string; endpointLabel: string; changes: unknown[] }
+    >;
+  },
+  devices: ReadonlyArray<{ id: string; deviceRole?: string | null }>,
+): VerdictDrift[] {
+  const role = new Map(devices.map((d) => [d.id, d.deviceRole ?? null]));
+  return annex.drift.map((d) => ({
+    deviceHostname: d.deviceHostname,
+    deviceRole: role.get(d.deviceId) ?? null,
+    endpointLabel: d.endpointLabel,
+    changeCount: d.changes.length,
+  }));
 }
 
 /** Severity order: the verdict is the most severe effect among the reasons. */
@@ -28,7 +65,7 @@ const pct = (x: number) =>
   `${Math.abs(x) < 1 && x !== 0 ? Number(x.toPrecision(2)) : Math.round(x * 1000) / 1000} %`;
 
 /**
- * The overall verdict of a run and one reason per input (rule `dutlab-verdict-1`):
+ * The overall verdict of a run and one reason per input (rule `dutlab-verdict-2`):
  *
  * | input | pass | fail | invalid | inconclusive |
  * | --- | --- | --- | --- | --- |
@@ -40,6 +77,13 @@ const pct = (x: number) =>
  * | `decrypt-alerts` | none | | a TLSDecryptModeChanged alert | |
  * | `decrypt-config` at start and end | matches plan | | differs from plan (or mixed) | unknown |
  * | `coverage` | load ≥ 95 % of the plan's phases | | | shorter |
+ * | `configuration-drift` | nothing the plan depends on drifted | | a label in the plan's `dependsOn` drifted | |
+ *
+ * `configuration-drift` is `invalid`, not `inconclusive`, because the run measured two configurations:
+ * a firewall whose NTP source, decrypt rules or access rules changed mid-run was not the device the plan
+ * describes for the whole run, and no amount of extra evidence turns that run into a pass of the planned
+ * configuration; it has to be repeated. Drift only on labels the plan does not depend on has effect `none`
+ * (listed in the detail and the annex), and so has any drift under a plan without `dependsOn`.
  *
  * The verdict is the most severe effect: `invalid` > `fail` > `inconclusive` > `pass`. An input that does
  * not apply (no threshold in the plan, no load-generator thresholds, a plan without phases) has effect
@@ -157,6 +201,33 @@ export function computeVerdict(
         `at least ${MIN_COVERAGE * 100} % needed)`,
     );
   }
+
+  const deps = i.plan.dependsOn;
+  const matters = (d: VerdictDrift) =>
+    deps?.some((e) => e.deviceRole === d.deviceRole && e.labels.includes(d.endpointLabel)) ?? false;
+  const hit = i.drift.filter(matters);
+  const other = i.drift.filter((d) => !matters(d));
+  const list = (ds: VerdictDrift[]) =>
+    ds.map((d) =>
+      `${d.deviceHostname} ${d.endpointLabel} (${d.changeCount} change${d.changeCount === 1 ? "" : "s"})`
+    )
+      .join(", ");
+  if (hit.length) {
+    add(
+      "configuration-drift",
+      "invalid",
+      `The configuration the plan depends on changed during the run: ${list(hit)}; the measurements span ` +
+        `the change (annex configuration-drift)` + (other.length ? `. Also changed: ${list(other)}` : ""),
+    );
+  } else if (other.length) {
+    add(
+      "configuration-drift",
+      "none",
+      `Changed during the run, but not what the plan depends on${
+        deps ? "" : " (the plan names no dependency)"
+      }: ${list(other)}`,
+    );
+  } else add("configuration-drift", "pass", "No configuration drift between run start and end");
 
   const value = ORDER.find((v) => reasons.some((r) => r.effect === v)) ?? "pass";
   return { value, rule: VERDICT_RULE, reasons };

@@ -6,6 +6,7 @@ import * as m0005 from "./2026_11_23_0005_finished_runs_immutable.ts";
 import * as m0006 from "./2026_11_23_0006_report_signatures.ts";
 import * as m0007 from "./2026_11_23_0007_tokens_audit_events.ts";
 import * as m0008 from "./2026_11_23_0008_audited_delete_signatures.ts";
+import * as m0009 from "./2026_11_24_0009_snapshot_payload_changed.ts";
 import * as m0010 from "./2026_11_24_0010_devices_version.ts";
 
 /** Static migration provider: every migration, by its date-prefixed name. */
@@ -19,6 +20,7 @@ export const migrationProvider: MigrationProvider = {
       "2026_11_23_0006_report_signatures": m0006,
       "2026_11_23_0007_tokens_audit_events": m0007,
       "2026_11_23_0008_audited_delete_signatures": m0008,
+      "2026_11_24_0009_snapshot_payload_changed": m0009,
       "2026_11_24_0010_devices_version": m0010,
     });
   },

@@ -30,6 +30,7 @@ const INPUT_LABEL: Record<string, string> = {
   "decrypt-alerts": "TLS decryption alerts",
   "decrypt-config": "TLS decryption vs plan",
   coverage: "Coverage of the plan",
+  "configuration-drift": "Configuration drift during the run",
 };
 const effectWord = (e: string) => e === "none" ? "n/a" : e.toUpperCase();
 
