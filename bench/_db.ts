@@ -3,9 +3,9 @@ import postgres from "postgres";
 import { Migrator } from "kysely/migration";
 import { type Db, migrate, openDatabase } from "../core/src/db/open.ts";
 import { migrationProvider } from "../core/src/db/migrations/mod.ts";
-import { type Config, parseEnv } from "../core/src/config.ts";
+import { type Config, parseEnv } from "../core/src/runtime/config.ts";
 import { buildRegistry, type LoadedModules, type Registry } from "../core/src/registry.ts";
-import { buildServices, type Services } from "../core/src/services.ts";
+import { buildServices, type Services } from "../core/src/runtime/services.ts";
 import { CRED_KEY, PG_URL, SIGNING_KEY, TOKEN } from "./_util.ts";
 
 export type Backend = "postgres" | "pglite";

@@ -13,7 +13,7 @@ import type { AdapterDefinition, CollectedSnapshot } from "../core/src/adapter.t
 import type { Db } from "../core/src/db/open.ts";
 import { PollWorker } from "../core/src/poller/worker.ts";
 import type { LoadedModules } from "../core/src/registry.ts";
-import type { Services } from "../core/src/services.ts";
+import type { Services } from "../core/src/runtime/services.ts";
 import { modules } from "../modules.gen.ts";
 import { substitute, variedIdentity, type VendorCapture, VENDORS } from "./_capture.ts";
 import { postgresCpuSeconds } from "./_util.ts";

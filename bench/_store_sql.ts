@@ -10,8 +10,8 @@
 import { createHash } from "node:crypto";
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../core/src/db/schema.ts";
-import { canonicalJson } from "../core/src/hash.ts";
-import type { DeviceRow } from "../core/src/devices.ts";
+import { canonicalJson } from "../core/src/util/hash.ts";
+import type { DeviceRow } from "../core/src/devices/store.ts";
 import { PollStore } from "../core/src/poller/store.ts";
 import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
 import type { Registry } from "../core/src/registry.ts";

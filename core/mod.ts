@@ -15,8 +15,8 @@ export {
   serves,
 } from "./src/capability.ts";
 export * from "./src/errors.ts";
-export { canonicalJson, jcsSha256, sha256Hex } from "./src/hash.ts";
+export { canonicalJson, jcsSha256, sha256Hex } from "./src/util/hash.ts";
 export type { DeviceHttp, DeviceRequest, DeviceResponse } from "./src/transport/types.ts";
-export type { Logger } from "./src/log.ts";
+export type { Logger } from "./src/runtime/log.ts";
 export { CORE_VERSION } from "./src/version.ts";
-export { stripVolatile } from "./src/volatile.ts";
+export { stripVolatile } from "./src/snapshots/volatile.ts";

@@ -2,10 +2,10 @@
 import { configure, type LogRecord } from "@logtape/logtape";
 import { sql } from "kysely";
 import type { Db } from "../core/src/db/open.ts";
-import type { Services } from "../core/src/services.ts";
-import type { Runtime } from "../core/src/bootstrap.ts";
-import type { DeviceView } from "../core/src/devices.ts";
-import { toView } from "../core/src/devices.ts";
+import type { Services } from "../core/src/runtime/services.ts";
+import type { Runtime } from "../core/src/runtime/bootstrap.ts";
+import type { DeviceView } from "../core/src/devices/store.ts";
+import { toView } from "../core/src/devices/store.ts";
 import { testServices } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import type { LoadedModules } from "../core/src/registry.ts";

@@ -8,7 +8,7 @@ import { dbTest, jsonReq, TEST_ADMIN_TOKEN, TEST_CRED_KEY, testServices } from "
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { openDatabase } from "../core/src/db/open.ts";
-import { TokenStore } from "../core/src/access.ts";
+import { TokenStore } from "../core/src/access/tokens.ts";
 
 type Auth = Record<string, string>;
 const bearer = (t: string): Auth => ({ authorization: `Bearer ${t}` });

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import { reencryptCredentials } from "../core/src/key_rotation.ts";
-import { buildKeyRing } from "../core/src/services.ts";
-import { keyIdOf } from "../core/src/credentials.ts";
+import { reencryptCredentials } from "../core/src/devices/key_rotation.ts";
+import { buildKeyRing } from "../core/src/runtime/services.ts";
+import { keyIdOf } from "../core/src/devices/credentials.ts";
 import { modules } from "../modules.gen.ts";
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 

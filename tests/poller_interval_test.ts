@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest } from "@dutlab/core/testing";
-import { startWorker } from "../core/src/bootstrap.ts";
+import { startWorker } from "../core/src/runtime/bootstrap.ts";
 import { addDevice, fixtureDevice, runtimeOf, setup, until } from "./_poller_lab.ts";
 
 const SCAN_SECONDS = 2;

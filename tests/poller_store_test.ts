@@ -8,10 +8,10 @@ import { dbTest } from "@dutlab/core/testing";
 import { type HashedSnapshot, LostLockError, type Outcome, PollStore } from "../core/src/poller/store.ts";
 import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
 import { DeviceLocks } from "../core/src/poller/device_locks.ts";
-import { canonicalJson, sha256Hex } from "../core/src/hash.ts";
+import { canonicalJson, sha256Hex } from "../core/src/util/hash.ts";
 import { addDevice, count, setup } from "./_poller_lab.ts";
 import type { Db } from "../core/src/db/open.ts";
-import type { Services } from "../core/src/services.ts";
+import type { Services } from "../core/src/runtime/services.ts";
 
 const MODULE = { name: "@dutlab/adapter-fixture", version: "0.0.1" };
 

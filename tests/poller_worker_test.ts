@@ -5,9 +5,9 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest, jsonReq } from "@dutlab/core/testing";
-import { startWorker } from "../core/src/bootstrap.ts";
+import { startWorker } from "../core/src/runtime/bootstrap.ts";
 import { dueDevices, PollWorker } from "../core/src/poller/worker.ts";
-import type { Services } from "../core/src/services.ts";
+import type { Services } from "../core/src/runtime/services.ts";
 import {
   addDevice,
   captureLogs,

@@ -12,8 +12,14 @@ import type { Db } from "../core/src/db/open.ts";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import type { CheckDefinition } from "../core/src/check.ts";
 import { buildRegistry, type Registry } from "../core/src/registry.ts";
-import { evaluateCheck, PayloadCache, payloadCache, runPreflight, summarize } from "../core/src/preflight.ts";
-import { latestSnapshots } from "../core/src/snapshots.ts";
+import {
+  evaluateCheck,
+  PayloadCache,
+  payloadCache,
+  runPreflight,
+  summarize,
+} from "../core/src/preflight/engine.ts";
+import { latestSnapshots } from "../core/src/snapshots/store.ts";
 import { webSha256Hex as sha256Hex } from "./_poller_lab.ts";
 
 const PLAN = "fixture-plan";

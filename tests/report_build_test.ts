@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { annexBody, jsonAnnex, licenseTexts, sealReport } from "../core/src/report/build.ts";
 import { verifyReport } from "../core/src/report/verify.ts";
-import { canonicalJson, jcsSha256, sha256Hex } from "../core/src/hash.ts";
+import { canonicalJson, jcsSha256, sha256Hex } from "../core/src/util/hash.ts";
 import { reportFixture } from "../core/src/report/fixture.ts";
 import type { ReportData } from "../core/src/report/types.ts";
 

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { assertReportPages, findChromium, pdfPages, printToPdf, squash } from "@dutlab/core/testing/chromium";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import { jcsSha256 } from "../core/src/hash.ts";
+import { jcsSha256 } from "../core/src/util/hash.ts";
 import type { Comparison } from "../core/src/runs/compare.ts";
 import type { ReportData } from "../core/src/report/types.ts";
 import {

@@ -85,7 +85,7 @@ dbTest("listings by a rare label, by a missing label and by device and label rea
     from generate_series(1, 150) r, generate_series(1, 20) d, generate_series(1, 6) l order by r, d, l`
     .execute(k);
   await sql`analyze snapshots`.execute(k);
-  // The query of listSnapshots (core/src/snapshots.ts) with the default page size.
+  // The query of listSnapshots (core/src/snapshots/store.ts) with the default page size.
   const plan = async (where: ReturnType<typeof sql>) =>
     (await sql<{ "QUERY PLAN": string }>`explain select s.id::text as id, s.device_id, s.endpoint_label,
         p.payload, s.payload_sha256, s.collected_at, s.test_run_execution_id, s.adapter_module,

@@ -12,8 +12,8 @@
  * @module
  */
 import { bootstrap, exitOnStartupError } from "@dutlab/core/runtime";
-import { lockDataDir } from "../core/src/datadir.ts";
-import { parseEnv } from "../core/src/config.ts";
+import { lockDataDir } from "../core/src/runtime/datadir.ts";
+import { parseEnv } from "../core/src/runtime/config.ts";
 import { generateSigningKey, ReportSigningKey } from "../core/src/report/sign.ts";
 import { modules } from "../modules.gen.ts";
 

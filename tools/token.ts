@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { bootstrap, exitOnStartupError } from "@dutlab/core/runtime";
-import { ROLES } from "../core/src/access.ts";
+import { ROLES } from "../core/src/access/tokens.ts";
 import { DomainError, HttpProblem } from "../core/src/errors.ts";
 import { modules } from "../modules.gen.ts";
 

@@ -75,7 +75,7 @@ const canonical = (v: unknown) => {
   if (s === undefined) throw new TypeError("value has no canonical JSON form");
   return s;
 };
-// The built-in decoder core/src/encoding.ts wraps; not imported from there because this tool must stay
+// The built-in decoder core/src/util/encoding.ts wraps; not imported from there because this tool must stay
 // runnable on its own, outside the repository. Either alphabet is accepted, as signed reports use both.
 const unb64 = (s: string) =>
   Uint8Array.fromBase64(s.replace(/-/g, "+").replace(/_/g, "/").replace(/\s+/g, ""));

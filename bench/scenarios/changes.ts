@@ -10,8 +10,8 @@
  * @module
  */
 import { sql } from "kysely";
-import { listChanges } from "../../core/src/diff.ts";
-import { canonicalJson, sha256Hex } from "../../core/src/hash.ts";
+import { listChanges } from "../../core/src/snapshots/diff.ts";
+import { canonicalJson, sha256Hex } from "../../core/src/util/hash.ts";
 import { buildRegistry } from "../../core/src/registry.ts";
 import { modules } from "../../modules.gen.ts";
 import { type Figure, pct, round } from "../_util.ts";

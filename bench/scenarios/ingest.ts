@@ -15,7 +15,7 @@ import { countRows, registerDevices, replayModules, replayWorker } from "../_rep
 import { makePolls, storePerPoll, storeWithPollStore } from "../_store_sql.ts";
 import { PollStore } from "../../core/src/poller/store.ts";
 import { decryptAlertWriter } from "../../core/src/runs/alerts.ts";
-import type { DeviceRow } from "../../core/src/devices.ts";
+import type { DeviceRow } from "../../core/src/devices/store.ts";
 import { VENDORS } from "../_capture.ts";
 
 export async function run(ctx: Ctx): Promise<Figure[]> {

@@ -16,7 +16,7 @@ import {
   sql,
   type UnknownRow,
 } from "kysely";
-import { payloadCache, runPreflight } from "../../core/src/preflight.ts";
+import { payloadCache, runPreflight } from "../../core/src/preflight/engine.ts";
 import { type Figure, mean, pct, round as rnd } from "../_util.ts";
 import type { Ctx } from "../main.ts";
 import { captureVendors } from "../_capture.ts";

@@ -1,7 +1,7 @@
 import type { Db } from "../src/db/open.ts";
-import { type Config, parseEnv } from "../src/config.ts";
+import { type Config, parseEnv } from "../src/runtime/config.ts";
 import { buildRegistry, type LoadedModules } from "../src/registry.ts";
-import { buildServices, type Services } from "../src/services.ts";
+import { buildServices, type Services } from "../src/runtime/services.ts";
 import { createApp } from "../src/http/app.ts";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 

@@ -1,6 +1,6 @@
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
-import { sha256Hex } from "../src/hash.ts";
+import { sha256Hex } from "../src/util/hash.ts";
 
 x509.cryptoProvider.set(crypto);
 

@@ -5,10 +5,10 @@ import {
   type ConnectTarget,
   openDeviceSession,
   releaseDeviceSession,
-} from "../src/connect.ts";
+} from "../src/devices/connect.ts";
 import { DeviceError } from "../src/errors.ts";
-import { canonicalJson } from "../src/hash.ts";
-import { SessionRegistry } from "../src/sessions.ts";
+import { canonicalJson } from "../src/util/hash.ts";
+import { SessionRegistry } from "../src/devices/sessions.ts";
 import type { TransportLimits } from "../src/transport/transport.ts";
 import type { Simulator } from "./simulator.ts";
 import { readFacts } from "./facts.ts";

@@ -1,4 +1,4 @@
-import { EnvSchema } from "../src/config.ts";
+import { EnvSchema } from "../src/runtime/config.ts";
 
 /**
  * The environment of a child process a test starts: the parent's whole environment (proxy, CA and cache

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import type { AdapterDefinition, CollectedSnapshot } from "../src/adapter.ts";
-import { stripVolatile } from "../src/volatile.ts";
+import { stripVolatile } from "../src/snapshots/volatile.ts";
 
 /**
  * The declared volatile paths of `adapter` (as `label pattern`) that match nothing in any of the given

@@ -6,7 +6,7 @@ import { PGlite } from "@electric-sql/pglite";
 import type { Database } from "./schema.ts";
 import { migrationProvider } from "./migrations/mod.ts";
 import { StartupError } from "../errors.ts";
-import { logger } from "../log.ts";
+import { logger } from "../runtime/log.ts";
 
 const log = logger("db");
 

@@ -3,7 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { etag } from "hono/etag";
 import { sql } from "kysely";
-import type { Services } from "../services.ts";
+import type { Services } from "../runtime/services.ts";
 import { requestId } from "hono/request-id";
 import { bearerAuth } from "./auth.ts";
 import { auditTrail } from "./audit.ts";

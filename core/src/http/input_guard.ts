@@ -62,14 +62,3 @@ export const SafeInput = z.unknown().superRefine((value, ctx) => {
   const f = firstFault(value);
   if (f) ctx.addIssue({ code: "custom", path: f.path as Array<string | number>, message: f.message });
 });
-
-/**
- * A free-form JSON member (kept as sent, e.g. the k6 summary's other metrics) capped at `maxBytes` of
- * serialized JSON.
- */
-export function capJsonSize<T extends z.ZodType>(schema: T, maxBytes: number) {
-  return schema.refine(
-    (v) => new TextEncoder().encode(JSON.stringify(v)).length <= maxBytes,
-    `must be at most ${maxBytes} bytes of JSON`,
-  );
-}

@@ -1,6 +1,6 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { sha256Hex } from "../hash.ts";
+import { sha256Hex } from "../util/hash.ts";
 
 /** At most this many bytes of answers are kept (the whole list of 1,000 devices is about 0.5 MB). */
 const MAX_BYTES = 32 * 1024 * 1024;

@@ -1,6 +1,6 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { Services } from "../services.ts";
+import type { Services } from "../runtime/services.ts";
 import { CORE_VERSION } from "../version.ts";
 import { json, problemResponse } from "./openapi_util.ts";
 

@@ -1,4 +1,4 @@
-import { ProblemSchema } from "./schemas.ts";
+import { ProblemSchema } from "../api/schemas.ts";
 
 const problem = (description: string) => ({
   description,

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ZodError } from "zod";
 import { ConflictError, type DomainError, HttpProblem, InvalidInputError, NotFoundError } from "../errors.ts";
-import { logger } from "../log.ts";
+import { logger } from "../runtime/log.ts";
 import { isDatabaseUnavailable } from "../db/open.ts";
 
 /** Seconds a client should wait before retrying after a 503 (the database is restarting or unreachable). */

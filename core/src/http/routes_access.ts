@@ -1,9 +1,9 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Services } from "../services.ts";
-import { ROLES } from "../access.ts";
+import type { Services } from "../runtime/services.ts";
+import { ROLES } from "../access/tokens.ts";
 import { conflictResponse, json, notFoundResponse, problemResponses } from "./openapi_util.ts";
 import { problems } from "./problem.ts";
-import { cursorParam, dateTimeParam, limitParam } from "./schemas_query.ts";
+import { cursorParam, dateTimeParam, limitParam } from "../api/schemas_query.ts";
 
 const tags = ["Access"];
 const Token = z.object({

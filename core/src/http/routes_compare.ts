@@ -4,7 +4,7 @@
  * READ_POSTS); the POST is recorded in the audit log like every POST (audit.ts).
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Services } from "../services.ts";
+import type { Services } from "../runtime/services.ts";
 import { conflictResponse, json, problemResponse, problemResponses } from "./openapi_util.ts";
 import { bearerAuth } from "./auth.ts";
 import { validationProblem, zodFieldErrors } from "./problem.ts";

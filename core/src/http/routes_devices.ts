@@ -1,5 +1,5 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import type { Services } from "../services.ts";
+import type { Services } from "../runtime/services.ts";
 import {
   Device,
   DeviceCreate,
@@ -10,7 +10,7 @@ import {
   Registered,
   SnapshotResult,
   TestConnection,
-} from "./schemas.ts";
+} from "../api/schemas.ts";
 import {
   conflictResponse,
   json,
@@ -18,9 +18,9 @@ import {
   problemResponses,
   unprocessableResponse,
 } from "./openapi_util.ts";
-import { toView } from "../devices.ts";
-import { testConnection } from "../test_connection.ts";
-import { DeviceListQuery } from "./schemas_query.ts";
+import { toView } from "../devices/store.ts";
+import { testConnection } from "../devices/test_connection.ts";
+import { DeviceListQuery } from "../api/schemas_query.ts";
 import { DeviceListCache } from "./list_cache.ts";
 import { problems } from "./problem.ts";
 

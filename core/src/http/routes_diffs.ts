@@ -1,10 +1,10 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Services } from "../services.ts";
+import type { Services } from "../runtime/services.ts";
 import { json, notFoundResponse, problemResponses } from "./openapi_util.ts";
-import { IdParam } from "./schemas.ts";
-import { cursorParam, dateTimeParam, limitParam } from "./schemas_query.ts";
+import { IdParam } from "../api/schemas.ts";
+import { cursorParam, dateTimeParam, limitParam } from "../api/schemas_query.ts";
 import { problems } from "./problem.ts";
-import { listChanges, snapshotDiff } from "../diff.ts";
+import { listChanges, snapshotDiff } from "../snapshots/diff.ts";
 
 const snapshotIdParam = (what: string) =>
   z.string().regex(/^\d{1,19}$/, "must be a snapshot id (digits)").openapi({ description: what });

@@ -1,7 +1,7 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
-import type { Services } from "../services.ts";
-import { EVENT_TYPES, type StoredEvent } from "../events.ts";
+import type { Services } from "../runtime/services.ts";
+import { EVENT_TYPES, type StoredEvent } from "../runtime/events.ts";
 import { problems } from "./problem.ts";
 import { problemResponse } from "./openapi_util.ts";
 

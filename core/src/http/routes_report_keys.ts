@@ -14,7 +14,7 @@
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import type { Services } from "../services.ts";
+import type { Services } from "../runtime/services.ts";
 import { json, problemResponse, problemResponses } from "./openapi_util.ts";
 import { bearerAuth } from "./auth.ts";
 import { checkShareLink, reportPath } from "./share.ts";
@@ -22,7 +22,7 @@ import { problems } from "./problem.ts";
 import { renderReportPage } from "../report/page.tsx";
 import type { ReportData } from "../report/types.ts";
 import { attachEvidence } from "../report/pdf.ts";
-import { logger } from "../log.ts";
+import { logger } from "../runtime/log.ts";
 import { HttpProblem } from "../errors.ts";
 
 const ExecParam = z.object({

@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import type { Services } from "../services.ts";
+import type { Services } from "../runtime/services.ts";
 import { checkShareLink, reportPath } from "./share.ts";
 import { bearerAuth } from "./auth.ts";
 import { problems } from "./problem.ts";

@@ -1,5 +1,5 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Services } from "../services.ts";
+import type { Services } from "../runtime/services.ts";
 import {
   conflictResponse,
   json,
@@ -7,10 +7,10 @@ import {
   problemResponse,
   problemResponses,
 } from "./openapi_util.ts";
-import { runPreflight } from "../preflight.ts";
+import { runPreflight } from "../preflight/engine.ts";
 import { problems } from "./problem.ts";
 import { shareLink } from "./share.ts";
-import { RunListQuery } from "./schemas_query.ts";
+import { RunListQuery } from "../api/schemas_query.ts";
 import {
   ExecutionIdParam,
   FinishRunRequest,
@@ -19,7 +19,7 @@ import {
   PreflightResult,
   StartRunRequest,
   TestRun,
-} from "./schemas.ts";
+} from "../api/schemas.ts";
 
 const body = <T>(schema: T) => ({ body: { content: { "application/json": { schema } }, required: true } });
 const tags = ["Test runs"];

@@ -1,9 +1,9 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import type { Services } from "../services.ts";
-import { Snapshot, SnapshotPage, SnapshotQuery } from "./schemas.ts";
+import type { Services } from "../runtime/services.ts";
+import { Snapshot, SnapshotPage, SnapshotQuery } from "../api/schemas.ts";
 import { json, notFoundResponse, problemResponses } from "./openapi_util.ts";
 import { z } from "@hono/zod-openapi";
-import { getSnapshot, listSnapshots } from "../snapshots.ts";
+import { getSnapshot, listSnapshots } from "../snapshots/store.ts";
 import { problems } from "./problem.ts";
 
 /** A one-line, independent recomputation of `payloadSha256` (README "Snapshot hashes"). */

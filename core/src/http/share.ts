@@ -1,5 +1,5 @@
-import { timingSafeEqual } from "../credentials.ts";
-import { base64url } from "../encoding.ts";
+import { timingSafeEqual } from "../devices/credentials.ts";
+import { base64url } from "../util/encoding.ts";
 
 const enc = new TextEncoder();
 

@@ -1,15 +1,15 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { canonicalJson, sha256Hex } from "../hash.ts";
-import { asDeviceError } from "../connect.ts";
+import { canonicalJson, sha256Hex } from "../util/hash.ts";
+import { asDeviceError } from "../devices/connect.ts";
 import { DeviceError, type PollStatus } from "../errors.ts";
-import type { DeviceRow, DeviceStore } from "../devices.ts";
+import type { DeviceRow, DeviceStore } from "../devices/store.ts";
 import type { TransportLimits } from "../transport/transport.ts";
 import type { Metrics } from "./metrics.ts";
-import { logger } from "../log.ts";
+import { logger } from "../runtime/log.ts";
 import type { Registry } from "../registry.ts";
 import type { DeviceLocks } from "./device_locks.ts";
-import type { EventBus } from "../events.ts";
+import type { EventBus } from "../runtime/events.ts";
 import {
   type HashedSnapshot,
   LostLockError,

@@ -1,6 +1,6 @@
 import { type Db, queryWithin, type ReservedSession } from "../db/open.ts";
-import { logger } from "../log.ts";
-import { Batcher } from "../batcher.ts";
+import { logger } from "../runtime/log.ts";
+import { Batcher } from "../util/batcher.ts";
 
 const log = logger("poller");
 

@@ -1,8 +1,8 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { PollStatus } from "../errors.ts";
-import type { DeviceRow } from "../devices.ts";
-import { logger } from "../log.ts";
+import type { DeviceRow } from "../devices/store.ts";
+import { logger } from "../runtime/log.ts";
 
 /** A collected snapshot with its canonical JSON text and hash. */
 export interface HashedSnapshot {

@@ -10,8 +10,8 @@ import { type Kysely, type Selectable, sql } from "kysely";
 import type { Database, TestRunsTable } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import type { Plan } from "../plan.ts";
-import type { PreflightResult } from "../preflight.ts";
-import { jcsSha256 } from "../hash.ts";
+import type { PreflightResult } from "../preflight/engine.ts";
+import { jcsSha256 } from "../util/hash.ts";
 import { CONTROLLER, serves } from "../capability.ts";
 import { jsonValue } from "../db/json.ts";
 import type { StartState } from "../runs/alerts.ts";
@@ -27,7 +27,7 @@ import { readK6 } from "../runs/k6.ts";
 import { k6Figures, rawFigures } from "../runs/figures.ts";
 import { computeVerdict, driftForVerdict } from "../runs/verdict.ts";
 import { configurationDrift } from "../runs/drift.ts";
-import type { RunResults } from "../http/schemas.ts";
+import type { RunResults } from "../api/schemas.ts";
 import { jsonAnnex, licenseTexts, sealReport } from "./build.ts";
 import type { DecryptAlert, ReportData } from "./types.ts";
 
@@ -87,6 +87,11 @@ export interface AssembleReportOptions {
  *
  * @example
  * ```ts
+ * import type { Kysely } from "kysely";
+ * import type { Database } from "../db/schema.ts";
+ * import type { Registry } from "../registry.ts";
+ * declare const tx: Kysely<Database>, registry: Registry, opts: AssembleReportOptions;
+ * const { run: row, endState, alerts } = opts;
  * const report = await assembleReport({
  *   db: tx, registry, run: row, outcome: "passed", results: { latencySamplesMs: [12.5, 14, 80] },
  *   endedAt: new Date(), endState, alerts, labName: "dutlab test lab",

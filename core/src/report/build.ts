@@ -1,4 +1,4 @@
-import { canonicalJson, jcsSha256, sha256Hex } from "../hash.ts";
+import { canonicalJson, jcsSha256, sha256Hex } from "../util/hash.ts";
 import type { Annex, DecryptAlert, ReportData } from "./types.ts";
 
 /**
@@ -71,7 +71,7 @@ export function annexBody(value: unknown): string {
  *
  * @example
  * ```ts
- * import { sha256Hex } from "../hash.ts";
+ * import { sha256Hex } from "../util/hash.ts";
  * const a = await jsonAnnex("snapshots", "Snapshots linked to the run", [{ snapshotId: "12" }]);
  * a.sha256 === await sha256Hex(a.body); // true
  * ```

@@ -13,7 +13,7 @@
  * @module
  */
 import type { Plan } from "../plan.ts";
-import { jcsSha256, sha256Hex } from "../hash.ts";
+import { jcsSha256, sha256Hex } from "../util/hash.ts";
 import type { Annex, DecryptAlert, ReportData } from "./types.ts";
 
 /** Options of {@link reportFixture}. */

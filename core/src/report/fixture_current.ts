@@ -10,14 +10,14 @@
 import { jsonAnnex, licenseTexts, sealReport } from "./build.ts";
 import type { DecryptAlert, ReportData } from "./types.ts";
 import type { Plan } from "../plan.ts";
-import type { PreflightResult } from "../preflight.ts";
+import type { PreflightResult } from "../preflight/engine.ts";
 import type { InventoryEntry, StartState } from "../runs/alerts.ts";
 import { aggregateK6, budgetBurnedPct, shareAboveK6 } from "../runs/aggregate.ts";
 import { readK6 } from "../runs/k6.ts";
 import { k6Figures } from "../runs/figures.ts";
 import { computeVerdict, driftForVerdict } from "../runs/verdict.ts";
 import type { DriftAnnex } from "../runs/drift.ts";
-import { sha256Hex } from "../hash.ts";
+import { sha256Hex } from "../util/hash.ts";
 
 /** Options of {@link currentReportFixture}; every default is the troubled run of the issue. */
 export interface CurrentFixtureOptions {

@@ -38,9 +38,10 @@ export interface ReportPageOptions {
  *
  * @example
  * ```ts
- * import { renderReportPage } from "./page.tsx";
+ * import type { ReportData } from "./types.ts";
+ * declare const report: ReportData;
  * const html = renderReportPage(report, { shareNote: "Shared link, valid for 24 h" });
- * return new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
+ * const response = new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
  * ```
  */
 export function renderReportPage(report: ReportData, opts: ReportPageOptions = {}): string {

@@ -19,10 +19,10 @@
  */
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { canonicalJson, jcsSha256, sha256Hex } from "../hash.ts";
+import { canonicalJson, jcsSha256, sha256Hex } from "../util/hash.ts";
 import { NotFoundError } from "../errors.ts";
-import { isUuid } from "../ids.ts";
-import { base64, base64url, fromBase64, fromBase64url } from "../encoding.ts";
+import { isUuid } from "../util/ids.ts";
+import { base64, base64url, fromBase64, fromBase64url } from "../util/encoding.ts";
 
 /** DSSE payload type of an in-toto Statement. */
 export const PAYLOAD_TYPE = "application/vnd.in-toto+json";

@@ -10,7 +10,7 @@ import {
   signReport,
   STATEMENT_TYPE,
 } from "./sign.ts";
-import { canonicalJson, sha256Hex } from "../hash.ts";
+import { canonicalJson, sha256Hex } from "../util/hash.ts";
 
 const dec = new TextDecoder();
 const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));

@@ -1,4 +1,4 @@
-import { jcsSha256, sha256Hex } from "../hash.ts";
+import { jcsSha256, sha256Hex } from "../util/hash.ts";
 
 /** One verification finding: a hash as stated in the report and as recomputed, or a shape problem. */
 export interface VerifyFinding {

@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import type { DeviceRow } from "../devices.ts";
+import type { DeviceRow } from "../devices/store.ts";
 import type { Registry } from "../registry.ts";
 import type { PollWriteHook } from "../poller/store.ts";
 import { FIREWALL } from "../capability.ts";

@@ -11,7 +11,7 @@
  */
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { canonicalJson, jcsSha256 } from "../hash.ts";
+import { canonicalJson, jcsSha256 } from "../util/hash.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "../errors.ts";
 import type { ReportData, VerdictValue } from "../report/types.ts";
 

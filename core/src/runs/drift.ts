@@ -6,9 +6,9 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
-import { canonicalJson } from "../hash.ts";
-import { stripVolatile } from "../volatile.ts";
-import { diffPayloads, type PayloadDiff, volatileFor } from "../diff.ts";
+import { canonicalJson } from "../util/hash.ts";
+import { stripVolatile } from "../snapshots/volatile.ts";
+import { diffPayloads, type PayloadDiff, volatileFor } from "../snapshots/diff.ts";
 
 export interface DriftEntry extends PayloadDiff {
   deviceId: string;

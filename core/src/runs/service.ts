@@ -2,18 +2,18 @@ import { type Kysely, type Selectable, sql } from "kysely";
 import type { Database, TestRunsTable } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import type { Plan } from "../plan.ts";
-import { canonicalJson, jcsSha256 } from "../hash.ts";
+import { canonicalJson, jcsSha256 } from "../util/hash.ts";
 import { ConflictError, NotFoundError } from "../errors.ts";
-import { preflightOf, type PreflightResult, readLab } from "../preflight.ts";
+import { preflightOf, type PreflightResult, readLab } from "../preflight/engine.ts";
 import { labStateOf, labStateWants } from "./lab_state.ts";
 import type { StartState } from "./alerts.ts";
 import { assembleReport, labDecryptState } from "../report/assemble.ts";
 import type { DecryptAlert, ReportData, VerdictReason, VerdictValue } from "../report/types.ts";
-import { isUniqueViolation } from "../devices.ts";
-import { isUuid } from "../ids.ts";
+import { isUniqueViolation } from "../devices/store.ts";
+import { isUuid } from "../util/ids.ts";
 import { jsonValue } from "../db/json.ts";
-import type { FinishRunInput, StartRunInput } from "../http/schemas.ts";
-import { decodeCursor, encodeCursor } from "../paging.ts";
+import type { FinishRunInput, StartRunInput } from "../api/schemas.ts";
+import { decodeCursor, encodeCursor } from "../util/paging.ts";
 
 /** A run as the API shows it. */
 /** Filters and paging of the run list (README "Paging and filters"). */
@@ -83,6 +83,10 @@ const jsonb = (value: unknown) => sql<string>`cast(${canonicalJson(value)}::text
  *
  * @example
  * ```ts
+ * import type { Kysely } from "kysely";
+ * import type { Database } from "../db/schema.ts";
+ * import type { Registry } from "../registry.ts";
+ * declare const db: Kysely<Database>, registry: Registry;
  * const runs = new RunService(db, registry, "LAB-INTERNAL");
  * const run = await runs.start({ planIdentifier: "ngfw-throughput-decrypt-on" });
  * await runs.finish(run.executionId, { outcome: "passed", results: { latencySamplesMs: [12.5, 14, 80] } });

@@ -1,5 +1,5 @@
 import type { Plan } from "../plan.ts";
-import type { PreflightResult } from "../preflight.ts";
+import type { PreflightResult } from "../preflight/engine.ts";
 import type { DecryptAlert, ResultFigures, VerdictReason, VerdictValue } from "../report/types.ts";
 
 /**

@@ -4,7 +4,7 @@ import { Buffer } from "node:buffer";
 import { DeviceError } from "../errors.ts";
 import type { TlsVerifyMode } from "../adapter.ts";
 import type { DeviceHttp, DeviceRequest, DeviceResponse } from "./types.ts";
-import { sha256Hex } from "../hash.ts";
+import { sha256Hex } from "../util/hash.ts";
 
 /** Limits applied to every device connection. */
 export interface TransportLimits {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { GENERATE_SECRET, GENERATE_SIGNING_KEY, parseEnv } from "./config.ts";
-import { StartupError } from "./errors.ts";
+import { StartupError } from "../errors.ts";
 
 const lines = (env: Record<string, string>) => {
   try {

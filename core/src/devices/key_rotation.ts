@@ -1,8 +1,8 @@
 import type { Kysely } from "kysely";
-import type { Database } from "./db/schema.ts";
+import type { Database } from "../db/schema.ts";
 import { decryptSecret, encryptSecret, keyIdOf } from "./credentials.ts";
-import type { KeyRing } from "./devices.ts";
-import { logger } from "./log.ts";
+import type { KeyRing } from "./store.ts";
+import { logger } from "../runtime/log.ts";
 
 /**
  * Re-encrypt every stored credential not made with the current key (key rotation, README "Key rotation").

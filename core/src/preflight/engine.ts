@@ -1,10 +1,10 @@
 import { type Kysely, sql } from "kysely";
-import type { Database } from "./db/schema.ts";
-import type { Registry } from "./registry.ts";
-import type { Plan } from "./plan.ts";
-import type { CheckContext, CheckDefinition, CheckDevice, CheckSnapshot } from "./check.ts";
-import type { AdapterDefinition } from "./adapter.ts";
-import { planSelects, serves } from "./capability.ts";
+import type { Database } from "../db/schema.ts";
+import type { Registry } from "../registry.ts";
+import type { Plan } from "../plan.ts";
+import type { CheckContext, CheckDefinition, CheckDevice, CheckSnapshot } from "../check.ts";
+import type { AdapterDefinition } from "../adapter.ts";
+import { planSelects, serves } from "../capability.ts";
 
 /** The snapshot a check result cites: the same three values the snapshot listing returns for it. */
 export interface Evidence {
@@ -104,7 +104,10 @@ function applies(
  *
  * @example
  * ```ts
- * import { evaluateCheck } from "@dutlab/core/testing";
+ * import assert from "node:assert/strict";
+ * import type { AdapterDefinition, CheckDefinition, CheckDevice, CheckSnapshot, Plan } from "@dutlab/core";
+ * declare const check: CheckDefinition, device: CheckDevice, plan: Plan, snapshot: CheckSnapshot;
+ * declare const adapter: AdapterDefinition;
  * const r = evaluateCheck(check, device, plan, snapshot, { now: new Date(), facts: adapter.facts ?? {} });
  * assert.equal(r?.status, "pass");
  * ```
@@ -138,7 +141,9 @@ export function evaluateCheck(
  *
  * @example
  * ```ts
- * import { checkApplies } from "@dutlab/core/testing";
+ * import assert from "node:assert/strict";
+ * import type { AdapterDefinition, CheckDefinition, Plan } from "@dutlab/core";
+ * declare const check: CheckDefinition, plan: Plan, adapter: AdapterDefinition;
  * assert.equal(checkApplies(check, { id: "d", hostname: "fw", vendor: "x", deviceRole: null }, plan, adapter), true);
  * ```
  */
@@ -504,6 +509,10 @@ export function preflightOf(registry: Registry, plan: Plan): {
  *
  * @example
  * ```ts
+ * import type { Kysely } from "kysely";
+ * import type { Database } from "../db/schema.ts";
+ * import type { Registry } from "../registry.ts";
+ * declare const db: Kysely<Database>, registry: Registry;
  * const r = await runPreflight(db, registry, registry.plan("ngfw-throughput-decrypt-on")!);
  * console.log(r.summary); // "9/9 checks passed — ready for ngfw-throughput-decrypt-on"
  * ```

@@ -6,11 +6,11 @@
 import { type Kysely, sql } from "kysely";
 import { createPatch, type Operation, Pointer } from "rfc6902";
 import { diffArrays } from "diff";
-import type { Database } from "./db/schema.ts";
-import type { Registry } from "./registry.ts";
-import { canonicalJson } from "./hash.ts";
+import type { Database } from "../db/schema.ts";
+import type { Registry } from "../registry.ts";
+import { canonicalJson } from "../util/hash.ts";
 import { stripVolatile } from "./volatile.ts";
-import { decodeCursor, encodeCursor } from "./paging.ts";
+import { decodeCursor, encodeCursor } from "../util/paging.ts";
 
 /** `exclude` (default): volatile paths are left out of both payloads; `include`: the payloads as stored. */
 export type VolatileMode = "exclude" | "include";

@@ -1,19 +1,19 @@
 import type { Config } from "./config.ts";
-import type { Db } from "./db/open.ts";
-import type { Registry } from "./registry.ts";
-import { DeviceStore, type KeyRing } from "./devices.ts";
-import { SessionRegistry } from "./sessions.ts";
-import { Metrics } from "./poller/metrics.ts";
-import { PollService } from "./poller/cycle.ts";
-import { DeviceLocks } from "./poller/device_locks.ts";
-import type { TransportLimits } from "./transport/transport.ts";
-import { importCredentialKey } from "./credentials.ts";
-import { AuditLog, TokenStore } from "./access.ts";
+import type { Db } from "../db/open.ts";
+import type { Registry } from "../registry.ts";
+import { DeviceStore, type KeyRing } from "../devices/store.ts";
+import { SessionRegistry } from "../devices/sessions.ts";
+import { Metrics } from "../poller/metrics.ts";
+import { PollService } from "../poller/cycle.ts";
+import { DeviceLocks } from "../poller/device_locks.ts";
+import type { TransportLimits } from "../transport/transport.ts";
+import { importCredentialKey } from "../devices/credentials.ts";
+import { AuditLog, TokenStore } from "../access/tokens.ts";
 import { EventBus } from "./events.ts";
-import { ReportSignatures, ReportSigningKey } from "./report/sign.ts";
-import { PdfRenderer } from "./report/pdf.ts";
-import { RunService } from "./runs/service.ts";
-import { decryptAlertWriter } from "./runs/alerts.ts";
+import { ReportSignatures, ReportSigningKey } from "../report/sign.ts";
+import { PdfRenderer } from "../report/pdf.ts";
+import { RunService } from "../runs/service.ts";
+import { decryptAlertWriter } from "../runs/alerts.ts";
 
 /** Everything the HTTP app and the worker share. Built once per process by `bootstrap`. */
 export interface Services {

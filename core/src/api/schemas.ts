@@ -1,7 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { POLL_STATUSES } from "../errors.ts";
 import { k6Issues } from "../runs/k6.ts";
-import { capJsonSize } from "./input_guard.ts";
 
 /**
  * A device role. Which roles are accepted comes from the enabled adapters' `deviceRoles` (README
@@ -361,3 +360,14 @@ export type FinishRunInput = z.infer<typeof FinishRunRequest>;
  * k6 summary (`--summary-export` JSON or the JSON of `handleSummary(data)`).
  */
 export type RunResults = FinishRunInput["results"];
+
+/**
+ * A free-form JSON member (kept as sent, e.g. the k6 summary's other metrics) capped at `maxBytes` of
+ * serialized JSON.
+ */
+export function capJsonSize<T extends z.ZodType>(schema: T, maxBytes: number) {
+  return schema.refine(
+    (v) => new TextEncoder().encode(JSON.stringify(v)).length <= maxBytes,
+    `must be at most ${maxBytes} bytes of JSON`,
+  );
+}

@@ -1,16 +1,16 @@
 import { type Kysely, type Selectable, sql } from "kysely";
-import type { Database, DevicesTable } from "./db/schema.ts";
-import type { AdapterDefinition, TlsVerifyMode } from "./adapter.ts";
+import type { Database, DevicesTable } from "../db/schema.ts";
+import type { AdapterDefinition, TlsVerifyMode } from "../adapter.ts";
 import { CredentialError, type CredentialKey, decryptSecret, encryptSecret } from "./credentials.ts";
 import { type ConnectedDevice, openDeviceSession, releaseDeviceSession } from "./connect.ts";
-import { DEFAULT_LIMITS, type TransportLimits } from "./transport/transport.ts";
-import type { RegisteredAdapter, Registry } from "./registry.ts";
+import { DEFAULT_LIMITS, type TransportLimits } from "../transport/transport.ts";
+import type { RegisteredAdapter, Registry } from "../registry.ts";
 import type { SessionRegistry } from "./sessions.ts";
-import { sha256Hex } from "./hash.ts";
-import { ConflictError, DeviceError, InvalidInputError, NotFoundError, type PollStatus } from "./errors.ts";
-import { Batcher } from "./batcher.ts";
-import { isUuid } from "./ids.ts";
-import { decodeCursor, encodeCursor } from "./paging.ts";
+import { sha256Hex } from "../util/hash.ts";
+import { ConflictError, DeviceError, InvalidInputError, NotFoundError, type PollStatus } from "../errors.ts";
+import { Batcher } from "../util/batcher.ts";
+import { isUuid } from "../util/ids.ts";
+import { decodeCursor, encodeCursor } from "../util/paging.ts";
 
 /** Filters and paging of the device list (README "Paging and filters"). */
 export interface DeviceFilter {

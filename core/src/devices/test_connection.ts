@@ -1,6 +1,6 @@
 import { asDeviceError } from "./connect.ts";
-import type { DeviceRow } from "./devices.ts";
-import type { Services } from "./services.ts";
+import type { DeviceRow } from "./store.ts";
+import type { Services } from "../runtime/services.ts";
 
 const STAGE: Record<string, string> = {
   auth_failed: "Authentication failed",

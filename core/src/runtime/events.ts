@@ -5,9 +5,9 @@
  * and NOTIFY; every instance LISTENs, so each one's clients see every instance's events.
  */
 import { type Kysely, sql } from "kysely";
-import type { Database } from "./db/schema.ts";
-import type { Db } from "./db/open.ts";
-import { Batcher } from "./batcher.ts";
+import type { Database } from "../db/schema.ts";
+import type { Db } from "../db/open.ts";
+import { Batcher } from "../util/batcher.ts";
 import { logger } from "./log.ts";
 
 export const EVENT_TYPES = [

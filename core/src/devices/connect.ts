@@ -1,13 +1,13 @@
-import type { AdapterDefinition, AdapterDevice, AdapterSession } from "./adapter.ts";
-import { DeviceError } from "./errors.ts";
-import { logger } from "./log.ts";
+import type { AdapterDefinition, AdapterDevice, AdapterSession } from "../adapter.ts";
+import { DeviceError } from "../errors.ts";
+import { logger } from "../runtime/log.ts";
 import { SessionRegistry } from "./sessions.ts";
 import {
   DEFAULT_LIMITS,
   type DeviceTransport,
   openTransport,
   type TransportLimits,
-} from "./transport/transport.ts";
+} from "../transport/transport.ts";
 
 /** A device as the connection layer needs it. */
 export interface ConnectTarget extends AdapterDevice {

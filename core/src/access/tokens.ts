@@ -5,12 +5,12 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { type Kysely, sql } from "kysely";
-import type { Database } from "./db/schema.ts";
-import { ConflictError, NotFoundError } from "./errors.ts";
-import { isUniqueViolation } from "./devices.ts";
-import { isUuid } from "./ids.ts";
-import { decodeCursor, encodeCursor } from "./paging.ts";
-import { base64url } from "./encoding.ts";
+import type { Database } from "../db/schema.ts";
+import { ConflictError, NotFoundError } from "../errors.ts";
+import { isUniqueViolation } from "../devices/store.ts";
+import { isUuid } from "../util/ids.ts";
+import { decodeCursor, encodeCursor } from "../util/paging.ts";
+import { base64url } from "../util/encoding.ts";
 
 export const ROLES = ["admin", "operator", "viewer"] as const;
 export type Role = typeof ROLES[number];

@@ -1,4 +1,4 @@
-import type { SessionStore } from "./adapter.ts";
+import type { SessionStore } from "../adapter.ts";
 
 interface Parked {
   key: string;

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { StartupError } from "./errors.ts";
-import { parseSigningKey } from "./report/sign.ts";
+import { StartupError } from "../errors.ts";
+import { parseSigningKey } from "../report/sign.ts";
 
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 const int = (min: number, max: number, def: number) =>

@@ -1,5 +1,5 @@
-import { sha256Hex } from "./hash.ts";
-import { base64url, fromBase64url } from "./encoding.ts";
+import { sha256Hex } from "../util/hash.ts";
+import { base64url, fromBase64url } from "../util/encoding.ts";
 
 const fromHex = (h: string) => Uint8Array.from(h.match(/../g)!, (x) => parseInt(x, 16));
 

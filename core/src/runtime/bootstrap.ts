@@ -1,23 +1,23 @@
 import { type Config, parseEnv } from "./config.ts";
 import { loadOrCreateSecrets, lockDataDir } from "./datadir.ts";
-import { type Db, migrate, openDatabase } from "./db/open.ts";
-import { unpackTemplate } from "./db/template.ts";
-import { StartupError } from "./errors.ts";
+import { type Db, migrate, openDatabase } from "../db/open.ts";
+import { unpackTemplate } from "../db/template.ts";
+import { StartupError } from "../errors.ts";
 import { logger, setupLogging } from "./log.ts";
-import { buildRegistry, type LoadedModules, type Registry } from "./registry.ts";
+import { buildRegistry, type LoadedModules, type Registry } from "../registry.ts";
 import { buildServices, type Services } from "./services.ts";
-import { PollWorker } from "./poller/worker.ts";
-import { CORE_VERSION } from "./version.ts";
-import { reencryptCredentials } from "./key_rotation.ts";
+import { PollWorker } from "../poller/worker.ts";
+import { CORE_VERSION } from "../version.ts";
+import { reencryptCredentials } from "../devices/key_rotation.ts";
 
-export type { LoadedModules } from "./registry.ts";
-export { buildRegistry } from "./registry.ts";
+export type { LoadedModules } from "../registry.ts";
+export { buildRegistry } from "../registry.ts";
 export { parseEnv } from "./config.ts";
-export { createApp } from "./http/app.ts";
+export { createApp } from "../http/app.ts";
 export { buildServices } from "./services.ts";
-export { migrate, openDatabase } from "./db/open.ts";
-export { PollWorker } from "./poller/worker.ts";
-export { StartupError } from "./errors.ts";
+export { migrate, openDatabase } from "../db/open.ts";
+export { PollWorker } from "../poller/worker.ts";
+export { StartupError } from "../errors.ts";
 export { logger } from "./log.ts";
 
 /** A started process: configuration, database, registry and services, closed with `close()`. */

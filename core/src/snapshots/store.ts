@@ -1,6 +1,6 @@
 import { type Kysely, sql } from "kysely";
-import type { Database } from "./db/schema.ts";
-import { decodeCursor, encodeCursor } from "./paging.ts";
+import type { Database } from "../db/schema.ts";
+import { decodeCursor, encodeCursor } from "../util/paging.ts";
 
 /** A snapshot as the API returns it (spec 2.3). */
 export interface SnapshotView {

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { stripVolatile, volatilePatternError } from "./volatile.ts";
-import { buildRegistry } from "./registry.ts";
-import { StartupError } from "./errors.ts";
-import { fixtureAdapter, fixtureModules } from "../testing/fixture_modules.ts";
+import { buildRegistry } from "../registry.ts";
+import { StartupError } from "../errors.ts";
+import { fixtureAdapter, fixtureModules } from "../../testing/fixture_modules.ts";
 
 Deno.test("stripVolatile leaves out what the patterns name, with * for any key or index, and copies", () => {
   const payload = {

@@ -1,6 +1,6 @@
-import { StartupError } from "./errors.ts";
+import { StartupError } from "../errors.ts";
 import { logger } from "./log.ts";
-import { generateSigningKey } from "./report/sign.ts";
+import { generateSigningKey } from "../report/sign.ts";
 
 /** What a lock file records: the owner's PID and, where the OS tells it, the process's start time. */
 interface LockOwner {

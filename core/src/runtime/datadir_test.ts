@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { lockDataDir, parseLock, processStart } from "./datadir.ts";
-import { StartupError } from "./errors.ts";
+import { StartupError } from "../errors.ts";
 
 /** A live process that is not this one, standing in for whoever got a stale lock's PID. */
 async function withOtherProcess(fn: (pid: number) => Promise<void>) {
