@@ -79,6 +79,7 @@ async function sseOverhead(
         headers,
         body: JSON.stringify({ notes: `bench ${n++}` }),
         client,
+        signal: AbortSignal.timeout(10_000),
       });
       await r.arrayBuffer();
       await new Promise((r) => setTimeout(r, Math.max(0, 50 - (performance.now() - t))));
@@ -92,6 +93,7 @@ async function sseOverhead(
     const s = (performance.now() - t0) / 1000;
     return { cpuPct: ((cpuSeconds(pid) - c0) / s) * 100, events: n, rate: n / s };
   };
+  ctx.log("SSE: measuring the server's CPU without clients");
   const without = await measure();
   const clients = 100;
   const abort = new AbortController();
@@ -100,8 +102,13 @@ async function sseOverhead(
     const c = Deno.createHttpClient({});
     try {
       const r = await fetch(`${base}/api/events`, { headers, signal: abort.signal, client: c });
-      for await (const chunk of r.body!.pipeThrough(new TextDecoderStream())) {
-        counts[i] += chunk.split("event: device.changed").length - 1;
+      const reader = r.body!.pipeThrough(new TextDecoderStream()).getReader();
+      // Aborting the fetch does not always end a body piped through a stream here: cancel the reader too.
+      abort.signal.addEventListener("abort", () => reader.cancel().catch(() => {}), { once: true });
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        counts[i] += value.split("event: device.changed").length - 1;
       }
     } catch {
       /* aborted */
@@ -110,10 +117,12 @@ async function sseOverhead(
     }
   });
   await new Promise((r) => setTimeout(r, 2000));
+  ctx.log(`SSE: ${clients} clients connected; measuring again`);
   const withClients = await measure();
+  ctx.log("SSE: closing the clients");
   await new Promise((r) => setTimeout(r, 1000));
   abort.abort();
-  await Promise.all(readers);
+  await Promise.race([Promise.all(readers), new Promise((r) => setTimeout(r, 10_000))]);
   const missing = counts.filter((c) => c < withClients.events).length;
   ctx.log(
     `SSE: ${round(without.cpuPct)} % CPU without clients, ${round(withClients.cpuPct)} % with ${clients} ` +

@@ -10,6 +10,22 @@ const MAX_QUEUE = 10_000;
 const HEARTBEAT_MS = 15_000;
 
 /**
+ * Each event's SSE frame, encoded once and written to every client (an event is one object shared by all
+ * subscribers): the per-client cost of an event is one write, not a JSON serialization and an encoding.
+ */
+const frames = new WeakMap<StoredEvent, Uint8Array>();
+const encoder = new TextEncoder();
+function frameOf(e: StoredEvent): Uint8Array {
+  let f = frames.get(e);
+  if (!f) {
+    // JSON has no raw line breaks, so the data is one `data:` line; the type and id are ours (no newlines).
+    f = encoder.encode(`event: ${e.type}\ndata: ${JSON.stringify(e)}\nid: ${e.id}\n\n`);
+    frames.set(e, f);
+  }
+  return f;
+}
+
+/**
  * `GET /api/events`: Server-Sent Events. Each event has `id` (increasing), `event` (its type) and `data`
  * (JSON `{id, at, type, data}`). With `Last-Event-ID` (header, or `lastEventId` query for clients that cannot
  * set headers) the stream first replays every kept event after that id, then follows live.
@@ -38,7 +54,7 @@ export function eventRoutes(app: OpenAPIHono, svc: Services) {
       let sent = after ?? svc.events.lastId;
       const send = async (e: StoredEvent) => {
         if (BigInt(e.id) <= sent) return;
-        await stream.writeSSE({ id: e.id, event: e.type, data: JSON.stringify(e) });
+        await stream.write(frameOf(e));
         sent = BigInt(e.id);
       };
       try {
