@@ -254,7 +254,7 @@ export function buildRegistry(mods: LoadedModules): Registry {
     if (p.dependsOn !== undefined) {
       const r = PlanDependsOnSchema.safeParse(p.dependsOn);
       if (!r.success) {
-        const issue = r.error.issues[0];
+        const issue = r.error.issues[0]!; // a failed parse has at least one issue
         throw new StartupError(
           "PLAN_CATALOG",
           `Plan "${p.identifier}": dependsOn${

@@ -35,7 +35,7 @@ Deno.test("registry refuses a duplicate vendor key or check id with a coded erro
 
 Deno.test("registry refuses a module written for another core version", () => {
   const old = fixtureModules();
-  old.adapters[0] = { ...old.adapters[0], module: { ...fixtureAdapter, coreVersion: "^2.0.0" } };
+  old.adapters[0] = { ...old.adapters[0]!, module: { ...fixtureAdapter, coreVersion: "^2.0.0" } };
   assert.throws(() => buildRegistry(old), (e: unknown) => {
     assert.ok(e instanceof StartupError && e.code === "MODULE_CORE_VERSION");
     assert.match(e.message, /@dutlab\/adapter-fixture-fw@0.0.1 is written for @dutlab\/core "\^2.0.0"/);
@@ -50,17 +50,17 @@ Deno.test("registry refuses a module written for another core version", () => {
 Deno.test("registry refuses modules of the wrong shape, naming the module", () => {
   const cases: Array<[string, LoadedModules]> = [];
   const a = fixtureModules();
-  a.adapters[0] = { ...a.adapters[0], module: { ...fixtureAdapter, labels: [] } };
+  a.adapters[0] = { ...a.adapters[0]!, module: { ...fixtureAdapter, labels: [] } };
   cases.push(["labels", a]);
   const b = fixtureModules();
-  b.checks[0] = { ...b.checks[0], module: { ...fixtureCheck, evaluate: undefined } };
+  b.checks[0] = { ...b.checks[0]!, module: { ...fixtureCheck, evaluate: undefined } };
   cases.push(["evaluate", b]);
   const c = fixtureModules();
-  c.adapters[0] = { ...c.adapters[0], module: { ...fixtureAdapter, kind: undefined } };
+  c.adapters[0] = { ...c.adapters[0]!, module: { ...fixtureAdapter, kind: undefined } };
   cases.push(["adapter \\(default export of defineAdapter", c]);
   const d = fixtureModules();
   d.plugins[0] = {
-    ...d.plugins[0],
+    ...d.plugins[0]!,
     module: { kind: "plugin", name: "p", coreVersion: "^1.0.0", planCatalog: { plans: [] } },
   };
   cases.push(["catalogVersion", d]);
@@ -79,19 +79,19 @@ Deno.test("define* helpers set kind, and the registry refuses a module listed un
   assert.equal(fixturePlugin.kind, "plugin");
   const cases: Array<[LoadedModules, RegExp]> = [];
   const a = fixtureModules();
-  a.adapters[0] = { ...a.adapters[0], module: fixtureCheck };
+  a.adapters[0] = { ...a.adapters[0]!, module: fixtureCheck };
   cases.push([
     a,
     /adapter-fixture-fw@0.0.1 is listed under "adapters".* is a check \(made with defineCheck\)/,
   ]);
   const c = fixtureModules();
-  c.checks[0] = { ...c.checks[0], module: fixtureAdapter };
+  c.checks[0] = { ...c.checks[0]!, module: fixtureAdapter };
   cases.push([
     c,
     /check-fixture-ntp@0.0.1 is listed under "checks".* is an adapter \(made with defineAdapter\)/,
   ]);
   const p = fixtureModules();
-  p.plugins[0] = { ...p.plugins[0], module: fixtureCheck };
+  p.plugins[0] = { ...p.plugins[0]!, module: fixtureCheck };
   cases.push([p, /is listed under "plugins".* is a check .*; list it under "checks"/]);
   for (const [mods, message] of cases) {
     assert.throws(() => buildRegistry(mods), (e: unknown) => {
@@ -104,10 +104,10 @@ Deno.test("define* helpers set kind, and the registry refuses a module listed un
 
 Deno.test("registry checks the core range the generator recorded, and refuses a record the module contradicts", () => {
   const recorded = fixtureModules();
-  recorded.checks[0] = { ...recorded.checks[0], coreVersion: "^1.0.0" };
+  recorded.checks[0] = { ...recorded.checks[0]!, coreVersion: "^1.0.0" };
   assert.equal(buildRegistry(recorded).checks.length, 1);
   const stale = fixtureModules();
-  stale.checks[0] = { ...stale.checks[0], coreVersion: "^2.0.0" };
+  stale.checks[0] = { ...stale.checks[0]!, coreVersion: "^2.0.0" };
   assert.throws(() => buildRegistry(stale), (e: unknown) => {
     assert.ok(e instanceof StartupError && e.code === "MODULE_CORE_VERSION");
     assert.match(
@@ -118,7 +118,7 @@ Deno.test("registry checks the core range the generator recorded, and refuses a 
   });
   const old = fixtureModules();
   old.checks[0] = {
-    ...old.checks[0],
+    ...old.checks[0]!,
     coreVersion: "^2.0.0",
     module: { ...fixtureCheck, coreVersion: "^2.0.0" },
   };
@@ -134,7 +134,7 @@ Deno.test("registry refuses facts.inventory whose inventoryLabel is not one of t
   const withInventory = (extra: Record<string, unknown>) => {
     const mods = fixtureModules();
     mods.adapters[0] = {
-      ...mods.adapters[0],
+      ...mods.adapters[0]!,
       module: { ...fixtureAdapter, facts: { ...fixtureAdapter.facts, inventory }, ...extra },
     };
     return mods;
@@ -155,7 +155,7 @@ Deno.test("registry refuses facts.inventory whose inventoryLabel is not one of t
   }
   const notFn = fixtureModules();
   notFn.adapters[0] = {
-    ...notFn.adapters[0],
+    ...notFn.adapters[0]!,
     module: { ...fixtureAdapter, facts: { inventory: "system_info" }, inventoryLabel: "system_info" },
   };
   assert.throws(() => buildRegistry(notFn), code("MODULE_SHAPE"));
@@ -170,9 +170,9 @@ Deno.test("registry refuses facts.inventory whose inventoryLabel is not one of t
 Deno.test("registry refuses a plan whose dependsOn is not a list of {deviceRole, labels}, naming the entry", () => {
   const withDeps = (dependsOn: unknown): LoadedModules => {
     const m = fixtureModules();
-    const plugin = m.plugins[0].module as { planCatalog: { plans: object[] } };
+    const plugin = m.plugins[0]!.module as { planCatalog: { plans: object[] } };
     m.plugins[0] = {
-      ...m.plugins[0],
+      ...m.plugins[0]!,
       module: {
         ...plugin,
         planCatalog: { ...plugin.planCatalog, plans: [{ ...plugin.planCatalog.plans[0], dependsOn }] },

@@ -40,7 +40,7 @@ Deno.test("replay server answers captured routes by method, path and query, and 
     assert.equal((await get("/redfish/v1/../replay.json")).status, 404);
     assert.deepEqual(replay.unmatched, ["GET /redfish/v1/Systems/2", "GET /redfish/replay.json"]);
     assert.equal(replay.sim.requests.length, 7);
-    assert.equal(replay.sim.requests[2].method, "POST");
+    assert.equal(replay.sim.requests[2]!.method, "POST");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -213,6 +213,7 @@ export class AuditLog {
     }
     const rows = await q.orderBy("audit_log.id", "desc").limit(limit + 1).execute();
     const page = rows.slice(0, limit);
+    const last = page.at(-1); // absent only when the limit is 0, then there is no next page
     return {
       entries: page.map((r) => ({
         id: r.id,
@@ -226,7 +227,7 @@ export class AuditLog {
         outcome: r.outcome as AuditEntry["outcome"],
         requestId: r.request_id,
       })),
-      nextCursor: rows.length > limit ? encodeCursor("a", page[page.length - 1].id) : null,
+      nextCursor: rows.length > limit && last ? encodeCursor("a", last.id) : null,
     };
   }
 }

@@ -179,7 +179,8 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
         };
         try {
           await one.connect();
-          const { rows: [{ pid }] } = await one.query<{ pid: number }>("select pg_backend_pid() as pid");
+          // One row by construction.
+          const { pid } = (await one.query<{ pid: number }>("select pg_backend_pid() as pid")).rows[0]!;
           return {
             pid,
             query: async <T>(text: string, params: unknown[] = []) =>

@@ -34,10 +34,16 @@ export async function encryptSecret(k: CredentialKey, deviceId: string, plaintex
   return `v1.${k.id}.${base64url(iv)}.${base64url(ct)}`;
 }
 
+/** The parts of a stored ciphertext `v1.<key id>.<iv>.<ciphertext>`, or null when it has another shape. */
+function partsOf(stored: string): { keyId: string; iv: string; ciphertext: string } | null {
+  const [version, keyId, iv, ciphertext, ...rest] = stored.split(".");
+  if (version !== "v1" || keyId === undefined || iv === undefined || ciphertext === undefined) return null;
+  return rest.length ? null : { keyId, iv, ciphertext };
+}
+
 /** The key id a stored ciphertext was made with. */
 export function keyIdOf(stored: string): string | null {
-  const p = stored.split(".");
-  return p.length === 4 && p[0] === "v1" ? p[1] : null;
+  return partsOf(stored)?.keyId ?? null;
 }
 
 export class CredentialError extends Error {
@@ -50,17 +56,17 @@ export async function decryptSecret(
   deviceId: string,
   stored: string,
 ): Promise<string> {
-  const p = stored.split(".");
-  if (p.length !== 4 || p[0] !== "v1") throw new CredentialError("Stored credential has an unknown format");
-  const k = keys.find((x) => x.id === p[1]);
+  const p = partsOf(stored);
+  if (!p) throw new CredentialError("Stored credential has an unknown format");
+  const k = keys.find((x) => x.id === p.keyId);
   if (!k) {
-    throw new CredentialError(`Stored credential was encrypted with key ${p[1]}, which is not configured`);
+    throw new CredentialError(`Stored credential was encrypted with key ${p.keyId}, which is not configured`);
   }
   try {
     const pt = await crypto.subtle.decrypt(
-      { name: "AES-GCM", iv: fromBase64url(p[2]), additionalData: new TextEncoder().encode(deviceId) },
+      { name: "AES-GCM", iv: fromBase64url(p.iv), additionalData: new TextEncoder().encode(deviceId) },
       k.key,
-      fromBase64url(p[3]),
+      fromBase64url(p.ciphertext),
     );
     return new TextDecoder().decode(pt);
   } catch {

@@ -153,9 +153,10 @@ export class DeviceStore {
     if (f.limit === undefined) return { rows: await q.execute(), nextCursor: null };
     const rows = await q.limit(f.limit + 1).execute();
     const page = rows.slice(0, f.limit);
+    const last = page.at(-1); // absent only when the limit is 0, then there is no next page
     return {
       rows: page,
-      nextCursor: rows.length > f.limit ? encodeCursor("d", page[page.length - 1].hostname) : null,
+      nextCursor: rows.length > f.limit && last ? encodeCursor("d", last.hostname) : null,
     };
   }
 

@@ -20,7 +20,8 @@ export function bearerAuth(svc: Services): MiddlewareHandler {
   return async (c, next) => {
     const h = c.req.header("authorization") ?? "";
     const m = /^Bearer\s+(\S+)\s*$/i.exec(h.trim());
-    const principal = m ? await svc.tokens.resolve(m[1]) : null;
+    const presented = m?.[1]; // the group is not optional: present whenever m is
+    const principal = presented !== undefined ? await svc.tokens.resolve(presented) : null;
     const route = routeTemplate(c);
     if (!principal) {
       const reason = m ? "invalid" : "missing";
@@ -72,7 +73,8 @@ export function bearerAuth(svc: Services): MiddlewareHandler {
 export function adminAuth(token: string): MiddlewareHandler {
   return async (c, next) => {
     const m = /^Bearer\s+(\S+)\s*$/i.exec((c.req.header("authorization") ?? "").trim());
-    if (!m || !sameSecret(m[1], token)) {
+    const presented = m?.[1]; // the group is not optional: present whenever m is
+    if (presented === undefined || !sameSecret(presented, token)) {
       c.header("WWW-Authenticate", m ? 'Bearer error="invalid_token"' : 'Bearer realm="dutlab"');
       return problemResponse(c, {
         type: problemType("unauthorized"),

@@ -45,7 +45,7 @@ function firstFault(root: unknown): Found | null {
       }
       const entries = Array.isArray(v) ? v.map((x, i) => [i, x] as const) : Object.entries(v);
       for (let i = entries.length - 1; i >= 0; i--) {
-        const [k, x] = entries[i];
+        const [k, x] = entries[i]!; // 0 <= i < entries.length
         if (typeof k === "string") {
           const m = badText(k);
           if (m) return { path: [...path, k], message: `member name ${m}` };

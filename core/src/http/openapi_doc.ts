@@ -199,7 +199,7 @@ export function buildDocument(app: OpenAPIHono, origin: string): Record<string, 
     for (const [method, op] of Object.entries(item)) {
       if (typeof op !== "object" || op === null || !("responses" in op)) continue;
       op.operationId ??= method + path.split(/[^A-Za-z0-9]+/).filter(Boolean)
-        .map((w) => w[0].toUpperCase() + w.slice(1)).join("");
+        .map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join("");
       used.add(op.operationId);
       for (const t of op.tags ?? []) {
         if (!tagNames.has(t)) {

@@ -3,12 +3,7 @@ import { matchedRoutes } from "hono/route";
 
 /** The route template that serves this request (e.g. `/api/admin/dut/devices/:id`), or null when none does. */
 export function routeTemplate(c: Context): string | null {
-  const routes = matchedRoutes(c);
-  for (let i = routes.length - 1; i >= 0; i--) {
-    const r = routes[i];
-    if (r.method !== "ALL" && !r.path.includes("*")) return r.path;
-  }
-  return null;
+  return matchedRoutes(c).findLast((r) => r.method !== "ALL" && !r.path.includes("*"))?.path ?? null;
 }
 
 /** A path segment decoded, or as sent when it is not valid percent-encoded UTF-8 (never throws). */

@@ -136,13 +136,13 @@ export class PollStore {
         try {
           const out = await this.#transaction(batch);
           batch.forEach((j, i) => {
-            const r = out[i];
+            const r = out[i] ?? new Error("The batch write returned no result for this poll");
             if (r instanceof Error) j.reject(r);
             else j.resolve(r);
           });
         } catch (e) {
           if (batch.length === 1) {
-            batch[0].reject(e);
+            batch[0]!.reject(e);
             continue;
           }
           log.warn("Writing {n} poll results together failed ({error}); writing them one by one", {
@@ -151,7 +151,8 @@ export class PollStore {
           });
           for (const j of batch) {
             try {
-              const [r] = await this.#transaction([j]);
+              const r = (await this.#transaction([j]))[0] ??
+                new Error("The write returned no result for this poll");
               if (r instanceof Error) j.reject(r);
               else j.resolve(r);
             } catch (e1) {
@@ -174,7 +175,7 @@ export class PollStore {
       for (const j of batch) {
         if (j.guard && !guards.has(j.guard)) guards.set(j.guard, await j.guard(tx));
       }
-      const { rows: [{ now }] } = await sql<{ now: Date | string }>`select now() as now`.execute(tx);
+      const { now } = (await sql<{ now: Date | string }>`select now() as now`.execute(tx)).rows[0]!; // one row
       const at = new Date(now);
       batch.forEach((j, i) => {
         if (j.guard && !guards.get(j.guard)) {

@@ -208,7 +208,8 @@ export class PollWorker {
 
   async #key(): Promise<number> {
     if (this.#lockKey === null) {
-      const [{ s }] = (await sql<{ s: string }>`select current_schema() as s`.execute(this.db.kysely)).rows;
+      // One row by construction, as for the lock queries below (a select without from).
+      const { s } = (await sql<{ s: string }>`select current_schema() as s`.execute(this.db.kysely)).rows[0]!;
       this.#lockKey = pollLockKey(s);
     }
     return this.#lockKey;
@@ -254,20 +255,20 @@ export class PollWorker {
     try {
       const key = [POLL_LOCK_CLASS, await this.#key()];
       // The session may have been re-established under us (a new backend holds no lock): ask it.
-      const [{ pid, held }] = await this.#lockQuery<{ pid: number; held: boolean }>(
+      const { pid, held } = (await this.#lockQuery<{ pid: number; held: boolean }>(
         `select pg_backend_pid() as pid, ${HELD_BY} as held`,
         key,
-      );
+      ))[0]!;
       if (held) {
         this.#lockPid = pid;
         return true;
       }
       if (this.#lockPid !== null) this.#lostLock();
       if (this.#stopping) return false;
-      const [{ ok }] = await this.#lockQuery<{ ok: boolean }>(
+      const { ok } = (await this.#lockQuery<{ ok: boolean }>(
         "select pg_try_advisory_lock($1, $2) as ok",
         key,
-      );
+      ))[0]!;
       if (ok) {
         this.#lockPid = pid;
         this.metrics.lockHeld.set(1);

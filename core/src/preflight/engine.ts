@@ -447,10 +447,11 @@ export function preflightOf(registry: Registry, plan: Plan): {
     const verdicts = verdictsOf(devices);
     const wanted = new Map<string, Set<string>>();
     defs.forEach((check, i) => {
+      const row = verdicts[i]!; // verdictsOf: one row per check, one verdict per device
       for (const label of [check.label, ...(check.alsoReads ?? [])]) {
         let ids = wanted.get(label);
         if (!ids) wanted.set(label, ids = new Set());
-        verdicts[i].forEach((v, j) => v !== false && ids.add(devices[j].id));
+        devices.forEach((device, j) => row[j] !== false && ids.add(device.id));
       }
     });
     return wanted;
@@ -468,8 +469,9 @@ export function preflightOf(registry: Registry, plan: Plan): {
     const checks: CheckResult[] = [];
     defs.forEach((check, i) => {
       const byDevice = latest.get(check.label);
+      const row = verdicts[i]!; // verdictsOf: one row per check, one verdict per device
       devices.forEach((device, j) => {
-        const applied = verdicts[i][j];
+        const applied = row[j]!;
         if (applied === false) return;
         const s = byDevice?.get(device.id);
         const snapshot = s && known(s.sha) ? { id: s.id, payloadSha256: s.sha, collectedAt: s.at } : null;

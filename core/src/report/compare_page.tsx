@@ -150,7 +150,7 @@ function Chart(
         </text>
       ))}
       {series.map((s) => {
-        const pts = cmp.runs.map((r, i) => [i, r.kpis[s.k].value] as const).filter(([, v]) => v !== null);
+        const pts = cmp.runs.map((r, i) => [i, r.kpis[s.k].value, r] as const).filter(([, v]) => v !== null);
         return (
           <g data-series={s.k}>
             <polyline
@@ -159,8 +159,8 @@ function Chart(
               stroke-width="2"
               points={pts.map(([i, v]) => `${x(i).toFixed(1)},${y(v!).toFixed(1)}`).join(" ")}
             />
-            {pts.map(([i, v]) => {
-              const bad = cmp.runs[i].kpis[s.k].regression;
+            {pts.map(([i, v, r]) => {
+              const bad = r.kpis[s.k].regression;
               return (
                 <circle
                   cx={x(i).toFixed(1)}
@@ -321,8 +321,9 @@ function ComparePage({ cmp, licences }: { cmp: Comparison; licences: CompareLice
   const plans = [...new Set(cmp.runs.map((r) => r.planIdentifier))];
   const regressions = cmp.runs.filter((r) => r.regression);
   const t = cmp.thresholds;
-  const licence = licences.length === 1
-    ? `Licence ${licences[0].id} \u2014 ${licences[0].name}`
+  const [only] = licences;
+  const licence = licences.length === 1 && only
+    ? `Licence ${only.id} \u2014 ${only.name}`
     : `Licences ${licences.map((l) => l.id).join(", ")} (see the licensing pages)`;
   const css = printStylesheet({
     title: "Run comparison",

@@ -58,6 +58,13 @@ const DEVICES = [
   { id: "dev_01hbmc0rk01b", hostname: "bmc-rack-01b", vendor: "vendor-a-bmc", deviceRole: null },
 ];
 
+/** `list[i]`, or an error naming the fixture's missing element (the fixture's lists are fixed). */
+function nth<T>(list: readonly T[], i: number): T {
+  const v = list[i];
+  if (v === undefined) throw new Error(`the fixture has no element ${i} in a list of ${list.length}`);
+  return v;
+}
+
 const STARTED = Date.parse("2026-11-21T13:00:04.512Z");
 const DURATION_S = 3912;
 const ALERT_AT = "2026-11-21T13:41:10.020Z";
@@ -111,8 +118,8 @@ async function snapshotList(decryptChanged: boolean) {
   if (decryptChanged) {
     list.push({
       id: "snp_00999",
-      deviceId: DEVICES[1].id,
-      deviceHostname: DEVICES[1].hostname,
+      deviceId: nth(DEVICES, 1).id,
+      deviceHostname: nth(DEVICES, 1).hostname,
       endpointLabel: "decrypt_policy",
       payloadSha256: await sha256Hex("decrypt-off"),
       collectedAt: ALERT_AT,
@@ -146,7 +153,7 @@ export async function reportFixture(opts: ReportFixtureOptions = {}): Promise<Re
           vendor: d.vendor,
           pass: true,
           detail: checkId === "ngfw-decrypt-state-matches-plan" ? "decrypt on (plan: on)" : "ok",
-          evidence: { snapshotId: snapshots[i].id, payloadSha256: snapshots[i].payloadSha256 },
+          evidence: { snapshotId: nth(snapshots, i).id, payloadSha256: nth(snapshots, i).payloadSha256 },
         })),
     ).slice(0, 5),
   };
@@ -154,8 +161,8 @@ export async function reportFixture(opts: ReportFixtureOptions = {}): Promise<Re
     ? [{
       name: "TLSDecryptModeChanged",
       at: ALERT_AT,
-      deviceId: DEVICES[1].id,
-      deviceHostname: DEVICES[1].hostname,
+      deviceId: nth(DEVICES, 1).id,
+      deviceHostname: nth(DEVICES, 1).hostname,
       from: "on",
       to: "off",
       snapshotId: "snp_00999",

@@ -74,6 +74,13 @@ const DEVICES = [
   },
 ];
 
+/** `list[i]`, or an error naming the fixture's missing element (the fixture's lists are fixed). */
+function nth<T>(list: readonly T[], i: number): T {
+  const v = list[i];
+  if (v === undefined) throw new Error(`the fixture has no element ${i} in a list of ${list.length}`);
+  return v;
+}
+
 const STARTED = Date.parse("2026-11-23T14:02:11.408Z");
 
 /** Build the report, sealed with real hashes. */
@@ -114,7 +121,7 @@ export async function currentReportFixture(opts: CurrentFixtureOptions = {}): Pr
     ]
       .map((checkId) => ({ checkId, d, i }))
   ).slice(0, 12);
-  while (checks.length < 12) checks.push({ checkId: "ngfw-ha-state-sane", d: DEVICES[0], i: 0 });
+  while (checks.length < 12) checks.push({ checkId: "ngfw-ha-state-sane", d: nth(DEVICES, 0), i: 0 });
   const preflight: PreflightResult = {
     planIdentifier: PLAN.identifier,
     ranAt: new Date(STARTED - 900).toISOString(),
@@ -147,47 +154,49 @@ export async function currentReportFixture(opts: CurrentFixtureOptions = {}): Pr
           ? "latest system_info snapshot is 3 h 12 min old (limit 60 min)"
           : "no NTP server configured",
         evidence: skipped ? null : {
-          snapshotId: snapshots[i * 3].snapshotId,
-          payloadSha256: snapshots[i * 3].payloadSha256,
-          collectedAt: snapshots[i * 3].collectedAt,
+          snapshotId: nth(snapshots, i * 3).snapshotId,
+          payloadSha256: nth(snapshots, i * 3).payloadSha256,
+          collectedAt: nth(snapshots, i * 3).collectedAt,
         },
       };
     }),
   };
   const inventory: Record<string, InventoryEntry> = {};
-  const inv = [["FPR-3110", "7.4.2", "JMX2741L0QX"], ["FG-400F", "7.4.5", "FG4H0FT923900145"], [
-    "N9K-C93180YC-FX",
-    "10.3(5)",
-    "FDO24371KXP",
-  ]];
+  // Model, software version and serial number of the devices whose inventory was read (the first three).
+  const inv: Array<[string, string, string]> = [
+    ["FPR-3110", "7.4.2", "JMX2741L0QX"],
+    ["FG-400F", "7.4.5", "FG4H0FT923900145"],
+    ["N9K-C93180YC-FX", "10.3(5)", "FDO24371KXP"],
+  ];
   for (const [i, d] of DEVICES.entries()) {
-    inventory[d.id] = i < 3
+    const read = inv[i];
+    inventory[d.id] = read
       ? {
         status: "read",
-        model: inv[i][0],
-        softwareVersion: inv[i][1],
-        serialNumber: inv[i][2],
-        snapshotId: snapshots[i * 3].snapshotId,
-        payloadSha256: snapshots[i * 3].payloadSha256,
+        model: read[0],
+        softwareVersion: read[1],
+        serialNumber: read[2],
+        snapshotId: nth(snapshots, i * 3).snapshotId,
+        payloadSha256: nth(snapshots, i * 3).payloadSha256,
       }
       : {
         status: "unreadable",
         model: null,
         softwareVersion: null,
         serialNumber: null,
-        snapshotId: snapshots[9].snapshotId,
-        payloadSha256: snapshots[9].payloadSha256,
+        snapshotId: nth(snapshots, 9).snapshotId,
+        payloadSha256: nth(snapshots, 9).payloadSha256,
       };
   }
   const decrypt: StartState["decrypt"] = {
-    [DEVICES[0].id]: {
+    [nth(DEVICES, 0).id]: {
       state: decryptOff ? "off" : "on",
-      snapshotId: snapshots[2].snapshotId,
+      snapshotId: nth(snapshots, 2).snapshotId,
       ruleCount: decryptOff ? 0 : 3,
     },
-    [DEVICES[1].id]: {
+    [nth(DEVICES, 1).id]: {
       state: decryptOff ? "off" : "on",
-      snapshotId: snapshots[5].snapshotId,
+      snapshotId: nth(snapshots, 5).snapshotId,
       ruleCount: decryptOff ? 0 : 2,
     },
   };
@@ -197,8 +206,8 @@ export async function currentReportFixture(opts: CurrentFixtureOptions = {}): Pr
     ? [{
       name: "TLSDecryptModeChanged",
       at: new Date(STARTED + 61_000).toISOString(),
-      deviceId: DEVICES[1].id,
-      deviceHostname: DEVICES[1].hostname,
+      deviceId: nth(DEVICES, 1).id,
+      deviceHostname: nth(DEVICES, 1).hostname,
       from: decryptOff ? "off" : "on",
       to: decryptOff ? "on" : "off",
       snapshotId: "40299",

@@ -51,7 +51,9 @@ Deno.test("report page renders every section in order with the escaped values", 
       "deno task verify-report &lt;url",
     ]
   ) assert.ok(html.includes(text), `page shows ${JSON.stringify(text)}`);
-  for (const [lang, heading] of [["en", "English"], ["pt-BR", "Português (Brasil)"], ["es", "Español"]]) {
+  for (
+    const [lang, heading] of [["en", "English"], ["pt-BR", "Português (Brasil)"], ["es", "Español"]] as const
+  ) {
     assert.match(
       html,
       new RegExp(`<div class="lang" lang="${lang}"><h3>${heading.replace(/[()]/g, "\\$&")}</h3>`),
@@ -88,7 +90,9 @@ Deno.test("report page renders every section in order with the escaped values", 
 function appendixBodies(html: string): string[] {
   const blocks = [...html.matchAll(/<div class="body">([\s\S]*?)<\/div><\/article>/g)];
   return blocks.map((b) =>
-    [...b[1].matchAll(/<div class="ln">([\s\S]*?)<\/div>/g)].map((l) => decode(l[1].replace(/<[^>]+>/g, "")))
+    [...b[1]!.matchAll(/<div class="ln">([\s\S]*?)<\/div>/g)].map((l) =>
+      decode(l[1]!.replace(/<[^>]+>/g, ""))
+    )
       .join("\n")
   );
 }
@@ -139,7 +143,7 @@ Deno.test("report page escapes hostile values in the markup and in the print foo
     ...base,
     meta: { ...base.meta, runId: evil, notes: evil },
     license: { ...base.license, id: evil, name: evil },
-    annexes: [{ ...base.annexes[0], title: evil, body: evil }],
+    annexes: [{ ...base.annexes[0]!, title: evil, body: evil }],
   };
   const html = renderReportPage(report);
   assert.ok(!html.includes("<script"), "no script element");
@@ -157,7 +161,7 @@ Deno.test("report page has no external resource", async () => {
   assert.ok(!/@import|url\(/i.test(html), "no CSS import or url()");
   for (const tag of html.match(/<[a-zA-Z][^>]*>/g) ?? []) {
     for (const [, name, value] of tag.matchAll(/\s([\w:-]+)="([^"]*)"/g)) {
-      assert.ok(!/^\s*(https?:)?\/\//i.test(value), `attribute ${name} of ${tag} points elsewhere`);
+      assert.ok(!/^\s*(https?:)?\/\//i.test(value!), `attribute ${name} of ${tag} points elsewhere`);
     }
   }
 });
@@ -190,13 +194,13 @@ Deno.test({
       assert.ok(body.trim().length > 0, `page ${i + 1} is not blank`);
     });
 
-    const cover = squash(pages[0].text);
+    const cover = squash(pages[0]!.text);
     for (const v of [report.reportSha256, report.meta.planSnapshotSha256, report.meta.executionId]) {
       assert.ok(cover.includes(v), `the cover shows ${v}`);
     }
     assert.ok(cover.includes("SLOPASS"));
 
-    const licence = oneLine(pages[1].text);
+    const licence = oneLine(pages[1]!.text);
     for (const heading of ["Licensing and use restrictions", "English", "Português (Brasil)", "Español"]) {
       assert.ok(licence.includes(heading), `page 2 has ${heading}`);
     }
@@ -207,7 +211,7 @@ Deno.test({
     const first = (s: string) => pages.findIndex((p) => oneLine(p.text).includes(s));
     const at = ["1. Executive summary", "2. Test plan configuration", "3. Annexes"].map(first);
     assert.deepEqual(at, [2, 3, at[2]], `summary on page 3, plan on page 4: ${at}`);
-    assert.ok(at[2] > at[1]);
+    assert.ok(at[2]! > at[1]!);
   },
 });
 
@@ -221,14 +225,14 @@ Deno.test({
     const report = { ...base, license: { ...base.license, name } };
     const pages = await printed(report);
     pages.forEach((p, i) => assert.ok(p.text.includes(name), `page ${i + 1} footer shows ${name}`));
-    const cover = oneLine(pages[0].text);
+    const cover = oneLine(pages[0]!.text);
     assert.ok(cover.includes("SLO FAIL") && !cover.includes("SLO PASS"));
     assert.ok(cover.includes("SLO verdict invalidated"));
     assert.ok(squash(cover).includes(squash(report.slo.verdictNote!)));
-    assert.ok(squash(pages[0].text).includes(report.reportSha256));
-    assert.ok(oneLine(pages[1].text).includes("Português (Brasil)"), "licences still on page 2");
+    assert.ok(squash(pages[0]!.text).includes(report.reportSha256));
+    assert.ok(oneLine(pages[1]!.text).includes("Português (Brasil)"), "licences still on page 2");
 
-    const summary = oneLine(pages[2].text);
+    const summary = oneLine(pages[2]!.text);
     assert.ok(summary.includes("1. Executive summary"));
     assert.ok(summary.includes("TLSDecryptModeChanged at 2026-11-21 13:41:10 UTC"));
     assert.ok(summary.includes("fw-edge-02 changed from on to off"));
@@ -246,13 +250,13 @@ Deno.test({
       const pages = await printed(report);
       assertReportPages(pages, report.license);
       const verdict = report.verdict!.value.toUpperCase();
-      const cover = oneLine(pages[0].text);
-      assert.ok(squash(pages[0].text).includes(report.reportSha256), "the cover keeps the report hash");
+      const cover = oneLine(pages[0]!.text);
+      assert.ok(squash(pages[0]!.text).includes(report.reportSha256), "the cover keeps the report hash");
       assert.ok(cover.indexOf(`VERDICT: ${verdict}`) >= 0, `cover shows VERDICT: ${verdict}`);
       for (const r of report.verdict!.reasons) {
         assert.ok(squash(cover).includes(squash(r.detail)), `the cover gives the reason ${r.input}`);
       }
-      assert.ok(oneLine(pages[1].text).includes("Licensing and use restrictions"), "licence on page 2");
+      assert.ok(oneLine(pages[1]!.text).includes("Licensing and use restrictions"), "licence on page 2");
       // Every page that shows an SLO badge says, beside it, how it relates to the verdict.
       pages.forEach((p, i) => {
         const text = oneLine(p.text);

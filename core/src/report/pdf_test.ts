@@ -19,7 +19,7 @@ Deno.test(
       const out = await Promise.all([1, 2, 3].map((n) => pdf.render(html(n))));
       const pages = await Promise.all(out.map(async (b) => (await PDFDocument.load(b)).getPageCount()));
       assert.deepEqual(pages, [1, 2, 3], "each request got its own document");
-      const size = (await PDFDocument.load(out[0])).getPage(0).getSize();
+      const size = (await PDFDocument.load(out[0]!)).getPage(0).getSize();
       assert.ok(
         Math.abs(size.width - 595.3) < 1 && Math.abs(size.height - 841.9) < 1,
         "A4 from the page's @page",

@@ -17,16 +17,20 @@ export function percentile(sorted: number[], p: number): number {
   const h = (sorted.length - 1) * p;
   const lo = Math.floor(h);
   const hi = Math.ceil(h);
-  return sorted[lo] + (h - lo) * (sorted[hi] - sorted[lo]);
+  // 0 <= lo <= hi < sorted.length for p in [0, 1].
+  return sorted[lo]! + (h - lo) * (sorted[hi]! - sorted[lo]!);
 }
 
 export function aggregateSamples(samples: number[]): Aggregate {
   const s = [...samples].sort((a, b) => a - b);
+  const min = s[0];
+  const max = s.at(-1);
+  if (min === undefined || max === undefined) throw new RangeError("no samples");
   const sum = s.reduce((a, b) => a + b, 0);
   return {
     count: s.length,
-    min_ms: round3(s[0]),
-    max_ms: round3(s[s.length - 1]),
+    min_ms: round3(min),
+    max_ms: round3(max),
     mean_ms: round3(sum / s.length),
     p50_ms: round3(percentile(s, 0.5)),
     p95_ms: round3(percentile(s, 0.95)),
@@ -71,11 +75,12 @@ export function shareAboveK6(trend: K6Trend, target: number): number {
   if (trend["p(90)"] !== undefined) pts.push([trend["p(90)"], 0.9]);
   pts.push([trend["p(95)"], 0.95], [trend["p(99)"], 0.99], [trend.max, 1]);
   pts.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  if (target < pts[0][0]) return 1;
-  if (target >= pts[pts.length - 1][0]) return 0;
+  // At least five points (min, med, p95, p99, max), and 1 <= i < pts.length in the loop.
+  if (target < pts[0]![0]) return 1;
+  if (target >= pts[pts.length - 1]![0]) return 0;
   for (let i = 1; i < pts.length; i++) {
-    const [x0, q0] = pts[i - 1];
-    const [x1, q1] = pts[i];
+    const [x0, q0] = pts[i - 1]!;
+    const [x1, q1] = pts[i]!;
     if (target >= x0 && target < x1) {
       const q = x1 === x0 ? q1 : q0 + (q1 - q0) * (target - x0) / (x1 - x0);
       return 1 - q;

@@ -73,9 +73,9 @@ export interface DecryptAlertInput {
  */
 export async function recordDecryptAlerts(input: DecryptAlertInput): Promise<void> {
   const { tx, registry, executionId, device, rows, snapshots, at } = input;
-  const i = snapshots.findIndex((s) => s.label === FIREWALL.label);
-  if (i < 0) return;
-  const now = decryptStateOf(registry, device.vendor, snapshots[i].payload);
+  const firewall = snapshots.find((s) => s.label === FIREWALL.label);
+  if (!firewall) return;
+  const now = decryptStateOf(registry, device.vendor, firewall.payload);
   if (now === "unknown") return;
   const start = (await input.startState())?.decrypt?.[device.id]?.state;
   if (!start || start === "unknown") return;

@@ -22,24 +22,25 @@ Deno.test("plan differences: a changed plan is flagged with each parameter that 
   const a = await run(0);
   const b = await run(1, (r) => {
     r.plan.parameters = { ...r.plan.parameters, trafficMix: "HTTPS 50%", newKnob: true };
-    r.plan.phases[1].durationS = 900;
+    r.plan.phases[1]!.durationS = 900;
   });
   const c = await run(2);
   const cmp = await compareReports([c, b, a]);
   assert.deepEqual(cmp.runs.map((r) => r.runId), ["100", "101", "102"]);
   assert.deepEqual(cmp.summary.planDiffers, [b.meta.executionId]);
-  assert.deepEqual(cmp.runs[1].planChanges, [
+  assert.deepEqual(cmp.runs[1]!.planChanges, [
     { path: "parameters.newKnob", baseline: null, value: true },
     { path: "parameters.trafficMix", baseline: a.plan.parameters.trafficMix, value: "HTTPS 50%" },
     { path: "phases[1].durationS", baseline: 600, value: 900 },
   ]);
-  assert.deepEqual(cmp.runs[2].planChanges, []);
-  assert.equal(cmp.runs[2].planDiffers, false);
+  assert.deepEqual(cmp.runs[2]!.planChanges, []);
+  assert.equal(cmp.runs[2]!.planDiffers, false);
 });
 
 Deno.test("lab differences: devices added and removed, software version and serial changed", async () => {
   const a = await run(0);
   const [first, second] = a.topology.devices;
+  assert.ok(first && second, "the fixture has at least two devices");
   const b = await run(1, (r) => {
     r.topology.devices = r.topology.devices.filter((d) => d.id !== second.id);
     r.topology.devices.push({
@@ -48,20 +49,20 @@ Deno.test("lab differences: devices added and removed, software version and seri
       vendor: "vendor-b-ngfw",
       deviceRole: "ngfw",
     });
-    const inv = r.topology.inventory![first.id];
-    r.topology.inventory![first.id] = { ...inv, softwareVersion: "99.1", serialNumber: "NEW-SERIAL" };
+    const inv = r.topology.inventory![first.id]!;
+    r.topology.inventory![first.id]! = { ...inv, softwareVersion: "99.1", serialNumber: "NEW-SERIAL" };
   });
-  assert.equal(a.topology.inventory![first.id].status, "read", "the fixture reads this device's inventory");
+  assert.equal(a.topology.inventory![first.id]!.status, "read", "the fixture reads this device's inventory");
   const cmp = await compareReports([a, b]);
-  const lab = cmp.runs[1].lab;
+  const lab = cmp.runs[1]!.lab;
   assert.deepEqual(lab.devicesAdded, [{ id: "dev-new", hostname: "fw-new-01", vendor: "vendor-b-ngfw" }]);
   assert.deepEqual(lab.devicesRemoved, [{ id: second.id, hostname: second.hostname, vendor: second.vendor }]);
   assert.deepEqual(lab.inventoryChanged.map((c) => [c.hostname, c.field, c.baseline, c.value]), [
-    [first.hostname, "softwareVersion", a.topology.inventory![first.id].softwareVersion, "99.1"],
-    [first.hostname, "serialNumber", a.topology.inventory![first.id].serialNumber, "NEW-SERIAL"],
+    [first.hostname, "softwareVersion", a.topology.inventory![first.id]!.softwareVersion, "99.1"],
+    [first.hostname, "serialNumber", a.topology.inventory![first.id]!.serialNumber, "NEW-SERIAL"],
   ]);
   assert.deepEqual(cmp.summary.labDiffers, [b.meta.executionId]);
-  assert.equal(cmp.runs[1].regression, false, "a lab change alone is not a regression");
+  assert.equal(cmp.runs[1]!.regression, false, "a lab change alone is not a regression");
 
   const html = renderComparePage(cmp, [a.license]);
   for (const s of ["device added", "device removed", "software version changed", "99.1", "fw-new-01"]) {
@@ -89,18 +90,18 @@ Deno.test("regression thresholds are strict and cover every KPI and the verdict"
   const cmp = await compareReports([base, at, past, slowRps, errs, worse, old]);
   assert.equal(base.verdict!.value, "pass");
   assert.deepEqual(cmp.runs.map((r) => r.regression), [false, false, true, true, true, true, false]);
-  assert.equal(cmp.runs[2].kpis.p95Ms.regression, true);
-  assert.equal(cmp.runs[3].kpis.throughputRps.regression, true);
-  assert.equal(cmp.runs[3].kpis.throughputRps.deltaPct, -15);
-  assert.equal(cmp.runs[4].kpis.errorRatePct.regression, true);
-  assert.equal(cmp.runs[5].kpis.verdict.worseThanBaseline, true);
-  assert.deepEqual(cmp.runs[6].kpis.throughputRps, {
+  assert.equal(cmp.runs[2]!.kpis.p95Ms.regression, true);
+  assert.equal(cmp.runs[3]!.kpis.throughputRps.regression, true);
+  assert.equal(cmp.runs[3]!.kpis.throughputRps.deltaPct, -15);
+  assert.equal(cmp.runs[4]!.kpis.errorRatePct.regression, true);
+  assert.equal(cmp.runs[5]!.kpis.verdict.worseThanBaseline, true);
+  assert.deepEqual(cmp.runs[6]!.kpis.throughputRps, {
     value: null,
     delta: null,
     deltaPct: null,
     regression: false,
   });
-  assert.equal(cmp.runs[6].kpis.verdict.value, null);
+  assert.equal(cmp.runs[6]!.kpis.verdict.value, null);
   await assert.rejects(() => compareReports([base, at], "00000000-0000-4000-8000-999999999999"), /baseline/);
 });
 

@@ -62,17 +62,18 @@ Deno.test("a missing required k6 metric is named, in either form", () => {
       delete metrics[name];
       const issues = k6Issues({ ...form, metrics });
       assert.equal(issues.length, 1, JSON.stringify(issues));
-      assert.deepEqual(issues[0].path, ["metrics", name]);
-      assert.match(issues[0].message, new RegExp(`required k6 metric ${name} is missing`));
+      assert.deepEqual(issues[0]!.path, ["metrics", name]);
+      assert.match(issues[0]!.message, new RegExp(`required k6 metric ${name} is missing`));
     }
   }
   const noP99 = structuredClone(handleForm);
   delete (noP99.metrics.http_req_duration.values as Record<string, number>)["p(99)"];
   const [issue] = k6Issues(noP99);
+  assert.ok(issue, "a missing p(99) is an issue");
   assert.deepEqual(issue.path, ["metrics", "http_req_duration", "values", "p(99)"]);
   assert.match(issue.message, /--summary-trend-stats/);
   const badCount = structuredClone(exportForm) as { metrics: Record<string, Record<string, unknown>> };
-  badCount.metrics.data_sent.count = "1000";
+  badCount.metrics.data_sent!.count = "1000";
   assert.deepEqual(k6Issues(badCount).map((i) => i.path.join(".")), ["metrics.data_sent.count"]);
   assert.deepEqual(k6Issues({}).map((i) => i.path.join(".")), ["metrics"]);
 });

@@ -286,10 +286,11 @@ export class RunService {
     const rows = await q.orderBy("started_at", "desc").orderBy("test_runs.run_id", "desc").limit(limit + 1)
       .execute();
     const page = rows.slice(0, limit);
+    const last = page.at(-1); // absent only when the limit is 0, then there is no next page
     const alerts = await this.#alerts(this.db, page.map((r) => r.execution_id));
     return {
       runs: page.map((r) => this.#view(r, alerts.get(r.execution_id)!)),
-      nextCursor: rows.length > limit ? encodeCursor("r", String(page[page.length - 1].run_id)) : null,
+      nextCursor: rows.length > limit && last ? encodeCursor("r", String(last.run_id)) : null,
     };
   }
 

@@ -79,7 +79,7 @@ Deno.test("a clean run passes, with one reason per input", () => {
     ["coverage", "pass"],
     ["configuration-drift", "pass"],
   ]);
-  assert.match(v.reasons[2].detail, /0\.5 % of requests failed \(5 of 1000\); the plan allows at most 1 %/);
+  assert.match(v.reasons[2]!.detail, /0\.5 % of requests failed \(5 of 1000\); the plan allows at most 1 %/);
 });
 
 Deno.test("each input that undermines a result changes the verdict, the most severe one wins", () => {

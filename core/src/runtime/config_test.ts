@@ -42,11 +42,11 @@ Deno.test("a bad key, port or flag gives one line per problem naming the variabl
 Deno.test("DATABASE_URL without secrets is refused; error lines never echo a secret", () => {
   const l = lines({ DATABASE_URL: "postgres://u@h/db" });
   assert.equal(l.length, 3);
-  assert.match(l[0], /^ADMIN_TOKEN: required when DATABASE_URL is set/);
-  assert.match(l[1], /^DUT_CRED_ENC_KEY: required when DATABASE_URL is set/);
-  assert.match(l[2], /^DUT_REPORT_SIGNING_KEY: required when DATABASE_URL is set/);
+  assert.match(l[0]!, /^ADMIN_TOKEN: required when DATABASE_URL is set/);
+  assert.match(l[1]!, /^DUT_CRED_ENC_KEY: required when DATABASE_URL is set/);
+  assert.match(l[2]!, /^DUT_REPORT_SIGNING_KEY: required when DATABASE_URL is set/);
   for (const line of l.slice(0, 2)) assert.ok(line.endsWith(`generate one with: ${GENERATE_SECRET}`), line);
-  assert.ok(l[2].endsWith(`generate one with: ${GENERATE_SIGNING_KEY}`), l[2]);
+  assert.ok(l[2]!.endsWith(`generate one with: ${GENERATE_SIGNING_KEY}`), l[2]!);
   // migrate uses neither secret
   assert.doesNotThrow(() => parseEnv({ DATABASE_URL: "postgres://u@h/db" }, { secrets: false }));
   const secret = "tooshort-secret";
@@ -66,8 +66,8 @@ Deno.test("DATABASE_URL without secrets is refused; error lines never echo a sec
   assert.deepEqual(lines({ DUT_REPORT_SIGNING_KEY: pem }), []);
   const bad = lines({ DUT_REPORT_SIGNING_KEY: "c2VjcmV0LW5vdC1hLWtleQ==" });
   assert.equal(bad.length, 1);
-  assert.match(bad[0], /^DUT_REPORT_SIGNING_KEY: must be an Ed25519 private key/);
-  assert.ok(!bad[0].includes("c2VjcmV0"));
+  assert.match(bad[0]!, /^DUT_REPORT_SIGNING_KEY: must be an Ed25519 private key/);
+  assert.ok(!bad[0]!.includes("c2VjcmV0"));
   assert.deepEqual(lines({ DATABASE_URL: "mysql://u@h/db" }).slice(0, 1), [
     "DATABASE_URL: must be a postgres:// or postgresql:// URL",
   ]);
@@ -98,7 +98,7 @@ Deno.test("HOST must be an address or a host name", () => {
   for (const bad of ["http://localhost", "localhost:8080", "[::1]", "bad host", "1.2.3.999"]) {
     const l = lines({ HOST: bad });
     assert.equal(l.length, 1, bad);
-    assert.match(l[0], /^HOST: must be an IP address or a host name/);
+    assert.match(l[0]!, /^HOST: must be an IP address or a host name/);
   }
 });
 
@@ -120,7 +120,7 @@ Deno.test("DUT_PGLITE_SHARED_BUFFERS takes a size with its unit between 128kB an
   ) {
     const l = lines({ DUT_PGLITE_SHARED_BUFFERS: bad });
     assert.equal(l.length, 1, bad);
-    assert.match(l[0], /^DUT_PGLITE_SHARED_BUFFERS: /);
-    assert.match(l[0], why, bad);
+    assert.match(l[0]!, /^DUT_PGLITE_SHARED_BUFFERS: /);
+    assert.match(l[0]!, why, bad);
   }
 });

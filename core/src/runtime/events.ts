@@ -66,7 +66,7 @@ export class EventBus {
   #channelName: Promise<string> | undefined;
   #channel(): Promise<string> {
     this.#channelName ??= sql<{ s: string }>`select current_schema() as s`.execute(this.#k)
-      .then((r) => `dutlab_events_${r.rows[0].s}`.slice(0, 63));
+      .then((r) => `dutlab_events_${r.rows[0]!.s}`.slice(0, 63)); // one row by construction
     return this.#channelName;
   }
 
@@ -89,7 +89,7 @@ export class EventBus {
   start(): Promise<void> {
     this.#started ??= (async () => {
       const r = await sql<{ id: string | null }>`select max(id)::text as id from events`.execute(this.#k);
-      this.#last = BigInt(r.rows[0].id ?? 0);
+      this.#last = BigInt(r.rows[0]?.id ?? 0);
       if (this.db.listen) {
         this.#unlisten = await this.db.listen(await this.#channel(), () => this.#wake(), () => this.#wake());
       }
@@ -156,7 +156,8 @@ export class EventBus {
   /** The oldest id still kept, or null when the window is empty. */
   async oldestId(): Promise<bigint | null> {
     const r = await sql<{ id: string | null }>`select min(id)::text as id from events`.execute(this.#k);
-    return r.rows[0].id === null ? null : BigInt(r.rows[0].id);
+    const id = r.rows[0]?.id ?? null; // max/min always give one row, null over an empty table
+    return id === null ? null : BigInt(id);
   }
 
   /** The highest id delivered to listeners so far. */

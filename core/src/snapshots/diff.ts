@@ -61,7 +61,7 @@ function arrayDiff(input: unknown, output: unknown, ptr: Pointer): Operation[] |
   let ia = head;
   let ib = head;
   for (let p = 0; p < parts.length; p++) {
-    const part = parts[p];
+    const part = parts[p]!; // p < parts.length
     const n = part.value.length;
     if (!part.added && !part.removed) {
       at += n;
@@ -69,8 +69,9 @@ function arrayDiff(input: unknown, output: unknown, ptr: Pointer): Operation[] |
       ib += n;
       continue;
     }
-    if (part.removed && parts[p + 1]?.added) {
-      const m = parts[p + 1].value.length;
+    const next = parts[p + 1];
+    if (part.removed && next?.added) {
+      const m = next.value.length;
       const paired = Math.min(n, m);
       for (let k = 0; k < paired; k++) {
         const prefix = `${base}/${at + k}`;
@@ -166,7 +167,8 @@ function applyOne(doc: { root: unknown }, op: Operation, owned: WeakSet<object>)
     return;
   }
   const tokens = tokensOf(op.path);
-  if (!tokens.length) {
+  const last = tokens.at(-1);
+  if (last === undefined) {
     doc.root = op.op === "remove" ? undefined : op.value;
     return;
   }
@@ -188,7 +190,6 @@ function applyOne(doc: { root: unknown }, op: Operation, owned: WeakSet<object>)
     else setOwn(parent, t, child);
     parent = child;
   }
-  const last = tokens[tokens.length - 1];
   if (Array.isArray(parent)) {
     const i = last === "-" && op.op === "add" ? parent.length : Number(last);
     const max = op.op === "add" ? parent.length : parent.length - 1;
@@ -414,12 +415,14 @@ export async function listChanges(
       });
       if (found.length > limit) break;
     }
-    if (found.length > limit || rows.rows.length < CHUNK) break;
-    below = rows.rows[rows.rows.length - 1].id;
+    const oldest = rows.rows.at(-1);
+    if (found.length > limit || rows.rows.length < CHUNK || !oldest) break;
+    below = oldest.id;
   }
   const page = found.slice(0, limit);
+  const last = page.at(-1); // absent only when the limit is 0, then there is no next page
   return {
     changes: page,
-    nextCursor: found.length > limit ? encodeCursor("c", page[page.length - 1].snapshotId) : null,
+    nextCursor: found.length > limit && last ? encodeCursor("c", last.snapshotId) : null,
   };
 }

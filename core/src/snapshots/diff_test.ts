@@ -10,7 +10,7 @@ Deno.test("array diffs: an inserted, removed or changed rule is one operation, a
   const b = structuredClone(a) as { rules: Array<Record<string, unknown>>; y: number[] };
   b.rules.splice(10, 0, { id: -1 });
   b.rules.splice(100, 2);
-  b.rules[200].action = "deny";
+  b.rules[200]!.action = "deny";
   b.rules.push({ id: 999 });
   b.y = [0, 1, 3, 4];
   const d = diffPayloads(a, b);
@@ -63,7 +63,7 @@ Deno.test("the diff leaves both payloads as they were, and each summary keeps th
   // An own "__proto__" member (JSON.parse makes one; a literal would set the prototype) is a plain member.
   const a = { rules: rules(50), meta: JSON.parse('{"__proto__": {"x": 1}, "rev": 1}') };
   const b = structuredClone(a) as typeof a & { rules: Array<Record<string, unknown>> };
-  b.rules[3].action = "deny";
+  b.rules[3]!.action = "deny";
   b.rules.splice(10, 1);
   b.rules.splice(0, 0, { id: -1 });
   b.meta.rev = 2;

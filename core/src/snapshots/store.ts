@@ -61,9 +61,10 @@ export async function listSnapshots(
   }
   const rows = await q.orderBy("s.id", "desc").limit(limit + 1).execute();
   const page = rows.slice(0, limit);
+  const last = page.at(-1); // absent only when the limit is 0, then there is no next page
   return {
     snapshots: page.map(toSnapshotView),
-    nextCursor: rows.length > limit ? encodeCursor("s", page[page.length - 1].id) : null,
+    nextCursor: rows.length > limit && last ? encodeCursor("s", last.id) : null,
   };
 }
 

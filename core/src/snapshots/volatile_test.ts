@@ -39,7 +39,7 @@ Deno.test("volatile patterns must be non-empty JSON Pointers", () => {
 Deno.test("registry refuses volatilePaths for a label the adapter does not collect, or a bad pattern", () => {
   const withPaths = (volatilePaths: unknown) => {
     const mods = fixtureModules();
-    mods.adapters[0] = { ...mods.adapters[0], module: { ...fixtureAdapter, volatilePaths } };
+    mods.adapters[0] = { ...mods.adapters[0]!, module: { ...fixtureAdapter, volatilePaths } };
     return mods;
   };
   const label = fixtureAdapter.labels[0];

@@ -109,7 +109,7 @@ export function jsonDepthExceeds(value: unknown, limit: number): boolean {
 }
 
 function parseSetCookie(jar: Map<string, string>, header: string) {
-  const [pair, ...attrs] = header.split(";");
+  const [pair = "", ...attrs] = header.split(";"); // split always gives at least one part
   const eq = pair.indexOf("=");
   if (eq <= 0) return;
   const name = pair.slice(0, eq).trim();

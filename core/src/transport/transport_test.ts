@@ -61,7 +61,7 @@ Deno.test("self-signed mode pins on first use, then refuses a rotated certificat
   assert.equal((await t1.request({ path: "/a" })).status, 200);
   t1.close();
   assert.deepEqual(pins, [sim.fingerprint]);
-  const t2 = openTransport({ baseUrl: sim.url, tlsVerifyMode: "self-signed", pinnedCertSha256: pins[0] });
+  const t2 = openTransport({ baseUrl: sim.url, tlsVerifyMode: "self-signed", pinnedCertSha256: pins[0]! });
   assert.equal((await t2.request({ path: "/b" })).status, 200);
   t2.close();
   const old = sim.fingerprint;

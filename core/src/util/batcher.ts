@@ -25,7 +25,10 @@ export class Batcher<K, T> {
         const batch = this.#pending.splice(0, this.max);
         try {
           const out = await this.send(batch.map((b) => b.key));
-          batch.forEach((b, i) => b.resolve(out[i]));
+          if (out.length !== batch.length) {
+            throw new Error(`The batch sender returned ${out.length} results for ${batch.length} keys`);
+          }
+          batch.forEach((b, i) => b.resolve(out[i] as T)); // in range: as many results as keys
         } catch (e) {
           for (const b of batch) b.reject(e);
         }

@@ -70,17 +70,19 @@ export function breakable(line: string): ComponentChildren[] {
   let last = -1; // the last opportunity that fits on the current printed line
   let k = 0;
   while (line.length - start > width) {
-    const op = k < ops.length ? ops[k] : Infinity;
+    const op = ops[k] ?? Infinity; // past the last opportunity: none fits
     if (op - start <= width) {
       last = op;
       k++;
       continue;
     }
     // The next opportunity does not fit: wrap at the last one that did, or cut an overlong run.
-    start = last > start ? last : start + width + (/[\uDC00-\uDFFF]/.test(line[start + width]) ? 1 : 0);
+    start = last > start
+      ? last
+      : start + width + (/[\uDC00-\uDFFF]/.test(line.charAt(start + width)) ? 1 : 0);
     breaks.push(start);
     width = APPENDIX_NEXT;
-    while (k < ops.length && ops[k] <= start) k++;
+    while ((ops[k] ?? Infinity) <= start) k++;
   }
   const out: ComponentChildren[] = [];
   let from = 0;
