@@ -60,7 +60,7 @@ export async function count(
   const r = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}${where}`.execute(
     db.kysely,
   );
-  return r.rows[0].n;
+  return r.rows[0]!.n;
 }
 
 /** Make devices due again by moving their last poll back (all devices when `ids` is empty). */

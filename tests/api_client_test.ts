@@ -79,21 +79,21 @@ dbTest("a generated client calls every operation of the document", async (db) =>
     const snap = await client.POST("/api/admin/dut/devices/{id}/snapshot", { params: { path: { id } } });
     assert.equal(snap.data?.lastPollStatus, "ok");
     const snaps = await client.GET("/api/admin/dut/snapshots", { params: { query: { deviceId: id } } });
-    const sid = snaps.data!.snapshots[0].id;
+    const sid = snaps.data!.snapshots[0]!.id;
     const s1 = await client.GET("/api/admin/dut/snapshots/{id}", { params: { path: { id: sid } } });
     assert.equal(s1.data?.id, sid);
     // Issue 22: a second poll of the unchanged device diffs empty and lists no change.
     await client.POST("/api/admin/dut/devices/{id}/snapshot", { params: { path: { id } } });
     const again = await client.GET("/api/admin/dut/snapshots", { params: { query: { deviceId: id } } });
     const diff = await client.GET("/api/admin/dut/snapshots/{id}/diff", {
-      params: { path: { id: again.data!.snapshots[0].id } },
+      params: { path: { id: again.data!.snapshots[0]!.id } },
     });
     assert.deepEqual([diff.data?.equal, diff.data?.patch], [true, []]);
     const changes = await client.GET("/api/admin/dut/devices/{id}/changes", { params: { path: { id } } });
     assert.deepEqual(changes.data?.changes, []);
 
     const plans = await client.GET("/api/test-runs/plans");
-    const planIdentifier = plans.data!.plans[0].identifier;
+    const planIdentifier = plans.data!.plans[0]!.identifier;
     const pf = await client.POST("/api/test-runs/preflight", { body: { planIdentifier } });
     assert.ok(pf.response.status === 200 || pf.response.status === 422);
     const run = await client.POST("/api/test-runs", { body: { planIdentifier, licenseId: "ACME-1" } });

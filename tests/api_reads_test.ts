@@ -107,7 +107,7 @@ dbTest("device list: filters, cursor paging, the unpaged 4.1 shape, single read"
       ["lastPollStatus=fine", "query.lastPollStatus"],
       ["cursor=bm90LWEtY3Vyc29y", "query.cursor"],
       ["colour=red", "query"],
-    ]
+    ] as const
   ) {
     const r = await app.request(`/api/admin/dut/devices?${q}`, { headers: auth });
     assert.equal(r.status, 400, q);
@@ -144,7 +144,7 @@ dbTest("snapshot by id; 404 for an unknown or malformed id", async (db) => {
     "a".repeat(64)
   }, now(),
     '@dutlab/fixture', '1.0.0') returning id::text as id`.execute(db.kysely);
-  const id = row.rows[0].id;
+  const id = row.rows[0]!.id;
   const r = await app.request(`/api/admin/dut/snapshots/${id}`, { headers: auth });
   assert.equal(r.status, 200);
   const s = await r.json();
@@ -263,7 +263,7 @@ dbTest(
     const version = async () =>
       Number(
         (await sql<{ v: string }>`select version::text as v from table_versions where name = 'devices'`
-          .execute(db.kysely)).rows[0].v,
+          .execute(db.kysely)).rows[0]!.v,
       );
     const before = await version();
     await db.kysely.transaction().execute(async (tx) => {

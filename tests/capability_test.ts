@@ -36,8 +36,8 @@ Deno.test("today's modules: every check selects the devices of spec 4.9's vendor
         const adapter = registry.adapters.get(vendor)!.adapter;
         for (const deviceRole of [null, ...adapter.deviceRoles]) {
           const device = { id: "d", hostname: "h", vendor, deviceRole };
-          const role = deviceRole ?? adapter.deviceRoles[0];
-          const want = spec.includes(vendor) && plan.vendors.includes(vendor) &&
+          const role = deviceRole ?? adapter.deviceRoles[0]!;
+          const want: boolean = spec.includes(vendor) && plan.vendors.includes(vendor) &&
             plan.deviceRoles.includes(role) && (!check.optIn || (plan.checks ?? []).includes(check.id));
           assert.equal(
             checkApplies(check, device, plan, adapter),
@@ -65,7 +65,7 @@ Deno.test("the BMC checks are opt-in: only the plan naming them runs them", () =
 });
 
 Deno.test("a plan narrows by role and by vendor", () => {
-  const plan = registry.planCatalog.plans[0];
+  const plan = registry.planCatalog.plans[0]!;
   const ntp = registry.checks.find((c) => c.check.id === "ntp-source-configured")!.check;
   const sw = registry.adapters.get("vendor-a-switch")!.adapter;
   const device = { id: "d", hostname: "h", vendor: "vendor-a-switch", deviceRole: "switch" };

@@ -67,7 +67,7 @@ async function pollsSince(db: Db, after: Date): Promise<Record<string, number>> 
 /** Make every device due now; returns the database's time of it. */
 async function makeDue(q: (text: string) => Promise<unknown>, db: Db): Promise<Date> {
   await q(`update devices set last_poll_at = now() - interval '1 hour'`);
-  return (await sql<{ t: Date }>`select now() as t`.execute(db.kysely)).rows[0].t;
+  return (await sql<{ t: Date }>`select now() as t`.execute(db.kysely)).rows[0]!.t;
 }
 
 /** Every device polled exactly once since `after` (none lost, none doubled), within `ms`. */
@@ -129,7 +129,7 @@ dbTest(
           where application_name = $1 and pid <> pg_backend_pid()) t`,
         [app],
       );
-      return r.rows[0].n;
+      return r.rows[0]!.n;
     };
     try {
       await until("the service is ready", () => ready.samples.some((s) => s.status === 200), 60_000);
@@ -140,7 +140,7 @@ dbTest(
       await admin.query("begin");
       await admin.query("lock table devices in access exclusive mode");
       await admin.query(`update devices set last_poll_at = now() - interval '1 hour'`);
-      const due1 = (await admin.query<{ t: Date }>("select now() as t")).rows[0].t;
+      const due1 = (await admin.query<{ t: Date }>("select now() as t")).rows[0]!.t;
       await new Promise((r) => setTimeout(r, 1_500)); // requests pile up behind the lock
       const killed1 = await terminate();
       await admin.query("commit");

@@ -152,7 +152,7 @@ dbTest(
       );
     }
     const unknown = "7d9f4b5e-0000-4000-8000-000000000000";
-    for (const [m, p] of [["PATCH", ""], ["DELETE", ""], ["POST", "/test"], ["POST", "/snapshot"]]) {
+    for (const [m, p] of [["PATCH", ""], ["DELETE", ""], ["POST", "/test"], ["POST", "/snapshot"]] as const) {
       const r = await app.request(
         `/api/admin/dut/devices/${unknown}${p}`,
         jsonReq(m, m === "PATCH" ? { enabled: true } : undefined, auth),
@@ -300,15 +300,15 @@ dbTest("test-connection reports each failing stage without a 5xx", async (db) =>
     assert.equal(res.status, 200);
     return await res.json();
   };
-  assert.match((await test(ids.auth)).detail, /^Authentication failed \(auth_failed\)/);
+  assert.match((await test(ids.auth!)).detail, /^Authentication failed \(auth_failed\)/);
   dev.sim.faults.status = 503;
-  assert.match((await test(ids.http)).detail, /^HTTP error \(http_error\)/);
+  assert.match((await test(ids.http!)).detail, /^HTTP error \(http_error\)/);
   dev.sim.faults.status = null;
   dev.sim.faults.hang = true;
-  assert.match((await test(ids.http)).detail, /^Timed out \(timeout\)/);
+  assert.match((await test(ids.http!)).detail, /^Timed out \(timeout\)/);
   dev.sim.faults.hang = false;
-  assert.match((await test(ids.refused)).detail, /^Device unreachable \(unreachable\)/);
-  const r = await test(ids.auth);
+  assert.match((await test(ids.refused!)).detail, /^Device unreachable \(unreachable\)/);
+  const r = await test(ids.auth!);
   assert.ok(!r.detail.includes("wrong"), "no credential in the detail");
 });
 

@@ -34,7 +34,7 @@ function poll(i: number) {
 
 async function lab(db: Db) {
   const mods = fixtureModules();
-  mods.adapters[0] = { ...mods.adapters[0], module: { ...fixtureAdapter, volatilePaths: VOLATILE } };
+  mods.adapters[0] = { ...mods.adapters[0]!, module: { ...fixtureAdapter, volatilePaths: VOLATILE } };
   const { svc, app, auth } = await setup(db, {}, mods);
   const id = await addDevice(svc, "https://192.0.2.10");
   const row = await svc.devices.get(id);

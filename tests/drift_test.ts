@@ -29,10 +29,10 @@ const dependingPlugin = {
 dbTest("changing NTP and decryption during a run shows both as drift, and not the uptime", async (db) => {
   const mods = fixtureModules();
   mods.adapters[0] = {
-    ...mods.adapters[0],
+    ...mods.adapters[0]!,
     module: { ...fixtureAdapter, volatilePaths: { system_info: ["/uptime"] } },
   };
-  mods.plugins[0] = { ...mods.plugins[0], module: dependingPlugin };
+  mods.plugins[0] = { ...mods.plugins[0]!, module: dependingPlugin };
   const { app, auth } = await testServices(db, mods);
   const dev = await startFixtureDevice();
   try {
@@ -98,8 +98,8 @@ dbTest("changing NTP and decryption during a run shows both as drift, and not th
     assert.ok(table.length < page.length, "the page has the drift table");
     const rows = table.slice(0, table.indexOf("</table>")).split("<tr").slice(2);
     assert.equal(rows.length, 2);
-    assert.match(rows[0], /fw-drift-1.*ntp_config.*\/servers\/0.*10\.0\.0\.1.*10\.0\.0\.9/s);
-    assert.match(rows[1], /decrypt_policy.*\/rules\/0.*\(none\)/s);
+    assert.match(rows[0]!, /fw-drift-1.*ntp_config.*\/servers\/0.*10\.0\.0\.1.*10\.0\.0\.9/s);
+    assert.match(rows[1]!, /decrypt_policy.*\/rules\/0.*\(none\)/s);
     assert.doesNotMatch(table.slice(0, table.indexOf("</table>")), /uptime/);
   } finally {
     await dev.sim.close();
@@ -109,7 +109,7 @@ dbTest("changing NTP and decryption during a run shows both as drift, and not th
 dbTest("a run during which nothing but volatile paths moved has no drift", async (db) => {
   const mods = fixtureModules();
   mods.adapters[0] = {
-    ...mods.adapters[0],
+    ...mods.adapters[0]!,
     module: { ...fixtureAdapter, volatilePaths: { system_info: ["/uptime"] } },
   };
   const { app, auth } = await testServices(db, mods);

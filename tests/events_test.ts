@@ -47,7 +47,7 @@ class Follower {
               f[line.slice(0, i)] = line.slice(i + 1).replace(/^ /, "");
             }
             if (!f.event) continue;
-            this.received.push({ id: f.id ?? null, event: f.event, data: JSON.parse(f.data) });
+            this.received.push({ id: f.id ?? null, event: f.event, data: JSON.parse(f.data!) });
             if (f.id) this.lastId = f.id;
           }
         }
@@ -195,10 +195,10 @@ dbTest("poll, status, snapshot, run and alert events; resume and bad Last-Event-
     "run.finished",
   ]);
   const byType = (t: string) => events.filter((e) => e.type === t);
-  assert.deepEqual(byType("device.status_changed")[0].data.from, null);
-  assert.equal(byType("device.status_changed")[0].data.to, "ok");
-  assert.equal(byType("poll.finished")[0].data.summary, "collected 3 snapshot(s)");
-  const stored = byType("snapshot.stored")[1].data as {
+  assert.deepEqual(byType("device.status_changed")[0]!.data.from, null);
+  assert.equal(byType("device.status_changed")[0]!.data.to, "ok");
+  assert.equal(byType("poll.finished")[0]!.data.summary, "collected 3 snapshot(s)");
+  const stored = byType("snapshot.stored")[1]!.data as {
     snapshots: Array<{ id: string }>;
     testRunExecutionId: string;
   };
@@ -212,13 +212,13 @@ dbTest("poll, status, snapshot, run and alert events; resume and bad Last-Event-
   );
   assert.deepEqual(
     [
-      byType("alert.raised")[0].data.name,
-      byType("alert.raised")[0].data.from,
-      byType("alert.raised")[0].data.to,
+      byType("alert.raised")[0]!.data.name,
+      byType("alert.raised")[0]!.data.from,
+      byType("alert.raised")[0]!.data.to,
     ],
     ["TLSDecryptModeChanged", "on", "off"],
   );
-  assert.equal(byType("run.finished")[0].data.outcome, "passed");
+  assert.equal(byType("run.finished")[0]!.data.outcome, "passed");
 
   for (const bad of ["abc", "-1", "1e3"]) {
     const b = await app.request("/api/events", { headers: { ...auth, "last-event-id": bad } });

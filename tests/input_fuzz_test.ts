@@ -32,7 +32,7 @@ async function fingerprint(db: Db): Promise<Record<string, string>> {
       md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as h from ${sql.table(t)} x`.execute(
       db.kysely,
     );
-    out[t] = `${r.rows[0].n}:${r.rows[0].h}`;
+    out[t] = `${r.rows[0]!.n}:${r.rows[0]!.h}`;
   }
   return out;
 }
@@ -67,7 +67,7 @@ async function lab(db: Db) {
   });
   assert.equal(dev.status, 201, JSON.stringify(dev.json));
   const plans = await send(app, "GET", "/api/test-runs/plans");
-  const plan = (plans.json as { plans: Array<{ identifier: string }> }).plans[0].identifier;
+  const plan = (plans.json as { plans: Array<{ identifier: string }> }).plans[0]!.identifier;
   return { app, port, deviceId: (dev.json as { deviceId: string }).deviceId, plan };
 }
 
@@ -300,7 +300,7 @@ function fromSchema(
   depth = 0,
 ): fc.Arbitrary<unknown> {
   if (typeof s.$ref === "string") {
-    return fromSchema(doc.components.schemas[s.$ref.split("/").pop()!], doc, known, name, depth);
+    return fromSchema(doc.components.schemas[s.$ref.split("/").pop()!]!, doc, known, name, depth);
   }
   const alts: fc.Arbitrary<unknown>[] = [];
   const k = known.get(name);
@@ -488,8 +488,8 @@ dbTest(
           : fc.constant(undefined),
       }).map(({ path: pp, query, body }) => {
         let url = path;
-        for (const [k, v] of pp as string[][]) url = url.replace(`{${k}}`, encode(v));
-        const qs = (query as Array<string[] | undefined>).filter((x): x is string[] => !!x)
+        for (const [k, v] of pp as [string, string][]) url = url.replace(`{${k}}`, encode(v));
+        const qs = (query as Array<[string, string] | undefined>).filter((x): x is [string, string] => !!x)
           .map(([k, v]) => `${k}=${encode(v)}`).join("&");
         return { method, url: qs ? `${url}?${qs}` : url, body, responses: op.responses ?? {} };
       });
@@ -513,7 +513,7 @@ dbTest(
           // A refusal is problem+json, or what the document says this status carries (pre-flight's 422).
           const documented = Object.keys(responses[String(r.status)]?.content ?? {});
           assert.ok(
-            r.ct === "application/problem+json" || documented.includes(r.ct.split(";")[0]),
+            r.ct === "application/problem+json" || documented.includes(r.ct.split(";")[0]!),
             `undocumented ${r.ct}: ${what}`,
           );
           assert.deepEqual(await fingerprint(db), before, `refused request changed stored data: ${what}`);

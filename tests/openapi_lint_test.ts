@@ -49,6 +49,7 @@ dbTest("every route is documented with an operationId, tags, servers and a licen
   assert.ok(routes.size >= 24, `${routes.size} routes`);
   for (const route of routes) {
     const [method, honoPath] = route.split(" ");
+    assert.ok(method && honoPath, `route "${route}" is "METHOD path"`);
     const r = { method };
     const path = honoPath.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
     const op = doc.paths[path]?.[r.method.toLowerCase()];
@@ -74,7 +75,7 @@ dbTest("the API reference page is self-hosted (no CDN)", async (db) => {
   const html = await page.text();
   assert.ok(!/https?:\/\//.test(html), "no external URL in the page");
   assert.match(page.headers.get("content-security-policy") ?? "", /script-src 'self'/);
-  const srcs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+  const srcs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
   assert.deepEqual(srcs.sort(), [
     "/api/docs/assets/init.js",
     "/api/docs/assets/swagger-ui-bundle.js",

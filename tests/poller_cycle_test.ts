@@ -47,12 +47,12 @@ const brokenModules = () =>
       {
         name: "@dutlab/adapter-fixture-swapped",
         version: "0.0.3",
-        module: mangledAdapter("fixture-swapped", (s) => [s[1], s[0], s[2]]),
+        module: mangledAdapter("fixture-swapped", (s) => [s[1]!, s[0]!, s[2]!]),
       },
       {
         name: "@dutlab/adapter-fixture-bigint",
         version: "0.0.4",
-        module: mangledAdapter("fixture-bigint", (s) => [s[0], { ...s[1], payload: { n: 1n } }, s[2]]),
+        module: mangledAdapter("fixture-bigint", (s) => [s[0]!, { ...s[1]!, payload: { n: 1n } }, s[2]!]),
       },
     ],
   });

@@ -38,7 +38,7 @@ dbTest(
       await w.stop(5_000);
     }
     const at = await polls();
-    const gaps = at.slice(1).map((t, i) => t - at[i]);
+    const gaps = at.slice(1).map((t, i) => t - at[i]!);
     for (const gap of gaps) {
       assert.ok(gap > INTERVAL_SECONDS * 1000, `never before the interval: ${gaps.join(", ")} ms`);
       assert.ok(gap < INTERVAL_SECONDS * 1000 + JITTER_MS, `within the jitter: ${gaps.join(", ")} ms`);

@@ -98,11 +98,11 @@ dbTest("a killed lock session stops writing poll results until the lock is taken
   await until("the lock is free", async () => (await lockHolder(db)) === null);
   const thief = await db.reserve();
   const key = pollLockKey((db as Db & { schema: string }).schema);
-  const [{ ok }] = await thief.query<{ ok: boolean }>("select pg_try_advisory_lock($1, $2) as ok", [
+  const [row] = await thief.query<{ ok: boolean }>("select pg_try_advisory_lock($1, $2) as ok", [
     POLL_LOCK_CLASS,
     key,
   ]);
-  assert.equal(ok, true);
+  assert.equal(row?.ok, true);
   await scan;
   assert.equal(await count(db, "snapshots", id), 3, "the lost lock's poll wrote no snapshot");
   const v = await view(a.svc, id);

@@ -145,10 +145,11 @@ dbTest(
       await until("every device polled", async () => {
         const r = await sql<{ n: number }>`select count(*)::int as n from devices where last_poll_at is null`
           .execute(db.kysely);
-        return r.rows[0].n === 0;
+        return r.rows[0]!.n === 0;
       }, 60_000);
       await until("a lock holder", () => pollers.some((p) => p.count(/^Took the poll lock/) > 0));
-      const [holder, other] = pollers[0].count(/^Took the poll lock/) ? pollers : [pollers[1], pollers[0]];
+      const [holder, other] = pollers[0]!.count(/^Took the poll lock/) ? pollers : [pollers[1], pollers[0]];
+      assert.ok(holder && other, "two poller instances");
       // The other instance keeps trying, once per scan, and keeps failing: the holder keeps the lock.
       const tries = other.count(/held by another instance/);
       await until(
@@ -201,7 +202,7 @@ dbTest(
         and classid = ${POLL_LOCK_CLASS} and objid = ${pollLockKey(schema)} and objsubid = 2`.execute(
         db.kysely,
       );
-      assert.equal(locks.rows[0].n, 0);
+      assert.equal(locks.rows[0]!.n, 0);
     } finally {
       for (const p of pollers) await p.stop("SIGKILL");
       for (const s of sims) await s.close();

@@ -42,7 +42,9 @@ async function lastPoll(db: Db, id: string) {
   const r = await sql<{ status: string | null; error: string | null; at: Date | string | null }>`
     select last_poll_status as status, last_poll_error as error, last_poll_at as at from devices where id = ${id}`
     .execute(db.kysely);
-  return r.rows[0];
+  const row = r.rows[0];
+  if (!row) throw new Error(`device ${id} not found`);
+  return row;
 }
 
 dbTest("poll results written together share one transaction and keep their own outcomes", async (db) => {
@@ -57,19 +59,19 @@ dbTest("poll results written together share one transaction and keep their own o
         : await ok(i, shared)
     ),
   );
-  const stored = await Promise.all(rows.map((r, i) => store.write(r, MODULE, outcomes[i])));
+  const stored = await Promise.all(rows.map((r, i) => store.write(r, MODULE, outcomes[i]!)));
   // One transaction: one database clock for every poll in it.
   assert.equal(new Set(stored.map((s) => s.at.getTime())).size, 1);
   // 7 polls with 3 snapshots: 2 distinct payloads each + the shared one.
   assert.equal(stored.reduce((a, s) => a + s.newPayloads, 0), 7 * 2 + 1);
   assert.equal(await count(db, "snapshot_payloads"), 15);
   for (const [i, r] of rows.entries()) {
-    const want = outcomes[i];
+    const want = outcomes[i]!;
     assert.equal(await count(db, "snapshots", r.id), want.snapshots.length, `snapshots of device ${i}`);
     assert.equal(await count(db, "snapshot_latest", r.id), want.snapshots.length);
     const p = await lastPoll(db, r.id);
     assert.deepEqual([p.status, p.error], [want.status, want.error]);
-    assert.equal(new Date(p.at!).getTime(), stored[i].at.getTime());
+    assert.equal(new Date(p.at!).getTime(), stored[i]!.at.getTime());
   }
   // Each latest pointer names that device's own snapshot of that label, with that device's payload.
   const latest = await sql<
@@ -80,10 +82,10 @@ dbTest("poll results written together share one transaction and keep their own o
   for (const l of latest.rows) {
     assert.equal(l.sid, l.device_id);
     const i = rows.findIndex((r) => r.id === l.device_id);
-    assert.equal(l.payload_sha256, outcomes[i].snapshots.find((s) => s.label === l.endpoint_label)!.sha256);
+    assert.equal(l.payload_sha256, outcomes[i]!.snapshots.find((s) => s.label === l.endpoint_label)!.sha256);
   }
   // Written again (a second round): the shared and unchanged payloads are not stored twice.
-  const again = await Promise.all(rows.map((r, i) => store.write(r, MODULE, outcomes[i])));
+  const again = await Promise.all(rows.map((r, i) => store.write(r, MODULE, outcomes[i]!)));
   assert.equal(again.reduce((a, s) => a + s.newPayloads, 0), 0);
   assert.equal(await count(db, "snapshots"), 7 * 3 * 2);
 });
@@ -99,25 +101,25 @@ dbTest(
       asked++;
       return Promise.resolve(false);
     };
-    await svc.devices.delete(rows[4].id);
+    await svc.devices.delete(rows[4]!.id);
     const results = await Promise.allSettled(
       rows.map(async (r, i) => store.write(r, MODULE, await ok(i, { i }), i < 2 ? lost : undefined)),
     );
     assert.equal(asked, 1, "one guard is asked once per transaction");
     for (const i of [0, 1]) {
-      const r = results[i];
+      const r = results[i]!;
       assert.ok(r.status === "rejected" && r.reason instanceof LostLockError, `poll ${i} lost its lock`);
-      assert.equal(await count(db, "snapshots", rows[i].id), 0);
-      assert.equal((await lastPoll(db, rows[i].id)).status, null);
+      assert.equal(await count(db, "snapshots", rows[i]!.id), 0);
+      assert.equal((await lastPoll(db, rows[i]!.id)).status, null);
     }
     for (const i of [2, 3]) {
-      assert.equal(results[i].status, "fulfilled");
-      assert.equal(await count(db, "snapshots", rows[i].id), 3);
-      assert.equal((await lastPoll(db, rows[i].id)).status, "ok");
+      assert.equal(results[i]!.status, "fulfilled");
+      assert.equal(await count(db, "snapshots", rows[i]!.id), 3);
+      assert.equal((await lastPoll(db, rows[i]!.id)).status, "ok");
     }
-    const gone = results[4];
+    const gone = results[4]!;
     assert.ok(gone.status === "fulfilled" && gone.value.newPayloads === 0);
-    assert.equal(await count(db, "snapshots", rows[4].id), 0);
+    assert.equal(await count(db, "snapshots", rows[4]!.id), 0);
   },
 );
 
@@ -134,12 +136,12 @@ dbTest("when a shared transaction fails, each poll is written on its own", async
     if (i === 1) o.snapshots[2] = await snap("poison", { i });
     return o;
   }));
-  const results = await Promise.allSettled(rows.map((r, i) => store.write(r, MODULE, outcomes[i])));
+  const results = await Promise.allSettled(rows.map((r, i) => store.write(r, MODULE, outcomes[i]!)));
   assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled", "fulfilled"]);
   assert.match(String((results[1] as PromiseRejectedResult).reason), /injected failure/);
-  assert.equal(await count(db, "snapshots", rows[1].id), 0);
-  assert.equal((await lastPoll(db, rows[1].id)).status, null);
-  for (const i of [0, 2, 3]) assert.equal(await count(db, "snapshots", rows[i].id), 3);
+  assert.equal(await count(db, "snapshots", rows[1]!.id), 0);
+  assert.equal((await lastPoll(db, rows[1]!.id)).status, null);
+  for (const i of [0, 2, 3]) assert.equal(await count(db, "snapshots", rows[i]!.id), 3);
 });
 
 dbTest("per-device locks taken together are held per device across instances", async (db) => {
@@ -190,16 +192,16 @@ dbTest("write hooks run inside the store's transaction with what was stored, in 
     { status: "unreachable", error: "down", snapshots: [] },
     await ok(2, { a: 1 }),
   ];
-  await Promise.all(rows.map((r, i) => store.write(r, MODULE, outcomes[i])));
+  await Promise.all(rows.map((r, i) => store.write(r, MODULE, outcomes[i]!)));
   // The poll without snapshots is not handed to the hooks; the hooks ran once, first before second.
-  assert.deepEqual(seen, [`first:${[rows[0].hostname, rows[2].hostname].sort().join(",")}`, "second"]);
+  assert.deepEqual(seen, [`first:${[rows[0]!.hostname, rows[2]!.hostname].sort().join(",")}`, "second"]);
 
   // A hook that throws rolls its poll's write back (its snapshots and the device update), like a failed insert.
   const failing = new PollStore(db.kysely, {
     hooks: [() => Promise.reject(new Error("hook failed"))],
   });
-  const before = await count(db, "snapshots", rows[1].id);
-  await assert.rejects(() => failing.write(rows[1], MODULE, outcomes[0]), /hook failed/);
-  assert.equal(await count(db, "snapshots", rows[1].id), before);
-  assert.equal((await lastPoll(db, rows[1].id)).status, "unreachable");
+  const before = await count(db, "snapshots", rows[1]!.id);
+  await assert.rejects(() => failing.write(rows[1]!, MODULE, outcomes[0]!), /hook failed/);
+  assert.equal(await count(db, "snapshots", rows[1]!.id), before);
+  assert.equal((await lastPoll(db, rows[1]!.id)).status, "unreachable");
 });

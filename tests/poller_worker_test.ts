@@ -101,7 +101,7 @@ dbTest(
     assert.equal(await startWorker(runtimeOf(svc)), null);
     const notices = logs.filter((r) => /DUT_API_POLLER_DISABLE=1/.test(messageOf(r)));
     assert.equal(notices.length, 1);
-    assert.equal(notices[0].level, "info");
+    assert.equal(notices[0]!.level, "info");
     assert.equal(svc.worker, undefined);
     assert.match(await (await app.request("/metrics")).text(), /^dutlab_poll_lock_held 0$/m);
     await new Promise((r) => setTimeout(r, 1500)); // more than one scan period: still never polled

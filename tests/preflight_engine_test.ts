@@ -132,25 +132,25 @@ dbTest("checks that break the contract give error results and cannot spoil other
   const r = await l.preflight();
   assert.equal(r.status, 422);
   const by = Object.fromEntries(r.body.checks.map((c) => [c.checkId, c]));
-  assert.equal(by["bad-applies"].status, "error");
+  assert.equal(by["bad-applies"]!.status, "error");
   assert.match(
-    by["bad-applies"].detail,
+    by["bad-applies"]!.detail,
     /^check error: appliesTo failed for this device \(device\.role is undefined\)$/,
   );
-  assert.ok(by["bad-applies"].evidence, "it cites the snapshot of its label when there is one");
+  assert.ok(by["bad-applies"]!.evidence, "it cites the snapshot of its label when there is one");
   for (const id of ["bad-async", "bad-shape"]) {
-    assert.equal(by[id].status, "error", id);
+    assert.equal(by[id]!.status, "error", id);
     assert.equal(
-      by[id].detail,
+      by[id]!.detail,
       "check error: evaluate returned no {pass: boolean, detail: string} (checks are synchronous)",
     );
   }
-  assert.equal(by["bad-mutates"].status, "error");
+  assert.equal(by["bad-mutates"]!.status, "error");
   assert.match(
-    by["bad-mutates"].detail,
+    by["bad-mutates"]!.detail,
     /^check error: could not evaluate the ntp_config payload \(.*read.only/i,
   );
-  assert.deepEqual([by["fixture-ntp"].status, by["fixture-ntp"].detail], ["pass", "1 server(s)"]);
+  assert.deepEqual([by["fixture-ntp"]!.status, by["fixture-ntp"]!.detail], ["pass", "1 server(s)"]);
   assert.equal(r.body.checksFailed, 4);
   assert.equal(
     r.body.summary,

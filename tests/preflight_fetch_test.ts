@@ -197,7 +197,7 @@ dbTest("snapshots of pairs no check applies to are not read: they cannot change 
   ]);
 
   // Every latest snapshot of fx-2 becomes text no JSON parser accepts: a read of any of them would fail.
-  for (const label of ["ntp_config", "decrypt_policy"]) await put(db, ids["fx-2"], label, NOT_JSON);
+  for (const label of ["ntp_config", "decrypt_policy"]) await put(db, ids["fx-2"]!, label, NOT_JSON);
   assert.deepEqual(await runPreflight(db.kysely, registry, plan, now), before);
 
   // A check whose appliesTo throws for fx-2 still cites fx-2's snapshot, and reads no payload.
@@ -211,7 +211,7 @@ dbTest("snapshots of pairs no check applies to are not read: they cannot change 
   const withShaky = registryWith(...registry.checks.map((c) => c.check), shaky);
   const r = await runPreflight(db.kysely, withShaky, withShaky.plan(PLAN)!, now);
   assert.deepEqual(r.checks.slice(0, 2), before.checks);
-  const e = r.checks[2];
+  const e = r.checks[2]!;
   assert.deepEqual([e.checkId, e.deviceHostname, e.status, e.detail], [
     "shaky",
     "fx-2",
@@ -221,7 +221,8 @@ dbTest("snapshots of pairs no check applies to are not read: they cannot change 
   const [latest] = await db.kysely.selectFrom("snapshot_latest").select(
     sql<string>`snapshot_id::text`.as("id"),
   )
-    .where("device_id", "=", ids["fx-2"]).where("endpoint_label", "=", "ntp_config").execute();
+    .where("device_id", "=", ids["fx-2"]!).where("endpoint_label", "=", "ntp_config").execute();
+  assert.ok(latest, "fx-2 has a latest ntp_config snapshot");
   assert.equal(e.evidence?.snapshotId, latest.id);
   assert.equal(e.evidence?.payloadSha256, await sha256Hex(NOT_JSON));
 });
@@ -232,9 +233,9 @@ dbTest("devices with identical payloads share them, yet each result cites its ow
   const at = (min: number) => new Date(Date.UTC(2026, 10, 21, 10, min));
   const other = JSON.stringify({ servers: [] });
   const snap = {
-    "fx-1": await put(db, ids["fx-1"], "ntp_config", same, at(1)),
-    "fx-2": await put(db, ids["fx-2"], "ntp_config", same, at(2)),
-    "fx-3": await put(db, ids["fx-3"], "ntp_config", other, at(3)),
+    "fx-1": await put(db, ids["fx-1"]!, "ntp_config", same, at(1)),
+    "fx-2": await put(db, ids["fx-2"]!, "ntp_config", same, at(2)),
+    "fx-3": await put(db, ids["fx-3"]!, "ntp_config", other, at(3)),
   };
   assert.notEqual(snap["fx-1"], snap["fx-2"]);
   const registry = registryWith(reporter("ntp", "ntp_config", () => true));
@@ -265,7 +266,7 @@ dbTest("a check cannot change what another check or another device's check reads
       ...base,
       id: "writes-deep",
       evaluate: (s) => {
-        (s.payload as P).nested.list[0].host = "changed";
+        (s.payload as P).nested.list[0]!.host = "changed";
         return { pass: true, detail: "wrote" };
       },
     }),
@@ -332,14 +333,14 @@ dbTest(
     const deleteAfterFirstRead: KyselyPlugin = {
       transformQuery: (a) => a.node,
       async transformResult(a) {
-        if (results++ === 0) await db.kysely.deleteFrom("devices").where("id", "=", ids["fx-2"]).execute();
+        if (results++ === 0) await db.kysely.deleteFrom("devices").where("id", "=", ids["fx-2"]!).execute();
         return a.result;
       },
     };
     const r = await runPreflight(db.kysely.withPlugin(deleteAfterFirstRead), registry, plan, now);
     assert.equal(results, 2);
     assert.equal(
-      (await db.kysely.selectFrom("snapshot_latest").select("device_id").where("device_id", "=", ids["fx-2"])
+      (await db.kysely.selectFrom("snapshot_latest").select("device_id").where("device_id", "=", ids["fx-2"]!)
         .execute()).length,
       0,
     );
@@ -354,12 +355,12 @@ dbTest("parsed payloads are kept across pre-flights: a cached payload is not rea
   const ids = await devices(db, "fx-1");
   const text = JSON.stringify({ servers: ["10.0.0.9"], cacheProbe: crypto.randomUUID() });
   const sha = await sha256Hex(text);
-  await put(db, ids["fx-1"], "ntp_config", text);
+  await put(db, ids["fx-1"]!, "ntp_config", text);
   const registry = registryWith(reporter("ntp-1", "ntp_config", () => true));
   const plan = registry.plan(PLAN)!;
   const now = new Date();
   const first = await runPreflight(db.kysely, registry, plan, now);
-  assert.equal(first.checks[0].status, "pass");
+  assert.equal(first.checks[0]!.status, "pass");
   assert.ok(payloadCache.has(sha), "the parsed payload is cached");
   // Corrupt the stored text behind the engine's back (a real payload never changes: UPDATE is refused).
   await db.kysely.transaction().execute(async (tx) => {
@@ -370,7 +371,7 @@ dbTest("parsed payloads are kept across pre-flights: a cached payload is not rea
   assert.deepEqual(await runPreflight(db.kysely, registry, plan, now), first, "served from the cache");
   payloadCache.clear();
   const reread = await runPreflight(db.kysely, registry, plan, now);
-  assert.equal(reread.checks[0].status, "error", "without the cache the corrupted text is read");
+  assert.equal(reread.checks[0]!.status, "error", "without the cache the corrupted text is read");
 });
 
 Deno.test("the payload cache keeps the most recently used payloads within its budget", () => {

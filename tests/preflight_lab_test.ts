@@ -228,7 +228,7 @@ dbTest(
         name: "deep inspection removed on vendor-b",
         device: "ngfwB",
         breakIt: () => ngfwB.state.policies.forEach((p) => p["ssl-ssh-profile"] = "no-inspection"),
-        fixIt: () => ngfwB.state.policies[1]["ssl-ssh-profile"] = "custom-deep-inspection",
+        fixIt: () => ngfwB.state.policies[1]!["ssl-ssh-profile"] = "custom-deep-inspection",
         fails: ["ngfw-decrypt-state-matches-plan@fw-b-1:fail"],
         detail: /^the plan requires decrypt-on but no decrypt rules are configured$/,
       },
@@ -331,6 +331,7 @@ dbTest("an old system_info snapshot fails snapshot-fresh", async (db) => {
   const two = new Date(Date.now() - 2 * 3600_000);
   const [cur] = await db.kysely.selectFrom("snapshots").selectAll()
     .where("device_id", "=", l.ids.sw).where("endpoint_label", "=", "system_info").execute();
+  assert.ok(cur, "the switch has a system_info snapshot");
   const { id } = await db.kysely.insertInto("snapshots").values({
     device_id: cur.device_id,
     endpoint_label: "system_info",
@@ -472,6 +473,7 @@ dbTest(
     assert.equal(r.status, 422);
     assert.deepEqual(failing(r.body), ["lab-boom@sw-1:error", "ntp-source-configured@bmc-1:error"]);
     const [b, n] = r.body.checks.filter((c) => !c.pass).sort((x, y) => x.checkId.localeCompare(y.checkId));
+    assert.ok(b && n, "two failing checks");
     assert.equal(
       b.detail,
       "check error: could not evaluate the system_info payload (Cannot read properties of undefined (reading 'model'))",
@@ -507,7 +509,7 @@ dbTest("pre-flight writes nothing and contacts no device", async (db) => {
   const all = Object.values(l.sims);
   const requests = all.map((s) => s.sim.requests.length);
   const before = await dump(db);
-  assert.ok(before.snapshots.length >= 4 * 7);
+  assert.ok(before.snapshots!.length >= 4 * 7);
   const results = [await l.preflight(ON), await l.preflight(OFF), await l.preflight(ON)];
   const unknown = await l.app.request(
     "/api/test-runs/preflight",
@@ -516,7 +518,7 @@ dbTest("pre-flight writes nothing and contacts no device", async (db) => {
   assert.equal(unknown.status, 404);
   assert.deepEqual(await dump(db), before, "no row added, changed or removed in any table");
   assert.deepEqual(all.map((s) => s.sim.requests.length), requests, "no request reached any simulator");
-  assert.equal(results[0].status, 200, "the HA change on the device is not seen without a snapshot");
+  assert.equal(results[0]!.status, 200, "the HA change on the device is not seen without a snapshot");
 });
 
 dbTest(
@@ -571,8 +573,8 @@ dbTest("the server-health plan adds the opt-in BMC checks: power on and health O
     ["bmc-health-ok", "bmc-1", "vendor-a-bmc"],
     ["bmc-power-on", "bmc-1", "vendor-a-bmc"],
   ]);
-  assert.match(bmc[0].detail, /^health OK: ComputerSystem \S+, Chassis \S+, Manager \S+$/);
-  assert.equal(bmc[1].detail, "system power state On");
+  assert.match(bmc[0]!.detail, /^health OK: ComputerSystem \S+, Chassis \S+, Manager \S+$/);
+  assert.equal(bmc[1]!.detail, "system power state On");
   // The other plans do not run them (opt-in): still 12 checks.
   assert.equal((await l.preflight(ON)).body.checksRun, 12);
 
@@ -583,6 +585,7 @@ dbTest("the server-health plan adds the opt-in BMC checks: power on and health O
   assert.equal(bad.status, 422);
   assert.deepEqual(failing(bad.body), ["bmc-health-ok@bmc-1:fail", "bmc-power-on@bmc-1:fail"]);
   const [health, power] = bad.body.checks.filter((c) => c.checkId.startsWith("bmc-"));
+  assert.ok(health && power, "two BMC check results");
   assert.match(health.detail, /^ComputerSystem \S+ health is Warning \(expected OK\)$/);
   assert.equal(power.detail, "system power state Off (expected On)");
   assert.equal((await l.preflight(ON)).status, 200, "the decrypt-on plan does not look at server health");

@@ -21,14 +21,14 @@ dbTest("the report names the lab, the customer and each device's model, software
   const devs = await Promise.all([1, 2, 3, 4].map(() => startFixtureDevice()));
   try {
     const creds = (i: number) => ({
-      sim: devs[i].sim,
+      sim: devs[i]!.sim,
       credentials: { username: "admin", password: "fixture-pass" },
     });
     const ok = await register(app, auth, "fixture-fw", "fw-ok", creds(0));
     const broken = await register(app, auth, "fixture-fw", "fw-broken", creds(1));
     const never = await register(app, auth, "fixture-fw", "fw-never-polled", creds(2));
     const old = await register(app, auth, "fixture-fw-noinv", "fw-old-adapter", creds(3));
-    devs[1].state.system = { model: 42 };
+    devs[1]!.state.system = { model: 42 };
     for (const id of [ok, broken, old]) await snapshot(app, auth, id);
 
     const run = await startRun(app, auth, { planIdentifier: "fixture-plan", customer: "ACME Networks" });
@@ -55,11 +55,11 @@ dbTest("the report names the lab, the customer and each device's model, software
         payloadSha256: undefined,
       },
     );
-    assert.match(inv[ok].payloadSha256!, /^[0-9a-f]{64}$/);
-    assert.equal(inv[broken].status, "unreadable");
-    assert.equal(inv[broken].model, null);
-    assert.equal(inv[never].status, "no-snapshot");
-    assert.equal(inv[old].status, "not-supported");
+    assert.match(inv[ok]!.payloadSha256!, /^[0-9a-f]{64}$/);
+    assert.equal(inv[broken]!.status, "unreadable");
+    assert.equal(inv[broken]!.model, null);
+    assert.equal(inv[never]!.status, "no-snapshot");
+    assert.equal(inv[old]!.status, "not-supported");
     // The API view of the finished run says the same (read from the report).
     const view = await (await app.request(`/api/test-runs/${run.executionId}`, { headers: auth })).json();
     assert.equal(view.customer, "ACME Networks");

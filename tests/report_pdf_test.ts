@@ -95,7 +95,7 @@ dbTest(
       // Print contract: A4, licence footer and page n of N; the cover shows reportSha256 and the key.
       const pages = await pdfPages(pdf);
       assertReportPages(pages, report.license);
-      const cover = squash(pages[0].text);
+      const cover = squash(pages[0]!.text);
       assert.ok(cover.includes(report.reportSha256));
       assert.ok(cover.includes(svc.signatures.key.keyId), "the signing key fingerprint is on the cover");
 
@@ -175,11 +175,11 @@ dbTest(
       assert.match(bad.out, /MISMATCH {2}PDF cover reportSha256 = embedded report/);
       // A raw byte flipped inside the embedded report's (compressed) stream of the served PDF: caught too.
       const original = await PDFDocument.load(pdf);
-      const rawStream = original.context.lookup(embeddedFiles(original)[0].ref) as PDFRawStream;
+      const rawStream = original.context.lookup(embeddedFiles(original)[0]!.ref) as PDFRawStream;
       const at0 = indexOf(pdf, rawStream.contents.subarray(0, 32));
       assert.ok(at0 > 0, "the embedded stream is in the file");
       const raw = pdf.slice();
-      raw[at0 + Math.floor(rawStream.contents.length / 2)] ^= 0x01;
+      raw[at0 + Math.floor(rawStream.contents.length / 2)]! ^= 0x01;
       await Deno.writeFile(`${dir}/flipped.pdf`, raw);
       assert.notEqual((await verify("flipped.pdf")).code, 0);
     } finally {

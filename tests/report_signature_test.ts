@@ -103,7 +103,7 @@ dbTest(
       assert.equal(ok.code, 0, ok.stdout + ok.stderr);
       assert.match(ok.stdout, /Signature Verified Successfully/);
       const paeBytes = await Deno.readFile(`${dir}/pae.bin`);
-      paeBytes[paeBytes.length - 10] ^= 1;
+      paeBytes[paeBytes.length - 10]! ^= 1;
       await Deno.writeFile(`${dir}/pae2.bin`, paeBytes);
       const bad = await run("openssl", [...verify.slice(0, -1), "pae2.bin", "-sigfile", "sig.bin"], dir);
       assert.notEqual(bad.code, 0, "a flipped byte fails");
@@ -211,7 +211,7 @@ dbTest(
       assert.match(tool.headers.get("content-type") ?? "", /typescript/);
       const source = await tool.text();
       assert.ok(!/from\s+["'](\.|@dutlab|jsr:)/.test(source), "no workspace or relative imports");
-      for (const m of source.matchAll(/from\s+"([^"]+)"/g)) assert.match(m[1], /^npm:[^@]+@\d+\.\d+\.\d+$/);
+      for (const m of source.matchAll(/from\s+"([^"]+)"/g)) assert.match(m[1]!, /^npm:[^@]+@\d+\.\d+\.\d+$/);
       await Deno.writeTextFile(`${dir}/verify_report.ts`, source);
       const { keys } = await (await fetch(`${base}/api/report-keys`)).json();
       await Deno.writeTextFile(`${dir}/key.pem`, keys[0].publicKeyPem);

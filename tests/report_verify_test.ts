@@ -64,7 +64,7 @@ function valueSpan(text: string, key: string, from?: number): [number, number] {
 
 const flipAt = (bytes: Uint8Array, i: number) => {
   const copy = new Uint8Array(bytes);
-  copy[i] ^= 0x01;
+  copy[i]! ^= 0x01;
   return copy;
 };
 
@@ -115,9 +115,9 @@ dbTest("a change in each member is reported against the hash that commits to it"
         i++; // keep escape sequences valid
         continue;
       }
-      const swap = /[0-8]/.test(text[i])
+      const swap = /[0-8]/.test(text[i]!)
         ? String(Number(text[i]) + 1)
-        : /[a-y]/.test(text[i])
+        : /[a-y]/.test(text[i]!)
         ? String.fromCharCode(text.charCodeAt(i) + 1)
         : null;
       if (swap) return text.slice(0, i) + swap + text.slice(i + 1);
@@ -154,8 +154,8 @@ dbTest("a change in each member is reported against the hash that commits to it"
   }
   // A consistent forgery (body and its hash changed together) is still caught by reportSha256.
   const forged = structuredClone(report);
-  forged.annexes[0].body += " ";
-  forged.annexes[0].sha256 = await sha256Hex(forged.annexes[0].body);
+  forged.annexes[0]!.body += " ";
+  forged.annexes[0]!.sha256 = await sha256Hex(forged.annexes[0]!.body);
   assert.deepEqual(
     (await verifyReport(forged)).findings.filter((f) => !f.ok).map((f) => f.what),
     ["reportSha256"],
@@ -168,7 +168,7 @@ dbTest("a change in each member is reported against the hash that commits to it"
   assert.deepEqual(await failing("{"), ["JSON"]);
   assert.deepEqual(await failing(text.replace(/"body": "/, '"body": 1, "x": "')), [
     "reportSha256",
-    `annex "${report.annexes[0].id}"`,
+    `annex "${report.annexes[0]!.id}"`,
   ]);
 });
 

@@ -73,7 +73,7 @@ dbTest(
     assert.deepEqual(cmp.runs.map((r) => r.isBaseline), [true, false, false]);
     assert.deepEqual(cmp.runs.map((r) => r.regression), [false, false, true]);
     assert.deepEqual(cmp.summary.regressions, [r3.meta.executionId]);
-    const slow = cmp.runs[2];
+    const slow = cmp.runs[2]!;
     assert.equal(slow.kpis.p99Ms.value, r3.results.aggregate.p99_ms);
     assert.equal(slow.kpis.p99Ms.regression, true);
     assert.equal(
@@ -83,12 +83,12 @@ dbTest(
     assert.equal(slow.kpis.p50Ms.delta, 0);
     assert.equal(slow.kpis.p50Ms.regression, false);
     assert.equal(slow.regressionReasons.length, 2, slow.regressionReasons.join("; ")); // p99 and the SLO verdict
-    assert.match(slow.regressionReasons[0], /^p99 .* above the baseline's .* \(threshold 10 %\)$/);
+    assert.match(slow.regressionReasons[0]!, /^p99 .* above the baseline's .* \(threshold 10 %\)$/);
     assert.equal(slow.kpis.verdict.value, "fail");
     assert.equal(slow.kpis.verdict.worseThanBaseline, true);
-    assert.equal(cmp.runs[1].kpis.throughputRps.value, r2.results.figures!.requestsPerSecond!.value);
-    assert.equal(cmp.runs[1].kpis.errorRatePct.value, 0);
-    assert.equal(cmp.runs[1].kpis.p99Ms.deltaPct, 0);
+    assert.equal(cmp.runs[1]!.kpis.throughputRps.value, r2.results.figures!.requestsPerSecond!.value);
+    assert.equal(cmp.runs[1]!.kpis.errorRatePct.value, 0);
+    assert.equal(cmp.runs[1]!.kpis.p99Ms.deltaPct, 0);
     assert.deepEqual(cmp.summary.planDiffers, []);
     assert.deepEqual(cmp.summary.labDiffers, []);
 
@@ -107,7 +107,7 @@ dbTest(
     })).json() as Comparison;
     assert.equal(vsSlow.baselineExecutionId, r3.meta.executionId);
     assert.deepEqual(vsSlow.summary.regressions, []);
-    assert.ok(vsSlow.runs[0].kpis.p99Ms.delta! < 0);
+    assert.ok(vsSlow.runs[0]!.kpis.p99Ms.delta! < 0);
 
     // The print page: bearer token, no script, the regression row and chart point flagged.
     const ids = [r1, r2, r3].map((r) => r.meta.executionId).join(",");
@@ -133,8 +133,8 @@ dbTest(
     assert.ok(chromium, "Chromium is required when CI is set");
     const pages = await pdfPages(await printToPdf(html));
     assertReportPages(pages, r1.license, 3);
-    const first = squash(pages[0].text);
-    assert.ok(first.includes(squash("1 regression against the baseline")), pages[0].text);
+    const first = squash(pages[0]!.text);
+    assert.ok(first.includes(squash("1 regression against the baseline")), pages[0]!.text);
     assert.ok(first.includes(squash(`Run ${r3.meta.runId} (${r3.meta.executionId.slice(0, 8)}): p99`)));
     assert.ok(first.includes("REGRESSION"));
     assert.equal(first.split("REGRESSION").length - 1, 1, "one run is flagged");

@@ -45,8 +45,8 @@ dbTest(
 
       const run = await startRun(app, auth, { planIdentifier: PLAN });
       const lab = run.labAtStart as { tlsDecrypt: string; decrypt: Record<string, { state: string }> };
-      assert.equal(lab.decrypt[a].state, "on");
-      assert.equal(lab.decrypt[b].state, "on");
+      assert.equal(lab.decrypt[a]!.state, "on");
+      assert.equal(lab.decrypt[b]!.state, "on");
       assert.equal(lab.tlsDecrypt, "on");
 
       // Polls with no change raise nothing.

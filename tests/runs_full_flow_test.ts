@@ -58,7 +58,7 @@ dbTest("a full run on the simulated lab yields a verified report that prints on 
     ];
     const ids: string[] = [];
     for (const [i, [vendor, hostname]] of lab.entries()) {
-      ids.push(await register(app, auth, vendor, hostname, sims[i]));
+      ids.push(await register(app, auth, vendor, hostname, sims[i]!));
     }
     const pollAll = async () => {
       for (const id of ids) await snapshot(app, auth, id);
@@ -153,7 +153,7 @@ dbTest("a full run on the simulated lab yields a verified report that prints on 
     assert.ok(chromium, "Chromium is required when CI is set: install the Debian package chromium");
     const pages = await pdfPages(await printToPdf(share.url));
     assertReportPages(pages, report.license);
-    const cover = squash(pages[0].text);
+    const cover = squash(pages[0]!.text);
     assert.ok(cover.includes(report.reportSha256), "the cover shows the JSON's reportSha256");
     assert.ok(cover.includes(report.meta.planSnapshotSha256));
     assert.ok(cover.includes(run.executionId));
@@ -163,7 +163,7 @@ dbTest("a full run on the simulated lab yields a verified report that prints on 
       "the verdict comes before the SLO badge",
     );
     assert.ok(cover.includes(squash("The SLO is one input of the overall verdict, INCONCLUSIVE")));
-    const licence = oneLine(pages[1].text);
+    const licence = oneLine(pages[1]!.text);
     for (const heading of ["English", "Português (Brasil)", "Español"]) {
       assert.ok(licence.includes(heading), heading);
     }

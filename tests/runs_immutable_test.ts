@@ -76,10 +76,10 @@ dbTest("a finished run is deleted only through the audited function, which leave
   assert.equal((await app.request(`/api/test-runs/${run.executionId}`, { headers: auth })).status, 404);
   const trail = await db.kysely.selectFrom("run_deletions").selectAll().execute();
   assert.equal(trail.length, 1);
-  assert.equal(trail[0].execution_id, run.executionId);
-  assert.equal(trail[0].report_sha256, done.reportSha256);
-  assert.equal(trail[0].reason, "customer asked for erasure");
-  assert.equal(trail[0].actor, "ops@lab");
+  assert.equal(trail[0]!.execution_id, run.executionId);
+  assert.equal(trail[0]!.report_sha256, done.reportSha256);
+  assert.equal(trail[0]!.reason, "customer asked for erasure");
+  assert.equal(trail[0]!.actor, "ops@lab");
   // The permission does not outlive the call, and the trail itself cannot be edited.
   await refused(() => sql`update run_deletions set reason = 'x'`.execute(db.kysely), /audit trail/);
   await refused(() => sql`delete from run_deletions`.execute(db.kysely), /audit trail/);

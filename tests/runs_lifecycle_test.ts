@@ -69,7 +69,7 @@ dbTest(
       vendor: "fixture-fw",
       deviceRole: "ngfw",
     }]);
-    assert.equal(lab0.decrypt[lab.deviceId].state, "on");
+    assert.equal(lab0.decrypt[lab.deviceId]!.state, "on");
     assert.equal(lab0.tlsDecrypt, "on");
 
     const one = await app.request(`/api/test-runs/${run.executionId}`, { headers: auth });

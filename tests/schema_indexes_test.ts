@@ -20,7 +20,7 @@ async function snapshotIndexes(db: Kysely<Database>): Promise<Record<string, str
 }
 
 async function migrator(db: Kysely<Database>): Promise<Migrator> {
-  const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0].s;
+  const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s;
   return new Migrator({ db, provider: migrationProvider, migrationTableSchema: schema });
 }
 

@@ -100,7 +100,7 @@ dbTest("identical payloads are stored once while every poll gets its own snapsho
   const bytes = await sql<{ n: number }>`select sum(size_bytes)::int as n from snapshot_payloads`.execute(
     db.kysely,
   );
-  assert.ok(bytes.rows[0].n < 1000, "payload bytes do not grow with the number of polls");
+  assert.ok(bytes.rows[0]!.n < 1000, "payload bytes do not grow with the number of polls");
 });
 
 dbTest("each snapshot names its adapter module and version and links the active run, if any", async (db) => {
@@ -137,6 +137,7 @@ dbTest("the database refuses to change or delete snapshots; deleting the device 
   dev.state.ntp = ["only.a.example"];
   await svc.poller.poll(a);
   const [first] = await list(app, auth, `&deviceId=${a}`);
+  assert.ok(first, "device a has snapshots");
   const refused = async (q: RawBuilder<unknown>, pattern: RegExp) =>
     await assert.rejects(q.execute(db.kysely), pattern, q.compile(db.kysely).sql);
   await refused(

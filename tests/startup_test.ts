@@ -64,9 +64,9 @@ Deno.test("bad configuration exits non-zero with one clear line per problem", as
     const r = await runServe({ DUT_DATA_DIR: dir, ...env });
     assert.notEqual(r.code, 0, JSON.stringify(env));
     assert.equal(r.lines.length, 1, r.lines.join("\n"));
-    assert.match(r.lines[0], re);
+    assert.match(r.lines[0]!, re);
     for (const v of Object.values(env)) {
-      if (v.length > 20) assert.ok(!r.lines[0].includes(v), "no value echoed");
+      if (v.length > 20) assert.ok(!r.lines[0]!.includes(v), "no value echoed");
     }
   }
   await Deno.remove(dir, { recursive: true });
