@@ -77,7 +77,7 @@ function identityOf(vendor: string, snapshots: CollectedSnapshot[]): string[] {
 export async function captureVendors(): Promise<VendorCapture[]> {
   const out: VendorCapture[] = [];
   for (const vendor of VENDORS) {
-    const dev = await SIMS[vendor].startSimulatedDevice();
+    const dev = await SIMS[vendor]!.startSimulatedDevice();
     const client = Deno.createHttpClient({ caCerts: [dev.sim.certificate.certPem] });
     const cert = await selfSignedCertificate({ commonName: "capture-proxy" });
     const exchanges: Exchange[] = [];
@@ -145,9 +145,9 @@ export async function captureVendors(): Promise<VendorCapture[]> {
           batch++;
           batchEnd = t.done;
         } else batchEnd = Math.max(batchEnd, t.done);
-        exchanges[t.k].batch = batch;
+        exchanges[t.k]!.batch = batch;
       }
-      const inOrder = order.map((t) => exchanges[t.k]);
+      const inOrder = order.map((t) => exchanges[t.k]!);
       out.push({
         vendor,
         credentials: dev.credentials,

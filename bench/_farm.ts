@@ -64,7 +64,7 @@ function handlerFor(cap: VendorCapture, subst: Array<[string, string]>, reverse:
     }
     const k = seen.get(key) ?? 0;
     seen.set(key, k + 1);
-    const r = list[k % list.length];
+    const r = list[k % list.length]!; // the table holds no empty list
     // One stream chunk, as the simulator kit sends it (avoids a Nagle / delayed-ACK stall on TLS).
     const bytes = enc.encode(r.body);
     const body = bytes.length
@@ -82,7 +82,7 @@ function handlerFor(cap: VendorCapture, subst: Array<[string, string]>, reverse:
 const servers: Deno.HttpServer[] = [];
 const lines: string[] = [];
 for (let i = 0; i < n; i++) {
-  const vendor = VENDORS[i % VENDORS.length];
+  const vendor = VENDORS[i % VENDORS.length]!;
   const cap = byVendor.get(vendor)!;
   const hostname = `127.0.0.${10 + (i % 16)}`;
   const cert = await selfSignedCertificate({ commonName: `bench-device-${i}`, hosts: [hostname] });

@@ -133,8 +133,8 @@ const first = {
   p95Ms: pct(durations, 95),
 };
 const firstMaxMs = Math.max(...durations);
-const [{ n: firstSnapshots }] =
-  (await sql<{ n: string }>`select count(*)::text as n from snapshots`.execute(db.kysely)).rows;
+const firstSnapshots = // count(*): exactly one row
+  (await sql<{ n: string }>`select count(*)::text as n from snapshots`.execute(db.kysely)).rows[0]!.n;
 
 // A second scan of the same devices: the steady state (certificates already pinned, the database warm).
 const steady = await (async () => {
@@ -163,14 +163,13 @@ const steady = await (async () => {
 })();
 await worker.stop(10_000);
 
-const [{ n: snapshots }] =
-  (await sql<{ n: string }>`select count(*)::text as n from snapshots`.execute(db.kysely)).rows;
-const [{ n: payloads }] =
-  (await sql<{ n: string }>`select count(*)::text as n from snapshot_payloads`.execute(db.kysely))
-    .rows;
-const [{ n: pinned }] =
+const snapshots = // count(*): exactly one row
+  (await sql<{ n: string }>`select count(*)::text as n from snapshots`.execute(db.kysely)).rows[0]!.n;
+const payloads = // count(*): exactly one row
+  (await sql<{ n: string }>`select count(*)::text as n from snapshot_payloads`.execute(db.kysely)).rows[0]!.n;
+const pinned = // count(*): exactly one row
   (await sql<{ n: string }>`select count(*)::text as n from devices where pinned_cert_sha256 is not null`
-    .execute(db.kysely)).rows;
+    .execute(db.kysely)).rows[0]!.n;
 const cpuMs = (cpu.user + cpu.system) / 1000;
 console.log(JSON.stringify({
   backend,

@@ -65,12 +65,13 @@ export function replayModules(captures: VendorCapture[], opts: ReplayOptions) {
               };
               devices.set(ctx.device.id, d);
             } else {
-              for (let k = 0; k < d.revisions.length; k++) if (rand() < state.changeRate) d.revisions[k]++;
+              for (let k = 0; k < d.revisions.length; k++) if (rand() < state.changeRate) d.revisions[k]!++;
             }
             const dev = d;
             return Promise.resolve(cap.snapshots.map((s, k) => {
-              const payload = JSON.parse(dev.texts[k]);
-              if (dev.revisions[k] > 0) payload.benchRevision = dev.revisions[k];
+              const payload = JSON.parse(dev.texts[k]!);
+              const revision = dev.revisions[k]!;
+              if (revision > 0) payload.benchRevision = revision;
               return { label: s.label, payload };
             }));
           },
@@ -93,7 +94,7 @@ export async function registerDevices(svc: Services, n: number, prefix = "bench"
     const batch = await Promise.all(
       Array.from({ length: Math.min(32, n - k) }, (_, j) => {
         const i = k + j;
-        const vendor = VENDORS[i % VENDORS.length];
+        const vendor = VENDORS[i % VENDORS.length]!;
         return svc.devices.create({
           hostname: `${prefix}-${vendor}-${String(i).padStart(5, "0")}`,
           vendor,
@@ -152,5 +153,5 @@ export async function replayWorker(db: Db, svc: Services) {
 /** Number of rows of a table. */
 export async function countRows(db: Db, table: "snapshots" | "snapshot_payloads"): Promise<number> {
   const r = await sql<{ n: string }>`select count(*)::text as n from ${sql.table(table)}`.execute(db.kysely);
-  return Number(r.rows[0].n);
+  return Number(r.rows[0]!.n); // count(*): exactly one row
 }

@@ -42,13 +42,15 @@ export function makePolls(
   const out: HashedPoll[][] = [];
   for (let r = 0; r < rounds; r++) {
     out.push(devices.map((d, i) => {
-      if (r > 0) { for (let k = 0; k < revisions[i].length; k++) if (rand() < changeRate) revisions[i][k]++; }
+      const rev = revisions[i]!; // revisions and base have one entry per device
+      if (r > 0) { for (let k = 0; k < rev.length; k++) if (rand() < changeRate) rev[k]!++; }
       return {
         deviceId: d.id,
         module: `@dutlab/adapter-${d.vendor}`,
-        snapshots: base[i].map((b, k) => {
+        snapshots: base[i]!.map((b, k) => {
           const payload = JSON.parse(b.json);
-          if (revisions[i][k] > 0) payload.benchRevision = revisions[i][k];
+          const revision = rev[k]!;
+          if (revision > 0) payload.benchRevision = revision;
           const text = canonicalJson(payload);
           return {
             label: b.label,
@@ -88,7 +90,7 @@ export async function storeWithPollStore(
 /** One transaction per poll: the statements of the store before group commit (the baseline). */
 export async function storePerPoll(db: Kysely<Database>, p: HashedPoll): Promise<void> {
   await db.transaction().execute(async (tx) => {
-    const { rows: [{ now }] } = await sql<{ now: Date | string }>`select now() as now`.execute(tx);
+    const { now } = (await sql<{ now: Date | string }>`select now() as now`.execute(tx)).rows[0]!; // one row
     const at = new Date(now);
     await tx.selectFrom("devices").select("id").where("id", "=", p.deviceId).forUpdate().executeTakeFirst();
     const run = await tx.selectFrom("test_runs").select("execution_id").where("status", "=", "active")

@@ -27,7 +27,7 @@ export function pct(values: number[], p: number): number {
   if (!values.length) return NaN;
   const s = [...values].sort((a, b) => a - b);
   const i = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1));
-  return s[i];
+  return s[i]!; // i is clamped to 0..length-1 and values is not empty
 }
 
 export function mean(values: number[]): number {

@@ -151,9 +151,9 @@ function printTable(name: string, figures: Figure[]) {
     f.target ? `${f.pass ? "met" : "MISSED"} (${f.target})` : "",
   ]);
   const head = ["scenario", "figure", "value", "unit", "params", "target"];
-  const widths = head.map((h, i) => Math.min(70, Math.max(h.length, ...rows.map((r) => r[i].length))));
+  const widths = head.map((h, i) => Math.min(70, Math.max(h.length, ...rows.map((r) => r[i]!.length))));
   const fmt = (r: string[]) =>
-    r.map((c, i) => (i === 2 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join("  ");
+    r.map((c, i) => (i === 2 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ");
   console.log(`\n== ${name} (${scenarioCommand(name, quick)})`);
   console.log(fmt(head));
   console.log(widths.map((w) => "-".repeat(w)).join("  "));

@@ -28,7 +28,11 @@ async function* tsFiles(dir: string): AsyncGenerator<string> {
 
 function specifiers(text: string): string[] {
   const out: string[] = [];
-  for (const m of text.matchAll(IMPORT_RE)) out.push(m[1] ?? m[2] ?? m[3]);
+  for (const m of text.matchAll(IMPORT_RE)) {
+    // Each alternative of IMPORT_RE captures the specifier in its own group; exactly one matched.
+    const spec = m[1] ?? m[2] ?? m[3];
+    if (spec !== undefined) out.push(spec);
+  }
   return out;
 }
 

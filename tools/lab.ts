@@ -238,14 +238,14 @@ const handler = async (req: Request): Promise<Response> => {
     settings: l.settings,
   });
   if (req.method === "GET" && url.pathname === "/devices") return Response.json(lab.map(view));
-  const m = /^\/devices\/([^/]+)$/.exec(url.pathname);
-  if (req.method === "POST" && m) {
+  const target = /^\/devices\/([^/]+)$/.exec(url.pathname)?.[1];
+  if (req.method === "POST" && target !== undefined) {
     const l = lab.find((d) =>
-      d.vendor === decodeURIComponent(m[1]) || d.hostname === decodeURIComponent(m[1])
+      d.vendor === decodeURIComponent(target) || d.hostname === decodeURIComponent(target)
     );
     if (!l) {
       return Response.json({
-        error: `unknown lab device ${m[1]}; one of ${lab.map((d) => d.vendor).join(", ")}`,
+        error: `unknown lab device ${target}; one of ${lab.map((d) => d.vendor).join(", ")}`,
       }, {
         status: 404,
       });

@@ -171,8 +171,8 @@ async function importJwk(jwk: Record<string, unknown>): Promise<Key> {
 
 /** Keys from a PEM public key, a JWK, or a key list (`{keys: [{publicKeyPem | publicKeyJwk}]}`). */
 export async function loadKeys(text: string): Promise<Key[]> {
-  const pem = /-----BEGIN PUBLIC KEY-----([\s\S]+?)-----END PUBLIC KEY-----/.exec(text);
-  if (pem && !text.trimStart().startsWith("{")) return [await importSpki(unb64(pem[1]))];
+  const pem = /-----BEGIN PUBLIC KEY-----([\s\S]+?)-----END PUBLIC KEY-----/.exec(text)?.[1];
+  if (pem !== undefined && !text.trimStart().startsWith("{")) return [await importSpki(unb64(pem))];
   const v = JSON.parse(text);
   if (isObj(v) && Array.isArray(v.keys)) {
     const out: Key[] = [];
@@ -422,20 +422,24 @@ export async function main(args: string[]): Promise<number> {
   const opt: Record<string, string | undefined> = {};
   const rest: string[] = [];
   for (let i = 0; i < args.length; i++) {
-    const a = args[i];
+    const a = args[i]!; // in range: the loop condition just checked i < args.length
     const m = /^--(key|envelope|report|expect)(?:=(.*))?$/.exec(a);
-    if (m) opt[m[1]] = m[2] ?? args[++i];
+    const name = m?.[1]; // group 1 is not optional, so it is set whenever the option matched
+    if (name !== undefined) opt[name] = m?.[2] ?? args[++i];
     else if (a === "-h" || a === "--help") {
       console.log(USAGE);
       return 0;
     } else rest.push(a);
   }
   const expect = opt.expect?.toLowerCase();
-  if (rest.length !== 1 || (expect !== undefined && !HEX64.test(expect)) || Object.values(opt).includes("")) {
+  const target = rest[0];
+  if (
+    rest.length !== 1 || target === undefined || (expect !== undefined && !HEX64.test(expect)) ||
+    Object.values(opt).includes("")
+  ) {
     console.error(USAGE);
     return 2;
   }
-  const target = rest[0];
   const findings: Finding[] = [];
   let reportBytes: Uint8Array | undefined;
   let envelopeBytes: Uint8Array | undefined;

@@ -59,6 +59,7 @@ Deno.test("fixture oem-datetime: time servers found in the manager's DateTime re
 Deno.test("fixture ntp-protocol-disabled: listed servers with NTP off are reported as disabled", async () => {
   const { snaps } = await replayCase(adapter, dir("ntp-protocol-disabled"));
   const [source] = timeSources(payloadOf(snaps, "ntp_config"));
+  assert.ok(source, "no time source reported");
   assert.equal(source.enabled, false);
   assert.equal(source.servers.length, 3);
 });
@@ -87,14 +88,17 @@ Deno.test("collections follow Members@odata.nextLink up to the bound, and say wh
       ...(i < 4 ? { "Members@odata.nextLink": `https://bmc.example/c?$skip=${i + 1}` } : {}),
     };
   }
-  const get = (p: string) => Promise.resolve(pages[p]);
+  const get = (p: string) => {
+    const page = pages[p];
+    return page ? Promise.resolve(page) : Promise.reject(new Error(`test bug: no page ${p}`));
+  };
   const all = await readCollection(get, "/c");
   assert.deepEqual(all.members, ["/c/0", "/c/1", "/c/2", "/c/3", "/c/4"]);
   assert.equal(all.truncatedAt, null);
   const cut = await readCollection(get, "/c", 3);
   assert.deepEqual(cut.members, ["/c/0", "/c/1", "/c/2"]);
   assert.equal(cut.truncatedAt, "/c?$skip=3");
-  pages["/c?$skip=4"]["Members@odata.nextLink"] = "/c?$skip=2";
+  pages["/c?$skip=4"]!["Members@odata.nextLink"] = "/c?$skip=2";
   await assert.rejects(
     () => readCollection(get, "/c"),
     (e) => e instanceof DeviceError && /twice/.test(e.message),

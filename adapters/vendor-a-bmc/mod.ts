@@ -146,8 +146,10 @@ class RedfishSession implements AdapterSession {
     const worker = async () => {
       while (!failed && next < paths.length) {
         const i = next++;
+        // In range: the loop condition checked next < paths.length just before the increment.
+        const path = paths[i]!;
         try {
-          out[i] = await this.#rf.get(paths[i]);
+          out[i] = await this.#rf.get(path);
         } catch (e) {
           failed = true;
           throw e;
@@ -199,7 +201,8 @@ class RedfishSession implements AdapterSession {
           ` (bounds: pages and ${MAX_FIRMWARE_MEMBERS} members)`,
       };
     }
-    out.members = Object.fromEntries(paths.map((p, i) => [p, bodies[i]]));
+    // #getAll returns one body per path, in order, so bodies[i] exists for every i.
+    out.members = Object.fromEntries(paths.map((p, i) => [p, bodies[i]!]));
     return out;
   }
 

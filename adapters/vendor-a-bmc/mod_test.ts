@@ -139,9 +139,9 @@ for (const status of [400, 403, 503]) {
     assert.deepEqual(ntpServers(payloadOf(snaps, "ntp_config")), ["192.0.2.123", "192.0.2.124"]);
     const notes = conn.session.pollNotes?.() ?? [];
     assert.equal(notes.length, 1);
-    assert.match(notes[0], new RegExp(`session table is full \\(HTTP ${status} .*SessionLimitExceeded`));
-    assert.match(notes[0], /this cycle used HTTP Basic authentication/);
-    assert.ok(!notes[0].includes(sim.credentials.password));
+    assert.match(notes[0]!, new RegExp(`session table is full \\(HTTP ${status} .*SessionLimitExceeded`));
+    assert.match(notes[0]!, /this cycle used HTTP Basic authentication/);
+    assert.ok(!notes[0]!.includes(sim.credentials.password));
     const data = sim.sim.requests.filter((r) => r.method === "GET" && r.path !== "/redfish/v1/");
     assert.ok(data.length > 0 && data.every((r) => r.authStyle === "basic"), "every data call sent Basic");
     await conn.close();

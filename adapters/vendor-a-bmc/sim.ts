@@ -108,6 +108,7 @@ export async function startSimulatedDevice(opts: BmcSimOptions = {}): Promise<Ve
   // Cisco IMC capture shows.
   const error = (status: number, id: string, args: string[] = [], headers: Record<string, string> = {}) => {
     const m = MESSAGES[id];
+    if (!m) throw new Error(`simulator bug: no message registry entry ${id}`);
     const text = args.reduce((s, a, i) => s.replace(`%${i + 1}`, a), m.message);
     return reply(status, {
       error: {

@@ -21,6 +21,6 @@ Deno.test("fixture deploy-long-history: one request for the latest job, the hist
   const { replay, expected } = await replayCase(adapter, dir("deploy-long-history"));
   const deploy = replay.sim.requests.filter((r) => r.path === "/api/fdm/latest/operational/deploy");
   assert.equal(deploy.length, expected.deployRequests);
-  assert.equal(deploy[0].query.get("limit"), "1");
-  assert.equal(deploy[0].query.get("sort"), "-queuedTime");
+  assert.equal(deploy[0]!.query.get("limit"), "1");
+  assert.equal(deploy[0]!.query.get("sort"), "-queuedTime");
 });

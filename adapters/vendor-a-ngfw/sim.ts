@@ -170,7 +170,7 @@ export async function startSimulatedDevice(
 
   const prune = () => {
     const now = Date.now();
-    for (let i = sessions.length - 1; i >= 0; i--) if (!isOpen(sessions[i], now)) sessions.splice(i, 1);
+    for (let i = sessions.length - 1; i >= 0; i--) if (!isOpen(sessions[i]!, now)) sessions.splice(i, 1);
   };
 
   const issue = (
@@ -258,10 +258,10 @@ export async function startSimulatedDevice(
         );
         if (i < 0) return tokenStatus(400, "Invalid refresh token");
         counters.refreshes++;
-        const old = sessions[i];
+        const old = sessions[i]!; // findIndex found it
         // Refreshing renews the same session: the old token pair stops working.
         sessions[i] = issue({ ...old, accessRevoked: false, refreshRevoked: false });
-        return tokenResponse(sessions[i]);
+        return tokenResponse(sessions[i]!);
       }
       case "revoke_token": {
         if (!byAccessToken(p.access_token)) return tokenStatus(401, "Invalid access token");
@@ -284,7 +284,7 @@ export async function startSimulatedDevice(
     const url = new URL(req.url);
     const m = API_PREFIX.exec(url.pathname);
     if (!m) return errorWrapper(404, `No resource at ${url.pathname}`, "notFound");
-    const rel = m[1];
+    const rel = m[1]!; // API_PREFIX's group is not optional
     if (rel === "/fdm/token") {
       return req.method === "POST"
         ? tokenEndpoint(body)
@@ -374,7 +374,7 @@ export async function startSimulatedDevice(
         withLinks({
           id: sub[1],
           name: sub[1],
-          title: `${sub[1].toUpperCase()} usage`,
+          title: `${sub[1]!.toUpperCase()} usage`,
           items,
           type: "trendingreport",
         }, rel),
@@ -406,7 +406,7 @@ export async function startSimulatedDevice(
     },
     setDecrypt(on: boolean) {
       if (state.sslPolicies.length === 0) state.sslPolicies.push({ policy: defaultSslPolicy(), rules: [] });
-      const first = state.sslPolicies[0];
+      const first = state.sslPolicies[0]!; // pushed just above when empty
       if (on) {
         if (!first.rules.some((r) => String(r.ruleAction).startsWith("DECRYPT_"))) {
           first.rules.unshift(sslRule("decrypt-lab-traffic", "DECRYPT_RE_SIGN", 268435461));

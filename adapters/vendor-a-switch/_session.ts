@@ -93,7 +93,7 @@ function readLogin(res: DeviceResponse, cls: "aaaLogin" | "aaaRefresh", user: st
   if (typeof token !== "string" || token === "") {
     throw new DeviceError("protocol_error", `Answer to ${res.method} ${res.path} carries no token`);
   }
-  const seconds = Number(mo.attributes.refreshTimeoutSeconds);
+  const seconds = Number(mo?.attributes.refreshTimeoutSeconds);
   return {
     token,
     user,

@@ -16,6 +16,7 @@ Deno.test("fixture ntp-admin-disabled: providers listed while datetimeClkPol.adm
   // deno-lint-ignore no-explicit-any
   const ntp = snaps.find((s) => s.label === "ntp_config")!.payload as any;
   const [pol] = objectsOf(ntp, "datetimeClkPol");
+  assert.ok(pol, "no datetimeClkPol object");
   assert.equal(pol.attributes.adminSt, "disabled");
   assert.equal(childrenOf(pol, "datetimeNtpProvider").length, expected.listedProviders);
 });

@@ -120,25 +120,25 @@ Deno.test("collectAll returns the six labels with the switch's DME answers", asy
     "vpc_status",
   ]);
   const sys = payloadOf(snaps, "system_info") as Record<string, { imdata: Record<string, any>[] }>;
-  assert.equal(sys.topSystem.imdata[0].topSystem.attributes.name, "lab-n9k-01");
-  assert.equal(sys.topSystem.imdata[0].topSystem.attributes.dn, "sys");
-  assert.equal(sys.showVersion.imdata[0].sysmgrShowVersion.attributes.nxosVersion, "10.3(4a)");
+  assert.equal(sys.topSystem!.imdata[0]!.topSystem.attributes.name, "lab-n9k-01");
+  assert.equal(sys.topSystem!.imdata[0]!.topSystem.attributes.dn, "sys");
+  assert.equal(sys.showVersion!.imdata[0]!.sysmgrShowVersion.attributes.nxosVersion, "10.3(4a)");
   const ntp = payloadOf(snaps, "ntp_config") as { totalCount: string; imdata: Record<string, any>[] };
   assert.equal(ntp.totalCount, "1");
-  assert.equal(ntp.imdata[0].datetimeClkPol.attributes.dn, "sys/time");
+  assert.equal(ntp.imdata[0]!.datetimeClkPol.attributes.dn, "sys/time");
   assert.equal(
-    ntp.imdata[0].datetimeClkPol.children[0].datetimeNtpProvider.attributes.rn,
+    ntp.imdata[0]!.datetimeClkPol.children[0].datetimeNtpProvider.attributes.rn,
     "prov-[10.10.0.11]",
   );
   const ifs = payloadOf(snaps, "interfaces") as { imdata: Record<string, any>[] };
-  assert.equal(ifs.imdata[0].l1PhysIf.attributes.dn, "sys/intf/phys-[eth1/1]");
-  assert.equal(ifs.imdata[0].l1PhysIf.children[0].ethpmPhysIf.attributes.operSt, "up");
+  assert.equal(ifs.imdata[0]!.l1PhysIf.attributes.dn, "sys/intf/phys-[eth1/1]");
+  assert.equal(ifs.imdata[0]!.l1PhysIf.children[0].ethpmPhysIf.attributes.operSt, "up");
   const vpc = payloadOf(snaps, "vpc_status") as {
     configured: boolean;
     vpcDom: { imdata: Record<string, any>[] };
   };
   assert.equal(vpc.configured, true);
-  assert.equal(vpc.vpcDom.imdata[0].vpcDom.attributes.id, "10");
+  assert.equal(vpc.vpcDom.imdata[0]!.vpcDom.attributes.id, "10");
   await release(device, store);
   assert.equal(device.openSessions(), 0);
 });
@@ -283,25 +283,25 @@ Deno.test("changing the switch state changes every stored payload", async () => 
   });
   device.state.cpu = { idle: 40, user: 45, kernel: 15 };
   device.state.memory = { total: 24500560, used: 20000000, free: 4500560 };
-  device.state.interfaces[2].operSt = "up";
+  device.state.interfaces[2]!.operSt = "up";
   device.state.vpc!.peerSt = "peer-link-down";
   const after = await poll(device, store);
   for (const label of adapter.labels) {
     assert.notDeepEqual(payloadOf(after, label), payloadOf(before, label), `${label} changed`);
   }
   const sys = payloadOf(after, "system_info") as Record<string, { imdata: Record<string, any>[] }>;
-  assert.equal(sys.topSystem.imdata[0].topSystem.attributes.name, "lab-n9k-02");
+  assert.equal(sys.topSystem!.imdata[0]!.topSystem.attributes.name, "lab-n9k-02");
   assert.deepEqual(adapter.facts.ntpServers(payloadOf(after, "ntp_config")), [
     "10.10.0.11",
     "10.10.0.12",
     "ntp.lab.example",
   ]);
   const cpu = payloadOf(after, "cpu_usage") as { imdata: Record<string, any>[] };
-  assert.equal(cpu.imdata[0].procSysCpuSummary.attributes.idle, "40.00");
+  assert.equal(cpu.imdata[0]!.procSysCpuSummary.attributes.idle, "40.00");
   const mem = payloadOf(after, "memory") as { imdata: Record<string, any>[] };
-  assert.equal(mem.imdata[0].procSysMem.attributes.used, "20000000");
+  assert.equal(mem.imdata[0]!.procSysMem.attributes.used, "20000000");
   const ifs = payloadOf(after, "interfaces") as { imdata: Record<string, any>[] };
-  assert.equal(ifs.imdata[2].l1PhysIf.children[0].ethpmPhysIf.attributes.operSt, "up");
+  assert.equal(ifs.imdata[2]!.l1PhysIf.children[0].ethpmPhysIf.attributes.operSt, "up");
   await release(device, store);
 });
 
@@ -310,8 +310,8 @@ Deno.test("removing all NTP providers yields an ntp_config payload with none", a
   device.state.ntpProviders = [];
   const store = new MemoryStore();
   const ntp = payloadOf(await poll(device, store), "ntp_config") as { imdata: Record<string, any>[] };
-  assert.equal(ntp.imdata[0].datetimeClkPol.attributes.dn, "sys/time");
-  assert.equal(ntp.imdata[0].datetimeClkPol.children, undefined);
+  assert.equal(ntp.imdata[0]!.datetimeClkPol.attributes.dn, "sys/time");
+  assert.equal(ntp.imdata[0]!.datetimeClkPol.children, undefined);
   assert.deepEqual(adapter.facts.ntpServers(ntp), []);
   await release(device, store);
 });
@@ -435,8 +435,8 @@ Deno.test("the simulator answers like NX-API REST without a token and for unknow
     path: PATHS.login,
     json: { aaaUser: { attributes: { name: "admin", pwd: device.credentials.password } } },
   });
-  assert.match(login.setCookies[0], /^APIC-cookie=[^;]+; path=\/; HttpOnly$/);
-  const token = (login.json() as { imdata: Record<string, any>[] }).imdata[0].aaaLogin.attributes.token;
+  assert.match(login.setCookies[0]!, /^APIC-cookie=[^;]+; path=\/; HttpOnly$/);
+  const token = (login.json() as { imdata: Record<string, any>[] }).imdata[0]!.aaaLogin.attributes.token;
   const headers = { cookie: `APIC-cookie=${token}` };
   assert.deepEqual((await conn.transport.request({ path: "/api/mo/sys/nope.json", headers })).json(), {
     totalCount: "0",
@@ -447,7 +447,7 @@ Deno.test("the simulator answers like NX-API REST without a token and for unknow
     path: "/api/mo/sys/procsys.json?query-target=children&target-subtree-class=procSysMem",
     headers,
   })).json() as { imdata: Record<string, any>[] };
-  assert.equal(children.imdata[0].procSysMem.attributes.dn, "sys/procsys/sysmem");
+  assert.equal(children.imdata[0]!.procSysMem.attributes.dn, "sys/procsys/sysmem");
   await conn.transport.request({ method: "POST", path: PATHS.logout, headers, json: {} });
   assert.equal(device.openSessions(), 0);
 });

@@ -521,7 +521,7 @@ export async function startSimulatedDevice(opts: SwitchSimOptions = {}): Promise
     const opts: RenderOpts = { subtree, classes: rspClasses ? new Set(rspClasses.split(",")) : null };
     const classPath = /^\/api\/(?:node\/)?class\/(.+)\.json$/.exec(path);
     const moPath = /^\/api\/(?:node\/)?mo\/(.+)\.json$/.exec(path);
-    for (const c of [...(opts.classes ?? []), ...(classPath ? [classPath[1]] : [])]) {
+    for (const c of [...(opts.classes ?? []), ...(classPath ? [classPath[1]!] : [])]) {
       if (!KNOWN_CLASSES.has(c)) return dmeError(400, "17", `Unknown class ${c}`);
     }
     if (classPath) {
@@ -529,7 +529,7 @@ export async function startSimulatedDevice(opts: SwitchSimOptions = {}): Promise
       return json(envelope(hits.map((e) => render(e.mo, { dn: e.dn }, opts))));
     }
     if (moPath) {
-      const dn = decodeURIComponent(moPath[1]);
+      const dn = decodeURIComponent(moPath[1]!);
       const hit = tree.find((e) => e.dn === dn);
       if (!hit) return json(envelope([]));
       const target = url.searchParams.get("query-target") ?? "self";

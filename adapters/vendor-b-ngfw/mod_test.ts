@@ -110,7 +110,7 @@ Deno.test("a token and a session registration of one device both poll 7 labels, 
     reqs.every((r) => r.authStyle !== "bearer" && !r.headers.has("authorization")),
     "never a bearer token",
   );
-  assert.deepEqual([reqs[0].method, reqs[0].path], ["POST", "/api/v2/authentication"]);
+  assert.deepEqual([reqs[0]!.method, reqs[0]!.path], ["POST", "/api/v2/authentication"]);
   assert.deepEqual([reqs.at(-1)!.method, reqs.at(-1)!.path], ["DELETE", "/api/v2/authentication"]);
   for (const r of reqs.slice(1)) {
     assert.equal(r.authStyle, "cookie", `${r.method} ${r.path} used the session cookie`);
@@ -167,7 +167,7 @@ Deno.test("session writes echo the CSRF cookie, without quotes, as X-CSRFTOKEN",
     let csrfCookie = "";
     await cycle(sim, sim.credentials, async (s) => {
       await s.collectAll();
-      csrfCookie = sim.sessions()[0].csrf;
+      csrfCookie = sim.sessions()[0]!.csrf;
     });
     const write = sim.sim.requests.find((r) => r.method === "DELETE");
     if (firmware === "7.6.3+") {
@@ -312,40 +312,40 @@ Deno.test("changing simulator state changes the stored payload of every label", 
   sim.state.cpu = 88;
   sim.state.ntp.type = "fortiguard";
   sim.state.ntp.ntpserver = [];
-  sim.state.policies[0]["ssl-ssh-profile"] = "deep-inspection";
+  sim.state.policies[0]!["ssl-ssh-profile"] = "deep-inspection";
   sim.state.ha.mode = "a-p";
   sim.state.ha["group-name"] = "lab-cluster";
-  sim.state.interfaces.port3.link = true;
+  sim.state.interfaces.port3!.link = true;
   (sim.state.license.antivirus as Obj).status = "expired";
   const after = Object.fromEntries((await poll(sim, creds)).map((s) => [s.label, s.payload])) as Record<
     string,
     Obj
   >;
   for (const label of adapter.labels) assert.notDeepEqual(after[label], before[label], label);
-  assert.equal((after.system_info.results as Obj).hostname, "fgt-lab-2");
-  assert.equal(((after.resource_usage.results as Obj).cpu as Obj[])[0].current, 88);
+  assert.equal((after.system_info!.results as Obj).hostname, "fgt-lab-2");
+  assert.equal(((after.resource_usage!.results as Obj).cpu as Obj[])[0]!.current, 88);
   assert.deepEqual(ntpServers(after.ntp_config), ["fortiguard"]);
-  assert.equal((after.ha_status.results as Obj).mode, "a-p");
+  assert.equal((after.ha_status!.results as Obj).mode, "a-p");
   // `vdom=*`: one envelope per VDOM, root only on this single-VDOM box.
-  assert.equal((((after.interfaces as unknown as Obj[])[0].results as Obj).port3 as Obj).link, true);
+  assert.equal((((after.interfaces as unknown as Obj[])[0]!.results as Obj).port3 as Obj).link, true);
   // Payloads are the device's envelopes, unchanged.
-  assert.equal(after.system_info.serial, sim.state.serial);
-  assert.equal(after.system_info.version, "v7.6.7");
-  assert.deepEqual(Object.keys(after.decrypt_policy), ["policies", "sslSshProfiles"]);
+  assert.equal(after.system_info!.serial, sim.state.serial);
+  assert.equal(after.system_info!.version, "v7.6.7");
+  assert.deepEqual(Object.keys(after.decrypt_policy!), ["policies", "sslSshProfiles"]);
 });
 
 Deno.test("toggling deep inspection on a policy changes decrypt_policy and decryptRuleCount", async () => {
   await using sim = await startSimulatedDevice();
   const count = async () => decryptRuleCount(await payloadOf(sim, sim.sessionCredentials, "decrypt_policy"));
   assert.equal(await count(), 1, "lab-decrypt uses custom-deep-inspection");
-  sim.state.policies[0]["ssl-ssh-profile"] = "deep-inspection";
+  sim.state.policies[0]!["ssl-ssh-profile"] = "deep-inspection";
   assert.equal(await count(), 2);
-  sim.state.policies[1].status = "disable";
+  sim.state.policies[1]!.status = "disable";
   assert.equal(await count(), 1);
-  sim.state.policies[0]["ssl-ssh-profile"] = "certificate-inspection";
+  sim.state.policies[0]!["ssl-ssh-profile"] = "certificate-inspection";
   assert.equal(await count(), 0, "decrypt off");
   // Editing the profile itself counts too.
-  sim.state.policies[1].status = "enable";
+  sim.state.policies[1]!.status = "enable";
   const custom = sim.state.sslSshProfiles.find((p) => p.name === "custom-deep-inspection")!;
   (custom.https as Obj).status = "certificate-inspection";
   assert.equal(await count(), 0);
@@ -361,7 +361,7 @@ Deno.test("a feature that is off is stored as the device says so, not as a faile
   const snaps = Object.fromEntries((await poll(sim, sim.tokenCredentials)).map((s) => [s.label, s.payload]));
   assert.equal((snaps.ha_status as { results: Obj }).results.mode, "standalone", "no HA: standalone");
   assert.deepEqual(ntpServers(snaps.ntp_config), []);
-  assert.deepEqual((snaps.decrypt_policy as { policies: Obj[] }).policies[0].results, []);
+  assert.deepEqual((snaps.decrypt_policy as { policies: Obj[] }).policies[0]!.results, []);
   assert.equal(decryptRuleCount(snaps.decrypt_policy), 0);
 });
 

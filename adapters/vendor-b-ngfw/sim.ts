@@ -528,8 +528,8 @@ export async function startSimulatedDevice(opts: VendorSimOptions = {}): Promise
           max: current[r],
           min: current[r],
           average: current[r],
-          start: values[19][0],
-          end: values[0][0],
+          start: values[19]![0],
+          end: values[0]![0],
         };
       }
       out[r] = [{ current: current[r], historical }];

@@ -46,7 +46,7 @@ async function populate(db: Db, captures: Awaited<ReturnType<typeof captureVendo
   const ids = await registerDevices(svc, 1000);
   const polls = makePolls(
     captures,
-    ids.map((id, i) => ({ id, vendor: VENDORS[i % VENDORS.length] })),
+    ids.map((id, i) => ({ id, vendor: VENDORS[i % VENDORS.length]! })),
     2,
     0.05,
   );

@@ -28,9 +28,9 @@ export function run(ctx: Ctx): Promise<Figure[]> {
   while (JSON.stringify({ rules: rules(n) }).length < 1024 * 1024) n += 500;
   const a = { rules: rules(n) };
   const b = structuredClone(a);
-  b.rules.splice(0, 0, { ...b.rules[0], id: "rule-new", name: "inserted" });
+  b.rules.splice(0, 0, { ...b.rules[0]!, id: "rule-new", name: "inserted" });
   b.rules.splice(n >> 1, 1);
-  b.rules[n >> 2].action = "deny";
+  b.rules[n >> 2]!.action = "deny";
   const bytes = JSON.stringify(a).length;
   const times: number[] = [];
   const iterations = ctx.quick ? 5 : 20;

@@ -94,7 +94,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       await using db = await freshDb(backend);
       const { svc } = await benchServices(db, replayModules(captures, { changeRate: 0.05 }).modules);
       const ids = await registerDevices(svc, devices);
-      const devs = ids.map((id, i) => ({ id, vendor: VENDORS[i % VENDORS.length] }));
+      const devs = ids.map((id, i) => ({ id, vendor: VENDORS[i % VENDORS.length]! }));
       const polls = makePolls(captures, devs, rounds + 1, 0.05);
       const rows = new Map<string, DeviceRow>();
       for (const id of ids) rows.set(id, await svc.devices.get(id));
@@ -104,7 +104,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
           ? storeWithPollStore(store, rows, r)
           : storePerPollConcurrently(db.kysely, r);
       // Round 0 (all payloads new) warms up; then steady state at 95% unchanged.
-      await storeAll(polls[0]);
+      await storeAll(polls[0]!);
       const before = await countRows(db, "snapshots");
       const t0 = performance.now();
       for (const r of polls.slice(1)) await storeAll(r);

@@ -97,7 +97,7 @@ async function child<T>(ctx: Ctx, args: string[], log: string): Promise<{ result
   // BENCH_PROFILE_DIR=<dir>: CPU profiles of the service and floor processes, for diagnosis.
   const prof = Deno.env.get("BENCH_PROFILE_DIR");
   if (prof) {
-    args = [args[0], "--cpu-prof", `--cpu-prof-dir=${prof}/${log.replace(/\.log$/, "")}`, ...args.slice(1)];
+    args = [args[0]!, "--cpu-prof", `--cpu-prof-dir=${prof}/${log.replace(/\.log$/, "")}`, ...args.slice(1)];
   }
   const command = commandLine("deno", args);
   // Service processes copy a migrated PGlite data dir made once here (initdb on disk takes seconds).

@@ -47,12 +47,12 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
     const steps = plan[backend].length + 1;
     const polls = makePolls(
       captures,
-      ids.map((id, i) => ({ id, vendor: VENDORS[i % VENDORS.length] })),
+      ids.map((id, i) => ({ id, vendor: VENDORS[i % VENDORS.length]! })),
       steps,
       0.05,
     );
     const round = async (k: number) => {
-      await storeRound(db.kysely, svc.registry, polls[k]);
+      await storeRound(db.kysely, svc.registry, polls[k]!);
     };
     await round(0);
     const exec = (q: string) => sql.raw(q).execute(db.kysely);
@@ -62,7 +62,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       from snapshot_latest l join snapshots s on s.id = l.snapshot_id`,
     );
     const slots = Number(
-      (await sql<{ n: string }>`select count(*)::text as n from bench_slots`.execute(db.kysely)).rows[0].n,
+      (await sql<{ n: string }>`select count(*)::text as n from bench_slots`.execute(db.kysely)).rows[0]!.n,
     );
     const first: number[] = [];
     for (const [step, size] of plan[backend].entries()) {
@@ -194,7 +194,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
     figures.push({
       scenario: "preflight",
       name: "flatness: p50 at the largest size ÷ p50 at 10^4 rows",
-      value: rnd((last.value as number) / first[0], 2),
+      value: rnd((last.value as number) / first[0]!, 2),
       unit: "×",
       params: { backend, from: 1e4, to: last.params!.snapshotRows },
       command: ctx.command,

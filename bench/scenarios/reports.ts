@@ -187,7 +187,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       (await sql<
         { n: string }
       >`select count(*)::text as n from snapshots where test_run_execution_id = ${started.executionId}`
-        .execute(db.kysely)).rows[0].n,
+        .execute(db.kysely)).rows[0]!.n,
     );
     const rand = prng(3);
     const samples = Array.from({ length: 100_000 }, () => 5 + rand() * 40 + (rand() < 0.01 ? 200 : 0));
@@ -205,7 +205,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
     }
     ctx.log(
       `${backend}: finish ${round(finishMs)} ms, render ${
-        round(renders[0])
+        round(renders[0]!)
       } ms first, ${linked} linked snapshots`,
     );
     const p = { backend, linkedSnapshots: linked, reportBytes: text.length, latencySamples: samples.length };
@@ -221,7 +221,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       {
         scenario: "reports",
         name: "render the HTML print page (first render)",
-        value: round(renders[0]),
+        value: round(renders[0]!),
         unit: "ms",
         params: { ...p, htmlBytes: html.length },
         command: ctx.command,
@@ -256,7 +256,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
         times.push(performance.now() - t);
       }
       const pages = new TextDecoder("latin1").decode(pdf).match(/\/Type\s*\/Page[^s]/g)?.length ?? null;
-      ctx.log(`PDF: ${round(times[0])} ms, ${pdf.length} bytes, ${pages} pages`);
+      ctx.log(`PDF: ${round(times[0]!)} ms, ${pdf.length} bytes, ${pages} pages`);
       figures.push({
         scenario: "reports",
         name: "print the page to PDF in headless Chromium (process start included)",

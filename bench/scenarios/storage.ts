@@ -36,6 +36,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       pg_total_relation_size('naive_snapshots')::text as naive,
       (select count(*) from snapshots)::text as n,
       (select count(*) from snapshot_payloads)::text as p`);
+    if (!r) throw new Error("the size query returned no row");
     return {
       dedup: Number(r.snapshots) + Number(r.payloads) + Number(r.latest),
       snapshotsTable: Number(r.snapshots),

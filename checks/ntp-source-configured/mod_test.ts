@@ -63,7 +63,7 @@ Deno.test("ntp-source-configured fails with no time server on every vendor", () 
 Deno.test("ntp-source-configured reports an error for a payload of the wrong shape", () => {
   for (const v of VENDORS) {
     // Another vendor's payload is the wrong shape for this vendor's facts.
-    const other = VENDORS[(VENDORS.indexOf(v) + 1) % VENDORS.length];
+    const other = VENDORS[(VENDORS.indexOf(v) + 1) % VENDORS.length]!;
     for (const payload of [PAYLOAD[other](["10.0.0.1"]), "10.0.0.1"]) {
       const r = run(v, payload);
       assert.equal(r?.status, "error", `${v} reading ${JSON.stringify(payload)}`);
