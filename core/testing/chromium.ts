@@ -10,7 +10,7 @@
  * import { findChromium, pdfPages, printToPdf } from "./chromium.ts";
  * if (findChromium()) {
  *   const pages = await pdfPages(await printToPdf("<!DOCTYPE html><p>Hello</p>"));
- *   console.log(pages[0].widthPt, pages[0].text);
+ *   console.log(pages[0]?.widthPt, pages[0]?.text);
  * }
  * ```
  *

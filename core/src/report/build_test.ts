@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { annexBody, jsonAnnex, licenseTexts, sealReport } from "../core/src/report/build.ts";
-import { verifyReport } from "../core/src/report/verify.ts";
-import { canonicalJson, jcsSha256, sha256Hex } from "../core/src/util/hash.ts";
-import { reportFixture } from "../core/src/report/fixture.ts";
-import type { ReportData } from "../core/src/report/types.ts";
+import { annexBody, jsonAnnex, licenseTexts, sealReport } from "./build.ts";
+import { verifyReport } from "./verify.ts";
+import { canonicalJson, jcsSha256, sha256Hex } from "../util/hash.ts";
+import { reportFixture } from "./fixture.ts";
+import type { ReportData } from "./types.ts";
 
 Deno.test("annex bodies are deterministic JSON laid out one item or member per line", () => {
   const value = { b: [1, { z: 1, a: 2 }], a: { y: 1, x: [2] }, "10": "ten", c: [], d: undefined };
