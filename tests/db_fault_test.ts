@@ -13,7 +13,7 @@ import { dbTest, testServices } from "@dutlab/core/testing";
 import { type Db, migrate, openDatabase } from "../core/src/db/open.ts";
 import { startSimulatedDevice, type VendorSim } from "../adapters/vendor-b-ngfw/sim.ts";
 import { modules } from "../modules.gen.ts";
-import { until } from "./_poller_lab.ts";
+import { until } from "../core/testing/poller_lab.ts";
 import { freePort, type Outcome, sampleReadyz, ServeProcess, startLoad } from "./_service_process.ts";
 
 const SCAN_SECONDS = 2;

@@ -10,7 +10,7 @@ import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
 import { canonicalJson, sha256Hex } from "../core/src/util/hash.ts";
 import { stripVolatile } from "../core/src/snapshots/volatile.ts";
 import { requiredRole } from "../core/src/access/tokens.ts";
-import { addDevice, setup } from "./_poller_lab.ts";
+import { addDevice, setup } from "../core/testing/poller_lab.ts";
 import { fixtureAdapter, fixtureModules } from "../core/testing/fixture_modules.ts";
 import type { Db } from "../core/src/db/open.ts";
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { openDatabase } from "../core/src/db/open.ts";
-import { fixtureDevice } from "./_poller_lab.ts";
+import { fixtureDevice } from "../core/testing/poller_lab.ts";
 
 interface Received {
   id: string | null;

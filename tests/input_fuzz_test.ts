@@ -12,7 +12,7 @@ import { dbTest, TEST_ADMIN_TOKEN, testServices } from "@dutlab/core/testing";
 import type { Db } from "../core/src/db/open.ts";
 import { INPUT_LIMITS } from "../core/src/http/input_guard.ts";
 import { modules } from "../modules.gen.ts";
-import { closedPort } from "./_poller_lab.ts";
+import { closedPort } from "../core/testing/poller_lab.ts";
 
 const auth = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
 /** Marks a number JSON.stringify cannot write: replaced by an overflowing literal in the request text. */

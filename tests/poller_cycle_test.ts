@@ -18,7 +18,7 @@ import {
   messageOf,
   setup,
   view,
-} from "./_poller_lab.ts";
+} from "../core/testing/poller_lab.ts";
 
 /** A fixture-fw variant whose collectAll result is rewritten by `mangle`. */
 function mangledAdapter(

@@ -17,7 +17,7 @@ import type { Db } from "../core/src/db/open.ts";
 import { POLL_LOCK_CLASS, pollLockKey } from "../core/src/poller/worker.ts";
 import { startSimulatedDevice } from "../adapters/vendor-b-ngfw/sim.ts";
 import { modules } from "../modules.gen.ts";
-import { until } from "./_poller_lab.ts";
+import { until } from "../core/testing/poller_lab.ts";
 
 const ROOT = new URL("..", import.meta.url);
 const SCAN_SECONDS = 1;

@@ -9,7 +9,7 @@ import { type HashedSnapshot, LostLockError, type Outcome, PollStore } from "../
 import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
 import { DeviceLocks } from "../core/src/poller/device_locks.ts";
 import { canonicalJson, sha256Hex } from "../core/src/util/hash.ts";
-import { addDevice, count, setup } from "./_poller_lab.ts";
+import { addDevice, count, setup } from "../core/testing/poller_lab.ts";
 import type { Db } from "../core/src/db/open.ts";
 import type { Services } from "../core/src/runtime/services.ts";
 

@@ -19,7 +19,7 @@ import {
   setup,
   until,
   view,
-} from "./_poller_lab.ts";
+} from "../core/testing/poller_lab.ts";
 
 const logs = await captureLogs();
 

@@ -20,7 +20,7 @@ import {
   summarize,
 } from "../core/src/preflight/engine.ts";
 import { latestSnapshots } from "../core/src/snapshots/store.ts";
-import { webSha256Hex as sha256Hex } from "./_poller_lab.ts";
+import { webSha256Hex as sha256Hex } from "../core/testing/poller_lab.ts";
 
 const PLAN = "fixture-plan";
 const NOT_JSON = "{not json: a payload no check may read";

@@ -11,7 +11,7 @@ import { RunService } from "../core/src/runs/service.ts";
 import type { CheckResult, PreflightResult } from "../core/src/preflight/engine.ts";
 import { defineCheck } from "@dutlab/core";
 import { modules } from "../modules.gen.ts";
-import { webSha256Hex } from "./_poller_lab.ts";
+import { webSha256Hex } from "../core/testing/poller_lab.ts";
 import type { LoadedModules } from "@dutlab/core/runtime";
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { startSimulatedDevice as startNgfwB } from "@dutlab/adapter-vendor-b-ngfw/sim";

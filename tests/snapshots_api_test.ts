@@ -3,7 +3,13 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest } from "@dutlab/core/testing";
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { addDevice, fixtureDevice, insertActiveRun, setup, webSha256Hex } from "./_poller_lab.ts";
+import {
+  addDevice,
+  fixtureDevice,
+  insertActiveRun,
+  setup,
+  webSha256Hex,
+} from "../core/testing/poller_lab.ts";
 
 interface Page {
   snapshots: Array<{

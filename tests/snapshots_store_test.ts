@@ -16,7 +16,7 @@ import {
   setup,
   view,
   webSha256Hex as sha256,
-} from "./_poller_lab.ts";
+} from "../core/testing/poller_lab.ts";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 
 async function list(app: OpenAPIHono, auth: Record<string, string>, query = ""): Promise<SnapshotView[]> {

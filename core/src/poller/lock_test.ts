@@ -5,10 +5,10 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest } from "@dutlab/core/testing";
-import { type Db, openDatabase } from "../core/src/db/open.ts";
-import { POLL_LOCK_CLASS, pollLockKey, PollWorker } from "../core/src/poller/worker.ts";
-import type { Services } from "../core/src/runtime/services.ts";
-import { addDevice, count, fixtureDevice, makeDue, setup, until, view } from "./_poller_lab.ts";
+import { type Db, openDatabase } from "../db/open.ts";
+import { POLL_LOCK_CLASS, pollLockKey, PollWorker } from "./worker.ts";
+import type { Services } from "../runtime/services.ts";
+import { addDevice, count, fixtureDevice, makeDue, setup, until, view } from "../../testing/poller_lab.ts";
 
 const only = { only: ["postgres" as const] };
 

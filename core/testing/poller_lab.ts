@@ -1,14 +1,14 @@
 /** Shared helpers of the poller and snapshot tests: fixture devices, a runtime for startWorker, logs. */
 import { configure, type LogRecord } from "@logtape/logtape";
 import { sql } from "kysely";
-import type { Db } from "../core/src/db/open.ts";
-import type { Services } from "../core/src/runtime/services.ts";
-import type { Runtime } from "../core/src/runtime/bootstrap.ts";
-import type { DeviceView } from "../core/src/devices/store.ts";
-import { toView } from "../core/src/devices/store.ts";
-import { testServices } from "@dutlab/core/testing";
-import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import type { LoadedModules } from "../core/src/registry.ts";
+import type { Db } from "../src/db/open.ts";
+import type { Services } from "../src/runtime/services.ts";
+import type { Runtime } from "../src/runtime/bootstrap.ts";
+import type { DeviceView } from "../src/devices/store.ts";
+import { toView } from "../src/devices/store.ts";
+import { testServices } from "./app.ts";
+import { fixtureModules, startFixtureDevice } from "./fixture_modules.ts";
+import type { LoadedModules } from "../src/registry.ts";
 
 /** Test services over the fixture modules, with a short per-device time limit. */
 export async function setup(db: Db, env: Record<string, string> = {}, modules?: LoadedModules) {
