@@ -40,6 +40,36 @@ export function asDeviceError(err: unknown): DeviceError {
   return new DeviceError("adapter_error", `Adapter failed: ${msg}`, { cause: err });
 }
 
+/** The device as an adapter sees it: everything but the pin, which only the transport uses. */
+function adapterView(device: ConnectTarget): AdapterDevice {
+  return {
+    id: device.id,
+    hostname: device.hostname,
+    vendor: device.vendor,
+    deviceRole: device.deviceRole,
+    baseUrl: device.baseUrl,
+    username: device.username,
+    tlsVerifyMode: device.tlsVerifyMode,
+  };
+}
+
+/** The core transport to a device, with its TLS mode and pin, for one session or one logout. */
+function transportTo(
+  device: ConnectTarget,
+  limits: TransportLimits | undefined,
+  opts: Parameters<typeof openTransport>[2],
+): DeviceTransport {
+  return openTransport(
+    {
+      baseUrl: device.baseUrl,
+      tlsVerifyMode: device.tlsVerifyMode,
+      pinnedCertSha256: device.pinnedCertSha256,
+    },
+    limits ?? DEFAULT_LIMITS,
+    opts,
+  );
+}
+
 /**
  * Open an adapter session for one device over the core transport: one half of the device session
  * lifecycle ({@link releaseDeviceSession} is the other). The poll cycle and the connection test open
@@ -49,26 +79,10 @@ export function asDeviceError(err: unknown): DeviceError {
 export async function openDeviceSession(opts: ConnectOptions): Promise<ConnectedDevice> {
   const { adapter, device } = opts;
   const log = logger("adapter", adapter.vendorKey);
-  const transport = openTransport(
-    {
-      baseUrl: device.baseUrl,
-      tlsVerifyMode: device.tlsVerifyMode,
-      pinnedCertSha256: device.pinnedCertSha256,
-    },
-    opts.limits ?? DEFAULT_LIMITS,
-    { onPin: opts.onPin, signal: opts.signal },
-  );
+  const transport = transportTo(device, opts.limits, { onPin: opts.onPin, signal: opts.signal });
   const stale = opts.sessions.takeStale(device.id, opts.credentialKey);
   const base = {
-    device: {
-      id: device.id,
-      hostname: device.hostname,
-      vendor: device.vendor,
-      deviceRole: device.deviceRole,
-      baseUrl: device.baseUrl,
-      username: device.username,
-      tlsVerifyMode: device.tlsVerifyMode,
-    },
+    device: adapterView(device),
     http: transport,
     sessions: opts.sessions.scope(device.id, opts.credentialKey),
     log,
@@ -122,25 +136,9 @@ export async function releaseDeviceSession(opts: ReleaseOptions): Promise<{ erro
   let transport: DeviceTransport | undefined;
   try {
     // Inside the try: callers run this in the background, where a throw would be an unhandled rejection.
-    transport = openTransport(
-      {
-        baseUrl: device.baseUrl,
-        tlsVerifyMode: device.tlsVerifyMode,
-        pinnedCertSha256: device.pinnedCertSha256,
-      },
-      opts.limits ?? DEFAULT_LIMITS,
-      { signal },
-    );
+    transport = transportTo(device, opts.limits, { signal });
     await adapter.release({
-      device: {
-        id: device.id,
-        hostname: device.hostname,
-        vendor: device.vendor,
-        deviceRole: device.deviceRole,
-        baseUrl: device.baseUrl,
-        username: device.username,
-        tlsVerifyMode: device.tlsVerifyMode,
-      },
+      device: adapterView(device),
       http: transport,
       // A scope of its own: what a release might park is dropped with it, never reused by a poll.
       sessions: new SessionRegistry().scope(device.id, "release"),
