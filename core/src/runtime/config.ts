@@ -74,6 +74,7 @@ export const EnvSchema = z.object({
   DUT_PDF_CONCURRENCY: int(1, 64, 2),
   DUT_PDF_TIMEOUT_SECONDS: int(1, 600, 30),
   DUT_EVENTS_RETENTION_HOURS: int(1, 720, 24),
+  DUT_EVENTS_FLUSH_MS: int(0, 1000, 100),
   DUT_DEFAULT_LICENSE_ID: z.string().trim().min(1).default("LAB-INTERNAL"),
   DUT_LAB_NAME: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters")
     .default("dutlab test lab"),

@@ -124,3 +124,22 @@ Deno.test("DUT_PGLITE_SHARED_BUFFERS takes a size with its unit between 128kB an
     assert.match(l[0]!, why, bad);
   }
 });
+
+Deno.test("DUT_EVENTS_FLUSH_MS is a whole number of milliseconds from 0 to 1000, 100 by default", () => {
+  assert.equal(parseEnv({}).DUT_EVENTS_FLUSH_MS, 100);
+  for (const [ok, n] of [["0", 0], ["25", 25], [" 1000 ", 1000]] as const) {
+    assert.deepEqual(lines({ DUT_EVENTS_FLUSH_MS: ok }), [], ok);
+    assert.equal(parseEnv({ DUT_EVENTS_FLUSH_MS: ok }).DUT_EVENTS_FLUSH_MS, n);
+  }
+  for (
+    const [bad, why] of [["-1", /whole number/], ["1.5", /whole number/], ["1001", /at most 1000/], [
+      "x",
+      /whole/,
+    ]] as const
+  ) {
+    const l = lines({ DUT_EVENTS_FLUSH_MS: bad });
+    assert.equal(l.length, 1, bad);
+    assert.match(l[0]!, /^DUT_EVENTS_FLUSH_MS: /);
+    assert.match(l[0]!, why, bad);
+  }
+});
