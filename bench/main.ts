@@ -32,6 +32,7 @@ export const SCENARIOS = [
   "footprint",
   "diffs",
   "changes",
+  "events",
 ] as const;
 type Scenario = typeof SCENARIOS[number];
 

@@ -178,7 +178,11 @@ dbTest("poll, status, snapshot, run and alert events; resume and bad Last-Event-
   const reader = r.body!.pipeThrough(new TextDecoderStream()).getReader();
   let text = "";
   while (!text.includes("event: run.finished")) text += (await reader.read()).value ?? "";
+  const clients = async () => (await svc.metrics.eventClients.get()).values[0]?.value;
+  assert.equal(await clients(), 1);
   await reader.cancel();
+  for (let i = 0; i < 100 && await clients() !== 0; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(await clients(), 0, "a client that leaves is no longer counted");
   const events = text.split("\n\n").filter((b) => b.includes("\nid: ") || b.startsWith("id: ")).map((b) => {
     const data = JSON.parse(b.split("\n").find((l) => l.startsWith("data: "))!.slice(6));
     return data as { type: string; data: Record<string, unknown> };

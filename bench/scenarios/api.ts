@@ -133,6 +133,7 @@ async function sseOverhead(
     eventsPerSecond: round(withClients.rate),
     seconds,
     clientsMissingEvents: missing,
+    DUT_EVENTS_FLUSH_MS: Deno.env.get("DUT_EVENTS_FLUSH_MS") ?? "100 (default)",
   };
   const note = "server CPU while a device is PATCHed every 50 ms (one device.changed event each)";
   return [
@@ -159,6 +160,8 @@ async function sseOverhead(
       name: `SSE: CPU added by ${clients} clients`,
       value: round(withClients.cpuPct - without.cpuPct),
       unit: "% of one core",
+      target: "<= 5",
+      pass: withClients.cpuPct - without.cpuPct <= 5,
       params,
       command: ctx.command,
       note,

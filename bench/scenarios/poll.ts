@@ -5,9 +5,10 @@
  *
  * @module
  */
-import { commandLine, cpuSeconds, drainTo, type Figure, lines, round } from "../_util.ts";
+import { commandLine, cpuSeconds, drainTo, type Figure, round } from "../_util.ts";
 import type { Ctx } from "../main.ts";
 import { pgliteTemplate } from "../_db.ts";
+import { startFarm } from "../_farm_proc.ts";
 
 interface ServiceResult {
   backend: string;
@@ -46,51 +47,6 @@ interface FloorResult {
   p50Ms: number;
   p95Ms: number;
   cpuMsPerPoll: number;
-}
-
-/** The farm process: devices as JSON lines, a `stats` command, stops at end of stdin. */
-async function startFarm(ctx: Ctx, n: number) {
-  const captures = `${ctx.tmp}/captures.json`;
-  const args = ["run", "-A", "bench/_farm.ts", "--n", String(n), "--captures", captures];
-  const child = new Deno.Command(Deno.execPath(), { args, stdin: "piped", stdout: "piped", stderr: "piped" })
-    .spawn();
-  const errTail = drainTo(child.stderr, `${ctx.tmp}/farm.log`);
-  const out = lines(child.stdout);
-  const devices: string[] = [];
-  let setupMs = 0;
-  for (;;) {
-    const { value, done } = await out.next();
-    if (done) throw new Error(`Farm exited before it was ready: ${await errTail}`);
-    const msg = JSON.parse(value);
-    if (msg.type === "device") devices.push(value);
-    if (msg.type === "ready") {
-      setupMs = msg.setupMs;
-      break;
-    }
-  }
-  const writer = child.stdin.getWriter();
-  const enc = new TextEncoder();
-  return {
-    pid: child.pid,
-    devices,
-    captures,
-    setupMs,
-    command: commandLine("deno", args),
-    async stats(): Promise<{ requests: number; connections: number; unmatched: number }> {
-      await writer.write(enc.encode("stats\n"));
-      for (;;) {
-        const { value, done } = await out.next();
-        if (done) throw new Error("Farm exited");
-        const msg = JSON.parse(value);
-        if (msg.type === "stats") return msg;
-      }
-    },
-    async stop() {
-      await writer.close().catch(() => {});
-      await child.status;
-      await errTail;
-    },
-  };
 }
 
 async function child<T>(ctx: Ctx, args: string[], log: string): Promise<{ result: T; command: string }> {

@@ -26,11 +26,12 @@ export function eventRoutes(app: OpenAPIHono, svc: Services) {
         "must be the id of an event this stream sent (digits)",
       );
     }
-    svc.metrics.eventClients.inc();
+    // Counted once the stream exists; onClose runs exactly once, whichever way it ends.
     const body = await hub.open({
       after: raw === undefined ? null : BigInt(raw.trim()),
       onClose: () => svc.metrics.eventClients.dec(),
     });
+    svc.metrics.eventClients.inc();
     return c.body(body, 200, {
       "content-type": "text/event-stream",
       "cache-control": "no-cache",
