@@ -225,6 +225,18 @@ export async function stopChild(child: Deno.ChildProcess, graceMs = 10_000): Pro
   return performance.now() - t0;
 }
 
+/** The environment of a bench `server.ts` on 127.0.0.1:`port`: the bench's secrets, then `extra`. */
+export function serverEnv(port: number, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    ADMIN_TOKEN: TOKEN,
+    DUT_CRED_ENC_KEY: CRED_KEY,
+    DUT_REPORT_SIGNING_KEY: SIGNING_KEY,
+    HOST: "127.0.0.1",
+    PORT: String(port),
+    ...extra,
+  };
+}
+
 /** `deno run -A server.ts` with `env`; stdout drained, stderr to `logFile`. `logs` settles when it exits. */
 export function startServer(
   env: Record<string, string>,

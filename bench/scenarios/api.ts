@@ -9,12 +9,11 @@
 import {
   commandLine,
   cpuSeconds,
-  CRED_KEY,
   type Figure,
   freePort,
   PG_URL,
   round,
-  SIGNING_KEY,
+  serverEnv,
   startServer,
   statusMiB,
   stopChild,
@@ -175,14 +174,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
   const figures: Figure[] = [];
   for (const backend of ctx.quick ? ["postgres"] as const : ["postgres", "pglite"] as const) {
     const port = freePort();
-    const env: Record<string, string> = {
-      ADMIN_TOKEN: TOKEN,
-      DUT_CRED_ENC_KEY: CRED_KEY,
-      DUT_REPORT_SIGNING_KEY: SIGNING_KEY,
-      HOST: "127.0.0.1",
-      PORT: String(port),
-      DUT_API_POLLER_DISABLE: "1",
-    };
+    const env = serverEnv(port, { DUT_API_POLLER_DISABLE: "1" });
     let cleanup: () => Promise<void>;
     if (backend === "postgres") {
       const db = await freshDb("postgres");

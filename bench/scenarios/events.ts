@@ -12,13 +12,14 @@ import {
   cpuSeconds,
   type Figure,
   freePort,
+  PG_URL,
   round,
+  serverEnv,
   startServer,
   stopChild,
   TOKEN,
   waitFor200,
 } from "../_util.ts";
-import { CRED_KEY, PG_URL, SIGNING_KEY } from "../_util.ts";
 import { freshDb } from "../_db.ts";
 import { startFarm } from "../_farm_proc.ts";
 import type { Ctx } from "../main.ts";
@@ -75,15 +76,10 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
   const db = await freshDb("postgres");
   const port = freePort();
   const base = `http://127.0.0.1:${port}`;
-  const env: Record<string, string> = {
-    ADMIN_TOKEN: TOKEN,
-    DUT_CRED_ENC_KEY: CRED_KEY,
-    DUT_REPORT_SIGNING_KEY: SIGNING_KEY,
-    HOST: "127.0.0.1",
-    PORT: String(port),
+  const env = serverEnv(port, {
     DATABASE_URL: `${PG_URL}?search_path=${db.where}`,
     DUT_POLL_SCAN_SECONDS: "1",
-  };
+  });
   const flushMs = Deno.env.get("DUT_EVENTS_FLUSH_MS") ?? "100 (default)";
   const { child: server, logs } = startServer(env, `${ctx.tmp}/server.log`);
   const headers = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
