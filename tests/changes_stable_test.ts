@@ -245,6 +245,13 @@ dbTest(
     assert.deepEqual(after.slice(4), [[true, true], [true, false], [true, true]]);
     const all = (await flags(k, id, "system_info")).map(([i]) => i);
     assert.deepEqual(await history(r2), [all[6], ids[2]]);
+    // A set that only gains a pattern keeps the flags: equal without the old patterns is equal without more.
+    const v3 = buildRegistry(modulesWith({ system_info: ["/uptime", "/serial"] }));
+    const gained = await reconcilePatternSets(k, v3);
+    assert.deepEqual(gained.map((c) => [c.label, c.before, c.after, c.reset]), [
+      ["system_info", '["/uptime"]', '["/serial","/uptime"]', 0],
+    ]);
+    assert.deepEqual(await history(v3), [all[6], ids[2]]);
     // A vendor that is gone keeps no patterns: its non-empty set is reconciled to none.
     const gone = await reconcilePatternSets(k, buildRegistry({ ...fixtureModules(), adapters: [] }));
     assert.deepEqual(gone.map((c) => [c.vendor, c.label, c.after]), [["fixture-fw", "system_info", "[]"]]);

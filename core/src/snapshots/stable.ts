@@ -4,9 +4,10 @@
  * wrote it; the change history skips such rows. When an adapter version changes a label's patterns (a member
  * is no longer volatile), a stored `false` may hide what is now a change, so at start-up every changed set
  * forgets the `false` flags of its vendor and label (they become null: unknown, read and compared in full as
- * before the flag existed). Sets are kept per vendor and label in `volatile_path_sets`; a vendor or label
- * with no row yet counts as changed, since flags may have been written by a process that never recorded its
- * set.
+ * before the flag existed). A set that only gained patterns keeps them: what was equal without the old
+ * patterns is equal without more. Sets are kept per vendor and label in `volatile_path_sets`; a vendor or
+ * label with no row yet counts as changed, since flags may have been written by a process that never
+ * recorded its set.
  *
  * @module
  */
@@ -14,6 +15,14 @@ import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import { patternSetKey, volatileFor } from "./volatile.ts";
+
+/** True when the set `after` holds every pattern of the recorded set `before` (both canonical JSON). */
+function onlyGained(before: string, after: string): boolean {
+  if (before === "") return false; // not recorded: anything may have been written
+  const had = JSON.parse(before) as string[];
+  const has = new Set(JSON.parse(after) as string[]);
+  return had.every((p) => has.has(p));
+}
 
 /** A vendor and label whose pattern set changed, and how many `false` flags were forgotten. */
 export interface PatternSetChange {
@@ -67,15 +76,19 @@ export async function reconcilePatternSets(
         .where("vendor", "=", w.vendor).where("endpoint_label", "=", w.label).forUpdate()
         .executeTakeFirstOrThrow();
       if (row.patterns === w.key) return null; // another instance did it meanwhile
-      const r = await tx.updateTable("snapshots").set({ stable_changed: null })
-        .where("payload_changed", "=", true).where("stable_changed", "=", false)
-        .where("endpoint_label", "=", w.label)
-        .where(
-          "device_id",
-          "in",
-          (eb) => eb.selectFrom("devices").select("id").where("vendor", "=", w.vendor),
-        )
-        .executeTakeFirst();
+      let reset = 0;
+      if (!onlyGained(row.patterns, w.key)) {
+        const r = await tx.updateTable("snapshots").set({ stable_changed: null })
+          .where("payload_changed", "=", true).where("stable_changed", "=", false)
+          .where("endpoint_label", "=", w.label)
+          .where(
+            "device_id",
+            "in",
+            (eb) => eb.selectFrom("devices").select("id").where("vendor", "=", w.vendor),
+          )
+          .executeTakeFirst();
+        reset = Number(r.numUpdatedRows);
+      }
       await tx.updateTable("volatile_path_sets").set({ patterns: w.key })
         .where("vendor", "=", w.vendor).where("endpoint_label", "=", w.label).execute();
       return {
@@ -83,7 +96,7 @@ export async function reconcilePatternSets(
         label: w.label,
         before: row.patterns === "" ? null : row.patterns,
         after: w.key,
-        reset: Number(r.numUpdatedRows),
+        reset,
       };
     });
     if (change) out.push(change);
