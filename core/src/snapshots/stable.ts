@@ -5,9 +5,10 @@
  * is no longer volatile), a stored `false` may hide what is now a change, so at start-up every changed set
  * forgets the `false` flags of its vendor and label (they become null: unknown, read and compared in full as
  * before the flag existed). A set that only gained patterns keeps them: what was equal without the old
- * patterns is equal without more. Sets are kept per vendor and label in `volatile_path_sets`; a vendor or
- * label with no row yet counts as changed, since flags may have been written by a process that never
- * recorded its set.
+ * patterns is equal without more. Sets are kept per vendor and label in `volatile_path_sets`. A vendor and
+ * label with no row yet has no flag to forget: every process that writes snapshots records its sets here at
+ * start-up, before it polls (`bootstrap`), so the first record (after the upgrade to migration 0011, or for a
+ * new adapter) reads no snapshot at all, however large the table.
  *
  * @module
  */
@@ -16,9 +17,9 @@ import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import { patternSetKey, volatileFor } from "./volatile.ts";
 
-/** True when the set `after` holds every pattern of the recorded set `before` (both canonical JSON). */
+/** True when the set `after` holds every pattern of the recorded set `before` (both canonical JSON), or none was recorded. */
 function onlyGained(before: string, after: string): boolean {
-  if (before === "") return false; // not recorded: anything may have been written
+  if (before === "") return true; // first record: no flag was written under any other set (see above)
   const had = JSON.parse(before) as string[];
   const has = new Set(JSON.parse(after) as string[]);
   return had.every((p) => has.has(p));
