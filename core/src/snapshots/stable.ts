@@ -67,6 +67,25 @@ export async function reconcilePatternSets(
     }
   }
   const out: PatternSetChange[] = [];
+  // First records (no flag to forget) in one statement: a fresh database starts with one round trip here.
+  const fresh = [...want.entries()].filter(([k]) => !have.has(k)).map(([, w]) => w);
+  if (fresh.length) {
+    const inserted = await db.insertInto("volatile_path_sets")
+      .values(fresh.map((w) => ({ vendor: w.vendor, endpoint_label: w.label, patterns: w.key })))
+      .onConflict((oc) => oc.columns(["vendor", "endpoint_label"]).doNothing())
+      .returning(["vendor", "endpoint_label"]).execute();
+    for (const r of inserted) {
+      const k = id(r.vendor, r.endpoint_label);
+      out.push({
+        vendor: r.vendor,
+        label: r.endpoint_label,
+        before: null,
+        after: want.get(k)!.key,
+        reset: 0,
+      });
+      have.set(k, want.get(k)!.key);
+    }
+  }
   for (const [k, w] of want) {
     if (have.get(k) === w.key) continue;
     const change = await db.transaction().execute(async (tx) => {
