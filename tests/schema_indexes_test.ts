@@ -30,13 +30,14 @@ async function ok(p: Promise<{ error?: unknown }>) {
 }
 
 dbTest(
-  "snapshots carry the indexes of migrations 0003 and 0009: snapshots_label instead of snapshots_label_id",
+  "snapshots carry the indexes of migrations 0003, 0009 and 0011: snapshots_label instead of snapshots_label_id",
   async (db) => {
     const idx = await snapshotIndexes(db.kysely);
     assert.deepEqual(Object.keys(idx), [
       "snapshots_device_changed",
       "snapshots_device_id",
       "snapshots_device_label_id",
+      "snapshots_device_stable_changed",
       "snapshots_label",
       "snapshots_payload",
       "snapshots_pkey",
@@ -49,6 +50,11 @@ dbTest(
     assert.equal(
       idx.snapshots_device_changed,
       "CREATE INDEX snapshots_device_changed ON snapshots USING btree (device_id, id DESC) WHERE payload_changed",
+    );
+    assert.equal(
+      idx.snapshots_device_stable_changed,
+      "CREATE INDEX snapshots_device_stable_changed ON snapshots USING btree (device_id, id DESC) " +
+        "WHERE (payload_changed AND (stable_changed IS NOT FALSE))",
     );
   },
 );

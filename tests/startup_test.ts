@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
 import { childEnv, TEST_SIGNING_KEY } from "@dutlab/core/testing";
+import { openDatabase } from "../core/src/db/open.ts";
+import { buildRegistry } from "../core/src/registry.ts";
+import { patternSetKey, volatileFor } from "../core/src/snapshots/volatile.ts";
+import { modules } from "../modules.gen.ts";
 
 const root = new URL("..", import.meta.url).pathname;
 const dec = new TextDecoder();
@@ -162,6 +166,21 @@ Deno.test("migrate asks for no secret; serve then starts, stores secrets 0600, l
       "no secret in the log",
     );
     assert.equal(status.code, 0, "clean shutdown on SIGTERM");
+    // Start-up recorded the volatile pattern set of every label of every enabled adapter (the stable change
+    // flags are checked against them at each start, core/src/snapshots/stable.ts).
+    const db = await openDatabase({ dataDir: `${dir}/pglite` });
+    try {
+      const registry = buildRegistry(modules);
+      const sets = await db.kysely.selectFrom("volatile_path_sets").selectAll().execute();
+      const want = [...registry.adapters].flatMap(([vendor, reg]) =>
+        reg.adapter.labels.map((label) =>
+          `${vendor} ${label} ${patternSetKey(volatileFor(registry, vendor, label))}`
+        )
+      );
+      assert.deepEqual(sets.map((r) => `${r.vendor} ${r.endpoint_label} ${r.patterns}`).sort(), want.sort());
+    } finally {
+      await db.close();
+    }
     await Deno.remove(dir, { recursive: true });
   }
 });

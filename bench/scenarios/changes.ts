@@ -1,65 +1,131 @@
 /**
- * Issue 22 point 6 (part): the change history of a device with 10^6 snapshots (`listChanges`, what
- * `GET /api/admin/dut/devices/{id}/changes` answers). One firewall, two labels polled alternately: its
- * `system_info` never changes and its `ntp_config` changes `CHANGES` times, evenly spread, so the first page
- * has to reach back to the oldest change (the worst case for a reader that walks the polls). Rows are
- * inserted with generate_series through the real insert trigger that sets `payload_changed`. Timed: the first
- * page (default limit 20: every change) and a later page (limit 2, the third page, through the cursor), on
- * PostgreSQL and on PGlite.
+ * Issue 22 point 6: the change history of a device with 10^6 snapshots (`listChanges`, what
+ * `GET /api/admin/dut/devices/{id}/changes` answers). One firewall (`vendor-a-ngfw`), two labels polled
+ * alternately; `ntp_config` changes `CHANGES` times, evenly spread, so the first page has to reach back to the
+ * oldest change (the worst case for a reader that walks the polls). Two cases, each in a fresh database:
+ * - `steady`: `system_info` never changes (every poll repeats its hash);
+ * - `volatile`: `system_info` changes on every poll, but only in `/systemUptime`, one of the adapter's
+ *   volatile paths: 5 * 10^5 hash changes (and payloads) that are not changes.
+ * Rows are inserted with generate_series through the real insert trigger (`payload_changed`,
+ * `stable_changed`), each with the stable hash the poll cycle would write (`stableSha256` with the adapter's
+ * patterns). Timed, without `?label=`: the first page (default limit 20: every change) and a later page
+ * (limit 2, the third page, through the cursor), on PostgreSQL and on PGlite; in the volatile case, once
+ * afterwards, what an adapter upgrade that drops a volatile path costs (`afterPatternChange`). `BENCH_CHANGES_BACKENDS` and
+ * `BENCH_CHANGES_CASES` (comma-separated) run a subset; `BENCH_CHANGES_SNAPSHOTS` changes the row count (a smoke
+ * run of the scenario itself, not a figure of issue 22).
  *
  * @module
  */
-import { sql } from "kysely";
+import { type Kysely, sql } from "kysely";
+import type { Database } from "../../core/src/db/schema.ts";
+import { reconcilePatternSets } from "../../core/src/snapshots/stable.ts";
 import { listChanges } from "../../core/src/snapshots/diff.ts";
+import { patternSetKey, stableSha256, volatileFor } from "../../core/src/snapshots/volatile.ts";
 import { canonicalJson, sha256Hex } from "../../core/src/util/hash.ts";
-import { buildRegistry } from "../../core/src/registry.ts";
+import { buildRegistry, type Registry } from "../../core/src/registry.ts";
 import { modules } from "../../modules.gen.ts";
 import { type Figure, pct, round } from "../_util.ts";
 import { type Backend, freshDb } from "../_db.ts";
 import type { Ctx } from "../main.ts";
 
-const SNAPSHOTS = 1_000_000;
+const SNAPSHOTS = Number(Deno.env.get("BENCH_CHANGES_SNAPSHOTS") ?? 1_000_000); // smaller: a smoke run
 const CHANGES = 6;
 const DEVICE = "7d0c1a52-5a1e-4f0b-9c3e-0d9b6c2a1e01";
+const VENDOR = "vendor-a-ngfw";
 
-async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
+type Case = "steady" | "volatile";
+
+/** The canonical JSON of the `system_info` payload of poll `g` (SQL builds the same text for every row). */
+const SYSTEM_FIXED = { hostname: "bench-fw-1", model: "FX-4200", softwareVersion: "7.4.1" };
+const systemInfo = (uptime: number) => ({ ...SYSTEM_FIXED, systemUptime: uptime });
+
+async function one(ctx: Ctx, backend: Backend, kind: Case): Promise<Figure[]> {
   await using db = await freshDb(backend);
   const k = db.kysely;
   const registry = buildRegistry(modules);
+  const patterns = volatileFor(registry, VENDOR, "system_info");
+  if (kind === "volatile" && !patterns.includes("/systemUptime")) {
+    throw new Error(
+      `${VENDOR} system_info no longer declares /systemUptime volatile: [${patterns.join(", ")}]`,
+    );
+  }
   await sql`insert into devices (id, hostname, vendor, device_role, base_url, username, password_enc,
       tls_verify_mode, poll_interval_seconds)
-    values (${DEVICE}, 'bench-fw-1', 'vendor-a-ngfw', 'ngfw', 'https://192.0.2.1', 'admin', 'x', 'insecure', 60)`
+    values (${DEVICE}, 'bench-fw-1', ${VENDOR}, 'ngfw', 'https://192.0.2.1', 'admin', 'x', 'insecure', 60)`
     .execute(k);
-  // CHANGES + 1 NTP payloads (one server list each) and one system_info payload.
-  const texts = [
-    ...Array.from(
+  const stable = async (label: string, payload: unknown) => {
+    const text = canonicalJson(payload);
+    const sha256 = await sha256Hex(text);
+    return {
+      text,
+      sha256,
+      stable: await stableSha256({ payload, text, sha256 }, volatileFor(registry, VENDOR, label)),
+    };
+  };
+  // CHANGES + 1 NTP payloads (one server list each); system_info: one payload (steady) or one per poll.
+  const ntp = await Promise.all(
+    Array.from(
       { length: CHANGES + 1 },
-      (_, i) => canonicalJson({ servers: [`10.0.0.${i + 1}`, "10.0.1.1"] }),
+      (_, i) => stable("ntp_config", { servers: [`10.0.0.${i + 1}`, "10.0.1.1"] }),
     ),
-    canonicalJson({ hostname: "bench-fw-1", softwareVersion: "7.4.1", model: "FX-4200" }),
-  ];
-  const shas = await Promise.all(texts.map((t) => sha256Hex(t)));
-  for (const [i, t] of texts.entries()) {
+  );
+  const sys = await stable("system_info", systemInfo(0)); // volatile: every poll's stable hash is this one's
+  for (const t of [...ntp, sys]) {
     await sql`insert into snapshot_payloads (sha256, payload, size_bytes)
-      values (${shas[i]}, ${t}, ${new TextEncoder().encode(t).length})`.execute(k);
+      values (${t.sha256}, ${t.text}, ${new TextEncoder().encode(t.text).length}) on conflict do nothing`
+      .execute(k);
   }
-  const ntp = sql.raw(`array[${shas.slice(0, CHANGES + 1).map((s) => `'${s}'`).join(",")}]`);
+  const arr = (xs: string[]) => sql.raw(`array[${xs.map((x) => `'${x}'`).join(",")}]`);
+  // The system_info text of poll g, built by SQL: checked below against canonicalJson and sha256Hex.
+  const fixed = canonicalJson(SYSTEM_FIXED).slice(0, -1);
+  const sysText = (g: ReturnType<typeof sql>) =>
+    sql`${fixed} || ',"systemUptime":' || (${g} * 30)::text || '}'`;
+  const sysSha = (g: ReturnType<typeof sql>) => sql`encode(sha256(convert_to(${sysText(g)}, 'UTF8')), 'hex')`;
+  if (kind === "volatile") {
+    const probe = (await sql<{ t: string; h: string }>`select ${sysText(sql`7`)} as t, ${sysSha(sql`7`)} as h`
+      .execute(k)).rows[0]!; // one row
+    const want = await stable("system_info", systemInfo(7 * 30));
+    if (probe.t !== want.text || probe.h !== want.sha256 || want.stable !== sys.stable) {
+      throw new Error(`SQL system_info payloads differ from the poll cycle's: ${JSON.stringify(probe)}`);
+    }
+  }
   const t0 = performance.now();
   // Odd polls: ntp_config, its payload index stepping every SNAPSHOTS / (CHANGES + 1) rows; even: system_info.
   const batch = 100_000;
   for (let from = 1; from <= SNAPSHOTS; from += batch) {
-    await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, collected_at, adapter_module,
-        adapter_version)
+    const to = Math.min(SNAPSHOTS, from + batch - 1);
+    if (kind === "volatile") {
+      await sql`insert into snapshot_payloads (sha256, payload, size_bytes)
+        select ${sysSha(sql`g`)}, ${sysText(sql`g`)}, octet_length(${sysText(sql`g`)})
+        from generate_series(${from}::int, ${to}::int) g where g % 2 = 0`.execute(k);
+    }
+    const ntpIndex = sql`1 + ((g - 1) * ${CHANGES + 1}) / ${SNAPSHOTS}`;
+    await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, stable_sha256, collected_at,
+        adapter_module, adapter_version)
       select ${DEVICE}::uuid,
         case when g % 2 = 1 then 'ntp_config' else 'system_info' end,
-        case when g % 2 = 1 then (${ntp})[1 + ((g - 1) * ${CHANGES + 1}) / ${SNAPSHOTS}]
-          else ${shas[CHANGES + 1]} end,
+        case when g % 2 = 1 then (${arr(ntp.map((t) => t.sha256))})[${ntpIndex}]
+          else ${kind === "volatile" ? sysSha(sql`g`) : sql`${sys.sha256}`} end,
+        case when g % 2 = 1 then (${arr(ntp.map((t) => t.stable))})[${ntpIndex}] else ${sys.stable} end,
         timestamptz '2026-01-01' + g * interval '30 seconds',
         '@dutlab/adapter-vendor-a-ngfw', '1.0.0'
-      from generate_series(${from}::int, ${Math.min(SNAPSHOTS, from + batch - 1)}::int) g`.execute(k);
+      from generate_series(${from}::int, ${to}::int) g`.execute(k);
   }
   await sql`analyze snapshots`.execute(k);
-  ctx.log(`${backend}: ${SNAPSHOTS} snapshots inserted in ${round((performance.now() - t0) / 1000)} s`);
+  await sql`analyze snapshot_payloads`.execute(k);
+  const hashChanges = (await sql<{ n: string }>`select count(*)::text as n from snapshots
+    where device_id = ${DEVICE} and payload_changed`.execute(k)).rows[0]!.n; // one row
+  ctx.log(
+    `${backend} ${kind}: ${SNAPSHOTS} snapshots (${hashChanges} hash changes) inserted in ${
+      round((performance.now() - t0) / 1000)
+    } s`,
+  );
+
+  // The rows a page walks: the plan of listChanges' candidate scan (its lateral join and filters aside).
+  const plan = await sql<{ "QUERY PLAN": string }>`explain select s.id from snapshots s
+    where s.device_id = ${DEVICE} and s.payload_changed and s.stable_changed is not false
+    order by s.id desc limit 500`.execute(k);
+  ctx.log(`${backend} ${kind}: candidate scan: ${plan.rows.map((r) => r["QUERY PLAN"].trim()).join(" | ")}`);
 
   const iterations = ctx.quick ? 10 : 30;
   const time = async (f: () => Promise<number>, expect: number) => {
@@ -83,13 +149,28 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
   const p3 = (await page(2, p2)).nextCursor!;
   const later = await time(async () => (await page(2, p3)).changes.length, 2);
   ctx.log(
-    `${backend}: first page p50 ${round(pct(first, 50))} ms, third page p50 ${round(pct(later, 50))} ms`,
+    `${backend} ${kind}: first page p50 ${round(pct(first, 50))} ms, third page p50 ${
+      round(pct(later, 50))
+    } ms`,
   );
-  const params = { backend, snapshots: SNAPSHOTS, labels: 2, changes: CHANGES, iterations };
+  const params = {
+    backend,
+    case: kind,
+    snapshots: SNAPSHOTS,
+    labels: 2,
+    changes: CHANGES,
+    hashChanges: Number(hashChanges),
+    iterations,
+  };
+  const rows = SNAPSHOTS === 1_000_000 ? "10^6" : String(SNAPSHOTS);
+  const what = kind === "volatile" ? `${rows} snapshots, uptime moving every poll` : `${rows} snapshots`;
+  const figures: Figure[] = [];
+  if (kind === "volatile") figures.push(...await afterPatternChange(ctx, k, registry, backend, params));
   return [
+    ...figures,
     ...[50, 95].map((p) => ({
       scenario: "changes",
-      name: `change history of 10^6 snapshots, first page (limit 20), ${backend}, p${p}`,
+      name: `change history of ${what}, first page (limit 20), ${backend}, p${p}`,
       value: round(pct(first, p)),
       unit: "ms",
       params,
@@ -99,7 +180,7 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
     })),
     ...[50, 95].map((p) => ({
       scenario: "changes",
-      name: `change history of 10^6 snapshots, third page (limit 2, cursor), ${backend}, p${p}`,
+      name: `change history of ${what}, third page (limit 2, cursor), ${backend}, p${p}`,
       value: round(pct(later, p)),
       unit: "ms",
       params,
@@ -110,9 +191,68 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
   ];
 }
 
+/**
+ * What an adapter upgrade that drops a volatile path of `system_info` costs (once, after the timed pages): the
+ * start-up reconciliation forgets the 5 * 10^5 `false` flags of that label, and the first page reads and
+ * compares those rows again, as before the stable marker. Every other label's set is recorded as current, so
+ * only this one is reconciled.
+ */
+async function afterPatternChange(
+  ctx: Ctx,
+  k: Kysely<Database>,
+  registry: Registry,
+  backend: Backend,
+  params: Record<string, unknown>,
+): Promise<Figure[]> {
+  for (const [vendor, reg] of registry.adapters) {
+    for (const label of reg.adapter.labels) {
+      const now = volatileFor(registry, vendor, label);
+      const recorded = vendor === VENDOR && label === "system_info" ? [...now, "/benchDroppedPath"] : now;
+      await k.insertInto("volatile_path_sets")
+        .values({ vendor, endpoint_label: label, patterns: patternSetKey(recorded) }).execute();
+    }
+  }
+  let t = performance.now();
+  const changed = await reconcilePatternSets(k, registry);
+  const reconcileMs = performance.now() - t;
+  const reset = changed.reduce((n, c) => n + c.reset, 0);
+  t = performance.now();
+  const r = await listChanges(k, registry, DEVICE, { limit: 20 });
+  const pageMs = performance.now() - t;
+  if (!("changes" in r) || r.changes.length !== CHANGES) throw new Error(`listChanges: ${JSON.stringify(r)}`);
+  ctx.log(
+    `${backend} volatile: a dropped volatile path forgets ${reset} flags in ${round(reconcileMs)} ms; the ` +
+      `first page then takes ${round(pageMs)} ms`,
+  );
+  const note = "once, not a target of issue 22: the cost of an adapter upgrade that drops a volatile path";
+  return [
+    {
+      scenario: "changes",
+      name: `start-up reconciliation after a dropped volatile path (${reset} flags forgotten), ${backend}`,
+      value: round(reconcileMs),
+      unit: "ms",
+      params,
+      note,
+      command: ctx.command,
+    },
+    {
+      scenario: "changes",
+      name: `change history first page right after that reconciliation (rows compared in full), ${backend}`,
+      value: round(pageMs),
+      unit: "ms",
+      params,
+      note,
+      command: ctx.command,
+    },
+  ];
+}
+
 export async function run(ctx: Ctx): Promise<Figure[]> {
   const only = Deno.env.get("BENCH_CHANGES_BACKENDS")?.split(",") as Backend[] | undefined;
+  const cases = Deno.env.get("BENCH_CHANGES_CASES")?.split(",") as Case[] | undefined;
   const out: Figure[] = [];
-  for (const b of only ?? ["postgres", "pglite"] as Backend[]) out.push(...await one(ctx, b));
+  for (const kind of cases ?? ["steady", "volatile"] as Case[]) {
+    for (const b of only ?? ["postgres", "pglite"] as Backend[]) out.push(...await one(ctx, b, kind));
+  }
   return out;
 }

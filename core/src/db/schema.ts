@@ -47,6 +47,18 @@ export interface SnapshotsTable {
    * first. Set by a trigger at insert (migration 0009); the change history reads only these rows.
    */
   payload_changed: Generated<boolean>;
+  /**
+   * SHA-256 of the payload without the adapter's volatile paths, the pattern set included in what is hashed
+   * (`stableSha256`, core/src/snapshots/volatile.ts); null when the writer did not compute it.
+   */
+  stable_sha256: string | null;
+  /**
+   * Set by the insert trigger (migration 0011): true when the payload without volatile paths differs from the
+   * one of the snapshot before (a real change), false when only volatile paths moved or nothing did, null when
+   * unknown (either stable hash missing, or the label's volatile pattern set changed since, see
+   * `volatile_path_sets`). The change history reads only rows that are not false.
+   */
+  stable_changed: Generated<boolean | null>;
 }
 
 /** The newest snapshot per device and label, maintained by the poll cycle (pre-flight reads it). */
@@ -158,6 +170,16 @@ export interface ReportSignaturesTable {
   signed_at: ColumnType<Date, never, never>;
 }
 
+/**
+ * Per vendor and label, the volatile-path pattern set (canonical JSON of the sorted patterns) that the stored
+ * `snapshots.stable_changed` flags of that vendor's devices were computed with (migration 0011).
+ */
+export interface VolatilePathSetsTable {
+  vendor: string;
+  endpoint_label: string;
+  patterns: string;
+}
+
 /** The one Kysely database interface of dutlab. */
 export interface Database {
   devices: DevicesTable;
@@ -172,4 +194,5 @@ export interface Database {
   events: EventsTable;
   report_signing_keys: ReportSigningKeysTable;
   report_signatures: ReportSignaturesTable;
+  volatile_path_sets: VolatilePathSetsTable;
 }

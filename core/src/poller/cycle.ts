@@ -9,6 +9,7 @@ import type { Metrics } from "./metrics.ts";
 import { logger } from "../runtime/log.ts";
 import type { Registry } from "../registry.ts";
 import type { DeviceLocks } from "./device_locks.ts";
+import { stableSha256, volatileFor } from "../snapshots/volatile.ts";
 import type { EventBus } from "../runtime/events.ts";
 import {
   type HashedSnapshot,
@@ -254,7 +255,9 @@ export class PollService {
         outcome = {
           status: "ok",
           error: [`collected ${snapshots.length} snapshot(s)`, ...notes].join("; "),
-          snapshots: await Promise.all(snapshots.map(hashSnapshot)),
+          snapshots: await Promise.all(
+            snapshots.map((s) => hashSnapshot(s, volatileFor(this.registry, row.vendor, s.label))),
+          ),
         };
       } finally {
         await conn.close();
@@ -313,8 +316,14 @@ function logPoll(row: DeviceRow, outcome: Outcome, ms: number): void {
   }
 }
 
-/** RFC 8785 canonical JSON and its SHA-256; a payload without a JSON form is the adapter's fault. */
-async function hashSnapshot(s: { label: string; payload: unknown }): Promise<HashedSnapshot> {
+/**
+ * RFC 8785 canonical JSON, its SHA-256 and the hash without the label's volatile paths (what the change
+ * history compares); a payload without a JSON form is the adapter's fault.
+ */
+async function hashSnapshot(
+  s: { label: string; payload: unknown },
+  volatile: readonly string[],
+): Promise<HashedSnapshot> {
   let text: string;
   try {
     text = canonicalJson(s.payload);
@@ -324,11 +333,13 @@ async function hashSnapshot(s: { label: string; payload: unknown }): Promise<Has
       `Adapter returned a "${s.label}" payload with no JSON form: ${(e as Error).message}`,
     );
   }
+  const sha256 = await sha256Hex(text);
   return {
     label: s.label,
     payload: s.payload,
     text,
-    sha256: await sha256Hex(text),
+    sha256,
+    stableSha256: await stableSha256({ payload: s.payload, text, sha256 }, volatile),
     size: new TextEncoder().encode(text).length,
   };
 }

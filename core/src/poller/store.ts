@@ -10,6 +10,11 @@ export interface HashedSnapshot {
   payload: unknown;
   text: string;
   sha256: string;
+  /**
+   * The hash without the label's volatile paths (`stableSha256`, core/src/snapshots/volatile.ts). Absent or
+   * null: not computed, and the change history compares this snapshot in full.
+   */
+  stableSha256?: string | null;
   size: number;
 }
 
@@ -225,6 +230,7 @@ export class PollStore {
               device_id: j.row.id,
               endpoint_label: h.label,
               payload_sha256: h.sha256,
+              stable_sha256: h.stableSha256 ?? null,
               collected_at: at,
               test_run_execution_id: run?.execution_id ?? null,
               adapter_module: j.module!.name,

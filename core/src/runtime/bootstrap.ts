@@ -9,6 +9,7 @@ import { buildServices, type Services } from "./services.ts";
 import { PollWorker } from "../poller/worker.ts";
 import { CORE_VERSION } from "../version.ts";
 import { reencryptCredentials } from "../devices/key_rotation.ts";
+import { reconcilePatternSets } from "../snapshots/stable.ts";
 
 export type { LoadedModules } from "../registry.ts";
 export { buildRegistry } from "../registry.ts";
@@ -86,6 +87,14 @@ export async function bootstrap(
   try {
     const applied = await migrate(db.kysely);
     if (applied.length) log.info("Applied migrations: {applied}", { applied: applied.join(", ") });
+    // Before anything polls or reads the change history: flags computed under older volatile patterns.
+    for (const c of await reconcilePatternSets(db.kysely, registry)) {
+      if (c.before === null && c.reset === 0) continue; // first record of the set, nothing to forget
+      log.info(
+        "Volatile paths of {vendor} {label} changed ({before} to {after}): {reset} snapshot(s) will be compared in full by the change history",
+        { ...c, before: c.before ?? "not recorded" },
+      );
+    }
   } catch (e) {
     await db.close();
     release();

@@ -9,7 +9,7 @@ import { diffArrays } from "diff";
 import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import { canonicalJson } from "../util/hash.ts";
-import { stripVolatile } from "./volatile.ts";
+import { stripVolatile, volatileFor } from "./volatile.ts";
 import { decodeCursor, encodeCursor } from "../util/paging.ts";
 
 /** `exclude` (default): volatile paths are left out of both payloads; `include`: the payloads as stored. */
@@ -30,10 +30,7 @@ export interface PayloadDiff {
   changes: ChangeSummary[];
 }
 
-/** The volatile-path patterns of a vendor's adapter for a label (none when the vendor has no adapter now). */
-export function volatileFor(registry: Registry, vendor: string, label: string): readonly string[] {
-  return registry.adapters.get(vendor)?.adapter.volatilePaths?.[label] ?? [];
-}
+export { volatileFor } from "./volatile.ts";
 
 /**
  * Arrays are diffed by their elements' JSON text with Myers' algorithm (npm `diff`, O(ND)): rfc6902's
@@ -340,7 +337,13 @@ const CHUNK = 500;
  * The first snapshot of a label has nothing before it and is not a change. Only polls whose payload hash
  * differs from the poll before are read: `payload_changed`, set at insert, marks them, and the partial
  * index `snapshots_device_changed` holds only them, so polls that repeat the payload cost nothing however
- * many there are. A hash change that is volatile-only (an uptime) is read and compared, then skipped.
+ * many there are. Without volatile paths (the default), polls known to have moved only volatile paths are
+ * not read either: `stable_changed` is false for them (the hash without volatile paths, computed by the poll
+ * cycle, equals the previous one), and `snapshots_device_stable_changed` holds only the rows where it is
+ * true or unknown. Every row read is still compared here with the patterns in force, so an unknown flag (a
+ * row written without the stable hash, or before migration 0011) or a stale `true` gives the same answer as
+ * a full comparison; stale `false` flags are forgotten at start-up when the patterns change
+ * (`reconcilePatternSets`).
  */
 export async function listChanges(
   db: Kysely<Database>,
@@ -391,6 +394,7 @@ export async function listChanges(
         order by p.id desc limit 1
       ) prev on true
       where s.device_id = ${deviceId} and s.payload_changed
+        ${mode === "exclude" ? sql`and s.stable_changed is not false` : sql``}
         ${q.label ? sql`and s.endpoint_label = ${q.label}` : sql``}
         ${q.since ? sql`and s.collected_at >= ${q.since.toISOString()}::timestamptz` : sql``}
         ${q.until ? sql`and s.collected_at < ${q.until.toISOString()}::timestamptz` : sql``}

@@ -3,6 +3,8 @@
  * (`AdapterDefinition.volatilePaths`). Patterns are JSON Pointers (RFC 6901) in which a segment that is
  * exactly `*` matches any one object key or array index.
  */
+import type { Registry } from "../registry.ts";
+import { canonicalJson, sha256Hex } from "../util/hash.ts";
 
 /** Why `pattern` is not a volatile-path pattern, or null when it is one. */
 export function volatilePatternError(pattern: unknown): string | null {
@@ -43,4 +45,31 @@ function strip(v: unknown, patterns: string[][]): unknown {
     out.push([k, strip(x, here.map((p) => p.slice(1)))]);
   }
   return Array.isArray(v) ? out.map(([, x]) => x) : Object.fromEntries(out);
+}
+
+/** The volatile-path patterns of a vendor's adapter for a label (none when the vendor has no adapter now). */
+export function volatileFor(registry: Registry, vendor: string, label: string): readonly string[] {
+  return registry.adapters.get(vendor)?.adapter.volatilePaths?.[label] ?? [];
+}
+
+/** A pattern set in one canonical form (sorted, without repeats): equal sets give equal text. */
+export function patternSetKey(patterns: readonly string[]): string {
+  return canonicalJson([...new Set(patterns)].sort());
+}
+
+/**
+ * The "stable" hash of a snapshot: SHA-256 of its payload without the volatile paths, what the change history
+ * compares (`snapshots.stable_sha256`). Without patterns it is the payload hash itself. With patterns, the
+ * pattern set is hashed too, behind a prefix no canonical JSON text starts with, so two hashes made under
+ * different sets (an adapter that changed its patterns) are never equal and never equal a payload hash: such
+ * a pair reads as a change and is compared in full. `text` and `sha256` are the payload's canonical JSON and
+ * its hash, as stored.
+ */
+export async function stableSha256(
+  s: { payload: unknown; text: string; sha256: string },
+  patterns: readonly string[],
+): Promise<string> {
+  if (!patterns.length) return s.sha256;
+  const stripped = canonicalJson(stripVolatile(s.payload, patterns));
+  return await sha256Hex(`stripped ${patternSetKey(patterns)}\n${stripped}`);
 }

@@ -1,0 +1,344 @@
+/**
+ * The change history stays cheap when volatile paths move on every poll (issue 22, point 6): each snapshot
+ * records whether its payload without volatile paths changed (`stable_changed`, migration 0011), the history
+ * reads only rows where it is true or unknown, unknown rows (no stable hash, rows from before 0011) still
+ * count, and a changed pattern set forgets the flags computed under the old one. Crosses the poller (the
+ * cycle computes the stable hash, the store writes it), the snapshots room and the HTTP route.
+ */
+import assert from "node:assert/strict";
+import { type Kysely, sql } from "kysely";
+import { Migrator } from "kysely/migration";
+import { dbTest } from "@dutlab/core/testing";
+import { type HashedSnapshot, PollStore } from "../core/src/poller/store.ts";
+import { canonicalJson, sha256Hex } from "../core/src/util/hash.ts";
+import { stableSha256 } from "../core/src/snapshots/volatile.ts";
+import { listChanges } from "../core/src/snapshots/diff.ts";
+import { reconcilePatternSets } from "../core/src/snapshots/stable.ts";
+import { buildRegistry } from "../core/src/registry.ts";
+import { migrationProvider } from "../core/src/db/migrations/mod.ts";
+import type { Database } from "../core/src/db/schema.ts";
+import { addDevice, fixtureDevice, setup } from "../core/testing/poller_lab.ts";
+import { fixtureAdapter, fixtureModules } from "../core/testing/fixture_modules.ts";
+
+const MODULE = { name: "@dutlab/adapter-fixture-fw", version: "0.0.1" };
+
+/** The fixture modules with `volatilePaths` on the fixture-fw adapter. */
+function modulesWith(volatilePaths: Record<string, string[]>) {
+  const mods = fixtureModules();
+  mods.adapters[0] = { ...mods.adapters[0]!, module: { ...fixtureAdapter, volatilePaths } };
+  return mods;
+}
+
+/** A snapshot as the poll cycle hashes it, the stable hash made with `patterns` (null: not computed). */
+async function snap(label: string, payload: unknown, patterns: string[] | null): Promise<HashedSnapshot> {
+  const text = canonicalJson(payload);
+  const sha256 = await sha256Hex(text);
+  return {
+    label,
+    payload,
+    text,
+    sha256,
+    stableSha256: patterns ? await stableSha256({ payload, text, sha256 }, patterns) : null,
+    size: new TextEncoder().encode(text).length,
+  };
+}
+
+/** `[id, payload_changed, stable_changed]` of a device's snapshots of one label, oldest first. */
+async function flags(k: Kysely<Database>, device: string, label: string) {
+  return (await k.selectFrom("snapshots").select([
+    sql<string>`id::text`.as("id"),
+    "payload_changed",
+    "stable_changed",
+  ])
+    .where("device_id", "=", device).where("endpoint_label", "=", label).orderBy(sql`snapshots.id`).execute())
+    .map((r) => [r.id, r.payload_changed, r.stable_changed] as const);
+}
+
+/** Insert a snapshot with raw SQL, as a test or bench seeding rows does (no stable hash unless given). */
+async function rawInsert(
+  k: Kysely<Database>,
+  device: string,
+  s: HashedSnapshot,
+  extra: { stable_sha256?: string; stable_changed?: boolean } = {},
+): Promise<string> {
+  await k.insertInto("snapshot_payloads").values({ sha256: s.sha256, payload: s.text, size_bytes: s.size })
+    .onConflict((oc) => oc.column("sha256").doNothing()).execute();
+  const r = await k.insertInto("snapshots").values({
+    device_id: device,
+    endpoint_label: s.label,
+    payload_sha256: s.sha256,
+    collected_at: new Date(),
+    test_run_execution_id: null,
+    adapter_module: MODULE.name,
+    adapter_version: MODULE.version,
+    ...extra,
+  }).returning(sql<string>`id::text`.as("id")).executeTakeFirstOrThrow();
+  return r.id;
+}
+
+dbTest(
+  "a device polled 100 times whose uptime moves every poll and whose NTP servers change twice lists two changes",
+  async (db) => {
+    const { svc, app, auth } = await setup(db, {}, modulesWith({ system_info: ["/uptime"] }));
+    await using dev = await fixtureDevice();
+    const id = await addDevice(svc, dev.sim.url);
+    for (let i = 1; i <= 100; i++) {
+      dev.state.system = { model: "FX-1000", serial: "FX123", version: "1.2.3", uptime: 1000 + i * 30 };
+      dev.state.ntp = i < 40 ? ["10.0.0.1"] : i < 80 ? ["10.0.0.2"] : ["10.0.0.3"];
+      // The manual snapshot route: the poll cycle hashes, the poll store writes.
+      const res = await app.request(`/api/admin/dut/devices/${id}/snapshot`, {
+        method: "POST",
+        headers: auth,
+      });
+      assert.equal(res.status, 200);
+      assert.equal((await res.json()).ok, true);
+    }
+    const k = db.kysely;
+    const sys = await flags(k, id, "system_info");
+    const ntp = await flags(k, id, "ntp_config");
+    const dec = await flags(k, id, "decrypt_policy");
+    // system_info: a new hash on every poll after the first, never a real change.
+    assert.deepEqual(sys.map(([, p, s]) => [p, s]), [[false, false], ...Array(99).fill([true, false])]);
+    // ntp_config: two real changes (polls 40 and 80), nothing else; decrypt_policy: never a change.
+    const real = (i: number) => i === 39 || i === 79;
+    assert.deepEqual(ntp.map(([, p, s]) => [p, s]), ntp.map((_, i) => [real(i), real(i)]));
+    assert.deepEqual(dec.map(([, p, s]) => [p, s]), dec.map(() => [false, false]));
+    // The rows the default history reads: exactly the two changes.
+    const read = await k.selectFrom("snapshots").select(sql<string>`id::text`.as("id"))
+      .where("device_id", "=", id).where("payload_changed", "=", true)
+      .where(sql<boolean>`stable_changed is not false`).orderBy(sql`snapshots.id`, "desc").execute();
+    assert.deepEqual(read.map((r) => r.id), [ntp[79]![0], ntp[39]![0]]);
+
+    const get = async (path: string) => {
+      const res = await app.request(path, { headers: auth });
+      assert.equal(res.status, 200, path);
+      return await res.json();
+    };
+    const page = await get(`/api/admin/dut/devices/${id}/changes`);
+    assert.deepEqual(page.changes.map((c: { snapshotId: string }) => c.snapshotId), [
+      ntp[79]![0],
+      ntp[39]![0],
+    ]);
+    assert.deepEqual(page.changes[0].changes, [{
+      op: "replace",
+      path: "/servers/0",
+      before: "10.0.0.2",
+      after: "10.0.0.3",
+    }]);
+    assert.equal(page.nextCursor, null);
+    const one = await get(`/api/admin/dut/devices/${id}/changes?limit=1`);
+    assert.deepEqual(one.changes.map((c: { snapshotId: string }) => c.snapshotId), [ntp[79]![0]]);
+    const two = await get(`/api/admin/dut/devices/${id}/changes?limit=1&cursor=${one.nextCursor}`);
+    assert.deepEqual(two.changes.map((c: { snapshotId: string }) => c.snapshotId), [ntp[39]![0]]);
+    assert.equal(two.nextCursor, null);
+    // With volatile paths included, every uptime move is a change again (payload_changed, as before).
+    const loud = await get(
+      `/api/admin/dut/devices/${id}/changes?label=system_info&volatile=include&limit=100`,
+    );
+    assert.equal(loud.changes.length, 99);
+    assert.equal((await get(`/api/admin/dut/devices/${id}/changes?label=system_info`)).changes.length, 0);
+  },
+);
+
+dbTest(
+  "the insert trigger sets stable_changed from the stable hashes, null when one is unknown, whatever the writer claims",
+  async (db) => {
+    const { svc } = await setup(db, {}, modulesWith({ system_info: ["/uptime"] }));
+    const id = await addDevice(svc, "https://192.0.2.10");
+    const row = await svc.devices.get(id);
+    const registry = svc.registry;
+    const store = new PollStore(db.kysely);
+    const P = ["/uptime"];
+    const write = async (s: HashedSnapshot) =>
+      await store.write(row, MODULE, { status: "ok", error: "collected 1 snapshot(s)", snapshots: [s] });
+    const k = db.kysely;
+    const sys = (v: string, uptime: number) => ({ model: "FX-1000", version: v, uptime });
+    await write(await snap("system_info", sys("1.0", 1), P)); // first: no change
+    await write(await snap("system_info", sys("1.0", 2), P)); // only the uptime: false
+    await rawInsert(k, id, await snap("system_info", sys("1.0", 3), null)); // no stable hash: null
+    await write(await snap("system_info", sys("1.0", 4), P)); // the one before has none: null
+    await write(await snap("system_info", sys("1.1", 5), P)); // a real change: true
+    await write(await snap("system_info", sys("1.1", 5), P)); // same payload: false
+    await write(await snap("system_info", sys("1.1", 6), null)); // the store without a stable hash: null
+    // A writer that claims a flag is overruled by the trigger: a real change claimed false is true, a
+    // volatile-only move claimed true is false.
+    const claimed = await snap("system_info", sys("1.2", 7), P);
+    await rawInsert(k, id, await snap("system_info", sys("1.2", 8), P), {
+      stable_sha256: (await snap("system_info", sys("1.1", 8), P)).stableSha256!,
+    }); // after a null: null
+    await rawInsert(k, id, claimed, { stable_sha256: claimed.stableSha256!, stable_changed: false });
+    const quiet = await snap("system_info", sys("1.2", 9), P);
+    await rawInsert(k, id, quiet, { stable_sha256: quiet.stableSha256!, stable_changed: true });
+    assert.deepEqual((await flags(k, id, "system_info")).map(([, p, s]) => [p, s]), [
+      [false, false],
+      [true, false],
+      [true, null],
+      [true, null],
+      [true, true],
+      [false, false],
+      [true, null],
+      [true, null],
+      [true, true],
+      [true, false],
+    ]);
+    // The history reads the unknown rows and compares them in full: the same answer as without the flag.
+    const r = await listChanges(k, registry, id, {});
+    assert.ok("changes" in r);
+    const ids = (await flags(k, id, "system_info")).map(([i]) => i);
+    // Real changes: 1.0 -> 1.1 (5th row), 1.1 -> 1.2 (8th row: its stable hash was made from a 1.1 payload,
+    // but the stored payload is what is compared).
+    assert.deepEqual(r.changes.map((c) => c.snapshotId), [ids[7], ids[4]]);
+  },
+);
+
+dbTest(
+  "a changed volatile pattern set forgets the flags computed under the old one, once",
+  async (db) => {
+    const v1 = modulesWith({ system_info: ["/uptime", "/version"] });
+    const v2 = modulesWith({ system_info: ["/uptime"] });
+    const { svc } = await setup(db, {}, v1);
+    const id = await addDevice(svc, "https://192.0.2.11");
+    const row = await svc.devices.get(id);
+    const k = db.kysely;
+    const r1 = buildRegistry(v1);
+    const r2 = buildRegistry(v2);
+    const first = await reconcilePatternSets(k, r1);
+    assert.deepEqual(
+      first.map((c) => [c.label, c.before, c.after, c.reset]),
+      [
+        ["system_info", null, '["/uptime","/version"]', 0],
+        ["ntp_config", null, "[]", 0],
+        ["decrypt_policy", null, "[]", 0],
+      ],
+    );
+    assert.deepEqual(await reconcilePatternSets(k, r1), []);
+    const store = new PollStore(k);
+    const poll = async (version: string, uptime: number, patterns: string[]) =>
+      await store.write(row, MODULE, {
+        status: "ok",
+        error: "collected 1 snapshot(s)",
+        snapshots: [await snap("system_info", { model: "FX-1000", version, uptime }, patterns)],
+      });
+    // Adapter v1 calls the software version volatile: the upgrade at poll 3 is not a change under v1.
+    for (const [i, v] of ["1.0", "1.0", "2.0", "2.0"].entries()) await poll(v, i, ["/uptime", "/version"]);
+    const ids = (await flags(k, id, "system_info")).map(([i]) => i);
+    const history = async (registry: typeof r1) => {
+      const r = await listChanges(k, registry, id, {});
+      assert.ok("changes" in r);
+      return r.changes.map((c) => c.snapshotId);
+    };
+    assert.deepEqual(await history(r1), []);
+    // Adapter v2 no longer does: the flag computed under v1 would hide the upgrade.
+    assert.deepEqual(await history(r2), [], "the stale flag hides the change until the set is reconciled");
+    const changed = await reconcilePatternSets(k, r2);
+    assert.deepEqual(changed.map((c) => [c.vendor, c.label, c.before, c.after, c.reset]), [
+      ["fixture-fw", "system_info", '["/uptime","/version"]', '["/uptime"]', 3],
+    ]);
+    assert.deepEqual(await history(r2), [ids[2]]);
+    assert.deepEqual(await reconcilePatternSets(k, r2), [], "done once");
+    // New polls under v2: the first is compared with a hash made under v1 (never equal, so a candidate that
+    // is compared in full); after it the flags are v2's.
+    await poll("2.0", 10, ["/uptime"]);
+    await poll("2.0", 11, ["/uptime"]);
+    await poll("2.1", 12, ["/uptime"]);
+    const after = (await flags(k, id, "system_info")).map(([, p, s]) => [p, s]);
+    assert.deepEqual(after.slice(4), [[true, true], [true, false], [true, true]]);
+    const all = (await flags(k, id, "system_info")).map(([i]) => i);
+    assert.deepEqual(await history(r2), [all[6], ids[2]]);
+    // A set that only gains a pattern keeps the flags: equal without the old patterns is equal without more.
+    const v3 = buildRegistry(modulesWith({ system_info: ["/uptime", "/serial"] }));
+    const gained = await reconcilePatternSets(k, v3);
+    assert.deepEqual(gained.map((c) => [c.label, c.before, c.after, c.reset]), [
+      ["system_info", '["/uptime"]', '["/serial","/uptime"]', 0],
+    ]);
+    assert.deepEqual(await history(v3), [all[6], ids[2]]);
+    // A vendor that is gone keeps no patterns: its non-empty set is reconciled to none.
+    const gone = await reconcilePatternSets(k, buildRegistry({ ...fixtureModules(), adapters: [] }));
+    assert.deepEqual(gone.map((c) => [c.vendor, c.label, c.after]), [["fixture-fw", "system_info", "[]"]]);
+  },
+);
+
+dbTest(
+  "snapshots stay append-only: the only UPDATE let through forgets a stable flag",
+  async (db) => {
+    const { svc } = await setup(db, {}, modulesWith({ system_info: ["/uptime"] }));
+    const id = await addDevice(svc, "https://192.0.2.12");
+    const k = db.kysely;
+    const a = await snap("system_info", { uptime: 1 }, ["/uptime"]);
+    const b = await snap("system_info", { uptime: 2 }, ["/uptime"]);
+    await rawInsert(k, id, a, { stable_sha256: a.stableSha256! });
+    const second = await rawInsert(k, id, b, { stable_sha256: b.stableSha256! });
+    const where = sql`device_id = ${id} and id = ${second}::bigint`;
+    for (
+      const set of [
+        "stable_changed = true",
+        "stable_sha256 = null",
+        "stable_changed = null, adapter_version = 'x'",
+      ]
+    ) {
+      await assert.rejects(
+        sql`update snapshots set ${sql.raw(set)} where ${where}`.execute(k),
+        /append-only/,
+        set,
+      );
+    }
+    await sql`update snapshots set stable_changed = null where ${where}`.execute(k);
+    assert.deepEqual((await flags(k, id, "system_info")).map(([, p, s]) => [p, s]), [[false, false], [
+      true,
+      null,
+    ]]);
+    // Once null it stays: null to anything is refused too.
+    await assert.rejects(
+      sql`update snapshots set stable_changed = false where ${where}`.execute(k),
+      /append-only/,
+    );
+  },
+);
+
+dbTest("rows written before migration 0011 have no stable flag and still count as changes", async (db) => {
+  const k = db.kysely;
+  const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(k)).rows[0]!.s;
+  const m = new Migrator({ db: k, provider: migrationProvider, migrationTableSchema: schema });
+  const { svc } = await setup(db, {}, modulesWith({ system_info: ["/uptime"] }));
+  const id = await addDevice(svc, "https://192.0.2.13");
+  const row = await svc.devices.get(id);
+  const down = await m.migrateTo("2026_11_24_0010_devices_version");
+  if (down.error) throw down.error;
+  // Before 0011: the old columns only.
+  const old = async (version: string, uptime: number) => {
+    const s = await snap("system_info", { model: "FX-1000", version, uptime }, null);
+    await sql`insert into snapshot_payloads (sha256, payload, size_bytes) values (${s.sha256}, ${s.text},
+      ${s.size}) on conflict do nothing`.execute(k);
+    await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, collected_at, adapter_module,
+      adapter_version) values (${id}::uuid, 'system_info', ${s.sha256}, now(), ${MODULE.name}, ${MODULE.version})`
+      .execute(k);
+  };
+  await old("1.0", 1);
+  await old("1.0", 2);
+  await old("1.1", 3);
+  await old("1.1", 4);
+  const up = await m.migrateToLatest();
+  if (up.error) throw up.error;
+  const store = new PollStore(k);
+  const P = ["/uptime"];
+  for (const [v, u] of [["1.1", 5], ["1.1", 6], ["1.2", 7]] as const) {
+    await store.write(row, MODULE, {
+      status: "ok",
+      error: "collected 1 snapshot(s)",
+      snapshots: [await snap("system_info", { model: "FX-1000", version: v, uptime: u }, P)],
+    });
+  }
+  const f = await flags(k, id, "system_info");
+  assert.deepEqual(f.map(([, p, s]) => [p, s]), [
+    [false, null],
+    [true, null],
+    [true, null],
+    [true, null],
+    [true, null], // the one before has no stable hash
+    [true, false],
+    [true, true],
+  ]);
+  const r = await listChanges(k, svc.registry, id, {});
+  assert.ok("changes" in r);
+  assert.deepEqual(r.changes.map((c) => c.snapshotId), [f[6]![0], f[2]![0]]);
+});
