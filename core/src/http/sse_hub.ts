@@ -114,10 +114,9 @@ export class SseHub {
     return body;
   }
 
-  /** End every stream (the bus closed: clients reconnect elsewhere and resume). */
+  /** End every stream (the bus closed: clients reconnect elsewhere and resume); the last one unsubscribes. */
   closeAll(): void {
     for (const c of [...this.#clients]) this.#drop(c);
-    this.#stop();
   }
 
   #ensureSubscribed(): void {
@@ -164,14 +163,13 @@ export class SseHub {
     }
   }
 
-  /** Send a batch to a live client, without what it was already sent (possible right after catching up). */
+  /**
+   * Send a batch to a live client: its shared bytes, or, right after catching up, only the events the client
+   * was not sent yet.
+   */
   #sendBatch(c: Client, b: Batch): void {
-    if (b.lastId <= c.sent) return;
-    if (b.firstId > c.sent) {
-      this.#enqueue(c, b.bytes);
-    } else {
-      this.#enqueue(c, encoder.encode(b.events.filter((e) => BigInt(e.id) > c.sent).map(sseFrame).join("")));
-    }
+    if (b.firstId <= c.sent) return this.#sendEvents(c, b.events);
+    this.#enqueue(c, b.bytes);
     c.sent = b.lastId;
   }
 
