@@ -7,8 +7,8 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import { canonicalJson } from "../util/hash.ts";
-import { stripVolatile } from "../snapshots/volatile.ts";
-import { diffPayloads, type PayloadDiff, volatileFor } from "../snapshots/diff.ts";
+import { stripVolatile, volatileFor } from "../snapshots/volatile.ts";
+import { diffPayloads, type PayloadDiff } from "../snapshots/diff.ts";
 
 export interface DriftEntry extends PayloadDiff {
   deviceId: string;

@@ -30,8 +30,6 @@ export interface PayloadDiff {
   changes: ChangeSummary[];
 }
 
-export { volatileFor } from "./volatile.ts";
-
 /**
  * Arrays are diffed by their elements' JSON text with Myers' algorithm (npm `diff`, O(ND)): rfc6902's
  * own array diff is a full edit-distance matrix with nested diffs per cell, seconds for a few hundred
