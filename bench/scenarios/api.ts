@@ -25,6 +25,7 @@ import { captureVendors, VENDORS } from "../_capture.ts";
 import { benchServices, freshDb } from "../_db.ts";
 import { registerDevices, replayModules } from "../_replay.ts";
 import { makePolls, storeRound } from "../_store_sql.ts";
+import { followEvents } from "../_sse.ts";
 import { migrate, openDatabase } from "../../core/src/db/open.ts";
 import type { Db } from "../../core/src/db/open.ts";
 
@@ -104,24 +105,10 @@ async function sseOverhead(
   const connect = () => {
     const abort = new AbortController();
     const counts = new Array<number>(clients).fill(0);
-    const readers = Array.from({ length: clients }, async (_, i) => {
-      const c = Deno.createHttpClient({});
-      try {
-        const r = await fetch(`${base}/api/events`, { headers, signal: abort.signal, client: c });
-        const reader = r.body!.pipeThrough(new TextDecoderStream()).getReader();
-        // Aborting the fetch does not always end a body piped through a stream here: cancel the reader too.
-        abort.signal.addEventListener("abort", () => reader.cancel().catch(() => {}), { once: true });
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          counts[i] = (counts[i] ?? 0) + value.split("event: device.changed").length - 1;
-        }
-      } catch {
-        /* aborted */
-      } finally {
-        c.close();
-      }
-    });
+    const readers = Array.from({ length: clients }, (_, i) =>
+      followEvents(base, abort.signal, (event) => {
+        if (event === "device.changed") counts[i] = (counts[i] ?? 0) + 1;
+      }));
     return {
       counts,
       async close() {

@@ -22,6 +22,7 @@ import {
 } from "../_util.ts";
 import { freshDb } from "../_db.ts";
 import { startFarm } from "../_farm_proc.ts";
+import { followEvents } from "../_sse.ts";
 import type { Ctx } from "../main.ts";
 
 const INTERVAL_SECONDS = 30;
@@ -33,40 +34,6 @@ interface FarmDevice {
   url: string;
   username: string;
   password: string;
-}
-
-/** A dashboard's stream: counts the events it receives and remembers their ids. */
-function follow(base: string, abort: AbortSignal) {
-  const got = { ids: [] as number[], ended: false };
-  const done = (async () => {
-    const client = Deno.createHttpClient({});
-    try {
-      const r = await fetch(`${base}/api/events`, {
-        headers: { authorization: `Bearer ${TOKEN}` },
-        signal: abort,
-        client,
-      });
-      const reader = r.body!.pipeThrough(new TextDecoderStream()).getReader();
-      // Aborting the fetch does not always end a body piped through a stream: cancel the reader too.
-      abort.addEventListener("abort", () => reader.cancel().catch(() => {}), { once: true });
-      let rest = "";
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        rest += value;
-        const cut = rest.lastIndexOf("\n\n");
-        if (cut < 0) continue;
-        for (const m of rest.slice(0, cut).matchAll(/^id: (\d+)$/gm)) got.ids.push(Number(m[1]));
-        rest = rest.slice(cut + 2);
-      }
-    } catch {
-      /* aborted */
-    } finally {
-      got.ended = true;
-      client.close();
-    }
-  })();
-  return { got, done };
 }
 
 export async function run(ctx: Ctx): Promise<Figure[]> {
@@ -131,7 +98,13 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       } events/s; connecting ${CLIENTS} clients`,
     );
     const abort = new AbortController();
-    const clients = Array.from({ length: CLIENTS }, () => follow(base, abort.signal));
+    const clients = Array.from({ length: CLIENTS }, () => {
+      const got = { ids: [] as number[] };
+      const done = followEvents(base, abort.signal, (_, id) => {
+        if (id !== null) got.ids.push(id);
+      });
+      return { got, done };
+    });
     await new Promise((r) => setTimeout(r, 2000));
     const withClients = await measure();
     await new Promise((r) => setTimeout(r, 1000)); // the last flush window
