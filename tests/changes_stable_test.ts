@@ -9,9 +9,7 @@ import assert from "node:assert/strict";
 import { type Kysely, sql } from "kysely";
 import { Migrator } from "kysely/migration";
 import { dbTest } from "@dutlab/core/testing";
-import { type HashedSnapshot, PollStore } from "../core/src/poller/store.ts";
-import { canonicalJson, sha256Hex } from "../core/src/util/hash.ts";
-import { stableSha256 } from "../core/src/snapshots/volatile.ts";
+import { type HashedSnapshot, hashSnapshot, PollStore } from "../core/src/poller/store.ts";
 import { listChanges } from "../core/src/snapshots/diff.ts";
 import { reconcilePatternSets } from "../core/src/snapshots/stable.ts";
 import { buildRegistry } from "../core/src/registry.ts";
@@ -29,19 +27,8 @@ function modulesWith(volatilePaths: Record<string, string[]>) {
   return mods;
 }
 
-/** A snapshot as the poll cycle hashes it, the stable hash made with `patterns` (null: not computed). */
-async function snap(label: string, payload: unknown, patterns: string[] | null): Promise<HashedSnapshot> {
-  const text = canonicalJson(payload);
-  const sha256 = await sha256Hex(text);
-  return {
-    label,
-    payload,
-    text,
-    sha256,
-    stableSha256: patterns ? await stableSha256({ payload, text, sha256 }, patterns) : null,
-    size: new TextEncoder().encode(text).length,
-  };
-}
+/** A snapshot as the poll store writes it (`hashSnapshot`). */
+const snap = hashSnapshot;
 
 /** `[id, payload_changed, stable_changed]` of a device's snapshots of one label, oldest first. */
 async function flags(k: Kysely<Database>, device: string, label: string) {

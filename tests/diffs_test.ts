@@ -5,9 +5,8 @@
 import assert from "node:assert/strict";
 import { applyPatch } from "rfc6902";
 import { dbTest } from "@dutlab/core/testing";
-import { type HashedSnapshot, PollStore } from "../core/src/poller/store.ts";
+import { hashSnapshot, PollStore } from "../core/src/poller/store.ts";
 import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
-import { canonicalJson, sha256Hex } from "../core/src/util/hash.ts";
 import { stripVolatile } from "../core/src/snapshots/volatile.ts";
 import { requiredRole } from "../core/src/access/tokens.ts";
 import { addDevice, setup } from "../core/testing/poller_lab.ts";
@@ -17,10 +16,8 @@ import type { Db } from "../core/src/db/open.ts";
 const MODULE = { name: "@dutlab/adapter-fixture-fw", version: "0.0.1" };
 const VOLATILE = { system_info: ["/uptime"], ntp_config: ["/peers/*/lastPoll"] };
 
-async function snap(label: string, payload: unknown): Promise<HashedSnapshot> {
-  const text = canonicalJson(payload);
-  return { label, payload, text, sha256: await sha256Hex(text), size: new TextEncoder().encode(text).length };
-}
+/** A snapshot as the poll store writes it (`hashSnapshot`). */
+const snap = hashSnapshot;
 
 /** Poll `i` of a device whose uptime and NTP peer clock move every poll; NTP changes at 30, decrypt at 70. */
 function poll(i: number) {

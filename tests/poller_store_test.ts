@@ -5,20 +5,17 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest } from "@dutlab/core/testing";
-import { type HashedSnapshot, LostLockError, type Outcome, PollStore } from "../core/src/poller/store.ts";
+import { hashSnapshot, LostLockError, type Outcome, PollStore } from "../core/src/poller/store.ts";
 import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
 import { DeviceLocks } from "../core/src/poller/device_locks.ts";
-import { canonicalJson, sha256Hex } from "../core/src/util/hash.ts";
 import { addDevice, count, setup } from "../core/testing/poller_lab.ts";
 import type { Db } from "../core/src/db/open.ts";
 import type { Services } from "../core/src/runtime/services.ts";
 
 const MODULE = { name: "@dutlab/adapter-fixture", version: "0.0.1" };
 
-async function snap(label: string, payload: unknown): Promise<HashedSnapshot> {
-  const text = canonicalJson(payload);
-  return { label, payload, text, sha256: await sha256Hex(text), size: new TextEncoder().encode(text).length };
-}
+/** A snapshot as the poll store writes it (`hashSnapshot`). */
+const snap = hashSnapshot;
 
 async function ok(n: number, shared: unknown): Promise<Outcome> {
   return {

@@ -1,6 +1,5 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { canonicalJson, sha256Hex } from "../util/hash.ts";
 import { asDeviceError } from "../devices/connect.ts";
 import { DeviceError, type PollStatus } from "../errors.ts";
 import type { DeviceRow, DeviceStore } from "../devices/store.ts";
@@ -9,10 +8,11 @@ import type { Metrics } from "./metrics.ts";
 import { logger } from "../runtime/log.ts";
 import type { Registry } from "../registry.ts";
 import type { DeviceLocks } from "./device_locks.ts";
-import { stableSha256, volatileFor } from "../snapshots/volatile.ts";
+import { volatileFor } from "../snapshots/volatile.ts";
 import type { EventBus } from "../runtime/events.ts";
 import {
   type HashedSnapshot,
+  hashSnapshot,
   LostLockError,
   type Outcome,
   PollStore,
@@ -256,7 +256,7 @@ export class PollService {
           status: "ok",
           error: [`collected ${snapshots.length} snapshot(s)`, ...notes].join("; "),
           snapshots: await Promise.all(
-            snapshots.map((s) => hashSnapshot(s, volatileFor(this.registry, row.vendor, s.label))),
+            snapshots.map((s) => hashed(s, volatileFor(this.registry, row.vendor, s.label))),
           ),
         };
       } finally {
@@ -316,32 +316,19 @@ function logPoll(row: DeviceRow, outcome: Outcome, ms: number): void {
   }
 }
 
-/**
- * RFC 8785 canonical JSON, its SHA-256 and the hash without the label's volatile paths (what the change
- * history compares); a payload without a JSON form is the adapter's fault.
- */
-async function hashSnapshot(
+/** The snapshot as the store writes it (`hashSnapshot`); a payload without a JSON form is the adapter's fault. */
+async function hashed(
   s: { label: string; payload: unknown },
   volatile: readonly string[],
 ): Promise<HashedSnapshot> {
-  let text: string;
   try {
-    text = canonicalJson(s.payload);
+    return await hashSnapshot(s.label, s.payload, volatile);
   } catch (e) {
     throw new DeviceError(
       "adapter_error",
       `Adapter returned a "${s.label}" payload with no JSON form: ${(e as Error).message}`,
     );
   }
-  const sha256 = await sha256Hex(text);
-  return {
-    label: s.label,
-    payload: s.payload,
-    text,
-    sha256,
-    stableSha256: await stableSha256({ payload: s.payload, text, sha256 }, volatile),
-    size: new TextEncoder().encode(text).length,
-  };
 }
 
 /** Settle with a timeout error when the signal fires, even if the adapter ignores it. */

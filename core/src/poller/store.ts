@@ -3,6 +3,8 @@ import type { Database } from "../db/schema.ts";
 import type { PollStatus } from "../errors.ts";
 import type { DeviceRow } from "../devices/store.ts";
 import { logger } from "../runtime/log.ts";
+import { canonicalJson, sha256Hex } from "../util/hash.ts";
+import { stableSha256 } from "../snapshots/volatile.ts";
 
 /** A collected snapshot with its canonical JSON text and hash. */
 export interface HashedSnapshot {
@@ -16,6 +18,27 @@ export interface HashedSnapshot {
    */
   stableSha256?: string | null;
   size: number;
+}
+
+/**
+ * A payload as the store writes it: RFC 8785 canonical JSON, its SHA-256, the hash without the `volatile`
+ * paths of its label (null or omitted: not computed) and its size. Throws when the payload has no JSON form.
+ */
+export async function hashSnapshot(
+  label: string,
+  payload: unknown,
+  volatile?: readonly string[] | null,
+): Promise<HashedSnapshot> {
+  const text = canonicalJson(payload);
+  const sha256 = await sha256Hex(text);
+  return {
+    label,
+    payload,
+    text,
+    sha256,
+    stableSha256: volatile ? await stableSha256({ payload, text, sha256 }, volatile) : null,
+    size: new TextEncoder().encode(text).length,
+  };
 }
 
 /** What one poll cycle writes: its status and, on success, its snapshots. */
