@@ -7,7 +7,7 @@
  * - `volatile`: `system_info` changes on every poll, but only in `/systemUptime`, one of the adapter's
  *   volatile paths: 5 * 10^5 hash changes (and payloads) that are not changes.
  * Rows are inserted with generate_series through the real insert trigger (`payload_changed`,
- * `stable_changed`), each with the stable hash the poll cycle would write (`stableSha256` with the adapter's
+ * `stable_changed`), each with the stable hash the poll cycle would write (`hashSnapshot` with the adapter's
  * patterns). Timed, without `?label=`: the first page (default limit 20: every change) and a later page
  * (limit 2, the third page, through the cursor), on PostgreSQL and on PGlite; in the volatile case, once
  * afterwards, what an adapter upgrade that drops a volatile path costs (`afterPatternChange`). `BENCH_CHANGES_BACKENDS` and
@@ -20,8 +20,9 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../../core/src/db/schema.ts";
 import { reconcilePatternSets } from "../../core/src/snapshots/stable.ts";
 import { listChanges } from "../../core/src/snapshots/diff.ts";
-import { patternSetKey, stableSha256, volatileFor } from "../../core/src/snapshots/volatile.ts";
-import { canonicalJson, sha256Hex } from "../../core/src/util/hash.ts";
+import { hashSnapshot } from "../../core/src/poller/store.ts";
+import { patternSetKey, volatileFor } from "../../core/src/snapshots/volatile.ts";
+import { canonicalJson } from "../../core/src/util/hash.ts";
 import { buildRegistry, type Registry } from "../../core/src/registry.ts";
 import { modules } from "../../modules.gen.ts";
 import { type Figure, pct, round } from "../_util.ts";
@@ -53,15 +54,9 @@ async function one(ctx: Ctx, backend: Backend, kind: Case): Promise<Figure[]> {
       tls_verify_mode, poll_interval_seconds)
     values (${DEVICE}, 'bench-fw-1', ${VENDOR}, 'ngfw', 'https://192.0.2.1', 'admin', 'x', 'insecure', 60)`
     .execute(k);
-  const stable = async (label: string, payload: unknown) => {
-    const text = canonicalJson(payload);
-    const sha256 = await sha256Hex(text);
-    return {
-      text,
-      sha256,
-      stable: await stableSha256({ payload, text, sha256 }, volatileFor(registry, VENDOR, label)),
-    };
-  };
+  // As the poll cycle hashes a payload, stable hash included.
+  const stable = (label: string, payload: unknown) =>
+    hashSnapshot(label, payload, volatileFor(registry, VENDOR, label));
   // CHANGES + 1 NTP payloads (one server list each); system_info: one payload (steady) or one per poll.
   const ntp = await Promise.all(
     Array.from(
@@ -70,6 +65,7 @@ async function one(ctx: Ctx, backend: Backend, kind: Case): Promise<Figure[]> {
     ),
   );
   const sys = await stable("system_info", systemInfo(0)); // volatile: every poll's stable hash is this one's
+  const sysStable = sys.stableSha256!; // computed: the patterns are given
   for (const t of [...ntp, sys]) {
     await sql`insert into snapshot_payloads (sha256, payload, size_bytes)
       values (${t.sha256}, ${t.text}, ${new TextEncoder().encode(t.text).length}) on conflict do nothing`
@@ -85,7 +81,7 @@ async function one(ctx: Ctx, backend: Backend, kind: Case): Promise<Figure[]> {
     const probe = (await sql<{ t: string; h: string }>`select ${sysText(sql`7`)} as t, ${sysSha(sql`7`)} as h`
       .execute(k)).rows[0]!; // one row
     const want = await stable("system_info", systemInfo(7 * 30));
-    if (probe.t !== want.text || probe.h !== want.sha256 || want.stable !== sys.stable) {
+    if (probe.t !== want.text || probe.h !== want.sha256 || want.stableSha256 !== sys.stableSha256) {
       throw new Error(`SQL system_info payloads differ from the poll cycle's: ${JSON.stringify(probe)}`);
     }
   }
@@ -106,7 +102,7 @@ async function one(ctx: Ctx, backend: Backend, kind: Case): Promise<Figure[]> {
         case when g % 2 = 1 then 'ntp_config' else 'system_info' end,
         case when g % 2 = 1 then (${arr(ntp.map((t) => t.sha256))})[${ntpIndex}]
           else ${kind === "volatile" ? sysSha(sql`g`) : sql`${sys.sha256}`} end,
-        case when g % 2 = 1 then (${arr(ntp.map((t) => t.stable))})[${ntpIndex}] else ${sys.stable} end,
+        case when g % 2 = 1 then (${arr(ntp.map((t) => t.stableSha256!))})[${ntpIndex}] else ${sysStable} end,
         timestamptz '2026-01-01' + g * interval '30 seconds',
         '@dutlab/adapter-vendor-a-ngfw', '1.0.0'
       from generate_series(${from}::int, ${to}::int) g`.execute(k);
