@@ -107,6 +107,15 @@ export function credentialKeyOf(row: DeviceRow): Promise<string> {
   return sha256Hex(`${row.username}\0${row.password_enc}`).then((h) => h.slice(0, 16));
 }
 
+/** A unique violation (the hostname is taken) as the 409 the API answers; any other error as it is. */
+function asHostnameConflict(e: unknown, hostname: string | undefined): unknown {
+  if (!isUniqueViolation(e)) return e;
+  return new ConflictError(`A device with hostname "${hostname}" is already registered`, {
+    cause: e,
+    errors: [{ field: "hostname", message: "is already registered" }],
+  });
+}
+
 /**
  * Registry of devices under test: CRUD with encrypted credentials, and the device session lifecycle
  * (`connect`, `releaseParked`, `releaseAllParked`): a session parked for a device is logged out when the
@@ -242,13 +251,7 @@ export class DeviceStore {
         pinned_cert_sha256: null,
       }).execute();
     } catch (e) {
-      if (isUniqueViolation(e)) {
-        throw new ConflictError(`A device with hostname "${input.hostname}" is already registered`, {
-          cause: e,
-          errors: [{ field: "hostname", message: "is already registered" }],
-        });
-      }
-      throw e;
+      throw asHostnameConflict(e, input.hostname);
     }
     return id;
   }
@@ -288,13 +291,7 @@ export class DeviceStore {
         .set({ ...set, updated_at: sql<Date>`now()` } as never)
         .where("id", "=", id).returningAll().executeTakeFirstOrThrow();
     } catch (e) {
-      if (isUniqueViolation(e)) {
-        throw new ConflictError(`A device with hostname "${patch.hostname}" is already registered`, {
-          cause: e,
-          errors: [{ field: "hostname", message: "is already registered" }],
-        });
-      }
-      throw e;
+      throw asHostnameConflict(e, patch.hostname);
     }
     // A session parked under the old credential or at the old URL is of no use any more: log it out at the
     // old address (in the background: the answer does not wait for the device).
