@@ -362,13 +362,13 @@ export async function listChanges(
     if (!below || !/^\d{1,19}$/.test(below)) return { badCursor: true };
   }
   const mode = q.volatile ?? "exclude";
+  const patternsOf = (label: string) => mode === "include" ? [] : volatileFor(registry, device.vendor, label);
   const canon = new Map<string, string>();
   const stripped = (label: string, sha: string, payload: unknown) => {
     const key = `${label}\n${sha}`;
     let c = canon.get(key);
     if (c === undefined) {
-      const patterns = mode === "include" ? [] : volatileFor(registry, device.vendor, label);
-      c = canonicalJson(stripVolatile(payload, patterns));
+      c = canonicalJson(stripVolatile(payload, patternsOf(label)));
       canon.set(key, c);
     }
     return c;
@@ -405,7 +405,7 @@ export async function listChanges(
       const a = p.get(r.prev_sha!);
       const b = p.get(r.payload_sha256);
       if (stripped(label, r.prev_sha!, a) === stripped(label, r.payload_sha256, b)) continue;
-      const patterns = mode === "include" ? [] : volatileFor(registry, device.vendor, label);
+      const patterns = patternsOf(label);
       found.push({
         snapshotId: r.id,
         previousId: r.prev_id!,
