@@ -171,8 +171,9 @@ export function createApp(svc: Services): OpenAPIHono {
   snapshotRoutes(app, svc);
   reportSignatureRoutes(app, svc);
   diffRoutes(app, svc);
-  testRunRoutes(app, svc);
+  // Before the runs: GET /api/test-runs/compare must not be taken for GET /api/test-runs/{executionId}.
   compareRoutes(app, svc);
+  testRunRoutes(app, svc);
   reportPageRoutes(app, svc);
 
   docsRoutes(app);

@@ -18,6 +18,8 @@ import {
 } from "../runs/compare.ts";
 import { type CompareLicences, renderComparePage } from "../report/compare_page.tsx";
 import { problems } from "./problem.ts";
+import { FormatQuery, formatted, formattedContent } from "./formats.ts";
+import { comparisonResultSet } from "../formats/results.ts";
 
 const uuid = z.uuid("must be a UUID");
 
@@ -123,6 +125,10 @@ const DESCRIPTION =
   "ids, a duplicate, a non-UUID, or a baseline not among the ids; 404: an unknown id (all named); 409: a run " +
   "that has not finished (all named in unfinishedExecutionIds).";
 
+const FORMAT_NOTE =
+  " `?format=junit|markdown|csv` answers the comparison as JUnit XML (one testcase per run, " +
+  'a regression fails), Markdown or CSV (README "Result formats").';
+
 async function compare(svc: Services, ids: string[], baseline?: string) {
   const lower = ids.map((i) => i.toLowerCase());
   const base = baseline?.toLowerCase();
@@ -153,10 +159,13 @@ export function compareRoutes(app: OpenAPIHono, svc: Services) {
       operationId: "compareRuns",
       tags: ["Test runs"],
       summary: "Compare finished runs (KPIs, plan and lab differences)",
-      description: DESCRIPTION,
-      request: { body: { content: { "application/json": { schema: CompareBody } }, required: true } },
+      description: DESCRIPTION + FORMAT_NOTE,
+      request: {
+        query: FormatQuery,
+        body: { content: { "application/json": { schema: CompareBody } }, required: true },
+      },
       responses: {
-        200: json(ComparisonSchema, "The comparison"),
+        200: { description: "The comparison", content: formattedContent(ComparisonSchema) },
         ...problemResponses,
         404: problemResponse("An executionId names no run"),
         ...conflictResponse,
@@ -164,7 +173,42 @@ export function compareRoutes(app: OpenAPIHono, svc: Services) {
     }),
     async (c) => {
       const { executionIds, baseline } = c.req.valid("json");
-      return c.json((await compare(svc, executionIds, baseline)).cmp, 200);
+      const { cmp } = await compare(svc, executionIds, baseline);
+      return formatted(c, c.req.valid("query").format, cmp, () => comparisonResultSet(cmp), 200) as never;
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/test-runs/compare",
+      operationId: "getRunComparison",
+      tags: ["Test runs"],
+      summary: "Compare finished runs (the GET form, for links and CI)",
+      description: "compareRuns with the runs in the query: `ids` is a comma-separated list of 2 to 20 " +
+        "executionIds (problems name the position: `query.ids.2`), `baseline` optional. Same rules and " +
+        "answers." + FORMAT_NOTE,
+      request: {
+        query: z.object({
+          ids: z.string().openapi({ description: "Comma-separated executionIds (2 to 20)" }),
+          baseline: z.string().optional().openapi({
+            description: "executionId of the baseline (default: oldest)",
+          }),
+        }).extend(FormatQuery.shape),
+      },
+      responses: {
+        200: { description: "The comparison", content: formattedContent(ComparisonSchema) },
+        ...problemResponses,
+        404: problemResponse("An executionId names no run"),
+        ...conflictResponse,
+      },
+    }),
+    async (c) => {
+      const raw = c.req.valid("query");
+      const q = PageQuery.safeParse({ ids: raw.ids, baseline: raw.baseline });
+      if (!q.success) return validationProblem(c, zodFieldErrors(q.error, "query")) as never;
+      const { cmp } = await compare(svc, q.data.ids, q.data.baseline);
+      return formatted(c, raw.format, cmp, () => comparisonResultSet(cmp), 200) as never;
     },
   );
 

@@ -11,6 +11,8 @@ import { runPreflight } from "../preflight/engine.ts";
 import { problems } from "./problem.ts";
 import { shareLink } from "./share.ts";
 import { RunListQuery } from "../api/schemas_query.ts";
+import { FormatQuery, formatted, formattedContent } from "./formats.ts";
+import { preflightResultSet, runResultSet } from "../formats/results.ts";
 import {
   ExecutionIdParam,
   FinishRunRequest,
@@ -57,11 +59,15 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
         "contacts a device. 200 when every check passed; 422 (same body) when any failed or was skipped " +
         "(a skipped check means the lab is not known to be ready) or when no check applies. A check that " +
         "cannot read its payload gives status `error` (counted as failed), never a 500. Disabled devices are " +
-        "left out. Unknown planIdentifier: 404.",
-      request: body(PreflightRequest),
+        "left out. Unknown planIdentifier: 404. `?format=junit|markdown|csv` answers the same result (same " +
+        'status) as JUnit XML, Markdown or CSV (README "Result formats").',
+      request: { query: FormatQuery, ...body(PreflightRequest) },
       responses: {
-        200: json(PreflightResult, "Every check passed"),
-        422: json(PreflightResult, "At least one check failed or was skipped"),
+        200: { description: "Every check passed", content: formattedContent(PreflightResult) },
+        422: {
+          description: "At least one check failed or was skipped",
+          content: formattedContent(PreflightResult),
+        },
         ...problemResponses,
         ...notFoundResponse,
       },
@@ -74,7 +80,8 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
         throw problems.notFound(`No plan with identifier "${planIdentifier}" (known plans: ${known})`);
       }
       const r = await runPreflight(svc.db.kysely, svc.registry, plan);
-      return c.json(r, r.pass ? 200 : 422);
+      const { format } = c.req.valid("query");
+      return formatted(c, format, r, () => preflightResultSet(r), r.pass ? 200 : 422) as never;
     },
   );
 
@@ -142,10 +149,19 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
       operationId: "getRun",
       tags,
       summary: "One test run",
-      request: { params: ExecutionIdParam },
-      responses: { 200: json(TestRun, "The run"), ...problemResponses, ...notFoundResponse },
+      description: "`?format=junit|markdown|csv` answers the run's verdict as JUnit XML (one testcase per " +
+        'verdict input; an active run has one skipped testcase), Markdown or CSV (README "Result formats").',
+      request: { params: ExecutionIdParam, query: FormatQuery },
+      responses: {
+        200: { description: "The run", content: formattedContent(TestRun) },
+        ...problemResponses,
+        ...notFoundResponse,
+      },
     }),
-    async (c) => c.json(await runs.get(c.req.valid("param").executionId), 200),
+    async (c) => {
+      const run = await runs.get(c.req.valid("param").executionId);
+      return formatted(c, c.req.valid("query").format, run, () => runResultSet(run), 200) as never;
+    },
   );
 
   app.openapi(
