@@ -5,7 +5,7 @@
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Services } from "../runtime/services.ts";
-import { conflictResponse, json, problemResponse, problemResponses } from "./openapi_util.ts";
+import { conflictResponse, problemResponse, problemResponses } from "./openapi_util.ts";
 import { bearerAuth } from "./auth.ts";
 import { validationProblem, zodFieldErrors } from "./problem.ts";
 import {
