@@ -314,6 +314,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/test-runs/compare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Compare finished runs (the GET form, for links and CI)
+         * @description compareRuns with the runs in the query: `ids` is a comma-separated list of 2 to 20 executionIds (problems name the position: `query.ids.2`), `baseline` optional. Same rules and answers. `?format=junit|markdown|csv` answers the comparison as JUnit XML (one testcase per run, a regression fails), Markdown or CSV (README "Result formats").
+         */
+        get: operations["getRunComparison"];
+        put?: never;
+        /**
+         * Compare finished runs (KPIs, plan and lab differences)
+         * @description Compares 2 to 20 finished runs from their frozen reports and changes nothing (a viewer may call it; like every POST it is recorded in the audit log, without its body). Runs are listed oldest first; each cites its executionId and reportSha256. KPIs side by side (p50/p95/p99 from results.aggregate, throughput from results.figures.requestsPerSecond, error rate from results.figures.errorRatePct, the verdict) with the delta against the baseline (default: the oldest run). A run is a regression when p50, p95 or p99 is more than 10 % above the baseline's, throughput more than 10 % below, the error rate more than 1 percentage point above, or the verdict is more severe. Runs whose planSnapshotSha256 differs from the baseline's are flagged with every plan leaf that differs; lab differences (devices added or removed, model, software version or serial number changed) come from each report's topology at start. comparisonSha256 is the SHA-256 of the RFC 8785 canonical JSON of the object without it: the same runs and baseline give the same hash. 400: fewer than 2 or more than 20 ids, a duplicate, a non-UUID, or a baseline not among the ids; 404: an unknown id (all named); 409: a run that has not finished (all named in unfinishedExecutionIds). `?format=junit|markdown|csv` answers the comparison as JUnit XML (one testcase per run, a regression fails), Markdown or CSV (README "Result formats").
+         */
+        post: operations["compareRuns"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/runs/compare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Print page of a run comparison
+         * @description Server-rendered HTML (A4, page n of N, the licence footer of the report page; no script): the KPI table with regressions flagged, SVG charts of the KPIs across runs, the runs cited with their reportSha256, plan and lab differences, and each licence's restrictions. Bearer token (any role). `ids` is a comma-separated list of 2 to 20 executionIds; the same rules and answers as compareRuns.
+         */
+        get: operations["getRunComparisonPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/test-runs/plans": {
         parameters: {
             query?: never;
@@ -345,7 +389,7 @@ export interface paths {
         put?: never;
         /**
          * Run the pre-flight checks for a plan
-         * @description Read-only: evaluates the latest stored snapshot per enabled device and label; never collects or contacts a device. 200 when every check passed; 422 (same body) when any failed or was skipped (a skipped check means the lab is not known to be ready) or when no check applies. A check that cannot read its payload gives status `error` (counted as failed), never a 500. Disabled devices are left out. Unknown planIdentifier: 404.
+         * @description Read-only: evaluates the latest stored snapshot per enabled device and label; never collects or contacts a device. 200 when every check passed; 422 (same body) when any failed or was skipped (a skipped check means the lab is not known to be ready) or when no check applies. A check that cannot read its payload gives status `error` (counted as failed), never a 500. Disabled devices are left out. Unknown planIdentifier: 404. `?format=junit|markdown|csv` answers the same result (same status) as JUnit XML, Markdown or CSV (README "Result formats").
          */
         post: operations["runPreflight"];
         delete?: never;
@@ -385,7 +429,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One test run */
+        /**
+         * One test run
+         * @description `?format=junit|markdown|csv` answers the run's verdict as JUnit XML (one testcase per verdict input; an active run has one skipped testcase), Markdown or CSV (README "Result formats").
+         */
         get: operations["getRun"];
         put?: never;
         post?: never;
@@ -449,46 +496,6 @@ export interface paths {
          * @description Returns a URL of /runs/{executionId}/report carrying `exp` (Unix seconds) and `sig` (HMAC-SHA256 over the path and expiry). Anyone with the link can open the page until it expires; a tampered or expired link gets 403. Lifetime: DUT_SHARE_LINK_TTL_SECONDS.
          */
         post: operations["shareRunReport"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/test-runs/compare": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Compare finished runs (KPIs, plan and lab differences)
-         * @description Compares 2 to 20 finished runs from their frozen reports and changes nothing (a viewer may call it; like every POST it is recorded in the audit log, without its body). Runs are listed oldest first; each cites its executionId and reportSha256. KPIs side by side (p50/p95/p99 from results.aggregate, throughput from results.figures.requestsPerSecond, error rate from results.figures.errorRatePct, the verdict) with the delta against the baseline (default: the oldest run). A run is a regression when p50, p95 or p99 is more than 10 % above the baseline's, throughput more than 10 % below, the error rate more than 1 percentage point above, or the verdict is more severe. Runs whose planSnapshotSha256 differs from the baseline's are flagged with every plan leaf that differs; lab differences (devices added or removed, model, software version or serial number changed) come from each report's topology at start. comparisonSha256 is the SHA-256 of the RFC 8785 canonical JSON of the object without it: the same runs and baseline give the same hash. 400: fewer than 2 or more than 20 ids, a duplicate, a non-UUID, or a baseline not among the ids; 404: an unknown id (all named); 409: a run that has not finished (all named in unfinishedExecutionIds).
-         */
-        post: operations["compareRuns"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/runs/compare": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Print page of a run comparison
-         * @description Server-rendered HTML (A4, page n of N, the licence footer of the report page; no script): the KPI table with regressions flagged, SVG charts of the KPIs across runs, the runs cited with their reportSha256, plan and lab differences, and each licence's restrictions. Bearer token (any role). `ids` is a comma-separated list of 2 to 20 executionIds; the same rules and answers as compareRuns.
-         */
-        get: operations["getRunComparisonPage"];
-        put?: never;
-        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -910,6 +917,95 @@ export interface components {
             /** @description One entry per operation, same order; `before` is read from the document as the preceding operations left it */
             changes: components["schemas"]["ChangeSummary"][];
         };
+        RunComparison: {
+            /** @enum {number} */
+            version: 1;
+            rule: string;
+            /** Format: uuid */
+            baselineExecutionId: string;
+            thresholds: {
+                latencyPct: number;
+                throughputPct: number;
+                errorRatePoints: number;
+            };
+            runs: components["schemas"]["ComparedRun"][];
+            summary: {
+                runs: number;
+                regressions: string[];
+                planDiffers: string[];
+                labDiffers: string[];
+            };
+            comparisonSha256: string;
+        };
+        ComparedRun: {
+            /** Format: uuid */
+            executionId: string;
+            runId: string;
+            reportSha256: string;
+            planIdentifier: string;
+            planSnapshotSha256: string;
+            licenseId: string;
+            startedAt: string;
+            endedAt: string;
+            outcome: string;
+            isBaseline: boolean;
+            kpis: {
+                p50Ms: components["schemas"]["ComparedKpi"];
+                p95Ms: components["schemas"]["ComparedKpi"];
+                p99Ms: components["schemas"]["ComparedKpi"];
+                throughputRps: components["schemas"]["ComparedKpi"];
+                errorRatePct: components["schemas"]["ComparedKpi"];
+                verdict: {
+                    /** @enum {string|null} */
+                    value: "pass" | "fail" | "invalid" | "inconclusive" | null;
+                    worseThanBaseline: boolean;
+                };
+            };
+            regression: boolean;
+            regressionReasons: string[];
+            planDiffers: boolean;
+            planChanges: {
+                path: string;
+                baseline?: unknown;
+                value?: unknown;
+            }[];
+            lab: {
+                devicesAdded: {
+                    id: string;
+                    hostname: string;
+                    vendor: string;
+                }[];
+                devicesRemoved: {
+                    id: string;
+                    hostname: string;
+                    vendor: string;
+                }[];
+                inventoryChanged: {
+                    deviceId: string;
+                    hostname: string;
+                    /** @enum {string} */
+                    field: "model" | "softwareVersion" | "serialNumber";
+                    baseline: string | null;
+                    value: string | null;
+                }[];
+            };
+            labDiffers: boolean;
+        };
+        ComparedKpi: {
+            value: number | null;
+            delta: number | null;
+            deltaPct: number | null;
+            regression: boolean;
+        };
+        CompareRunsRequest: {
+            /** @description The runs to compare: 2 to 20 distinct executionIds */
+            executionIds: string[];
+            /**
+             * Format: uuid
+             * @description The run the others are measured against; one of executionIds (default: the oldest run)
+             */
+            baseline?: string;
+        };
         Plan: {
             identifier: string;
             displayName: string;
@@ -1097,95 +1193,6 @@ export interface components {
         };
         ReportData: {
             [key: string]: unknown;
-        };
-        RunComparison: {
-            /** @enum {number} */
-            version: 1;
-            rule: string;
-            /** Format: uuid */
-            baselineExecutionId: string;
-            thresholds: {
-                latencyPct: number;
-                throughputPct: number;
-                errorRatePoints: number;
-            };
-            runs: components["schemas"]["ComparedRun"][];
-            summary: {
-                runs: number;
-                regressions: string[];
-                planDiffers: string[];
-                labDiffers: string[];
-            };
-            comparisonSha256: string;
-        };
-        ComparedRun: {
-            /** Format: uuid */
-            executionId: string;
-            runId: string;
-            reportSha256: string;
-            planIdentifier: string;
-            planSnapshotSha256: string;
-            licenseId: string;
-            startedAt: string;
-            endedAt: string;
-            outcome: string;
-            isBaseline: boolean;
-            kpis: {
-                p50Ms: components["schemas"]["ComparedKpi"];
-                p95Ms: components["schemas"]["ComparedKpi"];
-                p99Ms: components["schemas"]["ComparedKpi"];
-                throughputRps: components["schemas"]["ComparedKpi"];
-                errorRatePct: components["schemas"]["ComparedKpi"];
-                verdict: {
-                    /** @enum {string|null} */
-                    value: "pass" | "fail" | "invalid" | "inconclusive" | null;
-                    worseThanBaseline: boolean;
-                };
-            };
-            regression: boolean;
-            regressionReasons: string[];
-            planDiffers: boolean;
-            planChanges: {
-                path: string;
-                baseline?: unknown;
-                value?: unknown;
-            }[];
-            lab: {
-                devicesAdded: {
-                    id: string;
-                    hostname: string;
-                    vendor: string;
-                }[];
-                devicesRemoved: {
-                    id: string;
-                    hostname: string;
-                    vendor: string;
-                }[];
-                inventoryChanged: {
-                    deviceId: string;
-                    hostname: string;
-                    /** @enum {string} */
-                    field: "model" | "softwareVersion" | "serialNumber";
-                    baseline: string | null;
-                    value: string | null;
-                }[];
-            };
-            labDiffers: boolean;
-        };
-        ComparedKpi: {
-            value: number | null;
-            delta: number | null;
-            deltaPct: number | null;
-            regression: boolean;
-        };
-        CompareRunsRequest: {
-            /** @description The runs to compare: 2 to 20 distinct executionIds */
-            executionIds: string[];
-            /**
-             * Format: uuid
-             * @description The run the others are measured against; one of executionIds (default: the oldest run)
-             */
-            baseline?: string;
         };
     };
     responses: never;
@@ -2520,6 +2527,236 @@ export interface operations {
             };
         };
     };
+    getRunComparison: {
+        parameters: {
+            query: {
+                /** @description Comma-separated executionIds (2 to 20) */
+                ids: string;
+                /** @description executionId of the baseline (default: oldest) */
+                baseline?: string;
+                /** @description `json` (default), `junit` (JUnit XML, application/xml: one testsuite per device or run, one testcase per check, verdict input or run; validates against the windyroad JUnit XSD), `markdown` (text/markdown: a summary line and a GFM table) or `csv` (text/csv, RFC 4180, header row) */
+                format?: "json" | "junit" | "markdown" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The comparison */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunComparison"];
+                    "application/xml": string;
+                    "text/markdown": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An executionId names no run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    compareRuns: {
+        parameters: {
+            query?: {
+                /** @description `json` (default), `junit` (JUnit XML, application/xml: one testsuite per device or run, one testcase per check, verdict input or run; validates against the windyroad JUnit XSD), `markdown` (text/markdown: a summary line and a GFM table) or `csv` (text/csv, RFC 4180, header row) */
+                format?: "json" | "junit" | "markdown" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompareRunsRequest"];
+            };
+        };
+        responses: {
+            /** @description The comparison */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunComparison"];
+                    "application/xml": string;
+                    "text/markdown": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An executionId names no run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRunComparisonPage: {
+        parameters: {
+            query: {
+                /** @description Comma-separated executionIds (2 to 20) */
+                ids: string;
+                /** @description executionId of the baseline (default: oldest) */
+                baseline?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The comparison page */
+            200: {
+                headers: {
+                    "X-Comparison-Sha256": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Bad ids or baseline */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An executionId names no run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A run has not finished */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listPlans: {
         parameters: {
             query?: never;
@@ -2581,7 +2818,10 @@ export interface operations {
     };
     runPreflight: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `json` (default), `junit` (JUnit XML, application/xml: one testsuite per device or run, one testcase per check, verdict input or run; validates against the windyroad JUnit XSD), `markdown` (text/markdown: a summary line and a GFM table) or `csv` (text/csv, RFC 4180, header row) */
+                format?: "json" | "junit" | "markdown" | "csv";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2599,6 +2839,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PreflightResult"];
+                    "application/xml": string;
+                    "text/markdown": string;
+                    "text/csv": string;
                 };
             };
             /** @description Invalid request (the problem's `errors` name each offending field) */
@@ -2644,6 +2887,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PreflightResult"];
+                    "application/xml": string;
+                    "text/markdown": string;
+                    "text/csv": string;
                 };
             };
             /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
@@ -2804,7 +3050,10 @@ export interface operations {
     };
     getRun: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `json` (default), `junit` (JUnit XML, application/xml: one testsuite per device or run, one testcase per check, verdict input or run; validates against the windyroad JUnit XSD), `markdown` (text/markdown: a summary line and a GFM table) or `csv` (text/csv, RFC 4180, header row) */
+                format?: "json" | "junit" | "markdown" | "csv";
+            };
             header?: never;
             path: {
                 /** @description Execution id (UUID) */
@@ -2821,6 +3070,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TestRun"];
+                    "application/xml": string;
+                    "text/markdown": string;
+                    "text/csv": string;
                 };
             };
             /** @description Invalid request (the problem's `errors` name each offending field) */
@@ -3083,146 +3335,6 @@ export interface operations {
             };
             /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    compareRuns: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CompareRunsRequest"];
-            };
-        };
-        responses: {
-            /** @description The comparison */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RunComparison"];
-                };
-            };
-            /** @description Invalid request (the problem's `errors` name each offending field) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An executionId names no run */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Conflict with the current state */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Request body over the size limit */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    getRunComparisonPage: {
-        parameters: {
-            query: {
-                /** @description Comma-separated executionIds (2 to 20) */
-                ids: string;
-                /** @description executionId of the baseline (default: oldest) */
-                baseline?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The comparison page */
-            200: {
-                headers: {
-                    "X-Comparison-Sha256": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/html": string;
-                };
-            };
-            /** @description Bad ids or baseline */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No valid bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An executionId names no run */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A run has not finished */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
