@@ -1,0 +1,87 @@
+import { CliError, EXIT } from "./_exit.ts";
+
+const enc = new TextEncoder();
+
+/** Writes text to stdout. */
+export function out(text: string): void {
+  Deno.stdout.writeSync(enc.encode(text.endsWith("\n") || text === "" ? text : text + "\n"));
+}
+
+/** Writes a line to stderr (progress, notes: stdout stays the result). */
+export function note(text: string): void {
+  Deno.stderr.writeSync(enc.encode(text + "\n"));
+}
+
+/** Pretty JSON on stdout (`--json`). */
+export function printJson(value: unknown): void {
+  out(JSON.stringify(value, null, 2));
+}
+
+const COLOURS = { green: 32, red: 31, yellow: 33, dim: 2, bold: 1 } as const;
+export type Colour = keyof typeof COLOURS;
+
+/** A painter: ANSI colour when `on`, the text as is otherwise. */
+export function painter(on: boolean) {
+  return (c: Colour, s: string) => on ? `\x1b[${COLOURS[c]}m${s}\x1b[0m` : s;
+}
+
+/** The colour of a status word (pass, ok, fail, …), or null. */
+export function statusColour(s: string): Colour | null {
+  if (/^(pass|passed|ok|active|true)$/.test(s)) return "green";
+  if (/^(fail|failed|error|invalid|refused|false|unreachable|auth_failed|tls_error|timeout)$/.test(s)) {
+    return "red";
+  }
+  if (/^(skipped|inconclusive|none|never|aborted|-)$/.test(s)) return "yellow";
+  return null;
+}
+
+/**
+ * A table as kubectl prints one: upper-case headers, columns padded to their widest cell, two spaces apart.
+ * Cells are one line; `paint` colours status cells (after padding, so colour never shifts a column).
+ */
+export function table(
+  headers: string[],
+  rows: string[][],
+  paint?: (c: Colour, s: string) => string,
+  statusColumns: number[] = [],
+): string {
+  const clean = rows.map((r) => r.map((c) => c.replace(/\s+/g, " ")));
+  const widths = headers.map((h, i) => Math.max(h.length, ...clean.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[], isHeader: boolean) =>
+    cells.map((c, i) => {
+      const padded = i === cells.length - 1 ? c : c.padEnd(widths[i]!);
+      const colour = !isHeader && statusColumns.includes(i) ? statusColour(c) : null;
+      return paint && colour ? paint(colour, padded) : padded;
+    }).join("  ").trimEnd();
+  return [line(headers.map((h) => h.toUpperCase()), true), ...clean.map((r) => line(r, false))].join("\n");
+}
+
+/** Writes `data` to `file` (a usage error, exit 2, when it cannot be written). */
+export async function writeOut(file: string, data: string | Uint8Array): Promise<void> {
+  try {
+    if (typeof data === "string") await Deno.writeTextFile(file, data);
+    else await Deno.writeFile(file, data);
+  } catch (e) {
+    throw new CliError(`Cannot write --out ${JSON.stringify(file)}: ${(e as Error).message}`, EXIT.usage);
+  }
+}
+
+/** Reads a file the user named (`-`: stdin); a usage error when it cannot be read. */
+export async function readIn(file: string, flag: string): Promise<string> {
+  try {
+    if (file === "-") return await new Response(Deno.stdin.readable).text();
+    return await Deno.readTextFile(file);
+  } catch (e) {
+    throw new CliError(`Cannot read ${flag} ${JSON.stringify(file)}: ${(e as Error).message}`, EXIT.usage);
+  }
+}
+
+/** JSON read from a file the user named; a usage error when it is not JSON. */
+export async function readJson(file: string, flag: string): Promise<unknown> {
+  const text = await readIn(file, flag);
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new CliError(`${flag} ${JSON.stringify(file)} is not JSON: ${(e as Error).message}`, EXIT.usage);
+  }
+}
