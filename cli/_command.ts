@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { type Config, loadConfig } from "./_config.ts";
-import { CliError, EXIT, oneLine, usage } from "./_exit.ts";
+import { type CliError, EXIT, oneLine, usage } from "./_exit.ts";
 import { type Service, service } from "./_client.ts";
 import { type Colour, painter } from "./_output.ts";
 

@@ -1,6 +1,6 @@
 import type { components } from "./generated/dutlab-api.ts";
 import type { Command, Ctx, Flag } from "./_command.ts";
-import { ok, problemLine, refused } from "./_client.ts";
+import { ok, refused } from "./_client.ts";
 import { CliError, EXIT, oneLine } from "./_exit.ts";
 import { note, out, printJson, readJson, table, writeOut } from "./_output.ts";
 import { main as verifyReport } from "../tools/verify_report.ts";
@@ -416,4 +416,3 @@ async function download(ctx: Ctx, path: string, what: string): Promise<number> {
   return EXIT.ok;
 }
 
-export { problemLine };

@@ -21,7 +21,10 @@ export function freePort(): number {
   return port;
 }
 
-/** `deno run -A server.ts` (what `deno task serve` runs) on `databaseUrl`, inheriting the environment. */
+/**
+ * `deno run -A server.ts` (what `deno task serve` runs) on `databaseUrl` (null: embedded PGlite in the
+ * `DUT_DATA_DIR` that `env` gives), inheriting the environment.
+ */
 export class ServeProcess {
   readonly lines: LogLine[] = [];
   readonly port = freePort();
@@ -30,14 +33,14 @@ export class ServeProcess {
   exited: Deno.CommandStatus | null = null;
   #reading: Promise<void>;
 
-  constructor(databaseUrl: string, env: Record<string, string> = {}) {
+  constructor(databaseUrl: string | null, env: Record<string, string> = {}) {
     this.child = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "server.ts"],
       cwd: ROOT,
       // The inherited environment minus the service's own settings, which this test controls.
       clearEnv: true,
       env: childEnv({
-        DATABASE_URL: databaseUrl,
+        ...(databaseUrl === null ? {} : { DATABASE_URL: databaseUrl }),
         ADMIN_TOKEN: TEST_ADMIN_TOKEN,
         DUT_CRED_ENC_KEY: TEST_CRED_KEY,
         DUT_REPORT_SIGNING_KEY: TEST_SIGNING_KEY,

@@ -1,0 +1,584 @@
+/**
+ * Issue 29 point 1: `dutlab`, the command-line client, run as a child process (`deno run cli/main.ts`, what
+ * `deno task cli` runs) against a real `serve` process and the lab's simulators (`tools/lab.ts`): the CI job
+ * of the README's "Command-line client" section, its exit codes, one-line errors and output formats. JUnit
+ * files are judged by `xmllint --schema` with the published windyroad JUnit XSD.
+ */
+import assert from "node:assert/strict";
+import { marked } from "marked";
+import { childEnv, dbTest, TEST_ADMIN_TOKEN } from "@dutlab/core/testing";
+import { ServeProcess } from "./_service_process.ts";
+import { commandHelp } from "../cli/_main.ts";
+import { COMMANDS } from "../cli/_main.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+const XSD = `${ROOT}tests/testdata/junit/JUnit.xsd`;
+const PLAN = "ngfw-throughput-decrypt-on";
+const dec = new TextDecoder();
+
+interface Ran {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `dutlab …` as a child process in `cwd`, with DUT_URL and DUT_TOKEN (the inherited environment otherwise). */
+async function dutlab(
+  cwd: string,
+  env: Record<string, string>,
+  args: string[],
+  stdin?: string,
+): Promise<Ran> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--config", `${ROOT}deno.json`, `${ROOT}cli/main.ts`, ...args],
+    cwd,
+    clearEnv: true,
+    env: childEnv(env, { remove: ["DUT_URL", "DUT_TOKEN"] }),
+    stdin: stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  if (stdin !== undefined) {
+    const w = child.stdin.getWriter();
+    await w.write(new TextEncoder().encode(stdin));
+    await w.close();
+  }
+  const o = await child.output();
+  return { code: o.code, stdout: dec.decode(o.stdout), stderr: dec.decode(o.stderr) };
+}
+
+/** A failed command's stderr: exactly one line, no stack. */
+function oneLineError(r: Ran) {
+  const lines = r.stderr.trimEnd().split("\n");
+  assert.equal(lines.length, 1, r.stderr);
+  assert.match(lines[0]!, /^dutlab: /);
+  assert.doesNotMatch(r.stderr, /\n\s+at |\.ts:\d+:\d+/);
+}
+
+async function xmllint(...args: string[]): Promise<{ ok: boolean; out: string; err: string }> {
+  const o = await new Deno.Command("xmllint", { args, stdout: "piped", stderr: "piped" }).output();
+  return { ok: o.success, out: dec.decode(o.stdout), err: dec.decode(o.stderr) };
+}
+
+/** The lab (tools/lab.ts) in its own data directory, until `stop`. */
+async function startLab(dataDir: string) {
+  const env = childEnv({ DUT_DATA_DIR: dataDir });
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "tools/lab.ts"],
+    cwd: ROOT,
+    clearEnv: true,
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("simulator(s) running")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`lab exited: ${text}`);
+    text += value;
+  }
+  reader.releaseLock();
+  child.stdout.cancel().catch(() => {});
+  const labCommand = async (...args: string[]) => {
+    const o = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "tools/lab.ts", ...args],
+      cwd: ROOT,
+      clearEnv: true,
+      env,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(o.code, 0, dec.decode(o.stderr));
+    return dec.decode(o.stdout);
+  };
+  return {
+    show: async () =>
+      JSON.parse(await labCommand("show")) as Array<
+        { vendor: string; hostname: string; url: string; username: string; password: string }
+      >,
+    set: (vendor: string, ...pairs: string[]) => labCommand("set", vendor, ...pairs),
+    async stop() {
+      child.kill("SIGTERM");
+      await child.status;
+    },
+  };
+}
+
+async function ready(base: string, svc: ServeProcess) {
+  for (let i = 0; i < 600; i++) {
+    if (svc.exited) throw new Error(`serve exited: ${svc.log()}`);
+    try {
+      const r = await fetch(`${base}/readyz`);
+      await r.body?.cancel();
+      if (r.ok) return;
+    } catch { /* not listening yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`serve not ready: ${svc.log()}`);
+}
+
+dbTest(
+  "the CLI runs the README's CI job against serve and the lab; exit codes follow the table",
+  async (db, t) => {
+    const work = await Deno.makeTempDir({ prefix: "dutlab-cli-" });
+    const lab = await startLab(`${work}/lab-data`);
+    const pg = db as { url?: string; schema?: string };
+    const svc = pg.url
+      ? new ServeProcess(
+        (() => {
+          const u = new URL(pg.url!);
+          u.searchParams.set("search_path", pg.schema!);
+          return u.toString();
+        })(),
+        { DUT_API_POLLER_DISABLE: "1" },
+      )
+      : new ServeProcess(null, { DUT_DATA_DIR: `${work}/serve-data`, DUT_API_POLLER_DISABLE: "1" });
+    const env = { DUT_URL: svc.base, DUT_TOKEN: TEST_ADMIN_TOKEN };
+    const run = (args: string[], stdin?: string, extra: Record<string, string> = {}) =>
+      dutlab(work, { ...env, ...extra }, args, stdin);
+    try {
+      await ready(svc.base, svc);
+      const shown = await lab.show();
+      let executionId = "";
+
+      await t.step("devices apply registers the lab, then updates it (by hostname)", async () => {
+        const devices = shown.map((d) => ({
+          hostname: d.hostname,
+          vendor: d.vendor,
+          baseUrl: d.url,
+          username: d.username,
+          password: d.password,
+          tlsVerifyMode: "self-signed",
+        }));
+        await Deno.writeTextFile(`${work}/lab.json`, JSON.stringify(devices));
+        const first = await run(["devices", "apply", "-f", "lab.json"]);
+        assert.equal(first.code, 0, first.stderr);
+        assert.equal((first.stdout.match(/ registered /g) ?? []).length, 4, first.stdout);
+        const again = await run(["devices", "apply", "-f", "-"], JSON.stringify(devices));
+        assert.equal(again.code, 0, again.stderr);
+        assert.equal((again.stdout.match(/ updated /g) ?? []).length, 4, again.stdout);
+        const list = await run(["devices", "list", "--json"]);
+        assert.deepEqual(
+          JSON.parse(list.stdout).devices.map((d: { hostname: string }) => d.hostname).sort(),
+          shown.map((d) => d.hostname).sort(),
+        );
+        const table = await run(["devices", "list"]);
+        assert.match(table.stdout.split("\n")[0]!, /^HOSTNAME\s+VENDOR\s+ROLE\s+ENABLED\s+STATUS/);
+        assert.doesNotMatch(table.stdout, /\x1b\[/, "no colour off a terminal");
+      });
+
+      await t.step("snapshot --all prints a progress line per device and a summary", async () => {
+        const r = await run(["snapshot", "--all"]);
+        assert.equal(r.code, 0, r.stdout + r.stderr);
+        const lines = r.stdout.trimEnd().split("\n");
+        assert.deepEqual(lines.slice(0, 4).map((l) => l.replace(/ .*/, "")), [
+          "[1/4]",
+          "[2/4]",
+          "[3/4]",
+          "[4/4]",
+        ]);
+        for (const l of lines.slice(0, 4)) assert.match(l, /^\[\d\/4\] lab-\S+\s+ok\b/);
+        assert.equal(lines[4], "4 devices: 4 ok, 0 failed");
+      });
+
+      await t.step("preflight to a JUnit file: exit 0, valid against the XSD", async () => {
+        const r = await run(["preflight", PLAN, "--format", "junit", "--out", "preflight.xml"]);
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stderr, /pre-flight passed: junit written to preflight\.xml/);
+        const v = await xmllint("--noout", "--schema", XSD, `${work}/preflight.xml`);
+        assert.ok(v.ok, v.err);
+        const human = await run(["preflight", PLAN]);
+        assert.equal(human.code, 0);
+        assert.match(human.stdout, /^DEVICE\s+CHECK\s+STATUS\s+DETAIL/);
+        assert.match(human.stdout, /\nPASS \d+\/\d+ checks passed — ready for /);
+      });
+
+      await t.step("runs start, finish with the k6 export; exit codes follow the verdict", async () => {
+        const started = await run(["runs", "start", PLAN, "-q"]);
+        assert.equal(started.code, 0, started.stderr);
+        executionId = started.stdout.trim();
+        assert.match(executionId, /^[0-9a-f-]{36}$/);
+        const busy = await run(["runs", "start", PLAN]);
+        assert.equal(busy.code, 1, "a second active run is refused (409)");
+        oneLineError(busy);
+        const active = await run(["runs", "get", executionId]);
+        assert.equal(active.code, 0, "an active run has no verdict yet");
+        const fin = await run([
+          "runs",
+          "finish",
+          executionId,
+          "--k6",
+          `${ROOT}examples/k6-summary.json`,
+          "--json",
+        ]);
+        const finished = JSON.parse(fin.stdout);
+        assert.equal(fin.code, finished.verdict.value === "pass" ? 0 : 1, fin.stderr);
+        const got = await run(["runs", "get", executionId, "--format", "markdown"]);
+        assert.equal(got.code, fin.code);
+        assert.equal(marked.lexer(got.stdout).filter((x) => x.type === "table").length, 1, got.stdout);
+        const xml = await run(["runs", "get", executionId, "--format", "junit", "--out", "run.xml"]);
+        assert.equal(xml.code, fin.code);
+        const v = await xmllint("--noout", "--schema", XSD, `${work}/run.xml`);
+        assert.ok(v.ok, v.err);
+        const list = await run(["runs", "list", "--status", "finished"]);
+        assert.match(list.stdout, new RegExp(executionId));
+      });
+
+      await t.step("report get and verify (by file and by executionId)", async () => {
+        const got = await run(["report", "get", executionId, "--out", "report.json"]);
+        assert.equal(got.code, 0, got.stderr);
+        assert.match(got.stderr, /report written to report\.json \(\d+ bytes, report sha256:[0-9a-f]{64}\)/);
+        const byFile = await run(["report", "verify", "report.json"]);
+        assert.equal(byFile.code, 0, byFile.stdout + byFile.stderr);
+        const byId = await run(["report", "verify", executionId]);
+        assert.equal(byId.code, 0, byId.stdout + byId.stderr);
+        const report = JSON.parse(await Deno.readTextFile(`${work}/report.json`));
+        report.meta.executionId = crypto.randomUUID();
+        await Deno.writeTextFile(`${work}/tampered.json`, JSON.stringify(report));
+        assert.equal((await run(["report", "verify", "tampered.json"])).code, 1);
+      });
+
+      await t.step(
+        "a failing check stops pre-flight with exit 1 and a JUnit file naming the check",
+        async () => {
+          await lab.set("vendor-a-ngfw", "deploy=failed");
+          const snap = await run(["snapshot", "lab-vendor-a-ngfw"]);
+          assert.equal(snap.code, 0, snap.stdout);
+          const r = await run(["preflight", PLAN, "--format", "junit", "--out", "failed.xml"]);
+          assert.equal(r.code, 1);
+          const v = await xmllint("--noout", "--schema", XSD, `${work}/failed.xml`);
+          assert.ok(v.ok, v.err);
+          const failed = await xmllint("--xpath", "string(//testcase[failure]/@name)", `${work}/failed.xml`);
+          assert.equal(failed.out.trim(), "ngfw-deploy-clean");
+          const csv = await run(["preflight", PLAN, "--format", "csv"]);
+          assert.equal(csv.code, 1);
+          assert.match(csv.stdout, /^device,vendor,check,status,detail,/);
+          await lab.set("vendor-a-ngfw", "deploy=ok");
+        },
+      );
+
+      await t.step("errors: one line, the documented exit code", async () => {
+        const cases: Array<[string[], number, RegExp, Record<string, string>?]> = [
+          [["devices", "get", "no-such-host"], 4, /No device with hostname "no-such-host"/],
+          [["runs", "get", crypto.randomUUID()], 4, /HTTP 404/],
+          [["preflight", "no-such-plan"], 4, /HTTP 404: No plan with identifier "no-such-plan"/],
+          [["preflight", PLAN, "--format", "yaml"], 2, /--format must be one of json, junit, markdown, csv/],
+          [["preflight", PLAN, "--bogus"], 2, /Unknown option '--bogus'/],
+          [["runs", "list", "--limit", "0"], 2, /HTTP 400: .*query\.limit/],
+          [["devices", "list"], 3, /HTTP 401/, { DUT_TOKEN: "x".repeat(30) }],
+          [["devices", "list"], 2, /No token/, { DUT_TOKEN: "" }],
+          [["nope"], 2, /Unknown command "nope"/],
+        ];
+        for (const [args, code, re, extra] of cases) {
+          const r = await run(args, undefined, extra);
+          assert.equal(r.code, code, `${args.join(" ")}: ${r.stderr}`);
+          oneLineError(r);
+          assert.match(r.stderr, re);
+        }
+      });
+
+      await t.step("tokens: a viewer token may read, not write (exit 3)", async () => {
+        const made = await run(["tokens", "create", "ci-viewer", "--role", "viewer", "-q"]);
+        assert.equal(made.code, 0, made.stderr);
+        const viewer = { DUT_TOKEN: made.stdout.trim() };
+        assert.equal((await run(["devices", "list"], undefined, viewer)).code, 0);
+        await Deno.writeTextFile(`${work}/viewer.token`, made.stdout);
+        const refused = await run(
+          ["devices", "set", "lab-vendor-a-switch", "--notes", "x", "--token-file", "viewer.token"],
+          undefined,
+          { DUT_TOKEN: "" },
+        );
+        assert.equal(refused.code, 3, refused.stderr);
+        oneLineError(refused);
+        const list = await run(["tokens", "list"]);
+        assert.match(list.stdout, /ci-viewer\s+viewer/);
+        assert.doesNotMatch(list.stdout, new RegExp(viewer.DUT_TOKEN));
+        assert.equal((await run(["tokens", "revoke", "ci-viewer"])).code, 0);
+        assert.equal((await run(["devices", "list"], undefined, viewer)).code, 3);
+      });
+
+      await t.step("devices set, test, add and rm", async () => {
+        const set = await run(["devices", "set", "lab-vendor-a-switch", "--notes", "rack 4", "--json"]);
+        assert.equal(set.code, 0, set.stderr);
+        assert.equal(JSON.parse(set.stdout).notes, "rack 4");
+        const test = await run(["devices", "test", "lab-vendor-a-switch"]);
+        assert.equal(test.code, 0, test.stdout);
+        const sw = shown.find((d) => d.vendor === "vendor-a-switch")!;
+        const add = await run([
+          "devices",
+          "add",
+          "--hostname",
+          "extra-switch",
+          "--vendor",
+          sw.vendor,
+          "--base-url",
+          sw.url,
+          "--username",
+          sw.username,
+          "--password-file",
+          "-",
+          "--tls-verify-mode",
+          "self-signed",
+        ], sw.password + "\n");
+        assert.equal(add.code, 0, add.stderr);
+        assert.equal((await run(["devices", "get", "extra-switch"])).code, 0);
+        const dup = await run([
+          "devices",
+          "add",
+          "--hostname",
+          "extra-switch",
+          "--vendor",
+          sw.vendor,
+          "--base-url",
+          sw.url,
+          "--username",
+          sw.username,
+          "--password-file",
+          "-",
+        ], sw.password);
+        assert.equal(dup.code, 1, "a duplicate hostname is a 409");
+        oneLineError(dup);
+        assert.equal((await run(["devices", "rm", "extra-switch"])).code, 0);
+        assert.equal((await run(["devices", "get", "extra-switch"])).code, 4);
+      });
+
+      // The request members of issue 29 point 3 and 4 are branch h29s's: today's service refuses them with
+      // a 400 (exit 2). The lead enables these steps at merge.
+      const NEEDS_H29S = true;
+      await t.step({
+        name: "preflight filters, dry run and as-of against the service (needs h29s)",
+        ignore: NEEDS_H29S,
+        fn: async () => {
+          const only = await run(["preflight", PLAN, "--check", "ngfw-deploy-clean", "--json"]);
+          assert.ok(only.code === 0 || only.code === 1, only.stderr);
+          const checks = JSON.parse(only.stdout).checks as Array<{ checkId: string; deviceHostname: string }>;
+          assert.ok(checks.length > 0 && checks.every((c) => c.checkId === "ngfw-deploy-clean"));
+          const one = await run(["preflight", PLAN, "--device", "lab-vendor-a-ngfw", "--json"]);
+          assert.ok(
+            JSON.parse(one.stdout).checks.every((c: { deviceHostname: string }) =>
+              c.deviceHostname === "lab-vendor-a-ngfw"
+            ),
+          );
+          assert.equal((await run(["preflight", PLAN, "--dry-run", "--json"])).code, 0);
+          const past = await run(["preflight", PLAN, "--as-of", new Date().toISOString(), "--json"]);
+          assert.ok(past.code === 0 || past.code === 1, past.stderr);
+          const unknown = await run(["preflight", PLAN, "--check", "no-such-check"]);
+          assert.equal(unknown.code, 2);
+          assert.match(unknown.stderr, /no-such-check/);
+        },
+      });
+      await t.step({
+        name: "device tags: set with devices set --tag, filtered by devices list --tag (needs h29s)",
+        ignore: NEEDS_H29S,
+        fn: async () => {
+          assert.equal((await run(["devices", "set", "lab-vendor-a-ngfw", "--tag", "edge"])).code, 0);
+          const r = await run(["devices", "list", "--tag", "edge", "--json"]);
+          assert.equal(r.code, 0, r.stderr);
+          assert.deepEqual(JSON.parse(r.stdout).devices.map((d: { hostname: string }) => d.hostname), [
+            "lab-vendor-a-ngfw",
+          ]);
+        },
+      });
+      await t.step({
+        name: "a gated start over a failing pre-flight exits 1; --override starts it (needs h29s)",
+        ignore: NEEDS_H29S,
+        fn: async () => {
+          await lab.set("vendor-a-ngfw", "deploy=failed");
+          assert.equal((await run(["snapshot", "lab-vendor-a-ngfw"])).code, 0);
+          const gated = await run(["runs", "start", PLAN, "--require-preflight-pass"]);
+          assert.equal(gated.code, 1);
+          assert.match(gated.stderr, /Run not started: pre-flight did not pass/);
+          assert.match(gated.stdout, /ngfw-deploy-clean/);
+          const over = await run([
+            "runs",
+            "start",
+            PLAN,
+            "--require-preflight-pass",
+            "--override",
+            "vendor ticket 42",
+            "-q",
+          ]);
+          assert.equal(over.code, 0, over.stderr);
+          await lab.set("vendor-a-ngfw", "deploy=ok");
+        },
+      });
+
+      await t.step("the service gone: exit 3", async () => {
+        await svc.stop();
+        const r = await run(["runs", "list"]);
+        assert.equal(r.code, 3);
+        oneLineError(r);
+        assert.match(r.stderr, /Cannot reach the service at http:\/\/127\.0\.0\.1:\d+/);
+      });
+    } finally {
+      await svc.stop();
+      await lab.stop();
+      await Deno.remove(work, { recursive: true }).catch(() => {});
+    }
+  },
+);
+
+Deno.test("every command has --help; colour only on a terminal and never with NO_COLOR", async () => {
+  for (const c of COMMANDS) assert.match(commandHelp(c), new RegExp(`Usage: dutlab ${c.path.join(" ")}`));
+  const work = await Deno.makeTempDir();
+  try {
+    const help = await dutlab(work, {}, ["runs", "start", "--help"]);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /--require-preflight-pass/);
+    // `script` gives the CLI a terminal; the service is a throwaway one answering a fixed device list.
+    const device = {
+      id: crypto.randomUUID(),
+      hostname: "fw",
+      vendor: "v",
+      deviceRole: null,
+      baseUrl: "https://fw",
+      username: "u",
+      tlsVerifyMode: "strict",
+      tlsWarning: null,
+      pollIntervalSeconds: 300,
+      notes: null,
+      enabled: true,
+      lastPollAt: null,
+      lastPollStatus: "ok",
+      lastPollError: null,
+      pinnedCertSha256: null,
+      createdAt: "2026-11-25T00:00:00Z",
+      updatedAt: "2026-11-25T00:00:00Z",
+    };
+    await using server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      () => Response.json({ devices: [device], vendors: [] }),
+    );
+    const cmd = `${Deno.execPath()} run -A --config ${ROOT}deno.json ${ROOT}cli/main.ts devices list`;
+    const onTty = async (noColor: string | null) => {
+      const env = childEnv({ DUT_URL: `http://127.0.0.1:${server.addr.port}`, DUT_TOKEN: TEST_ADMIN_TOKEN });
+      if (noColor === null) delete env.NO_COLOR;
+      else env.NO_COLOR = noColor;
+      const o = await new Deno.Command("script", {
+        args: ["-qec", cmd, "/dev/null"],
+        cwd: work,
+        clearEnv: true,
+        env,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      return dec.decode(o.stdout);
+    };
+    assert.match(await onTty(null), /\x1b\[32mok/);
+    assert.doesNotMatch(await onTty("1"), /\x1b\[/);
+  } finally {
+    await Deno.remove(work, { recursive: true });
+  }
+});
+
+Deno.test("pass-through flags are sent with the issue's JSON names (devices, checks, tags, dryRun, asOf, …)", async () => {
+  const work = await Deno.makeTempDir();
+  const seen: Array<{ method: string; path: string; query: string; body: unknown }> = [];
+  const preflight = {
+    planIdentifier: "p",
+    ranAt: "2026-11-25T00:00:00.000Z",
+    checksRun: 0,
+    checksPassed: 0,
+    checksFailed: 0,
+    checksSkipped: 0,
+    pass: true,
+    checks: [],
+    summary: "0/0",
+  };
+  await using server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const url = new URL(req.url);
+    const text = await req.text();
+    seen.push({
+      method: req.method,
+      path: url.pathname,
+      query: url.search,
+      body: text ? JSON.parse(text) : null,
+    });
+    if (url.pathname === "/api/test-runs/preflight") return Response.json(preflight);
+    if (url.pathname === "/api/test-runs") {
+      return Response.json({ executionId: crypto.randomUUID() }, { status: 201 });
+    }
+    if (url.pathname === "/api/admin/dut/devices" && req.method === "POST") {
+      return Response.json({ ok: true, deviceId: crypto.randomUUID() }, { status: 201 });
+    }
+    return Response.json({ devices: [], vendors: [] });
+  });
+  const env = { DUT_URL: `http://127.0.0.1:${server.addr.port}`, DUT_TOKEN: TEST_ADMIN_TOKEN };
+  try {
+    const pf = await dutlab(work, env, [
+      "preflight",
+      "p",
+      "--device",
+      "fw-1",
+      "--device",
+      "fw-2",
+      "--check",
+      "ntp",
+      "--tag",
+      "edge",
+      "--dry-run",
+      "--as-of",
+      "2026-11-25T10:00:00Z",
+      "--json",
+    ]);
+    assert.equal(pf.code, 0, pf.stderr);
+    assert.deepEqual(seen.at(-1)!.body, {
+      planIdentifier: "p",
+      devices: ["fw-1", "fw-2"],
+      checks: ["ntp"],
+      tags: ["edge"],
+      dryRun: true,
+      asOf: "2026-11-25T10:00:00Z",
+    });
+    assert.equal(seen.at(-1)!.query, "?format=json");
+    const badTime = await dutlab(work, env, ["preflight", "p", "--as-of", "yesterday"]);
+    assert.equal(badTime.code, 2);
+    oneLineError(badTime);
+    const start = await dutlab(work, env, [
+      "runs",
+      "start",
+      "p",
+      "--require-preflight-pass",
+      "--override",
+      "why",
+      "-q",
+    ]);
+    assert.equal(start.code, 0, start.stderr);
+    assert.deepEqual(seen.at(-1)!.body, {
+      planIdentifier: "p",
+      requirePreflightPass: true,
+      override: { reason: "why" },
+    });
+    await dutlab(work, env, ["devices", "list", "--tag", "a", "--tag", "b"]);
+    assert.equal(new URLSearchParams(seen.at(-1)!.query).getAll("tag").join(","), "a,b");
+    const add = await dutlab(work, env, [
+      "devices",
+      "add",
+      "--hostname",
+      "h",
+      "--vendor",
+      "v",
+      "--base-url",
+      "https://h",
+      "--username",
+      "u",
+      "--password-file",
+      "-",
+      "--tag",
+      "edge",
+    ], "secret\n");
+    assert.equal(add.code, 0, add.stderr);
+    assert.deepEqual(seen.at(-1)!.body, {
+      hostname: "h",
+      vendor: "v",
+      baseUrl: "https://h",
+      username: "u",
+      password: "secret",
+      tags: ["edge"],
+    });
+  } finally {
+    await Deno.remove(work, { recursive: true });
+  }
+});
