@@ -415,4 +415,3 @@ async function download(ctx: Ctx, path: string, what: string): Promise<number> {
   }
   return EXIT.ok;
 }
-
