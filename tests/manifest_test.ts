@@ -161,6 +161,23 @@ Deno.test("the boundary check fails when the poller imports runs", async () => {
   assert.equal(ok.code, 0, ok.err);
 });
 
+Deno.test("the boundary check fails when the CLI imports core or a member (HTTP API only)", async () => {
+  const r = await boundariesOver({
+    "cli/_a.ts": 'import { runPreflight } from "../core/src/preflight/engine.ts";\n',
+    "cli/_b.ts": 'import { defineCheck } from "@dutlab/core";\n',
+    "cli/sub/_c.ts": 'import "../../checks/x/mod.ts";\n',
+  });
+  assert.equal(r.code, 1);
+  const bad = [...r.err.matchAll(/^\s+(\S+) imports .*the CLI talks to the service over the HTTP API only/gm)]
+    .map((m) => m[1]);
+  assert.deepEqual(bad.sort(), ["cli/_a.ts", "cli/_b.ts", "cli/sub/_c.ts"]);
+  const ok = await boundariesOver({
+    "cli/_a.ts":
+      'import type { paths } from "./generated/dutlab-api.ts";\nimport "../tools/verify_report.ts";\n',
+  });
+  assert.equal(ok.code, 0, ok.err);
+});
+
 Deno.test("the generated file records each member's declared core range, which boot validation checks", () => {
   for (const m of [...modules.adapters, ...modules.checks, ...modules.plugins]) {
     const declared = (m.module as { coreVersion: string }).coreVersion;

@@ -12,6 +12,10 @@
  * - The poller does not import runs: a file under a `poller/` folder of core/src may not import a module
  *   under a `runs/` folder (the runs feature registers its write hook with the poll store instead).
  *
+ * The command-line client (`cli/`) talks to the service over the HTTP API only: it imports no
+ * `@dutlab/*` member and no file of `core/`, `adapters/`, `checks/` or `plugins/` (its types come from the
+ * generated API client; `tools/verify_report.ts`, the self-contained verifier, is allowed).
+ *
  * Exits 1 listing every violation.
  */
 const root = Deno.env.get("BOUNDARY_ROOT")?.replace(/\/?$/, "/") ?? new URL("../", import.meta.url).pathname;
@@ -106,11 +110,28 @@ for await (const file of tsFiles(`${root}core`)) {
   }
 }
 
+// The CLI: HTTP API only (see the header). No cli/ folder (a temp tree of the tests): nothing to check.
+const cliDir = `${root}cli`;
+if (await Deno.stat(cliDir).then((s) => s.isDirectory, () => false)) {
+  for await (const file of tsFiles(cliDir)) {
+    for (const spec of specifiers(await Deno.readTextFile(file))) {
+      const target = spec.startsWith(".") ? new URL(spec, `file://${file}`).pathname : null;
+      const inside = target !== null && /^(core|adapters|checks|plugins)\//.test(target.slice(root.length));
+      // `@dutlab/cli` itself is what its JSDoc examples import.
+      if ((spec.startsWith("@dutlab/") && spec !== "@dutlab/cli") || inside) {
+        violations.push(
+          `${rel(file)} imports "${spec}": the CLI talks to the service over the HTTP API only`,
+        );
+      }
+    }
+  }
+}
+
 if (violations.length) {
   console.error(`Boundary violations (${violations.length}):\n  ${violations.join("\n  ")}`);
   Deno.exit(1);
 }
 console.log(
   "boundaries: ok (adapters, checks and plugins import only @dutlab/core and their own dependencies; " +
-    "core domain code imports no http/, the poller no runs/)",
+    "core domain code imports no http/, the poller no runs/, the CLI no member)",
 );
