@@ -22,6 +22,23 @@ export async function resolveDevice(svc: Service, ref: string): Promise<Device> 
   return d;
 }
 
+/** Devices by id or hostname, in the order given (one list read for all the hostnames). */
+async function resolveDevices(svc: Service, refs: string[]): Promise<Device[]> {
+  if (refs.every((r) => UUID.test(r))) return await Promise.all(refs.map((r) => resolveDevice(svc, r)));
+  const byHost = new Map((await allDevices(svc)).map((d) => [d.hostname, d]));
+  const byId = new Map([...byHost.values()].map((d) => [d.id.toLowerCase(), d]));
+  return refs.map((r) => {
+    const d = byId.get(r.toLowerCase()) ?? byHost.get(r);
+    if (!d) {
+      throw new CliError(
+        `No device with ${UUID.test(r) ? "id" : "hostname"} ${JSON.stringify(r)}`,
+        EXIT.notFound,
+      );
+    }
+    return d;
+  });
+}
+
 const deviceRow = (d: Device) => [
   d.hostname,
   d.vendor,
@@ -302,7 +319,7 @@ export const deviceCommands: Command[] = [
       if (all === ctx.args.length > 0) throw ctx.usage("Give device ids or hostnames, or --all (not both)");
       const devices = all
         ? (await allDevices(svc)).filter((d) => d.enabled)
-        : await Promise.all(ctx.args.map((a) => resolveDevice(svc, a)));
+        : await resolveDevices(svc, ctx.args);
       const results: Array<{ hostname: string; id: string } & Record<string, unknown>> = [];
       const progress = ctx.json
         ? (s: string) => Deno.stderr.writeSync(new TextEncoder().encode(s + "\n"))
