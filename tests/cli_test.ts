@@ -122,7 +122,7 @@ async function ready(base: string, svc: ServeProcess) {
 }
 
 dbTest(
-  "the CLI runs the README's CI job against serve and the lab; exit codes follow the table",
+  "the CLI drives devices, snapshots, pre-flight, runs, reports and tokens against serve and the lab; exit codes follow the table",
   async (db, t) => {
     const work = await Deno.makeTempDir({ prefix: "dutlab-cli-" });
     const lab = await startLab(`${work}/lab-data`);
@@ -240,6 +240,33 @@ dbTest(
         report.meta.executionId = crypto.randomUUID();
         await Deno.writeTextFile(`${work}/tampered.json`, JSON.stringify(report));
         assert.equal((await run(["report", "verify", "tampered.json"])).code, 1);
+        const pdf = await run(["report", "pdf", executionId, "--out", "report.pdf"]);
+        assert.equal(pdf.code, 0, pdf.stderr);
+        const pdfOk = await run(["report", "verify", "report.pdf", "--key", `${svc.base}/api/report-keys`]);
+        assert.equal(pdfOk.code, 0, pdfOk.stdout + pdfOk.stderr);
+      });
+
+      await t.step("runs compare: a slower second run is a regression (exit 1), JUnit valid", async () => {
+        const second = await run(["runs", "start", PLAN, "-q"]);
+        assert.equal(second.code, 0, second.stderr);
+        const id2 = second.stdout.trim();
+        await Deno.writeTextFile(`${work}/samples.json`, JSON.stringify([500, 600, 900, 1200]));
+        const fin = await run(["runs", "finish", id2, "--samples", "samples.json"]);
+        assert.equal(fin.code, 1, "raw samples without a duration: not a pass verdict");
+        const cmp = await run(["runs", "compare", executionId, id2, "--format", "junit", "--out", "cmp.xml"]);
+        assert.equal(cmp.code, 1, cmp.stderr);
+        const v = await xmllint("--noout", "--schema", XSD, `${work}/cmp.xml`);
+        assert.ok(v.ok, v.err);
+        assert.equal(
+          (await xmllint("--xpath", "count(//testcase/failure)", `${work}/cmp.xml`)).out.trim(),
+          "1",
+        );
+        const table = await run(["runs", "compare", executionId, id2]);
+        assert.equal(table.code, 1);
+        assert.match(table.stdout, /^RUN\s+BASELINE\s+VERDICT\s+P99 MS/);
+        const same = await run(["runs", "compare", executionId, executionId]);
+        assert.equal(same.code, 2, "a duplicate id is the service's 400");
+        oneLineError(same);
       });
 
       await t.step(
