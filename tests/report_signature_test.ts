@@ -9,7 +9,7 @@ import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { generateSigningKey, pae, PAYLOAD_TYPE } from "../core/src/report/sign.ts";
 import { type App, type Auth, finishRun, startRun } from "./_runs_lab.ts";
-import { checkEnvelope, checkReport, loadKeys } from "../tools/verify_report.ts";
+import { checkEnvelope, checkReport, loadKeys } from "../tools/verify_report_src.ts";
 
 const PLAN = "fixture-plan";
 const dec = new TextDecoder();
