@@ -5159,7 +5159,8 @@ async function replayMain(bundle, keyArg, expect) {
       actual: r.reportSha256
     });
   }
-  if (!files.has("report.pdf")) {
+  const pdfBytes = files.get("report.pdf");
+  if (!pdfBytes) {
     findings.push({
       what: "report.pdf",
       ok: true,
@@ -5167,11 +5168,28 @@ async function replayMain(bundle, keyArg, expect) {
       actual: "not in the bundle (not checked)"
     });
   } else {
+    let pdf = {};
+    try {
+      pdf = await readPdf(pdfBytes);
+    } catch (e) {
+      findings.push({
+        what: "report.pdf",
+        ok: false,
+        actual: `cannot read the PDF: ${e.message}`
+      });
+    }
+    const attached = pdf.report ? await sha256(pdf.report) : "(no report attached)";
     findings.push({
-      what: "report.pdf",
-      ok: true,
-      note: true,
-      actual: "NOT CHECKED here: run verify_report.ts report.pdf --key \u2026 on it"
+      what: "report.pdf attached report = report.json",
+      ok: attached === await sha256(reportBytes),
+      expected: await sha256(reportBytes),
+      actual: attached
+    });
+    findings.push({
+      what: "report.pdf cover reportSha256",
+      ok: pdf.coverSha256 === r.reportSha256 && r.reportSha256 !== void 0,
+      expected: pdf.coverSha256 ?? "(no Report SHA-256 on page 1)",
+      actual: r.reportSha256 ?? "(report does not match its hash)"
     });
   }
   for (const l of describe2(findings)) console.log(l);

@@ -747,14 +747,33 @@ async function replayMain(
       actual: r.reportSha256,
     });
   }
-  if (!files.has("report.pdf")) {
+  const pdfBytes = files.get("report.pdf");
+  if (!pdfBytes) {
     findings.push({ what: "report.pdf", ok: true, note: true, actual: "not in the bundle (not checked)" });
   } else {
+    // The PDF carries this very report: its attachment is report.json's bytes and its cover prints the hash.
+    let pdf: Awaited<ReturnType<typeof readPdf>> = {};
+    try {
+      pdf = await readPdf(pdfBytes);
+    } catch (e) {
+      findings.push({
+        what: "report.pdf",
+        ok: false,
+        actual: `cannot read the PDF: ${(e as Error).message}`,
+      });
+    }
+    const attached = pdf.report ? await sha256(pdf.report) : "(no report attached)";
     findings.push({
-      what: "report.pdf",
-      ok: true,
-      note: true,
-      actual: "NOT CHECKED here: run verify_report.ts report.pdf --key … on it",
+      what: "report.pdf attached report = report.json",
+      ok: attached === await sha256(reportBytes!),
+      expected: await sha256(reportBytes!),
+      actual: attached,
+    });
+    findings.push({
+      what: "report.pdf cover reportSha256",
+      ok: pdf.coverSha256 === r.reportSha256 && r.reportSha256 !== undefined,
+      expected: pdf.coverSha256 ?? "(no Report SHA-256 on page 1)",
+      actual: r.reportSha256 ?? "(report does not match its hash)",
     });
   }
   for (const l of describe(findings)) console.log(l);
