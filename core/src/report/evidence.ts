@@ -317,6 +317,13 @@ export async function evidenceFiles(
 /**
  * The bundle as a `.tar.gz` (ustar, one folder, every file's time the run's end, so the same run gives
  * the same archive while its PDF and keys are unchanged).
+ *
+ * @example
+ * ```ts
+ * declare const svc: EvidenceServices, executionId: string, verifier: string;
+ * const { bytes, filename } = await evidenceBundle(svc, executionId, { verifier });
+ * await Deno.writeFile(filename, bytes); // evidence-1a2b3c4d.tar.gz
+ * ```
  */
 export async function evidenceBundle(
   svc: EvidenceServices,

@@ -195,6 +195,7 @@ function bundleDriftSource(reads: DriftRead[], payloads: Map<string, string>): D
  * @example
  * ```ts
  * import type { Registry } from "../registry.ts";
+ * import type { ReportData } from "./types.ts";
  * declare const registry: Registry, inputs: ReplayInputs, sealed: ReportData;
  * const r = await replayReport(registry, sealed, inputs);
  * for (const l of r.lines) console.log(l.status, l.what, l.sealed, l.replayed);
