@@ -16,7 +16,15 @@ import { replayReport } from "../core/src/report/replay.ts";
 import { readBundleArchive, replayInputsOf } from "../core/src/report/evidence_read.ts";
 import { sealReport } from "../core/src/report/build.ts";
 import type { ReportData } from "../core/src/report/types.ts";
-import { closeAll, finishRun, register, snapshot, startRun } from "./_runs_lab.ts";
+import {
+  closeAll,
+  finishRun,
+  k6HandleSummary,
+  k6SummaryExport,
+  register,
+  snapshot,
+  startRun,
+} from "./_runs_lab.ts";
 
 const dec = new TextDecoder();
 
@@ -335,3 +343,33 @@ dbTest("the report frozen before issue 19: replay says what cannot be reproduced
   assert.match(by("verdict").detail, /frozen before verdicts existed, issue 19/);
   assert.equal(by("submitted results").status, "not-reproducible");
 });
+
+dbTest(
+  "a run finished with a k6 summary (both forms) replays on the server from its stored results",
+  async (db) => {
+    const { app, auth } = await testServices(db, modules);
+    const sims: SimulatedDevice[] = [];
+    try {
+      const fw = await startNgfwA();
+      sims.push(fw);
+      const dev = await register(app, auth, "vendor-a-ngfw", "fw-a-01", fw);
+      await snapshot(app, auth, dev);
+      for (const k6Summary of [k6SummaryExport(), k6HandleSummary()]) {
+        const { executionId } = await startRun(app, auth, { planIdentifier: "ngfw-throughput-decrypt-off" });
+        await snapshot(app, auth, dev);
+        await finishRun(app, auth, executionId, { outcome: "passed", results: { k6Summary } });
+        const res = await app.request(
+          `/api/test-runs/${executionId}/replay`,
+          jsonReq("POST", undefined, auth),
+        );
+        const body = await res.json();
+        assert.equal(res.status, 200);
+        const off = body.lines.filter((l: { status: string }) => l.status !== "same");
+        assert.equal(body.reproduced, true, JSON.stringify(off));
+        assert.ok(body.lines.some((l: { what: string }) => l.what === "figure requestsPerSecond"));
+      }
+    } finally {
+      await closeAll(sims);
+    }
+  },
+);
