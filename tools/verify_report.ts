@@ -1646,7 +1646,16 @@ async function replayReport(registry, sealed, inputs) {
     });
     return finish(lines, null);
   }
-  compare(lines, sealed, replayed);
+  const inferred = /* @__PURE__ */ new Map();
+  for (const s of inputs.labAtStart.snapshots) {
+    if (s.basis === "inferred") {
+      inferred.set(s.deviceId, [
+        ...inferred.get(s.deviceId) ?? [],
+        s.endpointLabel
+      ]);
+    }
+  }
+  compare(lines, sealed, replayed, inferred);
   return finish(lines, replayed.reportSha256);
 }
 function resultsProblem(r) {
@@ -1671,7 +1680,7 @@ function finish(lines, replayedReportSha256) {
     replayedReportSha256
   };
 }
-function compare(lines, sealed, replayed) {
+function compare(lines, sealed, replayed, inferred) {
   const covered = /* @__PURE__ */ new Set();
   const fig2 = (what, path) => {
     covered.add(path);
@@ -1715,11 +1724,16 @@ function compare(lines, sealed, replayed) {
     const r = rByKey.get(key(c));
     const s = `${c.status}: ${c.detail}`;
     const rr = r ? `${r.status}: ${r.detail}` : "(not evaluated)";
+    const same = s === rr && canonicalJson(c) === canonicalJson(r);
+    const guessed = inferred.get(c.deviceId);
     lines.push({
       what: `pre-flight ${c.checkId} on ${c.deviceHostname}`,
-      status: s === rr && canonicalJson(c) === canonicalJson(r) ? "same" : "differs",
+      status: same ? "same" : "differs",
       sealed: s,
-      replayed: rr
+      replayed: rr,
+      ...!same && guessed ? {
+        detail: `the bundle inferred this device's ${guessed.join(", ")} snapshot (not cited by the report): see inputs/lab-at-start.json`
+      } : {}
     });
   }
   for (const r of pfR?.checks ?? []) {

@@ -307,7 +307,13 @@ export async function replayReport(
     line({ what: "replay", status: "not-reproducible", detail: (e as Error).message });
     return finish(lines, null);
   }
-  compare(lines, sealed, replayed);
+  const inferred = new Map<string, string[]>();
+  for (const s of inputs.labAtStart.snapshots) {
+    if (s.basis === "inferred") {
+      inferred.set(s.deviceId, [...inferred.get(s.deviceId) ?? [], s.endpointLabel]);
+    }
+  }
+  compare(lines, sealed, replayed, inferred);
   return finish(lines, replayed.reportSha256);
 }
 
@@ -338,7 +344,12 @@ function finish(lines: ReplayLine[], replayedReportSha256: string | null): Repla
 }
 
 /** The named figures, then the annexes, then whatever else differs, then the whole report. */
-function compare(lines: ReplayLine[], sealed: ReportData, replayed: ReportData) {
+function compare(
+  lines: ReplayLine[],
+  sealed: ReportData,
+  replayed: ReportData,
+  inferred: ReadonlyMap<string, string[]>,
+) {
   const covered = new Set<string>();
   const fig = (what: string, path: string) => {
     covered.add(path);
@@ -376,11 +387,20 @@ function compare(lines: ReplayLine[], sealed: ReportData, replayed: ReportData) 
     const r = rByKey.get(key(c));
     const s = `${c.status}: ${c.detail}`;
     const rr = r ? `${r.status}: ${r.detail}` : "(not evaluated)";
+    const same = s === rr && canonicalJson(c) === canonicalJson(r);
+    const guessed = inferred.get(c.deviceId);
     lines.push({
       what: `pre-flight ${c.checkId} on ${c.deviceHostname}`,
-      status: s === rr && canonicalJson(c) === canonicalJson(r) ? "same" : "differs",
+      status: same ? "same" : "differs",
       sealed: s,
       replayed: rr,
+      ...(!same && guessed
+        ? {
+          detail:
+            `the bundle inferred this device's ${guessed.join(", ")} snapshot (not cited by the report): ` +
+            "see inputs/lab-at-start.json",
+        }
+        : {}),
     });
   }
   for (const r of pfR?.checks ?? []) {
