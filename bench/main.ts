@@ -33,6 +33,7 @@ export const SCENARIOS = [
   "diffs",
   "changes",
   "events",
+  "evidence",
 ] as const;
 type Scenario = typeof SCENARIOS[number];
 

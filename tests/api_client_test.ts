@@ -127,6 +127,15 @@ dbTest("a generated client calls every operation of the document", async (db) =>
       parseAs: "arrayBuffer",
     });
     assert.equal(pdf.response.status, 403);
+    const evidence = await client.GET("/api/test-runs/{executionId}/evidence", {
+      params: { path: { executionId }, query: { exp: "1", sig: "forged" } },
+      parseAs: "arrayBuffer",
+    });
+    assert.equal(evidence.response.status, 403);
+    const replay = await client.POST("/api/test-runs/{executionId}/replay", {
+      params: { path: { executionId } },
+    });
+    assert.equal(replay.data?.reproduced, true, JSON.stringify(replay.data?.lines));
     // One finished run is no comparison: both routes refuse it with a 4xx (tests/runs_compare_test.ts compares).
     const cmp = await client.POST("/api/test-runs/compare", { body: { executionIds: [executionId] } });
     assert.equal(cmp.response.status, 400);

@@ -9,7 +9,7 @@ import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { generateSigningKey, pae, PAYLOAD_TYPE } from "../core/src/report/sign.ts";
 import { type App, type Auth, finishRun, startRun } from "./_runs_lab.ts";
-import { checkEnvelope, checkReport, loadKeys } from "../tools/verify_report.ts";
+import { checkEnvelope, checkReport, loadKeys } from "../tools/verify_report_src.ts";
 
 const PLAN = "fixture-plan";
 const dec = new TextDecoder();
@@ -211,7 +211,10 @@ dbTest(
       assert.match(tool.headers.get("content-type") ?? "", /typescript/);
       const source = await tool.text();
       assert.ok(!/from\s+["'](\.|@dutlab|jsr:)/.test(source), "no workspace or relative imports");
-      for (const m of source.matchAll(/from\s+"([^"]+)"/g)) assert.match(m[1]!, /^npm:[^@]+@\d+\.\d+\.\d+$/);
+      // Pinned npm packages (a subpath allowed) and Node built-ins only.
+      for (const m of source.matchAll(/from\s+"([^"]+)"/g)) {
+        assert.match(m[1]!, /^(npm:(@[^@/]+\/)?[^@]+@\d+\.\d+\.\d+(\/[^"]*)?|node:[a-z_/]+)$/);
+      }
       await Deno.writeTextFile(`${dir}/verify_report.ts`, source);
       const { keys } = await (await fetch(`${base}/api/report-keys`)).json();
       await Deno.writeTextFile(`${dir}/key.pem`, keys[0].publicKeyPem);

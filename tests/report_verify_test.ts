@@ -199,7 +199,10 @@ dbTest("deno task verify-report checks a file and a served URL and exits 1 on a 
     await Deno.writeTextFile(good, text);
     const ok = await task([good]);
     assert.equal(ok.code, 0, ok.stdout + ok.stderr);
-    assert.match(ok.stdout, new RegExp(`^OK reportSha256 ${sha}$`, "m"));
+    assert.match(
+      ok.stdout,
+      new RegExp(`^OK reportSha256 ${sha} \\(signature NOT CHECKED: no --key, no envelope\\)$`, "m"),
+    );
 
     // From any directory: a relative path is relative to where the command was started.
     const inDir = await task(["report.json"], {}, dir);

@@ -21,7 +21,7 @@ import { findChromium, printToPdf } from "../../core/testing/chromium.ts";
 import { PDFDocument } from "pdf-lib";
 import { attachEvidence, PdfRenderer } from "../../core/src/report/pdf.ts";
 import { generateSigningKey, ReportSigningKey, signReport } from "../../core/src/report/sign.ts";
-import { checkEnvelope, checkReport, loadKeys } from "../../tools/verify_report.ts";
+import { checkEnvelope, checkReport, loadKeys } from "../../tools/verify_report_src.ts";
 
 /** Pages of a PDF (pdf-lib writes object streams, so the page objects are not visible as text). */
 const pageCount = async (pdf: Uint8Array) =>

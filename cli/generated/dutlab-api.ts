@@ -274,6 +274,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/test-runs/{executionId}/evidence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The run's evidence bundle (.tar.gz)
+         * @description One gzip-compressed tar archive, folder `evidence-<first 8 characters of the execution id>/`, holding `report.json`, `report.dsse.json`, `report.pdf` (when Chromium is present), every snapshot payload the report cites as `payloads/<sha256>.json`, the public keys (`keys/`), the standalone `verify_report.ts`, the raw inputs a replay reads (`inputs/`), `README.txt` and `SHA256SUMS` (every other file's SHA-256, `sha256sum -c` format). `verify_report.ts --replay` checks and replays it offline. Access: the admin token, or the print page's share link parameters (`?exp=…&sig=…` from POST …/share). 404 for an unknown or unfinished run.
+         */
+        get: operations["getRunEvidence"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/test-runs/{executionId}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay a finished run's report from the database
+         * @description Recomputes, from the run's raw inputs (the frozen plan, the cited snapshot payloads, the submitted results, the alerts), every figure the report derived, with the code that built it, and compares each with the sealed one: what `verify_report.ts --replay` does with the evidence bundle. Changes nothing (any role may call it). 404 for an unknown or unfinished run.
+         */
+        post: operations["replayRunReport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/dut/snapshots/{id}/diff": {
         parameters: {
             query?: never;
@@ -857,6 +897,30 @@ export interface components {
                 keyid: string;
                 sig: string;
             }[];
+        };
+        ReplayResult: {
+            executionId: string;
+            /** @description The sealed report's hash */
+            reportSha256: string;
+            /** @description The replayed report's hash */
+            replayedReportSha256: string | null;
+            /** @description True when every figure and the whole report agree */
+            reproduced: boolean;
+            /** @description What `verify_report.ts --replay` exits with for the same comparison: 0 reproduced, 1 a difference, 3 a part not reproducible */
+            exitCode: 0 | 1 | 3;
+            lines: components["schemas"]["ReplayLine"][];
+        };
+        ReplayLine: {
+            /** @description The figure, e.g. `aggregate p99_ms`, `annex snapshots sha256` */
+            what: string;
+            /**
+             * @description `same`; `differs`; `input` (an input does not match what it claims); `not-sealed` (the sealed report predates it); `not-reproducible` (this service cannot recompute it; `detail` says why)
+             * @enum {string}
+             */
+            status: "same" | "differs" | "input" | "not-sealed" | "not-reproducible";
+            sealed?: string;
+            replayed?: string;
+            detail?: string;
         };
         SnapshotDiff: {
             snapshotId: string;
@@ -2363,6 +2427,155 @@ export interface operations {
                 };
             };
             /** @description Chromium missing or busy beyond the time limit */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRunEvidence: {
+        parameters: {
+            query?: {
+                exp?: string;
+                sig?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Execution id (UUID) */
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bundle */
+            200: {
+                headers: {
+                    "X-Report-Sha256": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/gzip": string;
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid or expired share link */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown or unfinished run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    replayRunReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Execution id (UUID) */
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The comparison */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayResult"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown or unfinished run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -40,7 +40,10 @@ const OPERATOR_ROUTES = new Set([
  * POST routes that only read (a body too structured for a query string) and change nothing: any role may call
  * them. Like every POST they are still recorded in the audit log (audit.ts), as pre-flight is.
  */
-export const READ_POSTS = new Set(["POST /api/test-runs/compare"]);
+export const READ_POSTS = new Set([
+  "POST /api/test-runs/compare",
+  "POST /api/test-runs/:executionId/replay",
+]);
 /** Reads only an admin may make: who holds which token, and who did what. */
 const ADMIN_READS = [/^\/api\/admin\/tokens(\/|$)/, /^\/api\/admin\/audit$/];
 

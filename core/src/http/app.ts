@@ -27,6 +27,7 @@ import { reportPageRoutes } from "./routes_report_page.ts";
 import { compareRoutes } from "./routes_compare.ts";
 import { registerPlainRoutes, serveDocument } from "./openapi_doc.ts";
 import { docsRoutes } from "./routes_docs.ts";
+import { evidenceRoutes } from "./routes_evidence.ts";
 import { reportSignatureRoutes } from "./routes_report_keys.ts";
 import { SafeInput } from "./input_guard.ts";
 
@@ -161,8 +162,12 @@ export function createApp(svc: Services): OpenAPIHono {
   const auth = bearerAuth(svc);
   app.use("/api/admin/*", auth);
   app.use("/api/test-runs", auth);
-  // report.pdf has the print page's access rule (token or share link): routes_report_keys.ts.
-  app.use("/api/test-runs/*", (c, next) => /\/report\.pdf$/.test(c.req.path) ? next() : auth(c, next));
+  // report.pdf and the evidence bundle have the print page's access rule (token or share link):
+  // routes_report_keys.ts and routes_evidence.ts.
+  app.use(
+    "/api/test-runs/*",
+    (c, next) => /\/(report\.pdf|evidence)$/.test(c.req.path) ? next() : auth(c, next),
+  );
   app.use("/api/events", auth);
 
   deviceRoutes(app, svc);
@@ -170,6 +175,7 @@ export function createApp(svc: Services): OpenAPIHono {
   eventRoutes(app, svc);
   snapshotRoutes(app, svc);
   reportSignatureRoutes(app, svc);
+  evidenceRoutes(app, svc);
   diffRoutes(app, svc);
   // Before the runs: GET /api/test-runs/compare must not be taken for GET /api/test-runs/{executionId}.
   compareRoutes(app, svc);

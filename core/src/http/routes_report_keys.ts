@@ -77,8 +77,8 @@ export function pageAccess(svc: Services): MiddlewareHandler {
 }
 
 let verifierText: Promise<string> | null = null;
-/** The standalone verifier's source (tools/verify_report.ts), read once. */
-function verifierSource(): Promise<string> {
+/** The standalone verifier (tools/verify_report.ts, a build output of tools/verify_report_src.ts), read once. */
+export function verifierSource(): Promise<string> {
   verifierText ??= Deno.readTextFile(new URL("../../../tools/verify_report.ts", import.meta.url)).catch(
     (e) => {
       verifierText = null;
@@ -88,8 +88,34 @@ function verifierSource(): Promise<string> {
   return verifierText;
 }
 
+/**
+ * The report PDF of a finished run (`GET …/report.pdf` and the evidence bundle): the print page rendered
+ * by the warm Chromium, with the report and its envelope attached.
+ */
+export async function renderReportPdf(
+  svc: Services,
+  executionId: string,
+  requestUrl: string,
+): Promise<{ pdf: Uint8Array; sha256: string; keyId: string; licenseId: string }> {
+  const r = await svc.runs.report(executionId);
+  const { text: envelopeText, keyId } = await svc.signatures.envelope(executionId);
+  const report = JSON.parse(r.text) as ReportData;
+  const html = renderReportPage(report, { signature: { keyId, baseUrl: publicBase(svc, requestUrl) } });
+  const printed = await svc.pdf.render(html);
+  const pdf = await attachEvidence(printed, {
+    executionId,
+    runId: report.meta.runId,
+    title: `Test-run report ${report.meta.runId} — ${report.meta.planDisplayName}`,
+    reportSha256: r.sha256,
+    reportText: r.text,
+    envelopeText,
+    signingKeyId: keyId,
+    generatedAt: report.generatedAt,
+  });
+  return { pdf, sha256: r.sha256, keyId, licenseId: r.licenseId };
+}
+
 export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
-  const runs = svc.runs;
   const log = logger("signatures");
   const tags = ["Test runs"];
 
@@ -200,27 +226,13 @@ export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
     }),
     async (c) => {
       const executionId = c.req.param("executionId") ?? "";
-      const r = await runs.report(executionId);
-      const { text: envelopeText, keyId } = await svc.signatures.envelope(executionId);
-      const report = JSON.parse(r.text) as ReportData;
-      const html = renderReportPage(report, { signature: { keyId, baseUrl: publicBase(svc, c.req.url) } });
-      const printed = await svc.pdf.render(html);
-      const pdf = await attachEvidence(printed, {
-        executionId,
-        runId: report.meta.runId,
-        title: `Test-run report ${report.meta.runId} — ${report.meta.planDisplayName}`,
-        reportSha256: r.sha256,
-        reportText: r.text,
-        envelopeText,
-        signingKeyId: keyId,
-        generatedAt: report.generatedAt,
-      });
+      const { pdf, sha256, keyId, licenseId } = await renderReportPdf(svc, executionId, c.req.url);
       return c.body(pdf as Uint8Array<ArrayBuffer>, 200, {
         "content-type": "application/pdf",
         "content-disposition": `inline; filename="report-${executionId}.pdf"`,
-        "x-report-sha256": r.sha256,
+        "x-report-sha256": sha256,
         "x-report-signature-key": keyId,
-        "x-license": r.licenseId,
+        "x-license": licenseId,
         "cache-control": "private, no-store",
       }) as never;
     },

@@ -25,8 +25,8 @@ import {
 } from "../runs/aggregate.ts";
 import { readK6 } from "../runs/k6.ts";
 import { k6Figures, rawFigures } from "../runs/figures.ts";
-import { computeVerdict, driftForVerdict } from "../runs/verdict.ts";
-import { configurationDrift } from "../runs/drift.ts";
+import { driftForVerdict, VERDICT_RULE, VERDICT_RULES } from "../runs/verdict.ts";
+import { dbDriftSource, driftOf, type DriftSource } from "../runs/drift.ts";
 import type { RunResults } from "../api/schemas.ts";
 import { jsonAnnex, licenseTexts, sealReport } from "./build.ts";
 import type { DecryptAlert, ReportData } from "./types.ts";
@@ -61,6 +61,39 @@ export type AssembledRun =
   >
   & { run_id: string };
 
+/** One snapshot linked to the run (annex `snapshots`), as the run's finish reads it. */
+export interface LinkedSnapshot {
+  snapshotId: string;
+  deviceId: string;
+  deviceHostname: string;
+  endpointLabel: string;
+  payloadSha256: string;
+  collectedAt: string;
+}
+
+/** The snapshots linked to a run, oldest first (annex `snapshots`). */
+export async function linkedSnapshots(db: Kysely<Database>, executionId: string): Promise<LinkedSnapshot[]> {
+  const rows = await db.selectFrom("snapshots as s")
+    .innerJoin("devices as d", "d.id", "s.device_id")
+    .select([
+      sql<string>`s.id::text`.as("id"),
+      "s.device_id",
+      "d.hostname",
+      "s.endpoint_label",
+      "s.payload_sha256",
+      "s.collected_at",
+    ])
+    .where("s.test_run_execution_id", "=", executionId).orderBy("s.id").execute();
+  return rows.map((s) => ({
+    snapshotId: s.id,
+    deviceId: s.device_id,
+    deviceHostname: s.hostname,
+    endpointLabel: s.endpoint_label,
+    payloadSha256: s.payload_sha256,
+    collectedAt: new Date(s.collected_at).toISOString(),
+  }));
+}
+
 /** Options of {@link assembleReport}. */
 export interface AssembleReportOptions {
   /** The transaction finishing the run: the linked snapshots and the drift are read through it. */
@@ -83,7 +116,8 @@ export interface AssembleReportOptions {
 }
 
 /**
- * Assemble and seal the report of a run being finished.
+ * Assemble and seal the report of a run being finished: reads the linked snapshots and the drift through
+ * the transaction, then {@link composeReport}.
  *
  * @example
  * ```ts
@@ -99,48 +133,75 @@ export interface AssembleReportOptions {
  * ```
  */
 export async function assembleReport(opts: AssembleReportOptions): Promise<ReportData> {
-  const { db: tx, registry, run: r, outcome, results: submittedResults, endedAt, endState, alerts, labName } =
-    opts;
-  const plan = jsonValue<Plan>(r.plan_json);
+  const { db: tx, run: r } = opts;
+  return await composeReport({
+    ...opts,
+    linked: await linkedSnapshots(tx, r.execution_id),
+    drift: dbDriftSource(tx),
+  });
+}
+
+/** What {@link composeReport} reads: the run's recorded inputs, no database. */
+export interface ComposeReportOptions extends Omit<AssembleReportOptions, "db"> {
+  /** The snapshots linked to the run, oldest first. */
+  linked: LinkedSnapshot[];
+  /** Where the drift's snapshots at start and end and their payloads are read. */
+  drift: DriftSource;
+  /**
+   * The verdict rule to judge by (a key of `VERDICT_RULES`; default the current rule), or null for no
+   * verdict member (a replay of a report frozen before verdicts existed).
+   */
+  verdictRule?: string | null;
+}
+
+/**
+ * What the submitted results make of the report: the aggregate, the share slower than the target, the
+ * `results` member and the `results-input` annex's value.
+ */
+export async function deriveResults(
+  plan: Plan,
+  submittedResults: RunResults,
+  runDurationS: number,
+): Promise<
+  { aggregate: Aggregate; slower: number; submitted: Record<string, unknown>; results: ReportData["results"] }
+> {
   const target = plan.sloTargetP99Ms;
-  const startedAt = new Date(r.started_at);
-  const runDurationS = (endedAt.getTime() - startedAt.getTime()) / 1000;
-  let aggregate: Aggregate;
-  let slower: number;
-  let source: ReportData["results"]["source"];
-  let submitted: Record<string, unknown>;
-  let results: ReportData["results"];
   if ("latencySamplesMs" in submittedResults) {
     const { latencySamplesMs: samples, ...counts } = submittedResults;
-    aggregate = aggregateSamples(samples);
-    slower = shareAbove(samples, target);
-    source = "latencySamplesMs";
-    submitted = {
-      source,
-      count: samples.length,
-      latencySamplesMsSha256: await jcsSha256(samples),
-      counts,
-      errorBudget: "exact: share of samples slower than targetP99Ms",
-    };
-    results = {
-      source,
+    const aggregate = aggregateSamples(samples);
+    const source = "latencySamplesMs";
+    return {
       aggregate,
-      latencyProvenance: {
-        source: "service",
-        exactness: "exact",
-        basis: "percentiles of the submitted samples, linear interpolation between closest ranks",
+      slower: shareAbove(samples, target),
+      submitted: {
+        source,
+        count: samples.length,
+        latencySamplesMsSha256: await jcsSha256(samples),
+        counts,
+        errorBudget: "exact: share of samples slower than targetP99Ms",
       },
-      figures: rawFigures(samples.length, counts, runDurationS),
-      checks: null,
-      thresholds: [],
+      results: {
+        source,
+        aggregate,
+        latencyProvenance: {
+          source: "service",
+          exactness: "exact",
+          basis: "percentiles of the submitted samples, linear interpolation between closest ranks",
+        },
+        figures: rawFigures(samples.length, counts, runDurationS),
+        checks: null,
+        thresholds: [],
+      },
     };
-  } else {
-    const k6 = readK6(submittedResults.k6Summary);
-    const m = submittedResults.k6Summary.metrics;
-    aggregate = aggregateK6(k6.duration, Math.round(k6.requests.count));
-    slower = shareAboveK6(k6.duration, target);
-    source = "k6-summary";
-    submitted = {
+  }
+  const k6 = readK6(submittedResults.k6Summary);
+  const m = submittedResults.k6Summary.metrics;
+  const aggregate = aggregateK6(k6.duration, Math.round(k6.requests.count));
+  const source = "k6-summary";
+  return {
+    aggregate,
+    slower: shareAboveK6(k6.duration, target),
+    submitted: {
       source,
       k6Format: k6.format,
       k6SummarySha256: await jcsSha256(submittedResults.k6Summary),
@@ -158,8 +219,8 @@ export async function assembleReport(opts: AssembleReportOptions): Promise<Repor
       ),
       testRunDurationMs: k6.testRunDurationMs,
       errorBudget: "estimated: linear interpolation between the exported trend points",
-    };
-    results = {
+    },
+    results: {
       source,
       aggregate,
       latencyProvenance: {
@@ -171,26 +232,32 @@ export async function assembleReport(opts: AssembleReportOptions): Promise<Repor
       figures: k6Figures(k6, runDurationS),
       checks: k6.checks,
       thresholds: k6.thresholds,
-    };
-  }
+    },
+  };
+}
+
+/**
+ * Compose and seal a report from a run's recorded inputs, without a database: what the finish and the
+ * replay (README "Replay") both run, so that a replay proves the service's own derivations.
+ */
+export async function composeReport(opts: ComposeReportOptions): Promise<ReportData> {
+  const { registry, run: r, outcome, results: submittedResults, endedAt, endState, alerts, labName } = opts;
+  const plan = jsonValue<Plan>(r.plan_json);
+  const target = plan.sloTargetP99Ms;
+  const startedAt = new Date(r.started_at);
+  const runDurationS = (endedAt.getTime() - startedAt.getTime()) / 1000;
+  const { aggregate, slower, submitted, results } = await deriveResults(plan, submittedResults, runDurationS);
+  const source = results.source;
   const startState = jsonValue<StartState>(r.start_state_json);
   const invalidated = alerts.length > 0;
-  const snapshots = await tx.selectFrom("snapshots as s")
-    .innerJoin("devices as d", "d.id", "s.device_id")
-    .select([
-      sql<string>`s.id::text`.as("id"),
-      "s.device_id",
-      "d.hostname",
-      "s.endpoint_label",
-      "s.payload_sha256",
-      "s.collected_at",
-    ])
-    .where("s.test_run_execution_id", "=", r.execution_id).orderBy("s.id").execute();
   const preflight = jsonValue<PreflightResult>(r.preflight_json);
   const activeAtStart = labDecryptState(startState);
   const activeAtEnd = labDecryptState(endState);
-  const drift = await configurationDrift(tx, registry, startState.devices, startedAt, endedAt);
-  const verdict = computeVerdict({
+  const drift = await driftOf(opts.drift, registry, startState.devices, startedAt, endedAt);
+  const rule = opts.verdictRule === undefined ? VERDICT_RULE : opts.verdictRule;
+  const judge = rule === null ? undefined : VERDICT_RULES[rule];
+  if (rule !== null && !judge) throw new Error(`Unknown verdict rule "${rule}"`);
+  const verdict = judge?.({
     outcome: outcome,
     plan,
     observedP99Ms: aggregate.p99_ms,
@@ -248,7 +315,7 @@ export async function assembleReport(opts: AssembleReportOptions): Promise<Repor
         : null,
       errorBudgetExactness: source === "k6-summary" ? "estimated" : "exact",
     },
-    verdict,
+    ...(verdict ? { verdict } : {}),
     annexes: [
       await jsonAnnex("preflight-at-start", "Pre-flight result at run start", preflight),
       await jsonAnnex(
@@ -259,14 +326,7 @@ export async function assembleReport(opts: AssembleReportOptions): Promise<Repor
       await jsonAnnex(
         "snapshots",
         "Snapshots linked to the run",
-        snapshots.map((s) => ({
-          snapshotId: s.id,
-          deviceId: s.device_id,
-          deviceHostname: s.hostname,
-          endpointLabel: s.endpoint_label,
-          payloadSha256: s.payload_sha256,
-          collectedAt: new Date(s.collected_at).toISOString(),
-        })),
+        opts.linked,
       ),
       await jsonAnnex("decrypt-alerts", "TLSDecryptModeChanged alerts", alerts),
       await jsonAnnex("lab-at-end", "Lab state at run end (firewall TLS decryption)", endState),

@@ -35,31 +35,50 @@ export interface DriftAnnex {
   }>;
 }
 
-type Snap = { id: string; payload_sha256: string };
+/** A snapshot the drift compares: its id and payload hash. */
+export type Snap = { id: string; payload_sha256: string };
 
-async function lastAt(
-  db: Kysely<Database>,
-  deviceId: string,
-  label: string,
-  at: Date,
-): Promise<Snap | undefined> {
-  return await db.selectFrom("snapshots").select([sql<string>`id::text`.as("id"), "payload_sha256"])
-    .where("device_id", "=", deviceId).where("endpoint_label", "=", label)
-    .where("collected_at", "<=", at).orderBy(sql`snapshots.id`, "desc").limit(1).executeTakeFirst();
+/**
+ * Where the drift reads: the last snapshot of a device label collected at or before a moment, and a payload
+ * by its SHA-256. The service reads the database ({@link dbDriftSource}); a replay reads an evidence bundle.
+ */
+export interface DriftSource {
+  lastAt(deviceId: string, label: string, at: Date): Promise<Snap | undefined>;
+  payload(sha256: string): Promise<unknown>;
 }
 
-async function payloadOf(db: Kysely<Database>, sha: string): Promise<unknown> {
-  const r = await db.selectFrom("snapshot_payloads").select("payload").where("sha256", "=", sha)
-    .executeTakeFirstOrThrow();
-  return JSON.parse(r.payload);
+/** The drift's reads from the database (the last snapshot by id collected at or before the moment). */
+export function dbDriftSource(db: Kysely<Database>): DriftSource {
+  return {
+    lastAt: async (deviceId, label, at) =>
+      await db.selectFrom("snapshots").select([sql<string>`id::text`.as("id"), "payload_sha256"])
+        .where("device_id", "=", deviceId).where("endpoint_label", "=", label)
+        .where("collected_at", "<=", at).orderBy(sql`snapshots.id`, "desc").limit(1).executeTakeFirst(),
+    payload: async (sha) => {
+      const r = await db.selectFrom("snapshot_payloads").select("payload").where("sha256", "=", sha)
+        .executeTakeFirstOrThrow();
+      return JSON.parse(r.payload);
+    },
+  };
 }
 
 /**
  * Drift of the devices of the lab at start (each label its vendor's adapter collects), between `startedAt`
- * and `endedAt`. Equal payload hashes are not read.
+ * and `endedAt`, read from the database. Equal payload hashes are not read.
  */
-export async function configurationDrift(
+export function configurationDrift(
   db: Kysely<Database>,
+  registry: Registry,
+  devices: ReadonlyArray<{ id: string; hostname: string; vendor: string }>,
+  startedAt: Date,
+  endedAt: Date,
+): Promise<DriftAnnex> {
+  return driftOf(dbDriftSource(db), registry, devices, startedAt, endedAt);
+}
+
+/** {@link configurationDrift} over any {@link DriftSource}. */
+export async function driftOf(
+  source: DriftSource,
   registry: Registry,
   devices: ReadonlyArray<{ id: string; hostname: string; vendor: string }>,
   startedAt: Date,
@@ -70,8 +89,8 @@ export async function configurationDrift(
     const labels = registry.adapters.get(d.vendor)?.adapter.labels ?? [];
     for (const label of labels) {
       const who = { deviceId: d.id, deviceHostname: d.hostname, endpointLabel: label };
-      const start = await lastAt(db, d.id, label, startedAt);
-      const end = await lastAt(db, d.id, label, endedAt);
+      const start = await source.lastAt(d.id, label, startedAt);
+      const end = await source.lastAt(d.id, label, endedAt);
       if (!start || !end) {
         out.notCompared.push({ ...who, reason: start ? "no snapshot at end" : "no snapshot at start" });
         continue;
@@ -79,8 +98,8 @@ export async function configurationDrift(
       out.compared++;
       if (start.payload_sha256 === end.payload_sha256) continue;
       const patterns = [...volatileFor(registry, d.vendor, label)];
-      const a = stripVolatile(await payloadOf(db, start.payload_sha256), patterns);
-      const b = stripVolatile(await payloadOf(db, end.payload_sha256), patterns);
+      const a = stripVolatile(await source.payload(start.payload_sha256), patterns);
+      const b = stripVolatile(await source.payload(end.payload_sha256), patterns);
       if (canonicalJson(a) === canonicalJson(b)) continue;
       out.drift.push({
         ...who,

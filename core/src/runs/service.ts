@@ -184,6 +184,11 @@ export class RunService {
     return out;
   }
 
+  /** A run's TLSDecryptModeChanged alerts, oldest first (the report's `tlsDecrypt.alerts`). */
+  async alerts(executionId: string): Promise<DecryptAlert[]> {
+    return (await this.#alerts(this.db, [executionId])).get(executionId)!;
+  }
+
   /** One run (404 when unknown). */
   async get(executionId: string): Promise<RunView> {
     const r = await this.#row(this.db, executionId);

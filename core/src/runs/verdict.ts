@@ -232,3 +232,23 @@ export function computeVerdict(
   const value = ORDER.find((v) => reasons.some((r) => r.effect === v)) ?? "pass";
   return { value, rule: VERDICT_RULE, reasons };
 }
+
+/** A verdict as a report records it. */
+export type Verdict = ReturnType<typeof computeVerdict>;
+
+/**
+ * The verdict rules this code can still apply, by the id a report records (a replay judges a report by the
+ * rule it names, never by today's). `dutlab-verdict-1` is {@link computeVerdict}'s table without the
+ * `configuration-drift` row (the only change of rule 2): rule 1 is applied by leaving that row out. Older
+ * reports without a verdict name no rule.
+ */
+export const VERDICT_RULES: Readonly<Record<string, (i: VerdictInputs) => Verdict>> = {
+  [VERDICT_RULE]: computeVerdict,
+  "dutlab-verdict-1": (i) => {
+    const reasons = computeVerdict({ ...i, drift: [] }).reasons.filter((r) =>
+      r.input !== "configuration-drift"
+    );
+    const value = ORDER.find((v) => reasons.some((r) => r.effect === v)) ?? "pass";
+    return { value, rule: "dutlab-verdict-1", reasons };
+  },
+};

@@ -1,0 +1,606 @@
+/**
+ * Replay (spec 4.12, README "Replay"): recompute, from a run's raw inputs alone (the frozen plan, the cited
+ * snapshot payloads, the submitted results, the alerts), everything its report derived, with the very code
+ * the service ran ({@link composeReport}, the pre-flight engine's `preflightOf`, `labStateOf`, the drift
+ * and verdict rules), and compare each derived figure with the sealed one.
+ *
+ * No database here: the inputs come from an evidence bundle (`verify_report.ts --replay`, which bundles
+ * this file) or from the database through `evidence.ts` (`POST /api/test-runs/{id}/replay`).
+ *
+ * @module
+ */
+import type { Registry } from "../registry.ts";
+import type { Plan } from "../plan.ts";
+import type { RunResults } from "../api/schemas.ts";
+import type { CheckDevice } from "../check.ts";
+import {
+  type LabRead,
+  type Latest,
+  PayloadEntry,
+  preflightOf,
+  type PreflightResult,
+} from "../preflight/engine.ts";
+import { labStateOf } from "../runs/lab_state.ts";
+import type { StartState } from "../runs/alerts.ts";
+import type { DriftSource, Snap } from "../runs/drift.ts";
+import { VERDICT_RULES } from "../runs/verdict.ts";
+import { canonicalJson, jcsSha256, sha256Hex } from "../util/hash.ts";
+import { composeReport, type LinkedSnapshot } from "./assemble.ts";
+import type { DecryptAlert, ReportData } from "./types.ts";
+
+/** One snapshot a lab read returned: the latest of its label for its device at that moment. */
+export interface ReadSnapshot {
+  deviceId: string;
+  endpointLabel: string;
+  snapshotId: string;
+  payloadSha256: string;
+  collectedAt: string;
+  /**
+   * `cited`: the report names this snapshot; `inferred`: it does not (a check's `alsoReads` label), and the
+   * bundle took the last snapshot of the label collected at or before the read.
+   */
+  basis: "cited" | "inferred";
+}
+
+/** A lab read (at the run's start or end): the enabled devices and the snapshots it read. */
+export interface LabReadInput {
+  /** When the pre-flight evaluated the read (its `ranAt`; the end's read: the run's end). */
+  at: string;
+  devices: CheckDevice[];
+  snapshots: ReadSnapshot[];
+}
+
+/** One drift lookup: the last snapshot of a device label collected at or before `at`, or null. */
+export interface DriftRead {
+  deviceId: string;
+  endpointLabel: string;
+  at: string;
+  snapshot: Snap | null;
+}
+
+/** What the run recorded besides its inputs below (`inputs/run.json` of a bundle). */
+export interface RunInput {
+  runId: string;
+  executionId: string;
+  planIdentifier: string;
+  planDisplayName: string;
+  planCatalogVersion: number;
+  licenseId: string;
+  notes: string | null;
+  labName: string;
+  customer: string | null;
+  startedAt: string;
+  endedAt: string;
+  outcome: string;
+}
+
+/** Everything a replay reads (the files under `inputs/` and `payloads/` of an evidence bundle). */
+export interface ReplayInputs {
+  run: RunInput;
+  plan: Plan;
+  /** The results as submitted; null when the run stored none (reports frozen before they were kept). */
+  results: RunResults | null;
+  alerts: DecryptAlert[];
+  labAtStart: LabReadInput;
+  labAtEnd: LabReadInput;
+  linkedSnapshots: LinkedSnapshot[];
+  driftReads: DriftRead[];
+  /** Payload texts by the SHA-256 their file is named by. */
+  payloads: Map<string, string>;
+}
+
+/** One compared figure: the sealed value, the replayed one, and the outcome. */
+export interface ReplayLine {
+  what: string;
+  /** `same`; `differs`; `input` (an input does not match what it claims); `not-sealed` (the sealed report
+   * predates it); `not-reproducible` (this code cannot recompute it, `detail` says why). */
+  status: "same" | "differs" | "input" | "not-sealed" | "not-reproducible";
+  sealed?: string;
+  replayed?: string;
+  detail?: string;
+}
+
+/** The outcome of a replay. `exitCode`: 0 reproduced, 1 something differs, 3 partly not reproducible. */
+export interface ReplayResult {
+  lines: ReplayLine[];
+  reproduced: boolean;
+  exitCode: 0 | 1 | 3;
+  replayedReportSha256: string | null;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+const show = (v: unknown): string =>
+  v === undefined ? "(absent)" : typeof v === "string" ? v : canonicalJson(v);
+
+/** The leaves of a JSON value by JSON Pointer-like path (`/a/0/b`); an empty object or array is a leaf. */
+function leaves(v: unknown, path = "", out = new Map<string, unknown>()): Map<string, unknown> {
+  if (Array.isArray(v) && v.length) v.forEach((x, i) => leaves(x, `${path}/${i}`, out));
+  else if (isObj(v) && Object.keys(v).length) {
+    for (const [k, x] of Object.entries(v)) {
+      leaves(x, `${path}/${k.replace(/~/g, "~0").replace(/\//g, "~1")}`, out);
+    }
+  } else out.set(path, v);
+  return out;
+}
+
+/** Paths whose values differ (`differs`), and paths only the replay has (`added`). */
+function leafDiff(sealed: unknown, replayed: unknown): { differs: string[]; added: string[] } {
+  const a = leaves(sealed);
+  const b = leaves(replayed);
+  const differs: string[] = [];
+  const added: string[] = [];
+  for (const [p, v] of a) {
+    if (!b.has(p)) {
+      // A sealed leaf the replay has not: differs unless the replay has members below it (an empty
+      // container in the sealed one, filled in the replay, differs too).
+      differs.push(p);
+    } else if (canonicalJson(v) !== canonicalJson(b.get(p))) differs.push(p);
+  }
+  for (const p of b.keys()) if (!a.has(p)) added.push(p);
+  return { differs, added };
+}
+
+const at = (v: unknown, path: string): unknown => {
+  let cur = v;
+  for (const seg of path.split("/").slice(1)) {
+    const k = seg.replace(/~1/g, "/").replace(/~0/g, "~");
+    cur = Array.isArray(cur) ? cur[Number(k)] : isObj(cur) ? cur[k] : undefined;
+  }
+  return cur;
+};
+
+/** A lab read rebuilt from its recorded snapshots and the bundle's payloads. */
+function labRead(input: LabReadInput, payloads: Map<string, string>): LabRead {
+  const latest = new Map<string, Map<string, Latest>>();
+  const entries = new Map<string, PayloadEntry>();
+  for (const s of input.snapshots) {
+    let byDevice = latest.get(s.endpointLabel);
+    if (!byDevice) latest.set(s.endpointLabel, byDevice = new Map());
+    byDevice.set(s.deviceId, { id: s.snapshotId, sha: s.payloadSha256, at: new Date(s.collectedAt) });
+    const text = payloads.get(s.payloadSha256);
+    if (text !== undefined) entries.set(s.payloadSha256, new PayloadEntry(text, text.length));
+  }
+  return { devices: input.devices, latest, payloads: entries };
+}
+
+/** The drift's reads answered from the bundle (a lookup the bundle does not hold throws). */
+function bundleDriftSource(reads: DriftRead[], payloads: Map<string, string>): DriftSource {
+  const key = (d: string, l: string, t: string) => `${d}\n${l}\n${new Date(t).toISOString()}`;
+  const byKey = new Map(reads.map((r) => [key(r.deviceId, r.endpointLabel, r.at), r.snapshot]));
+  return {
+    lastAt: (deviceId, label, when) => {
+      const k = key(deviceId, label, when.toISOString());
+      if (!byKey.has(k)) {
+        return Promise.reject(
+          new Error(`the bundle has no drift read of ${label} on ${deviceId} at ${when.toISOString()}`),
+        );
+      }
+      return Promise.resolve(byKey.get(k) ?? undefined);
+    },
+    payload: (sha) => {
+      const text = payloads.get(sha);
+      return text === undefined
+        ? Promise.reject(new Error(`the bundle has no payload ${sha}`))
+        : Promise.resolve(JSON.parse(text));
+    },
+  };
+}
+
+/**
+ * Replay a sealed report from its inputs and compare figure by figure. The verdict is judged under the
+ * rule the sealed report names ({@link VERDICT_RULES}); a rule this code does not carry, or a report frozen
+ * before verdicts, is said as not reproducible rather than judged by today's rule.
+ *
+ * @example
+ * ```ts
+ * import type { Registry } from "../registry.ts";
+ * import type { ReportData } from "./types.ts";
+ * declare const registry: Registry, inputs: ReplayInputs, sealed: ReportData;
+ * const r = await replayReport(registry, sealed, inputs);
+ * for (const l of r.lines) console.log(l.status, l.what, l.sealed, l.replayed);
+ * ```
+ */
+export async function replayReport(
+  registry: Registry,
+  sealed: ReportData,
+  inputs: ReplayInputs,
+): Promise<ReplayResult> {
+  const lines: ReplayLine[] = [];
+  const line = (l: ReplayLine) => lines.push(l);
+
+  // The inputs themselves: every payload is what its name says, the plan is the one the report froze.
+  let badPayloads = 0;
+  for (const [sha, text] of inputs.payloads) {
+    const h = await sha256Hex(text);
+    if (h !== sha) {
+      badPayloads++;
+      line({
+        what: `payload ${sha}`,
+        status: "input",
+        sealed: sha,
+        replayed: h,
+        detail: "content hashes to",
+      });
+    }
+  }
+  if (!badPayloads) {
+    line({ what: `payloads (${inputs.payloads.size}) named by their SHA-256`, status: "same" });
+  }
+  const cited = [...inputs.labAtStart.snapshots, ...inputs.labAtEnd.snapshots].map((s) => s.payloadSha256)
+    .concat(inputs.driftReads.flatMap((d) => d.snapshot ? [d.snapshot.payload_sha256] : []));
+  for (const sha of new Set(cited)) {
+    if (!inputs.payloads.has(sha)) {
+      line({ what: `payload ${sha}`, status: "input", detail: "cited but missing from the bundle" });
+    }
+  }
+  const planSha = await jcsSha256(inputs.plan);
+  line({
+    what: "plan (meta.planSnapshotSha256)",
+    status: planSha === sealed.meta.planSnapshotSha256 ? "same" : "differs",
+    sealed: sealed.meta.planSnapshotSha256,
+    replayed: planSha,
+  });
+  // The verdict's rule: the one the sealed report names.
+  const sealedRule = sealed.verdict?.rule;
+  let verdictRule: string | null = null;
+  if (sealedRule === undefined) {
+    line({
+      what: "verdict",
+      status: "not-reproducible",
+      detail: "the sealed report has no verdict (frozen before verdicts existed, issue 19): no rule to apply",
+    });
+  } else if (!VERDICT_RULES[sealedRule]) {
+    line({
+      what: `verdict (rule ${sealedRule})`,
+      status: "not-reproducible",
+      detail: `this code carries the rules ${Object.keys(VERDICT_RULES).join(", ")}, not ${sealedRule}`,
+    });
+  } else verdictRule = sealedRule;
+
+  const unreadable = resultsProblem(inputs.results);
+  if (unreadable || !inputs.results) {
+    line({ what: "submitted results", status: "not-reproducible", detail: unreadable ?? "none" });
+    return finish(lines, null);
+  }
+
+  // The same derivations as the run's start and finish.
+  const startRead = labRead(inputs.labAtStart, inputs.payloads);
+  const preflight: PreflightResult = preflightOf(registry, inputs.plan).evaluate(
+    startRead,
+    new Date(inputs.labAtStart.at),
+  );
+  const startState: StartState = labStateOf(registry, startRead);
+  const endState: StartState = labStateOf(registry, labRead(inputs.labAtEnd, inputs.payloads));
+  const run = inputs.run;
+  let replayed: ReportData;
+  try {
+    replayed = await composeReport({
+      registry,
+      run: {
+        run_id: run.runId,
+        execution_id: run.executionId,
+        plan_identifier: run.planIdentifier,
+        plan_display_name: run.planDisplayName,
+        plan_catalog_version: run.planCatalogVersion,
+        plan_json: inputs.plan,
+        plan_snapshot_sha256: planSha,
+        license_id: run.licenseId,
+        notes: run.notes,
+        started_at: new Date(run.startedAt),
+        start_state_json: startState,
+        preflight_json: preflight,
+        lab_name: run.labName,
+        customer: run.customer,
+      },
+      outcome: run.outcome,
+      results: inputs.results,
+      endedAt: new Date(run.endedAt),
+      endState,
+      alerts: inputs.alerts,
+      labName: run.labName,
+      linked: inputs.linkedSnapshots,
+      drift: bundleDriftSource(inputs.driftReads, inputs.payloads),
+      verdictRule,
+    });
+  } catch (e) {
+    line({ what: "replay", status: "not-reproducible", detail: (e as Error).message });
+    return finish(lines, null);
+  }
+  const inferred = new Map<string, string[]>();
+  for (const s of inputs.labAtStart.snapshots) {
+    if (s.basis === "inferred") {
+      inferred.set(s.deviceId, [...inferred.get(s.deviceId) ?? [], s.endpointLabel]);
+    }
+  }
+  compare(lines, sealed, replayed, inferred);
+  return finish(lines, replayed.reportSha256);
+}
+
+/** Why the stored results cannot be replayed, or null when they have one of the two submitted forms. */
+function resultsProblem(r: unknown): string | null {
+  if (r === null || r === undefined) {
+    return "the run stored no submitted results (frozen before they were kept)";
+  }
+  const o = r as Record<string, unknown>;
+  if (Array.isArray(o.latencySamplesMs) && o.latencySamplesMs.every((x) => typeof x === "number")) {
+    return null;
+  }
+  const k6 = o.k6Summary as Record<string, unknown> | undefined;
+  if (isObj(k6) && isObj(k6.metrics)) return null;
+  return "the stored results are neither {latencySamplesMs: number[]} nor {k6Summary: {metrics}} " +
+    "(a run frozen before its submitted results were kept whole)";
+}
+
+function finish(lines: ReplayLine[], replayedReportSha256: string | null): ReplayResult {
+  const differs = lines.some((l) => l.status === "differs" || l.status === "input");
+  const partial = lines.some((l) => l.status === "not-reproducible");
+  return {
+    lines,
+    reproduced: !differs && !partial,
+    exitCode: differs ? 1 : partial ? 3 : 0,
+    replayedReportSha256,
+  };
+}
+
+/** The named figures, then the annexes, then whatever else differs, then the whole report. */
+function compare(
+  lines: ReplayLine[],
+  sealed: ReportData,
+  replayed: ReportData,
+  inferred: ReadonlyMap<string, string[]>,
+) {
+  const covered = new Set<string>();
+  const fig = (what: string, path: string) => {
+    covered.add(path);
+    const s = at(sealed, path);
+    const r = at(replayed, path);
+    if (s === undefined && r === undefined) return;
+    if (s === undefined) {
+      lines.push({ what, status: "not-sealed", replayed: show(r), detail: "the sealed report predates it" });
+      return;
+    }
+    lines.push({
+      what,
+      status: show(s) === show(r) ? "same" : "differs",
+      sealed: show(s),
+      replayed: show(r),
+    });
+  };
+  const prefixed = (prefix: string) => (p: string) => p === prefix || p.startsWith(`${prefix}/`);
+
+  // Each pre-flight check result, matched by check and device.
+  const annexValue = (r: ReportData, id: string): unknown => {
+    const a = r.annexes.find((x) => x.id === id);
+    try {
+      return a ? JSON.parse(a.body) : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const pfS = annexValue(sealed, "preflight-at-start") as PreflightResult | undefined;
+  const pfR = annexValue(replayed, "preflight-at-start") as PreflightResult | undefined;
+  const key = (c: { checkId: string; deviceId: string }) => `${c.checkId}@${c.deviceId}`;
+  const rByKey = new Map((pfR?.checks ?? []).map((c) => [key(c), c]));
+  const sKeys = new Set((pfS?.checks ?? []).map(key));
+  for (const c of pfS?.checks ?? []) {
+    const r = rByKey.get(key(c));
+    const s = `${c.status}: ${c.detail}`;
+    const rr = r ? `${r.status}: ${r.detail}` : "(not evaluated)";
+    const same = s === rr && canonicalJson(c) === canonicalJson(r);
+    const guessed = inferred.get(c.deviceId);
+    lines.push({
+      what: `pre-flight ${c.checkId} on ${c.deviceHostname}`,
+      status: same ? "same" : "differs",
+      sealed: s,
+      replayed: rr,
+      ...(!same && guessed
+        ? {
+          detail:
+            `the bundle inferred this device's ${guessed.join(", ")} snapshot (not cited by the report): ` +
+            "see inputs/lab-at-start.json",
+        }
+        : {}),
+    });
+  }
+  for (const r of pfR?.checks ?? []) {
+    if (!sKeys.has(key(r))) {
+      lines.push({
+        what: `pre-flight ${r.checkId} on ${r.deviceHostname}`,
+        status: "differs",
+        sealed: "(not in the sealed pre-flight)",
+        replayed: `${r.status}: ${r.detail}`,
+      });
+    }
+  }
+  if (pfS && pfR) {
+    lines.push({
+      what: "pre-flight summary",
+      status: pfS.summary === pfR.summary && pfS.pass === pfR.pass ? "same" : "differs",
+      sealed: pfS.summary,
+      replayed: pfR.summary,
+    });
+  }
+
+  for (const k of Object.keys({ ...sealed.results.aggregate, ...replayed.results.aggregate })) {
+    fig(`aggregate ${k}`, `/results/aggregate/${k}`);
+  }
+  const figures = { ...sealed.results.figures, ...replayed.results.figures };
+  for (const k of Object.keys(figures)) fig(`figure ${k}`, `/results/figures/${k}/value`);
+  fig("error rate (%)", "/results/figures/errorRatePct/value");
+  fig("SLO observed p99 (ms)", "/slo/observedP99Ms");
+  fig("SLO target p99 (ms)", "/slo/targetP99Ms");
+  fig("SLO pass", "/slo/pass");
+  fig("SLO error budget burned (%)", "/slo/errorBudgetBurnedPct");
+  fig("TLS decryption at start", "/tlsDecrypt/activeAtStart");
+  fig("TLS decryption at end", "/tlsDecrypt/activeAtEnd");
+  fig("results invalidated", "/tlsDecrypt/resultsInvalidated");
+  const driftS = annexValue(sealed, "configuration-drift") as
+    | { compared?: number; drift?: unknown[] }
+    | undefined;
+  const driftR = annexValue(replayed, "configuration-drift") as
+    | { compared?: number; drift?: unknown[] }
+    | undefined;
+  if (driftS || driftR) {
+    const d = (x?: { compared?: number; drift?: Array<Record<string, unknown>> }) =>
+      x
+        ? `${x.compared} compared, ${x.drift?.length ?? 0} drifted` +
+          (x.drift?.length
+            ? ` (${x.drift.map((e) => `${e.deviceHostname} ${e.endpointLabel}`).join(", ")})`
+            : "")
+        : undefined;
+    const s = d(driftS as never);
+    const r = d(driftR as never);
+    lines.push(
+      s === undefined
+        ? {
+          what: "configuration drift",
+          status: "not-sealed",
+          replayed: r,
+          detail: "the sealed report predates it",
+        }
+        : { what: "configuration drift", status: s === r ? "same" : "differs", sealed: s, replayed: r },
+    );
+  }
+  if (sealed.verdict && replayed.verdict) {
+    fig(`verdict (rule ${sealed.verdict.rule})`, "/verdict/value");
+    const rr = new Map(replayed.verdict.reasons.map((x) => [x.input, x]));
+    for (const s of sealed.verdict.reasons) {
+      const r = rr.get(s.input);
+      const a = `${s.effect}: ${s.detail}`;
+      const b = r ? `${r.effect}: ${r.detail}` : "(absent)";
+      lines.push({
+        what: `verdict reason ${s.input}`,
+        status: a === b ? "same" : "differs",
+        sealed: a,
+        replayed: b,
+      });
+    }
+    for (const r of replayed.verdict.reasons) {
+      if (!sealed.verdict.reasons.some((s) => s.input === r.input)) {
+        lines.push({
+          what: `verdict reason ${r.input}`,
+          status: "differs",
+          sealed: "(absent)",
+          replayed: `${r.effect}: ${r.detail}`,
+        });
+      }
+    }
+  }
+  covered.add("/verdict");
+
+  // Each annex's hash; when it differs, the values inside that differ.
+  for (const a of sealed.annexes) {
+    const r = replayed.annexes.find((x) => x.id === a.id);
+    if (!r) {
+      lines.push({
+        what: `annex ${a.id} sha256`,
+        status: "not-reproducible",
+        sealed: a.sha256,
+        detail: "this code no longer produces this annex",
+      });
+      continue;
+    }
+    if (a.sha256 === r.sha256) {
+      lines.push({ what: `annex ${a.id} sha256`, status: "same", sealed: a.sha256, replayed: r.sha256 });
+      continue;
+    }
+    let s: unknown;
+    try {
+      s = JSON.parse(a.body);
+    } catch {
+      s = a.body;
+    }
+    const { differs, added } = leafDiff(s, JSON.parse(r.body));
+    if (differs.length) {
+      lines.push({
+        what: `annex ${a.id} sha256`,
+        status: "differs",
+        sealed: a.sha256,
+        replayed: r.sha256,
+        detail: differs.slice(0, 8).map((p) =>
+          `${p}: sealed ${show(at(s, p))}, replayed ${show(at(JSON.parse(r.body), p))}`
+        )
+          .join("; ") + (differs.length > 8 ? `; ${differs.length - 8} more` : ""),
+      });
+    } else {
+      lines.push({
+        what: `annex ${a.id} sha256`,
+        status: "not-reproducible",
+        sealed: a.sha256,
+        replayed: r.sha256,
+        detail: `every value the sealed annex states was recomputed equal; the replay also has ${
+          added.slice(0, 4).join(", ")
+        }${added.length > 4 ? ` and ${added.length - 4} more` : ""}, which the sealed report predates`,
+      });
+    }
+  }
+  for (const r of replayed.annexes) {
+    if (!sealed.annexes.some((a) => a.id === r.id)) {
+      lines.push({
+        what: `annex ${r.id}`,
+        status: "not-sealed",
+        replayed: r.sha256,
+        detail: "the sealed report predates it",
+      });
+    }
+  }
+  covered.add("/annexes");
+  covered.add("/reportSha256");
+  covered.add("/meta/planSnapshotSha256");
+
+  // Anything else the report states (meta, licence, topology, slo note …).
+  const { differs, added } = leafDiff(sealed, replayed);
+  const isCovered = (p: string) => [...covered].some((c) => prefixed(c)(p));
+  for (const p of differs.filter((p) => !isCovered(p))) {
+    lines.push({
+      what: p.slice(1),
+      status: "differs",
+      sealed: show(at(sealed, p)),
+      replayed: show(at(replayed, p)),
+    });
+  }
+  const newer = added.filter((p) => !isCovered(p));
+  if (newer.length) {
+    lines.push({
+      what: "members the sealed report predates",
+      status: "not-sealed",
+      detail: newer.slice(0, 6).map((p) => p.slice(1)).join(", ") +
+        (newer.length > 6 ? ` and ${newer.length - 6} more` : ""),
+    });
+  }
+  const partial = lines.some((l) => l.status === "not-reproducible" || l.status === "not-sealed");
+  lines.push({
+    what: "reportSha256 (the whole report)",
+    status: sealed.reportSha256 === replayed.reportSha256 ? "same" : partial ? "not-reproducible" : "differs",
+    sealed: sealed.reportSha256,
+    replayed: replayed.reportSha256,
+    ...(sealed.reportSha256 !== replayed.reportSha256 && partial
+      ? { detail: "the sealed report predates members or rules this code produces (lines above)" }
+      : {}),
+  });
+}
+
+/** Replay lines as printable text: `same`, `DIFFERS`, `INPUT`, `--` (not sealed / not reproducible). */
+export function describeReplay(lines: ReplayLine[]): string[] {
+  return lines.map((l) => {
+    const v = l.sealed !== undefined || l.replayed !== undefined
+      ? ` sealed ${l.sealed ?? "(none)"} | replayed ${l.replayed ?? "(none)"}`
+      : "";
+    const d = l.detail ? ` (${l.detail})` : "";
+    switch (l.status) {
+      case "same":
+        return `  same      ${l.what}${v ? `:${v}` : ""}`;
+      case "differs":
+        return `  DIFFERS   ${l.what}:${v}${d}`;
+      case "input":
+        return `  INPUT     ${l.what}: ${l.detail ?? ""}${l.replayed ? ` ${l.replayed}` : ""}`;
+      case "not-sealed":
+        return `  --        ${l.what}: not in the sealed report${
+          l.replayed ? ` (replayed ${l.replayed})` : ""
+        }${d}`;
+      default:
+        return `  NOT REPRODUCIBLE  ${l.what}:${v}${d}`;
+    }
+  });
+}
