@@ -212,7 +212,8 @@ export interface LabControl {
  * What a vendor's simulator offers the lab (`tools/lab.ts`): each adapter's `sim.ts` exports
  * `labControls(dev: VendorSim): LabControls`, so the lab needs no switch on vendor keys. Settings share
  * their names and values across vendors where the meaning is the same (`decrypt=on|off`,
- * `deploy=ok|pending|failed`, `ha=active|standby|failed`, `ntp=on|off`; README "Five-minute tour").
+ * `deploy=ok|pending|failed`, `ha=active|standby|failed`, `ntp=on|off`, `power=on|off`,
+ * `health=ok|warning|critical`; README "Five-minute tour" and "Adding an adapter").
  *
  * @example
  * ```ts
