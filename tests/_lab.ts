@@ -40,7 +40,7 @@ export const LAB_FAULTS: Record<string, LabFault[]> = {
       fix: ["ok"],
       check: "ngfw-deploy-clean",
       plan: ON,
-      detail: /^deployment state \S+, \d+ pending change\(s\); expected DEPLOYED/,
+      detail: /^deployment state .+, \d+ pending change\(s\); expected DEPLOYED/,
     },
     {
       fault: "pending",

@@ -90,7 +90,11 @@ async function apply(
       }`;
     }
     if (!control.values.includes(value)) return bad(control.values);
-    await control.apply(value);
+    try {
+      await control.apply(value);
+    } catch (e) {
+      return `${l.vendor}: ${key}=${value} failed (${(e as Error).message})`;
+    }
   }
   l.settings[key] = value;
   return null;
