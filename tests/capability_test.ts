@@ -1,8 +1,9 @@
 /**
- * Capabilities, not vendor keys: over today's modules (modules.gen.ts), the capability test (the plan
- * selects the device by role and vendor; the device's adapter collects the check's label and offers the
- * facts it needs) selects exactly the devices of spec 4.9's "Applies to" column, and the run's firewalls
- * and controllers are the devices the vendor and role tests named before.
+ * Capabilities, not vendor keys: over whatever modules are enabled (modules.gen.ts), a check applies to a
+ * device exactly when the plan selects it (role, and vendor only when the plan narrows) and its adapter
+ * serves the check (label, facts, further labels), opt-in checks only under plans naming them. Spec 4.9's
+ * "Applies to" column still holds for the vendors it names; a vendor it does not name is placed by
+ * capability alone, and "all vendors" means every enabled adapter, whichever they are.
  */
 import assert from "node:assert/strict";
 import { modules } from "../modules.gen.ts";
@@ -12,32 +13,45 @@ import { checkApplies } from "../core/testing/mod.ts";
 import { defineCheck } from "../core/mod.ts";
 
 const registry = buildRegistry(modules);
-const TODAY = ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"];
+/** The enabled adapters' vendor keys, in manifest order. */
+const ENABLED = [...registry.adapters.keys()];
+const ALL = "all vendors";
 
-/** Spec 4.9, "Applies to" (and the server management controller checks this repository adds). */
-const SPEC_4_9: Record<string, string[]> = {
+/**
+ * Spec 4.9, "Applies to" (and the server management controller checks this repository adds), for the
+ * vendors the spec names. A vendor it does not name gets a check exactly when its adapter serves it.
+ */
+const SPEC_4_9: Record<string, string[] | typeof ALL> = {
   "ngfw-deploy-clean": ["vendor-a-ngfw"],
   "ngfw-decrypt-state-matches-plan": ["vendor-a-ngfw", "vendor-b-ngfw"],
-  "ntp-source-configured": TODAY,
+  "ntp-source-configured": ALL,
   "ngfw-ha-state-sane": ["vendor-a-ngfw"],
-  "snapshot-fresh": TODAY,
+  "snapshot-fresh": ALL,
   "bmc-health-ok": ["vendor-a-bmc"],
   "bmc-power-on": ["vendor-a-bmc"],
 };
+const SPEC_VENDORS = ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"];
 
-Deno.test("today's modules: every check selects the devices of spec 4.9's vendor column, per plan", () => {
-  assert.deepEqual(registry.adapters.size, TODAY.length);
+Deno.test("every enabled adapter is in the registry under its package's vendor key", () => {
+  assert.ok(ENABLED.length > 0);
+  assert.deepEqual(
+    ENABLED,
+    modules.adapters.map((m) => m.name.replace(/^@dutlab\/adapter-/, "")),
+    "@dutlab/adapter-<vendor-key>",
+  );
+});
+
+Deno.test("every check applies to a device exactly where the plan selects it and its adapter serves it", () => {
   assert.ok(registry.planCatalog.plans.length > 0);
+  assert.ok(registry.checks.length > 0);
   for (const { check } of registry.checks) {
-    const spec = SPEC_4_9[check.id];
-    assert.ok(spec, `${check.id} is in the table`);
     for (const plan of registry.planCatalog.plans) {
-      for (const vendor of TODAY) {
+      for (const vendor of ENABLED) {
         const adapter = registry.adapters.get(vendor)!.adapter;
         for (const deviceRole of [null, ...adapter.deviceRoles]) {
           const device = { id: "d", hostname: "h", vendor, deviceRole };
           const role = deviceRole ?? adapter.deviceRoles[0]!;
-          const want: boolean = spec.includes(vendor) && plan.vendors.includes(vendor) &&
+          const want = serves(adapter, check) && (plan.vendors ?? [vendor]).includes(vendor) &&
             plan.deviceRoles.includes(role) && (!check.optIn || (plan.checks ?? []).includes(check.id));
           assert.equal(
             checkApplies(check, device, plan, adapter),
@@ -46,12 +60,46 @@ Deno.test("today's modules: every check selects the devices of spec 4.9's vendor
           );
         }
       }
-      // A vendor without an enabled adapter (vendor-c-ngfw) is served by nothing.
-      const c = { id: "d", hostname: "h", vendor: "vendor-c-ngfw", deviceRole: "ngfw" };
-      assert.equal(
-        checkApplies(check, c, { ...plan, vendors: [...plan.vendors, c.vendor] }, undefined),
-        false,
-      );
+      // A vendor without an enabled adapter is served by nothing, even under a plan naming it.
+      for (
+        const vendor of [
+          "vendor-without-adapter",
+          ...registry.vendors.filter((v) => !v.available).map((v) => v.key),
+        ]
+      ) {
+        const c = { id: "d", hostname: "h", vendor, deviceRole: "ngfw" };
+        assert.equal(checkApplies(check, c, { ...plan, vendors: [vendor] }, undefined), false, vendor);
+        assert.equal(checkApplies(check, c, { ...plan, vendors: undefined }, undefined), false, vendor);
+      }
+    }
+  }
+});
+
+Deno.test("spec 4.9's vendor column holds for the vendors it names; all vendors means every enabled adapter", () => {
+  for (const { check } of registry.checks) {
+    const spec = SPEC_4_9[check.id];
+    assert.ok(spec, `${check.id} is in the table`);
+    for (const vendor of ENABLED) {
+      const adapter = registry.adapters.get(vendor)!.adapter;
+      const served = serves(adapter, check);
+      if (spec === ALL) assert.ok(served, `${check.id} applies to all vendors: ${vendor} must serve it`);
+      else if (SPEC_VENDORS.includes(vendor)) {
+        assert.equal(served, spec.includes(vendor), `${check.id} ${vendor}`);
+      }
+    }
+    // Under a plan that runs it and takes every role, it reaches the devices the capability test picks.
+    for (
+      const plan of registry.planCatalog.plans.filter((p) => !check.optIn || p.checks?.includes(check.id))
+    ) {
+      const reached = ENABLED.filter((v) => {
+        const a = registry.adapters.get(v)!.adapter;
+        return checkApplies(check, { id: "d", hostname: "h", vendor: v, deviceRole: null }, plan, a);
+      });
+      const want = ENABLED.filter((v) => {
+        const a = registry.adapters.get(v)!.adapter;
+        return serves(a, check) && plan.deviceRoles.includes(a.deviceRoles[0]!);
+      });
+      assert.deepEqual(reached, want, `${check.id} under ${plan.identifier}`);
     }
   }
 });
@@ -64,19 +112,41 @@ Deno.test("the BMC checks are opt-in: only the plan naming them runs them", () =
   for (const { check } of registry.checks) assert.equal(!!check.optIn, check.id.startsWith("bmc-"), check.id);
 });
 
-Deno.test("a plan narrows by role and by vendor", () => {
+Deno.test("the catalog's plans name no vendor; a plan may still narrow by role and by vendor", () => {
+  for (const p of registry.planCatalog.plans) assert.equal(p.vendors, undefined, p.identifier);
   const plan = registry.planCatalog.plans[0]!;
   const ntp = registry.checks.find((c) => c.check.id === "ntp-source-configured")!.check;
-  const sw = registry.adapters.get("vendor-a-switch")!.adapter;
-  const device = { id: "d", hostname: "h", vendor: "vendor-a-switch", deviceRole: "switch" };
-  assert.equal(checkApplies(ntp, device, plan, sw), true);
-  assert.equal(checkApplies(ntp, device, { ...plan, deviceRoles: ["ngfw", "bmc"] }, sw), false);
-  assert.equal(checkApplies(ntp, device, { ...plan, vendors: ["vendor-a-ngfw"] }, sw), false);
+  for (const vendor of ENABLED) {
+    const adapter = registry.adapters.get(vendor)!.adapter;
+    const role = adapter.deviceRoles[0]!;
+    const device = { id: "d", hostname: "h", vendor, deviceRole: role };
+    const other = ENABLED.find((v) => v !== vendor) ?? "vendor-x";
+    assert.equal(checkApplies(ntp, device, plan, adapter), plan.deviceRoles.includes(role), vendor);
+    assert.equal(
+      checkApplies(ntp, device, { ...plan, deviceRoles: ["another-role"] }, adapter),
+      false,
+      vendor,
+    );
+    assert.equal(checkApplies(ntp, device, { ...plan, vendors: [other] }, adapter), false, vendor);
+    assert.equal(
+      checkApplies(ntp, device, { ...plan, vendors: [other, vendor] }, adapter),
+      plan.deviceRoles.includes(role),
+      vendor,
+    );
+  }
 });
 
 Deno.test("roles come from the enabled adapters; every enabled check is served", () => {
-  assert.deepEqual(registry.deviceRoles, ["ngfw", "switch", "bmc"]);
+  const roles = [...new Set(ENABLED.flatMap((v) => registry.adapters.get(v)!.adapter.deviceRoles))];
+  assert.deepEqual(registry.deviceRoles, roles);
+  // The catalog's plans take roles the enabled adapters bring.
+  for (const p of registry.planCatalog.plans) {
+    for (const r of p.deviceRoles) assert.ok(roles.includes(r), `${p.identifier}: ${r}`);
+  }
   assert.deepEqual(registry.unservedChecks, []);
+  for (const { check } of registry.checks) {
+    assert.ok(ENABLED.some((v) => serves(registry.adapters.get(v)!.adapter, check)), check.id);
+  }
 });
 
 Deno.test("the registry names enabled checks that no enabled adapter serves", () => {
@@ -96,15 +166,23 @@ Deno.test("the registry names enabled checks that no enabled adapter serves", ()
 });
 
 Deno.test("the run's firewalls and controllers: the capability test picks the vendors and role named before", () => {
-  const pick = (cap: typeof FIREWALL) => TODAY.filter((v) => serves(registry.adapters.get(v)!.adapter, cap));
+  const pick = (cap: typeof FIREWALL) =>
+    ENABLED.filter((v) => serves(registry.adapters.get(v)!.adapter, cap));
   // Before: adapters collecting `decrypt_policy` (FIREWALL_LABEL) and devices of role `bmc` (BMC_ROLE).
   assert.deepEqual(
     pick(FIREWALL),
-    TODAY.filter((v) => registry.adapters.get(v)!.adapter.labels.includes("decrypt_policy")),
+    ENABLED.filter((v) => registry.adapters.get(v)!.adapter.labels.includes("decrypt_policy")),
   );
   assert.deepEqual(
     pick(CONTROLLER),
-    TODAY.filter((v) => registry.adapters.get(v)!.adapter.deviceRoles[0] === "bmc"),
+    ENABLED.filter((v) => registry.adapters.get(v)!.adapter.deviceRoles[0] === "bmc"),
   );
-  assert.deepEqual(pick(CONTROLLER), ["vendor-a-bmc"]);
+  // The lab has firewalls to measure and the spec's named ones are among them when enabled.
+  assert.ok(pick(FIREWALL).length > 0);
+  for (const v of ["vendor-a-ngfw", "vendor-b-ngfw"].filter((v) => ENABLED.includes(v))) {
+    assert.ok(pick(FIREWALL).includes(v), v);
+  }
+  for (const v of ["vendor-a-bmc"].filter((v) => ENABLED.includes(v))) {
+    assert.ok(pick(CONTROLLER).includes(v), v);
+  }
 });

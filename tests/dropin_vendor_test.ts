@@ -3,10 +3,15 @@
  * registration, polled, checked by the catalog's vendor-neutral checks (`ntp-source-configured`,
  * `snapshot-fresh`) and part of a plan, with no edit to core or to a check: only its own module, a plan
  * naming it, and the module list. The BMC-only checks, enabled beside it, do not apply to it.
+ *
+ * And at the gate: a sixth adapter (`tests/testdata/vendor-z-test/`, a firewall) added to a temporary copy
+ * of the workspace by the README's "Adding an adapter" steps alone (its folder, `modules.json`, the
+ * workspace list, `deno task gen`) passes the gate's drop-in tests there with no other edit: it joins the
+ * catalog's plans, the lab and every check it serves.
  */
 import assert from "node:assert/strict";
 import { defineAdapter, definePlugin, DeviceError } from "@dutlab/core";
-import { dbTest, jsonReq, startSimulator, testServices } from "@dutlab/core/testing";
+import { childEnv, dbTest, jsonReq, startSimulator, testServices } from "@dutlab/core/testing";
 import ntp from "@dutlab/check-ntp-source-configured";
 import fresh from "@dutlab/check-snapshot-fresh";
 import bmcHealth from "@dutlab/check-bmc-health-ok";
@@ -162,4 +167,127 @@ dbTest("an adapter of an unknown vendor and role is polled, checked and part of 
   const failed = await preflight();
   assert.equal(failed.status, 422);
   assert.equal(failed.body.checks[0].detail, "no time server is configured");
+});
+
+const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+const FIXTURE = new URL("./testdata/vendor-z-test/", import.meta.url).pathname;
+/** What the copy leaves out: version control, local data and benchmark output (all git-ignored). */
+const NOT_COPIED = new Set([".git", ".data", "bench/results"]);
+
+/** Every file under `dir` (relative paths), minus {@link NOT_COPIED}. */
+async function files(dir: string, rel = ""): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of Deno.readDir(`${dir}/${rel}`)) {
+    const path = rel ? `${rel}/${e.name}` : e.name;
+    if (NOT_COPIED.has(path)) continue;
+    if (e.isDirectory) out.push(...await files(dir, path));
+    else if (e.isFile) out.push(path);
+  }
+  return out.sort();
+}
+
+async function run(cwd: string, args: string[]): Promise<{ code: number; out: string }> {
+  const r = await new Deno.Command(Deno.execPath(), {
+    args,
+    cwd,
+    clearEnv: true,
+    env: childEnv(),
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const dec = new TextDecoder();
+  return { code: r.code, out: dec.decode(r.stdout) + dec.decode(r.stderr) };
+}
+
+Deno.test("a sixth adapter added to a copy of the workspace by the README's steps alone passes the gate's drop-in tests", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "dutlab-dropin-" });
+  try {
+    const before = await files(ROOT);
+    for (const f of before) {
+      await Deno.mkdir(`${tmp}/${f}`.replace(/\/[^/]+$/, ""), { recursive: true });
+      await Deno.copyFile(`${ROOT}/${f}`, `${tmp}/${f}`);
+    }
+
+    // README "Adding an adapter", step by step.
+    // 1. Its folder with deno.json (name, version, exports), in the root deno.json workspace list.
+    const dir = `${tmp}/adapters/vendor-z-test`;
+    await Deno.mkdir(dir);
+    await Deno.writeTextFile(
+      `${dir}/deno.json`,
+      JSON.stringify(
+        {
+          name: "@dutlab/adapter-vendor-z-test",
+          version: "0.1.0",
+          exports: { ".": "./mod.ts", "./sim": "./sim.ts" },
+        },
+        null,
+        2,
+      ) + "\n",
+    );
+    const root = JSON.parse(await Deno.readTextFile(`${tmp}/deno.json`));
+    const lastAdapter = root.workspace.findLastIndex((w: string) => w.startsWith("./adapters/"));
+    root.workspace.splice(lastAdapter + 1, 0, "./adapters/vendor-z-test");
+    await Deno.writeTextFile(`${tmp}/deno.json`, JSON.stringify(root, null, 2) + "\n");
+    // 2-3. mod.ts (defineAdapter, importing only @dutlab/core), sim.ts (startSimulatedDevice on
+    // startSimulator, labControls) and a test running the adapter contract kit.
+    for (const f of ["mod.ts", "sim.ts", "mod_test.ts"]) await Deno.copyFile(`${FIXTURE}${f}`, `${dir}/${f}`);
+    // 4. The manifest line, then `deno task gen`.
+    const manifest = JSON.parse(await Deno.readTextFile(`${tmp}/modules.json`));
+    manifest.adapters.push("@dutlab/adapter-vendor-z-test");
+    await Deno.writeTextFile(`${tmp}/modules.json`, JSON.stringify(manifest, null, 2) + "\n");
+    const gen = await run(tmp, ["task", "gen"]);
+    assert.equal(gen.code, 0, gen.out);
+
+    // 5. Nothing else: the gate's static checks and drop-in tests pass in the copy.
+    for (
+      const args of [
+        ["fmt", "--check"],
+        ["lint"],
+        ["task", "gen:check"],
+        ["task", "boundaries"],
+        ["check", "modules.gen.ts", "adapters/vendor-z-test/", "tools/lab.ts"],
+        [
+          "test",
+          "-A",
+          "--no-check=remote",
+          "adapters/vendor-z-test/",
+          "plugins/plan-catalog/",
+          "tests/capability_test.ts",
+          "tests/manifest_test.ts",
+          "tests/lab_test.ts",
+          "tests/preflight_lab_test.ts",
+        ],
+      ]
+    ) {
+      const r = await run(tmp, args);
+      assert.equal(r.code, 0, `deno ${args.join(" ")} in the copy:\n${r.out}`);
+      if (args[0] === "test") {
+        // The new vendor took part: in the lab (its settings applied) and in the adapter contract kit.
+        assert.match(r.out, /lab: vendor-z-test decrypt=off/);
+        assert.match(r.out, /vendor-z-test adapter contract .* ok/);
+        assert.doesNotMatch(r.out, /FAILED/);
+      }
+    }
+
+    // The copy differs from the tree only by the new folder, the manifest, the workspace list and the
+    // generated file.
+    const changed: string[] = [];
+    for (const f of await files(tmp)) {
+      const now = await Deno.readFile(`${tmp}/${f}`);
+      const was = before.includes(f) ? await Deno.readFile(`${ROOT}/${f}`) : null;
+      if (!was || was.length !== now.length || was.some((b, i) => b !== now[i])) changed.push(f);
+    }
+    assert.deepEqual(changed, [
+      "adapters/vendor-z-test/deno.json",
+      "adapters/vendor-z-test/mod.ts",
+      "adapters/vendor-z-test/mod_test.ts",
+      "adapters/vendor-z-test/sim.ts",
+      "deno.json",
+      "modules.gen.ts",
+      "modules.json",
+    ]);
+  } finally {
+    await Deno.remove(tmp, { recursive: true }).catch(() => {});
+  }
 });

@@ -14,43 +14,84 @@ Deno.test("the committed modules.gen.ts matches modules.json", async () => {
   assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
 });
 
-Deno.test("the real modules build a registry with the five vendors and the catalog checks (spec 4.9 plus the BMC checks)", () => {
+/** Each workspace member's `deno.json` (name, version), read from the root `deno.json` workspace list. */
+async function members(): Promise<Map<string, { version: string; dir: string }>> {
+  const root = JSON.parse(await Deno.readTextFile(new URL("../deno.json", import.meta.url)));
+  const out = new Map<string, { version: string; dir: string }>();
+  for (const dir of root.workspace as string[]) {
+    const j = JSON.parse(await Deno.readTextFile(new URL(`../${dir}/deno.json`, import.meta.url)));
+    out.set(j.name, { version: j.version, dir });
+  }
+  return out;
+}
+
+Deno.test("the real modules build a registry listing every enabled module of modules.json, and nothing else", async () => {
   const r = buildRegistry(modules);
-  assert.deepEqual(r.vendors.map((v) => [v.key, v.available]), [
-    ["vendor-a-ngfw", true],
-    ["vendor-a-switch", true],
-    ["vendor-a-bmc", true],
-    ["vendor-b-ngfw", true],
-    ["vendor-c-ngfw", false],
+  const ws = await members();
+  // Every enabled adapter is a vendor of the list, available, under the key its package name carries
+  // (@dutlab/adapter-<vendor-key>), with its member's version; then the vendors listed without adapter.
+  assert.ok(manifest.adapters.length > 0);
+  assert.deepEqual(r.vendors.map((v) => [v.key, v.available, v.version]), [
+    ...manifest.adapters.map((name: string) => {
+      assert.ok(ws.has(name), `${name} is a workspace member`);
+      return [name.replace(/^@dutlab\/adapter-/, ""), true, ws.get(name)!.version];
+    }),
+    ...manifest.vendorsWithoutAdapter.map((v: { key: string }) => [v.key, false, null]),
   ]);
   assert.ok(r.vendors.filter((v) => v.available).every((v) => /^\d+\.\d+\.\d+$/.test(v.version!)));
-  assert.deepEqual(r.checks.map((c) => c.check.id).sort(), [
-    "bmc-health-ok",
-    "bmc-power-on",
-    "ngfw-decrypt-state-matches-plan",
-    "ngfw-deploy-clean",
-    "ngfw-ha-state-sane",
-    "ntp-source-configured",
-    "snapshot-fresh",
-  ]);
+  // Every enabled check is registered under the id its package name carries (@dutlab/check-<id>).
+  assert.deepEqual(
+    r.checks.map((c) => c.check.id).sort(),
+    manifest.checks.map((n: string) => n.replace(/^@dutlab\/check-/, "")).sort(),
+  );
+  // The generated file imports exactly the manifest's modules, in its order.
+  for (const kind of ["adapters", "checks", "plugins"] as const) {
+    assert.deepEqual(modules[kind].map((m) => m.name), manifest[kind], kind);
+  }
+  // The catalog checks of spec 4.9 (plus the BMC checks) are among them.
+  for (
+    const id of [
+      "ngfw-deploy-clean",
+      "ngfw-decrypt-state-matches-plan",
+      "ntp-source-configured",
+      "ngfw-ha-state-sane",
+      "snapshot-fresh",
+    ]
+  ) {
+    assert.ok(r.checks.some((c) => c.check.id === id), id);
+  }
+});
+
+Deno.test("every enabled module is a workspace member; a vendor is enabled or listed without adapter", async () => {
+  const ws = await members();
+  for (const name of [...manifest.adapters, ...manifest.checks, ...manifest.plugins]) {
+    assert.ok(ws.has(name), `${name} is in the root deno.json workspace`);
+  }
+  const keys = manifest.adapters.map((n: string) => n.replace(/^@dutlab\/adapter-/, ""));
+  for (const v of manifest.vendorsWithoutAdapter) assert.ok(!keys.includes(v.key), v.key);
 });
 
 Deno.test("removing a module's manifest line removes its import, with no core change", async () => {
-  const without = structuredClone(manifest);
-  without.adapters = without.adapters.filter((n: string) => n !== "@dutlab/adapter-vendor-a-switch");
-  without.checks = without.checks.filter((n: string) => n !== "@dutlab/check-snapshot-fresh");
-  const text = await generate(JSON.stringify(without));
-  assert.ok(!text.includes("@dutlab/adapter-vendor-a-switch"));
-  assert.ok(!text.includes("@dutlab/check-snapshot-fresh"));
-  assert.ok(text.includes("@dutlab/adapter-vendor-a-bmc"));
-  // The same registry code then lists neither.
-  const r = buildRegistry({
-    ...modules,
-    adapters: modules.adapters.filter((m) => m.name !== "@dutlab/adapter-vendor-a-switch"),
-    checks: modules.checks.filter((m) => m.name !== "@dutlab/check-snapshot-fresh"),
-  });
-  assert.ok(!r.vendors.some((v) => v.key === "vendor-a-switch"));
-  assert.ok(!r.checks.some((c) => c.check.id === "snapshot-fresh"));
+  // Each enabled adapter and check in turn: the generator and the registry drop it and keep the others.
+  for (const [kind, prefix] of [["adapters", "@dutlab/adapter-"], ["checks", "@dutlab/check-"]] as const) {
+    for (const gone of manifest[kind] as string[]) {
+      const without = structuredClone(manifest);
+      without[kind] = without[kind].filter((n: string) => n !== gone);
+      const text = await generate(JSON.stringify(without));
+      assert.ok(!text.includes(`"${gone}"`), gone);
+      for (const kept of without[kind]) assert.ok(text.includes(`"${kept}"`), kept);
+      // The same registry code then lists it no more.
+      const r = buildRegistry({ ...modules, [kind]: modules[kind].filter((m) => m.name !== gone) });
+      const key = gone.slice(prefix.length);
+      if (kind === "adapters") {
+        assert.ok(!r.vendors.some((v) => v.key === key), key);
+        assert.equal(r.adapters.size, manifest.adapters.length - 1);
+      } else {
+        assert.ok(!r.checks.some((c) => c.check.id === key), key);
+        assert.equal(r.checks.length, manifest.checks.length - 1);
+      }
+    }
+  }
 });
 
 Deno.test("the generator refuses a manifest naming a module that is not a workspace member", async () => {

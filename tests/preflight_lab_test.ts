@@ -1,6 +1,8 @@
 /**
- * Pre-flight against the real adapters' simulators and the real check catalog and plans (modules.gen.ts):
- * register each simulated device over the API, snapshot it, run pre-flight, drive each check to fail.
+ * Pre-flight against the real adapters' simulators and the real check catalog and plans (modules.gen.ts),
+ * over whatever adapters are enabled: one simulated device per enabled adapter, registered over the API and
+ * snapshotted; the checks that run are exactly those the capability test applies; each check is driven to
+ * fail and back to pass through the devices' own lab settings (`labControls` in each `sim.ts`).
  */
 import assert from "node:assert/strict";
 import { type KyselyPlugin, sql } from "kysely";
@@ -9,31 +11,12 @@ import type { Db } from "../core/src/db/open.ts";
 import { payloadCache, runPreflight } from "../core/src/preflight/engine.ts";
 import { RunService } from "../core/src/runs/service.ts";
 import type { CheckResult, PreflightResult } from "../core/src/preflight/engine.ts";
-import { defineCheck } from "@dutlab/core";
+import { defineCheck, serves } from "@dutlab/core";
+import { FIREWALL } from "../core/src/capability.ts";
 import { modules } from "../modules.gen.ts";
 import { webSha256Hex } from "../core/testing/poller_lab.ts";
 import type { LoadedModules } from "@dutlab/core/runtime";
-import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
-import { startSimulatedDevice as startNgfwB } from "@dutlab/adapter-vendor-b-ngfw/sim";
-import { startSimulatedDevice as startSwitch } from "@dutlab/adapter-vendor-a-switch/sim";
-import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/sim";
-
-const ON = "ngfw-throughput-decrypt-on";
-const OFF = "ngfw-throughput-decrypt-off";
-
-/** Which checks apply to which vendor (spec 4.9): 5 + 3 + 2 + 2 = 12 results for the four-device lab. */
-const EXPECTED: Record<string, string[]> = {
-  "vendor-a-ngfw": [
-    "ngfw-deploy-clean",
-    "ngfw-decrypt-state-matches-plan",
-    "ntp-source-configured",
-    "ngfw-ha-state-sane",
-    "snapshot-fresh",
-  ],
-  "vendor-b-ngfw": ["ngfw-decrypt-state-matches-plan", "ntp-source-configured", "snapshot-fresh"],
-  "vendor-a-switch": ["ntp-source-configured", "snapshot-fresh"],
-  "vendor-a-bmc": ["ntp-source-configured", "snapshot-fresh"],
-};
+import { applying, HEALTH, LAB_FAULTS, type LabSim, OFF, ON, startLabSims } from "./_lab.ts";
 
 type Res = { status: number; body: PreflightResult };
 
@@ -64,41 +47,28 @@ function assertConsistent({ status, body }: Res): void {
   }
 }
 
-/** The four simulated devices, registered over the API ("self-signed": pinned on first connect). */
+/** One lab device: its simulator and settings, hostname and device id. */
+interface Device extends LabSim {
+  hostname: string;
+  id: string;
+}
+
+/** One simulated device per enabled adapter, registered over the API, every other one "insecure". */
 async function lab(db: Db, mods: LoadedModules = modules, opts: { snapshot?: boolean } = {}) {
   const { app, auth, svc } = await testServices(db, mods);
-  const sims = {
-    ngfwA: await startNgfwA(),
-    ngfwB: await startNgfwB(),
-    sw: await startSwitch(),
-    bmc: await startBmc(),
-  };
-  sims.ngfwA.setDecrypt(true); // the FDM simulator starts with decryption off; vendor-b starts with it on
-  const all = [sims.ngfwA, sims.ngfwB, sims.sw, sims.bmc];
-  const ids = {} as Record<keyof typeof sims, string>;
-  const hostnames = { ngfwA: "fw-a-1", ngfwB: "fw-b-1", sw: "sw-1", bmc: "bmc-1" };
-  const vendors = {
-    ngfwA: "vendor-a-ngfw",
-    ngfwB: "vendor-b-ngfw",
-    sw: "vendor-a-switch",
-    bmc: "vendor-a-bmc",
-  };
-  for (const k of Object.keys(sims) as Array<keyof typeof sims>) {
-    ids[k] = await register(hostnames[k], vendors[k], sims[k]);
-  }
+  const sims = await startLabSims(mods);
+  const checks = svc.registry.checks.map((c) => c.check);
+  const devices: Device[] = [];
 
-  async function register(hostname: string, vendor: string, sim: typeof all[number]): Promise<string> {
-    // vendor-b is registered "insecure", the others "self-signed" (pinned on first connect).
-    const tlsVerifyMode = vendor === "vendor-b-ngfw" ? "insecure" : "self-signed";
+  async function register(
+    hostname: string,
+    vendor: string,
+    sim: LabSim["dev"],
+    tlsVerifyMode = "self-signed",
+  ): Promise<string> {
     const res = await app.request(
       "/api/admin/dut/devices",
-      jsonReq("POST", {
-        hostname,
-        vendor,
-        baseUrl: sim.sim.url,
-        ...sim.credentials,
-        tlsVerifyMode,
-      }, auth),
+      jsonReq("POST", { hostname, vendor, baseUrl: sim.sim.url, ...sim.credentials, tlsVerifyMode }, auth),
     );
     assert.equal(res.status, 201, await res.clone().text());
     return (await res.json()).deviceId;
@@ -115,18 +85,45 @@ async function lab(db: Db, mods: LoadedModules = modules, opts: { snapshot?: boo
     assertConsistent(r);
     return r;
   }
-  if (opts.snapshot !== false) { for (const id of Object.values(ids)) await snapshot(id); }
+  /** The checks that apply under `plan` to `d`, as `<vendor> <checkId>` (all devices when omitted). */
+  function expected(plan: string, only?: Device[]): string[] {
+    return (only ?? devices).flatMap((d) =>
+      applying(checks, svc.registry.plan(plan)!, d.adapter).map((id) => `${d.vendor} ${id}`)
+    ).sort();
+  }
+  /** The lab devices a check applies to under `plan`. */
+  function appliesTo(check: string, plan = ON): Device[] {
+    return devices.filter((d) => applying(checks, svc.registry.plan(plan)!, d.adapter).includes(check));
+  }
+  try {
+    for (const [i, s] of sims.entries()) {
+      const hostname = `${s.vendor}-1`;
+      const id = await register(hostname, s.vendor, s.dev, i % 2 === 1 ? "insecure" : "self-signed");
+      devices.push({ ...s, hostname, id });
+    }
+    if (opts.snapshot !== false) { for (const d of devices) await snapshot(d.id); }
+  } catch (e) {
+    await Promise.allSettled(sims.map((s) => s.dev.close()));
+    throw e;
+  }
   return {
     app,
     auth,
     svc,
-    sims,
-    ids,
+    devices,
     register,
     snapshot,
     preflight,
+    expected,
+    appliesTo,
+    async set(d: Device, key: string, value: string) {
+      const control = d.controls.settings[key];
+      assert.ok(control, `${d.vendor} offers ${key}`);
+      assert.ok(control.values.includes(value), `${d.vendor}: ${key}=${value}`);
+      await control.apply(value);
+    },
     async [Symbol.asyncDispose]() {
-      await Promise.allSettled(all.map((s) => s.close()));
+      await Promise.allSettled(sims.map((s) => s.dev.close()));
     },
   };
 }
@@ -138,43 +135,50 @@ dbTest(
   "a lab in good state is ready for the decrypt-on plan and not for the decrypt-off plan",
   async (db) => {
     await using l = await lab(db);
+    const n = l.expected(ON).length;
+    assert.ok(n >= l.devices.length, "every device has at least one check");
     const on = await l.preflight(ON);
     assert.equal(on.status, 200, JSON.stringify(failing(on.body)));
     assert.equal(on.body.planIdentifier, ON);
-    assert.equal(on.body.checksRun, 12);
-    assert.equal(on.body.summary, `12/12 checks passed — ready for ${ON}`);
-    const got = on.body.checks.map((c) => `${c.vendor} ${c.checkId}`).sort();
-    const want = Object.entries(EXPECTED).flatMap(([v, ids]) => ids.map((id) => `${v} ${id}`)).sort();
-    assert.deepEqual(got, want);
+    assert.equal(on.body.checksRun, n);
+    assert.equal(on.body.summary, `${n}/${n} checks passed — ready for ${ON}`);
+    assert.deepEqual(on.body.checks.map((c) => `${c.vendor} ${c.checkId}`).sort(), l.expected(ON));
+    // Every device takes part, whatever its vendor: the plan selects by role.
+    assert.deepEqual(new Set(on.body.checks.map((c) => c.deviceId)), new Set(l.devices.map((d) => d.id)));
+    // The firewalls: every device whose adapter reads a decrypt policy, and each can be switched.
+    const firewalls = l.appliesTo("ngfw-decrypt-state-matches-plan");
+    assert.ok(firewalls.length > 0, "the lab has firewalls");
+    assert.deepEqual(firewalls, l.devices.filter((d) => serves(d.adapter, FIREWALL)));
     const decrypt = on.body.checks.filter((c) => c.checkId === "ngfw-decrypt-state-matches-plan");
-    assert.deepEqual(decrypt.map((c) => c.detail), [
-      "the plan requires decrypt-on and 1 decrypt rule(s) are configured",
-      "the plan requires decrypt-on and 1 decrypt rule(s) are configured",
-    ]);
-
-    const off = await l.preflight(OFF);
-    assert.equal(off.status, 422);
-    assert.equal(off.body.pass, false);
-    assert.deepEqual(failing(off.body), [
-      "ngfw-decrypt-state-matches-plan@fw-a-1:fail",
-      "ngfw-decrypt-state-matches-plan@fw-b-1:fail",
-    ]);
-    assert.equal(off.body.summary, `10/12 checks passed — not ready for ${OFF}: 2 failed, 0 skipped`);
-    for (const c of off.body.checks.filter((c) => !c.pass)) {
-      assert.equal(c.detail, "the plan requires decrypt-off but 1 decrypt rule(s) are configured");
+    assert.equal(decrypt.length, firewalls.length);
+    for (const c of decrypt) {
+      assert.match(c.detail, /^the plan requires decrypt-on and [1-9]\d* decrypt rule\(s\) are configured$/);
     }
 
-    // The operator turns decryption off on both firewalls, re-snapshots: now the decrypt-off plan is ready.
-    l.sims.ngfwA.setDecrypt(false);
-    for (const p of l.sims.ngfwB.state.policies) p["ssl-ssh-profile"] = "certificate-inspection";
-    await l.snapshot(l.ids.ngfwA);
-    await l.snapshot(l.ids.ngfwB);
+    const off = await l.preflight(OFF);
+    const k = firewalls.length;
+    assert.equal(off.status, 422);
+    assert.equal(off.body.pass, false);
+    assert.deepEqual(
+      failing(off.body),
+      firewalls.map((d) => `ngfw-decrypt-state-matches-plan@${d.hostname}:fail`).sort(),
+    );
+    assert.equal(
+      off.body.summary,
+      `${n - k}/${n} checks passed — not ready for ${OFF}: ${k} failed, 0 skipped`,
+    );
+    for (const c of off.body.checks.filter((c) => !c.pass)) {
+      assert.match(c.detail, /^the plan requires decrypt-off but [1-9]\d* decrypt rule\(s\) are configured$/);
+    }
+
+    // The operator turns decryption off on every firewall, re-snapshots: now the decrypt-off plan is ready.
+    for (const d of firewalls) {
+      await l.set(d, "decrypt", "off");
+      await l.snapshot(d.id);
+    }
     assert.equal((await l.preflight(OFF)).status, 200);
     const on2 = await l.preflight(ON);
-    assert.deepEqual(failing(on2.body), [
-      "ngfw-decrypt-state-matches-plan@fw-a-1:fail",
-      "ngfw-decrypt-state-matches-plan@fw-b-1:fail",
-    ]);
+    assert.deepEqual(failing(on2.body), failing(off.body));
     assert.ok(
       on2.body.checks.filter((c) => !c.pass).every((c) =>
         c.detail === "the plan requires decrypt-on but no decrypt rules are configured"
@@ -187,151 +191,89 @@ dbTest(
   "each check fails when the simulated lab drifts, and passes after the fix and a re-snapshot",
   async (db) => {
     await using l = await lab(db);
-    const { ngfwA, ngfwB, sw, bmc } = l.sims;
-    const ntpA = [...ngfwA.state.ntpServers];
-    const ntpSw = [...sw.state.ntpProviders];
-    const ntpBmc = bmc.state.ntpServers;
-    /** [what changes, which device, the failures and detail expected, the fix] */
-    const drifts: Array<{
-      name: string;
-      device: keyof typeof l.ids;
-      breakIt(): void;
-      fixIt(): void;
-      fails: string[];
-      detail: RegExp;
-    }> = [
-      {
-        name: "a pending change",
-        device: "ngfwA",
-        breakIt: () => ngfwA.addPendingChange("accessrule", "lab-throughput-permit"),
-        fixIt: () => ngfwA.deploy("DEPLOYED"),
-        fails: ["ngfw-deploy-clean@fw-a-1:fail"],
-        detail: /^deployment state DEPLOYED, 1 pending change\(s\); deploy or discard the pending changes$/,
-      },
-      {
-        name: "a deployment still running",
-        device: "ngfwA",
-        breakIt: () => ngfwA.deploy("DEPLOYING"),
-        fixIt: () => ngfwA.deploy("DEPLOYED"),
-        fails: ["ngfw-deploy-clean@fw-a-1:fail"],
-        detail: /^deployment state DEPLOYING, 0 pending change\(s\); expected DEPLOYED$/,
-      },
-      {
-        name: "decrypt rules removed on vendor-a",
-        device: "ngfwA",
-        breakIt: () => ngfwA.setDecrypt(false),
-        fixIt: () => ngfwA.setDecrypt(true),
-        fails: ["ngfw-decrypt-state-matches-plan@fw-a-1:fail"],
-        detail: /^the plan requires decrypt-on but no decrypt rules are configured$/,
-      },
-      {
-        name: "deep inspection removed on vendor-b",
-        device: "ngfwB",
-        breakIt: () => ngfwB.state.policies.forEach((p) => p["ssl-ssh-profile"] = "no-inspection"),
-        fixIt: () => ngfwB.state.policies[1]!["ssl-ssh-profile"] = "custom-deep-inspection",
-        fails: ["ngfw-decrypt-state-matches-plan@fw-b-1:fail"],
-        detail: /^the plan requires decrypt-on but no decrypt rules are configured$/,
-      },
-      {
-        name: "NTP servers removed on vendor-a-ngfw",
-        device: "ngfwA",
-        breakIt: () => ngfwA.state.ntpServers = [],
-        fixIt: () => ngfwA.state.ntpServers = [...ntpA],
-        fails: ["ntp-source-configured@fw-a-1:fail"],
-        detail: /^no time server is configured$/,
-      },
-      {
-        name: "NTP sync off on vendor-b-ngfw",
-        device: "ngfwB",
-        breakIt: () => ngfwB.state.ntp.ntpsync = "disable",
-        fixIt: () => ngfwB.state.ntp.ntpsync = "enable",
-        fails: ["ntp-source-configured@fw-b-1:fail"],
-        detail: /^no time server is configured$/,
-      },
-      {
-        name: "NTP providers removed on the switch",
-        device: "sw",
-        breakIt: () => sw.state.ntpProviders = [],
-        fixIt: () => sw.state.ntpProviders = [...ntpSw],
-        fails: ["ntp-source-configured@sw-1:fail"],
-        detail: /^no time server is configured$/,
-      },
-      {
-        name: "NTP servers removed on the BMC",
-        device: "bmc",
-        breakIt: () => bmc.state.ntpServers = [],
-        fixIt: () => bmc.state.ntpServers = ntpBmc,
-        fails: ["ntp-source-configured@bmc-1:fail"],
-        detail: /^no time server is configured$/,
-      },
-      {
-        name: "an HA node failed",
-        device: "ngfwA",
-        breakIt: () => ngfwA.state.ha.nodeState = "HA_FAILED_NODE",
-        fixIt: () => ngfwA.state.ha.nodeState = "HA_ACTIVE_NODE",
-        fails: ["ngfw-ha-state-sane@fw-a-1:fail"],
-        detail: /^HA state HA_FAILED_NODE maps to no catalog state \(expected one of ACTIVE, STANDBY_READY/,
-      },
-    ];
-    for (const d of drifts) {
-      d.breakIt();
-      await l.snapshot(l.ids[d.device]);
-      const bad = await l.preflight(ON);
-      assert.equal(bad.status, 422, d.name);
-      assert.deepEqual(failing(bad.body), d.fails, d.name);
-      const f = bad.body.checks.find((c) => !c.pass)!;
-      assert.match(f.detail, d.detail, d.name);
-      assert.equal(f.deviceId, l.ids[d.device]);
-      assert.equal(
-        bad.body.summary,
-        `11/12 checks passed — not ready for ${ON}: 1 failed, 0 skipped`,
-        d.name,
-      );
-      d.fixIt();
-      await l.snapshot(l.ids[d.device]);
-      const good = await l.preflight(ON);
-      assert.equal(good.status, 200, `${d.name} fixed: ${failing(good.body)}`);
+    const shown = new Set<string>();
+    for (const d of l.devices) {
+      for (const [key, faults] of Object.entries(LAB_FAULTS)) {
+        if (!d.controls.settings[key]) continue;
+        for (const f of faults) {
+          const n = l.expected(f.plan).length;
+          const what = `${d.vendor} ${key}=${f.fault}`;
+          await l.set(d, key, f.fault);
+          await l.snapshot(d.id);
+          const bad = await l.preflight(f.plan);
+          assert.equal(bad.status, 422, what);
+          assert.deepEqual(failing(bad.body), [`${f.check}@${d.hostname}:fail`], what);
+          const c = bad.body.checks.find((c) => !c.pass)!;
+          assert.match(c.detail, f.detail, what);
+          assert.equal(c.deviceId, d.id);
+          assert.equal(
+            bad.body.summary,
+            `${n - 1}/${n} checks passed — not ready for ${f.plan}: 1 failed, 0 skipped`,
+          );
+          shown.add(`${d.vendor} ${f.check}`);
+          for (const v of f.fix) {
+            await l.set(d, key, v);
+            await l.snapshot(d.id);
+            const good = await l.preflight(f.plan);
+            assert.equal(good.status, 200, `${d.vendor} ${key}=${v}: ${failing(good.body)}`);
+          }
+        }
+      }
     }
-    // The HA state the fix left behind is reported with the adapter's mapping.
-    const ha = (await l.preflight(ON)).body.checks.find((c) => c.checkId === "ngfw-ha-state-sane")!;
-    assert.equal(ha.detail, "HA state HA_ACTIVE_NODE (maps to ACTIVE)");
+    // Every check of the table was driven to fail on every lab device it applies to.
+    const demonstrable = new Set(Object.values(LAB_FAULTS).flat().map((f) => `${f.check}\t${f.plan}`));
+    for (const entry of demonstrable) {
+      const [check, plan] = entry.split("\t") as [string, string];
+      for (const d of l.appliesTo(check, plan)) {
+        assert.ok(shown.has(`${d.vendor} ${check}`), `${check} on ${d.vendor}`);
+      }
+    }
+    // The HA state the fixes left behind (`active`) is reported with the adapter's mapping.
+    for (const c of (await l.preflight(ON)).body.checks.filter((c) => c.checkId === "ngfw-ha-state-sane")) {
+      assert.match(c.detail, /^HA state .+ \(maps to ACTIVE\)$/);
+    }
   },
 );
 
 dbTest("a device with no snapshots gets skipped results and the lab is not ready", async (db) => {
   await using l = await lab(db, modules, { snapshot: false });
+  const n = l.expected(ON).length;
   const nothing = await l.preflight(ON);
   assert.equal(nothing.status, 422);
-  assert.equal(nothing.body.checksSkipped, 12);
-  assert.equal(nothing.body.summary, `0/12 checks passed — not ready for ${ON}: 0 failed, 12 skipped`);
+  assert.equal(nothing.body.checksSkipped, n);
+  assert.equal(nothing.body.summary, `0/${n} checks passed — not ready for ${ON}: 0 failed, ${n} skipped`);
 
-  for (const k of ["ngfwA", "ngfwB", "sw"] as const) await l.snapshot(l.ids[k]);
+  const last = l.devices.at(-1)!;
+  for (const d of l.devices.slice(0, -1)) await l.snapshot(d.id);
+  const s = l.expected(ON, [last]).length;
   const r = await l.preflight(ON);
   assert.equal(r.status, 422, "skipped checks and no failures: not ready");
   assert.equal(r.body.pass, false);
   assert.equal(r.body.checksFailed, 0);
-  assert.equal(r.body.checksSkipped, 2);
-  assert.equal(r.body.summary, `10/12 checks passed — not ready for ${ON}: 0 failed, 2 skipped`);
+  assert.equal(r.body.checksSkipped, s);
+  assert.equal(r.body.summary, `${n - s}/${n} checks passed — not ready for ${ON}: 0 failed, ${s} skipped`);
   const skipped = r.body.checks.filter((c) => c.status === "skipped");
-  assert.deepEqual(skipped.map((c) => c.checkId).sort(), ["ntp-source-configured", "snapshot-fresh"]);
+  assert.deepEqual(skipped.map((c) => `${c.vendor} ${c.checkId}`).sort(), l.expected(ON, [last]));
   for (const c of skipped) {
-    assert.equal(c.deviceId, l.ids.bmc);
+    assert.equal(c.deviceId, last.id);
     assert.equal(c.pass, false);
     assert.equal(c.evidence, null);
-    assert.match(c.detail, /^no (ntp_config|system_info) snapshot of this device yet/);
+    assert.match(c.detail, /^no \w+ snapshot of this device yet/);
   }
-  await l.snapshot(l.ids.bmc);
+  await l.snapshot(last.id);
   assert.equal((await l.preflight(ON)).status, 200);
 });
 
 dbTest("an old system_info snapshot fails snapshot-fresh", async (db) => {
   await using l = await lab(db);
-  // Snapshots are append-only (UPDATE refused), so the old reading is a row of its own: the switch's
+  const n = l.expected(ON).length;
+  const dev = l.appliesTo("snapshot-fresh")[0]!;
+  // Snapshots are append-only (UPDATE refused), so the old reading is a row of its own: the device's
   // system_info as collected two hours ago, made the latest of its label the way the poll cycle does.
   const two = new Date(Date.now() - 2 * 3600_000);
   const [cur] = await db.kysely.selectFrom("snapshots").selectAll()
-    .where("device_id", "=", l.ids.sw).where("endpoint_label", "=", "system_info").execute();
-  assert.ok(cur, "the switch has a system_info snapshot");
+    .where("device_id", "=", dev.id).where("endpoint_label", "=", "system_info").execute();
+  assert.ok(cur, "the device has a system_info snapshot");
   const { id } = await db.kysely.insertInto("snapshots").values({
     device_id: cur.device_id,
     endpoint_label: "system_info",
@@ -342,11 +284,11 @@ dbTest("an old system_info snapshot fails snapshot-fresh", async (db) => {
     adapter_version: cur.adapter_version,
   }).returning(sql<string>`id::text`.as("id")).executeTakeFirstOrThrow();
   await db.kysely.updateTable("snapshot_latest").set({ snapshot_id: id })
-    .where("device_id", "=", l.ids.sw).where("endpoint_label", "=", "system_info").execute();
+    .where("device_id", "=", dev.id).where("endpoint_label", "=", "system_info").execute();
 
   const r = await l.preflight(ON);
   assert.equal(r.status, 422);
-  assert.deepEqual(failing(r.body), ["snapshot-fresh@sw-1:fail"]);
+  assert.deepEqual(failing(r.body), [`snapshot-fresh@${dev.hostname}:fail`]);
   const c = r.body.checks.find((c) => !c.pass)!;
   assert.deepEqual(c.evidence, {
     snapshotId: id,
@@ -356,7 +298,7 @@ dbTest("an old system_info snapshot fails snapshot-fresh", async (db) => {
   assert.match(c.detail, /^latest system_info snapshot is 120 min old \(collected .+; limit 60 min\)/);
 
   // A fresh poll makes it pass again.
-  await l.snapshot(l.ids.sw);
+  await l.snapshot(dev.id);
   assert.equal((await l.preflight(ON)).status, 200);
 
   // The same lab evaluated 61 minutes from now: every device's snapshots have gone stale.
@@ -367,29 +309,37 @@ dbTest("an old system_info snapshot fails snapshot-fresh", async (db) => {
     new Date(Date.now() + 61 * 60_000),
   );
   assert.deepEqual(
-    failing(later).map((f) => f.split("@")[0]),
-    ["snapshot-fresh", "snapshot-fresh", "snapshot-fresh", "snapshot-fresh"],
+    failing(later),
+    l.appliesTo("snapshot-fresh").map((d) => `snapshot-fresh@${d.hostname}:fail`).sort(),
   );
-  assert.equal(later.checksRun, 12);
+  assert.equal(
+    l.appliesTo("snapshot-fresh").length,
+    l.devices.length,
+    "snapshot-fresh applies to all vendors",
+  );
+  assert.equal(later.checksRun, n);
 });
 
 dbTest("disabled devices are left out of pre-flight", async (db) => {
   await using l = await lab(db);
-  l.sims.bmc.state.ntpServers = [];
-  await l.snapshot(l.ids.bmc);
-  assert.deepEqual(failing((await l.preflight(ON)).body), ["ntp-source-configured@bmc-1:fail"]);
+  const n = l.expected(ON).length;
+  const dev = l.devices.findLast((d) => d.controls.settings.ntp)!;
+  assert.ok(dev, "a lab device offers ntp");
+  await l.set(dev, "ntp", "off");
+  await l.snapshot(dev.id);
+  assert.deepEqual(failing((await l.preflight(ON)).body), [`ntp-source-configured@${dev.hostname}:fail`]);
   const patch = await l.app.request(
-    `/api/admin/dut/devices/${l.ids.bmc}`,
+    `/api/admin/dut/devices/${dev.id}`,
     jsonReq("PATCH", { enabled: false }, l.auth),
   );
   assert.equal(patch.status, 200);
   const r = await l.preflight(ON);
   assert.equal(r.status, 200);
-  assert.equal(r.body.checksRun, 10);
-  assert.ok(r.body.checks.every((c) => c.deviceId !== l.ids.bmc));
+  assert.equal(r.body.checksRun, n - l.expected(ON, [dev]).length);
+  assert.ok(r.body.checks.every((c) => c.deviceId !== dev.id));
   // With every device disabled no check runs: not ready.
-  for (const id of Object.values(l.ids)) {
-    await l.app.request(`/api/admin/dut/devices/${id}`, jsonReq("PATCH", { enabled: false }, l.auth));
+  for (const d of l.devices) {
+    await l.app.request(`/api/admin/dut/devices/${d.id}`, jsonReq("PATCH", { enabled: false }, l.auth));
   }
   const none = await l.preflight(ON);
   assert.equal(none.status, 422);
@@ -403,18 +353,11 @@ dbTest("disabled devices are left out of pre-flight", async (db) => {
 dbTest("evidence cites exactly what the snapshot listing returns for that snapshot", async (db) => {
   await using l = await lab(db);
   // A second poll: evidence must cite the newest snapshot, not the first one.
-  for (const id of Object.values(l.ids)) await l.snapshot(id);
+  for (const d of l.devices) await l.snapshot(d.id);
   const r = await l.preflight(ON);
+  assert.equal(r.body.checks.length, l.expected(ON).length);
   for (const c of r.body.checks) {
-    const label = {
-      "ngfw-deploy-clean": "deploy_status",
-      "ngfw-decrypt-state-matches-plan": "decrypt_policy",
-      "ntp-source-configured": "ntp_config",
-      "ngfw-ha-state-sane": "ha_status",
-      "snapshot-fresh": "system_info",
-    }[
-      c.checkId
-    ];
+    const label = l.svc.registry.checks.find((x) => x.check.id === c.checkId)!.check.label;
     const res = await l.app.request(
       `/api/admin/dut/snapshots?deviceId=${c.deviceId}&endpointLabel=${label}`,
       { headers: l.auth },
@@ -433,12 +376,13 @@ dbTest("evidence cites exactly what the snapshot listing returns for that snapsh
 dbTest(
   "a check that throws or meets an unreadable payload gives an error result, never a 500",
   async (db) => {
+    const first = (modules.adapters[0]!.module as { vendorKey: string }).vendorKey;
     const boom = defineCheck({
       id: "lab-boom",
       coreVersion: "^1.0.0",
       description: "A check with a bug",
       label: "system_info",
-      appliesTo: (d) => d.vendor === "vendor-a-switch",
+      appliesTo: (d) => d.vendor === first,
       evaluate: () => {
         throw new TypeError("Cannot read properties of undefined (reading 'model')");
       },
@@ -448,8 +392,20 @@ dbTest(
       checks: [...modules.checks, { name: "@dutlab/check-lab-boom", version: "0.0.1", module: boom }],
     };
     await using l = await lab(db, mods);
-    // The BMC's latest ntp_config replaced by a payload its adapter cannot read (a DB-level forgery).
+    const n = l.expected(ON).length; // lab-boom included, on the first vendor's device
+    const boomed = l.devices.find((d) => d.vendor === first)!;
+    // A device's latest ntp_config replaced by a payload its adapter cannot read (a DB-level forgery): the
+    // first device whose ntpServers reading refuses it.
     const junk = '{"NTP":"nope"}';
+    const dev = l.devices.find((d) => {
+      try {
+        d.adapter.facts?.ntpServers?.(JSON.parse(junk));
+        return false;
+      } catch {
+        return d.adapter.labels.includes("ntp_config");
+      }
+    });
+    assert.ok(dev, "an adapter refuses the junk ntp_config payload");
     const hex = await webSha256Hex(junk);
     await db.kysely.insertInto("snapshot_payloads").values({
       sha256: hex,
@@ -458,34 +414,37 @@ dbTest(
     })
       .execute();
     const { id } = await db.kysely.insertInto("snapshots").values({
-      device_id: l.ids.bmc,
+      device_id: dev.id,
       endpoint_label: "ntp_config",
       payload_sha256: hex,
       collected_at: new Date(),
       test_run_execution_id: null,
-      adapter_module: "@dutlab/adapter-vendor-a-bmc",
+      adapter_module: modules.adapters.find((m) =>
+        (m.module as { vendorKey: string }).vendorKey === dev.vendor
+      )!
+        .name,
       adapter_version: "1.0.0",
     }).returning(sql<string>`id::text`.as("id")).executeTakeFirstOrThrow();
     await db.kysely.updateTable("snapshot_latest").set({ snapshot_id: id })
-      .where("device_id", "=", l.ids.bmc).where("endpoint_label", "=", "ntp_config").execute();
+      .where("device_id", "=", dev.id).where("endpoint_label", "=", "ntp_config").execute();
 
     const r = await l.preflight(ON);
     assert.equal(r.status, 422);
-    assert.deepEqual(failing(r.body), ["lab-boom@sw-1:error", "ntp-source-configured@bmc-1:error"]);
-    const [b, n] = r.body.checks.filter((c) => !c.pass).sort((x, y) => x.checkId.localeCompare(y.checkId));
-    assert.ok(b && n, "two failing checks");
+    assert.deepEqual(failing(r.body), [
+      `lab-boom@${boomed.hostname}:error`,
+      `ntp-source-configured@${dev.hostname}:error`,
+    ]);
+    const [b, e] = r.body.checks.filter((c) => !c.pass).sort((x, y) => x.checkId.localeCompare(y.checkId));
+    assert.ok(b && e, "two failing checks");
     assert.equal(
       b.detail,
       "check error: could not evaluate the system_info payload (Cannot read properties of undefined (reading 'model'))",
     );
-    assert.match(
-      n.detail,
-      /^check error: could not evaluate the ntp_config payload \(.*ManagerNetworkProtocol/,
-    );
-    assert.equal(n.evidence?.snapshotId, id);
+    assert.match(e.detail, /^check error: could not evaluate the ntp_config payload \(.+\)$/);
+    assert.equal(e.evidence?.snapshotId, id);
     assert.equal(
       r.body.summary,
-      `11/13 checks passed — not ready for ${ON}: 2 failed (2 could not be evaluated), 0 skipped`,
+      `${n - 2}/${n} checks passed — not ready for ${ON}: 2 failed (2 could not be evaluated), 0 skipped`,
     );
   },
 );
@@ -505,11 +464,15 @@ async function dump(db: Db) {
 
 dbTest("pre-flight writes nothing and contacts no device", async (db) => {
   await using l = await lab(db);
-  l.sims.ngfwA.state.ha.nodeState = "HA_FAILED_NODE"; // a device state pre-flight must not pick up
-  const all = Object.values(l.sims);
-  const requests = all.map((s) => s.sim.requests.length);
+  // Device states pre-flight must not pick up: every device's first fault of each of its settings.
+  for (const d of l.devices) {
+    for (const [key, faults] of Object.entries(LAB_FAULTS)) {
+      if (d.controls.settings[key]) await l.set(d, key, faults[0]!.fault);
+    }
+  }
+  const requests = l.devices.map((d) => d.dev.sim.requests.length);
   const before = await dump(db);
-  assert.ok(before.snapshots!.length >= 4 * 7);
+  assert.ok(before.snapshots!.length >= l.devices.length);
   const results = [await l.preflight(ON), await l.preflight(OFF), await l.preflight(ON)];
   const unknown = await l.app.request(
     "/api/test-runs/preflight",
@@ -517,8 +480,12 @@ dbTest("pre-flight writes nothing and contacts no device", async (db) => {
   );
   assert.equal(unknown.status, 404);
   assert.deepEqual(await dump(db), before, "no row added, changed or removed in any table");
-  assert.deepEqual(all.map((s) => s.sim.requests.length), requests, "no request reached any simulator");
-  assert.equal(results[0]!.status, 200, "the HA change on the device is not seen without a snapshot");
+  assert.deepEqual(
+    l.devices.map((d) => d.dev.sim.requests.length),
+    requests,
+    "no request reached any simulator",
+  );
+  assert.equal(results[0]!.status, 200, "the changes on the devices are not seen without a snapshot");
 });
 
 dbTest(
@@ -526,6 +493,7 @@ dbTest(
   async (db) => {
     payloadCache.clear();
     await using l = await lab(db);
+    const n = l.expected(ON).length;
     const queries: string[] = [];
     const counter: KyselyPlugin = {
       transformQuery: (a) => (queries.push(a.node.kind), a.node),
@@ -533,61 +501,63 @@ dbTest(
     };
     const plan = l.svc.registry.plan(ON)!;
     const counted = db.kysely.withPlugin(counter);
-    const four = await runPreflight(counted, l.svc.registry, plan);
-    assert.equal(four.checksRun, 12);
+    const one = await runPreflight(counted, l.svc.registry, plan);
+    assert.equal(one.checksRun, n);
     // The enabled devices, the latest snapshots of the pairs a check applies to, then their payloads.
     assert.deepEqual(queries, ["SelectQueryNode", "RawNode", "RawNode"]);
     // Again: every payload is in the payload cache now, so none is read.
     queries.length = 0;
-    assert.deepEqual(await runPreflight(counted, l.svc.registry, plan, new Date(four.ranAt)), four);
+    assert.deepEqual(await runPreflight(counted, l.svc.registry, plan, new Date(one.ranAt)), one);
     assert.deepEqual(queries, ["SelectQueryNode", "RawNode"]);
 
-    // Four more devices (the same simulators under other names), all polled: still three queries.
-    const more = {
-      ngfwA: "vendor-a-ngfw",
-      ngfwB: "vendor-b-ngfw",
-      sw: "vendor-a-switch",
-      bmc: "vendor-a-bmc",
-    };
-    for (const [k, vendor] of Object.entries(more) as Array<[keyof typeof more, string]>) {
-      const id = await l.register(`${vendor}-2`, vendor, l.sims[k]);
+    // As many devices again (the same simulators under other names), all polled: still three queries.
+    for (const d of l.devices) {
+      const id = await l.register(`${d.vendor}-2`, d.vendor, d.dev);
       await l.snapshot(id);
     }
     queries.length = 0;
-    const eight = await runPreflight(counted, l.svc.registry, plan);
-    assert.equal(eight.checksRun, 24);
-    assert.equal(eight.pass, true, JSON.stringify(failing(eight)));
+    const two = await runPreflight(counted, l.svc.registry, plan);
+    assert.equal(two.checksRun, 2 * n);
+    assert.equal(two.pass, true, JSON.stringify(failing(two)));
     assert.ok(queries.length <= 3, queries.join(", "));
     assert.deepEqual(queries.slice(0, 2), ["SelectQueryNode", "RawNode"]);
   },
 );
 
-dbTest("the server-health plan adds the opt-in BMC checks: power on and health OK", async (db) => {
-  const HEALTH = "ngfw-throughput-decrypt-on-server-health";
+dbTest("the server-health plan adds the opt-in checks it names: power on and health OK", async (db) => {
   await using l = await lab(db);
+  const plan = l.svc.registry.plan(HEALTH)!;
+  const optIn = plan.checks ?? [];
+  assert.ok(optIn.length > 0, "the plan names opt-in checks");
+  const m = l.expected(HEALTH).length;
   const ok = await l.preflight(HEALTH);
   assert.equal(ok.status, 200, JSON.stringify(failing(ok.body)));
-  assert.equal(ok.body.summary, `14/14 checks passed — ready for ${HEALTH}`);
-  const bmc = ok.body.checks.filter((c) => c.checkId.startsWith("bmc-"));
-  assert.deepEqual(bmc.map((c) => [c.checkId, c.deviceHostname, c.vendor]), [
-    ["bmc-health-ok", "bmc-1", "vendor-a-bmc"],
-    ["bmc-power-on", "bmc-1", "vendor-a-bmc"],
-  ]);
-  assert.match(bmc[0]!.detail, /^health OK: ComputerSystem \S+, Chassis \S+, Manager \S+$/);
-  assert.equal(bmc[1]!.detail, "system power state On");
-  // The other plans do not run them (opt-in): still 12 checks.
-  assert.equal((await l.preflight(ON)).body.checksRun, 12);
+  assert.equal(ok.body.summary, `${m}/${m} checks passed — ready for ${HEALTH}`);
+  const extra = ok.body.checks.filter((c) => optIn.includes(c.checkId));
+  const servers = l.appliesTo("bmc-power-on", HEALTH);
+  assert.ok(servers.length > 0, "the lab has a server management controller");
+  assert.deepEqual(
+    extra.map((c) => `${c.checkId}@${c.deviceHostname}`).sort(),
+    optIn.flatMap((id) => l.appliesTo(id, HEALTH).map((d) => `${id}@${d.hostname}`)).sort(),
+  );
+  for (const c of extra.filter((c) => c.checkId === "bmc-power-on")) {
+    assert.equal(c.detail, "system power state On");
+  }
+  // The other plans do not run them (opt-in).
+  assert.equal((await l.preflight(ON)).body.checksRun, l.expected(ON).length);
+  assert.ok(!(await l.preflight(ON)).body.checks.some((c) => optIn.includes(c.checkId)));
 
-  l.sims.bmc.state.powerState = "Off";
-  l.sims.bmc.state.health = "Warning";
-  await l.snapshot(l.ids.bmc);
+  for (const d of servers) {
+    await l.set(d, "power", "off");
+    await l.set(d, "health", "warning");
+    await l.snapshot(d.id);
+  }
   const bad = await l.preflight(HEALTH);
   assert.equal(bad.status, 422);
-  assert.deepEqual(failing(bad.body), ["bmc-health-ok@bmc-1:fail", "bmc-power-on@bmc-1:fail"]);
-  const [health, power] = bad.body.checks.filter((c) => c.checkId.startsWith("bmc-"));
-  assert.ok(health && power, "two BMC check results");
-  assert.match(health.detail, /^ComputerSystem \S+ health is Warning \(expected OK\)$/);
-  assert.equal(power.detail, "system power state Off (expected On)");
+  assert.deepEqual(
+    failing(bad.body),
+    servers.flatMap((d) => [`bmc-health-ok@${d.hostname}:fail`, `bmc-power-on@${d.hostname}:fail`]).sort(),
+  );
   assert.equal((await l.preflight(ON)).status, 200, "the decrypt-on plan does not look at server health");
 });
 
@@ -636,10 +606,10 @@ dbTest(
       ? JSON.parse(row.start_state_json)
       : row.start_state_json;
     assert.deepEqual(
-      Object.values(state.decrypt as Record<string, { state: string }>).map((d) => d.state).sort(),
-      ["on", "on"],
+      Object.values(state.decrypt as Record<string, { state: string }>).map((d) => d.state),
+      l.devices.filter((d) => serves(d.adapter, FIREWALL)).map(() => "on"),
     );
-    assert.equal(state.devices.length, 4);
+    assert.equal(state.devices.length, l.devices.length);
     assert.equal(run.preflightAtStart.pass, true, JSON.stringify(run.preflightAtStart));
   },
 );

@@ -10,15 +10,17 @@
  *   can be repeated (never a 409). The API is `DUT_URL`, else `http://localhost:$PORT` (`PORT` default
  *   8080); the token is `ADMIN_TOKEN`, else `adminToken` of `<DUT_DATA_DIR>/secrets.json`.
  * - `deno task lab set <vendor> <key>=<value>...`: change a running lab's simulated device through the
- *   lab's control endpoint (loopback only, port in the state file). Keys: `decrypt=on|off` (firewalls),
- *   `deploy=ok|pending|failed` and `ha=active|standby|failed` (vendor-a-ngfw), `ntp=on|off`,
- *   `down=true|false`, `cert=rotate` (a new certificate: a pinned device then fails with `tls_error`).
- * - `deno task lab show`: the running lab's devices and their settings.
+ *   lab's control endpoint (loopback only, port in the state file). Every device takes `down=true|false`
+ *   and `cert=rotate` (a new certificate: a pinned device then fails with `tls_error`); the other keys are
+ *   the device's own, from `labControls` in its adapter's `sim.ts` (e.g. `decrypt=on|off`,
+ *   `deploy=ok|pending|failed`, `ha=active|standby|failed`, `ntp=on|off`). The lab names no vendor.
+ * - `deno task lab show`: the running lab's devices, the settings applied (`settings`) and the settings
+ *   each accepts with their values (`controls`).
  *
  * Runs until Ctrl-C.
  * @module
  */
-import { certificateFromPem, type SimulatedDevice } from "@dutlab/core/testing";
+import { certificateFromPem, type LabControls, type SimulatedDevice } from "@dutlab/core/testing";
 import { modules } from "../modules.gen.ts";
 
 const dataDir = Deno.env.get("DUT_DATA_DIR") || "./.data";
@@ -46,98 +48,53 @@ async function writeState(s: LabState): Promise<void> {
   await Deno.writeTextFile(stateFile, JSON.stringify(s, null, 2) + "\n", { mode: 0o600 });
 }
 
-/** Settings a lab device accepts, applied to its simulator's state. */
-type Device = SimulatedDevice & {
-  // deno-lint-ignore no-explicit-any
-  state?: any;
-  setDecrypt?(on: boolean): void;
-  deploy?(s?: string): void;
-  addPendingChange?(type: string, name?: string | null): void;
-};
-
 interface LabDevice {
   vendor: string;
   hostname: string;
-  dev: Device;
+  dev: SimulatedDevice;
+  /** The device's own settings, from its adapter's `sim.ts` (`labControls`). */
+  controls: LabControls;
   settings: Record<string, string>;
-  /** The device's NTP configuration as it started, restored by `ntp=on`. */
-  ntp: unknown;
 }
 
-function ntpOf(l: LabDevice): unknown {
-  const s = l.dev.state;
-  if (!s) return null;
-  if (l.vendor === "vendor-a-ngfw") return [...s.ntpServers];
-  if (l.vendor === "vendor-b-ngfw") return s.ntp.ntpsync;
-  if (l.vendor === "vendor-a-switch") return [...s.ntpProviders];
-  if (l.vendor === "vendor-a-bmc") return s.ntpServers;
-  return null;
+/** `a`, `a or b`, `a, b or c` */
+function either(values: readonly string[]): string {
+  return values.length < 2 ? values.join("") : `${values.slice(0, -1).join(", ")} or ${values.at(-1)}`;
 }
 
-/** Apply one setting; returns an error message when the key or value does not apply to this device. */
+/**
+ * Apply one setting: the generic `down` and `cert`, else one of the device's own (its `labControls`).
+ * Returns an error message when the device has no such setting or refuses the value.
+ */
 async function apply(
   l: LabDevice,
   key: string,
   value: string,
   save: () => Promise<void>,
 ): Promise<string | null> {
-  const s = l.dev.state;
-  const bad = (allowed: string) => `${l.vendor}: ${key} must be ${allowed}`;
-  switch (key) {
-    case "decrypt": {
-      if (value !== "on" && value !== "off") return bad("on or off");
-      if (l.vendor === "vendor-a-ngfw") l.dev.setDecrypt!(value === "on");
-      else if (l.vendor === "vendor-b-ngfw") {
-        for (const p of s.policies) p["ssl-ssh-profile"] = "no-inspection";
-        if (value === "on") {
-          s.policies[s.policies.length > 1 ? 1 : 0]["ssl-ssh-profile"] = "custom-deep-inspection";
-        }
-      } else return `${l.vendor}: no TLS decryption on this device`;
-      break;
+  const bad = (allowed: readonly string[]) => `${l.vendor}: ${key} must be ${either(allowed)}`;
+  if (key === "down") {
+    if (value !== "true" && value !== "false") return bad(["true", "false"]);
+    await l.dev.sim.setDown(value === "true");
+  } else if (key === "cert") {
+    if (value !== "rotate") return bad(["rotate"]);
+    await l.dev.sim.rotateCertificate();
+    await save();
+    value = l.dev.sim.fingerprint;
+  } else {
+    const own = Object.keys(l.controls.settings);
+    const control = Object.hasOwn(l.controls.settings, key) ? l.controls.settings[key] : undefined;
+    if (!control) {
+      return `${l.vendor}: no setting ${JSON.stringify(key)}; ${
+        own.length ? `one of ${own.join(", ")}` : "only down and cert"
+      }`;
     }
-    case "deploy": {
-      if (l.vendor !== "vendor-a-ngfw") return `${l.vendor}: deploy applies to vendor-a-ngfw`;
-      if (value === "ok") l.dev.deploy!("DEPLOYED");
-      else if (value === "failed") l.dev.deploy!("DEPLOY_FAILED");
-      else if (value === "pending") l.dev.addPendingChange!("accessrule", "lab-throughput-permit");
-      else return bad("ok, pending or failed");
-      break;
+    if (!control.values.includes(value)) return bad(control.values);
+    try {
+      await control.apply(value);
+    } catch (e) {
+      return `${l.vendor}: ${key}=${value} failed (${(e as Error).message})`;
     }
-    case "ha": {
-      if (l.vendor !== "vendor-a-ngfw") return `${l.vendor}: ha applies to vendor-a-ngfw`;
-      const states: Record<string, string> = {
-        active: "HA_ACTIVE_NODE",
-        standby: "HA_STANDBY_NODE",
-        failed: "HA_FAILED_NODE",
-      };
-      if (!states[value]) return bad("active, standby or failed");
-      s.ha.nodeState = states[value];
-      break;
-    }
-    case "ntp": {
-      if (value !== "on" && value !== "off") return bad("on or off");
-      const on = value === "on";
-      if (l.vendor === "vendor-a-ngfw") s.ntpServers = on ? [...(l.ntp as string[])] : [];
-      else if (l.vendor === "vendor-b-ngfw") s.ntp.ntpsync = on ? l.ntp : "disable";
-      else if (l.vendor === "vendor-a-switch") s.ntpProviders = on ? [...(l.ntp as unknown[])] : [];
-      else if (l.vendor === "vendor-a-bmc") s.ntpServers = on ? l.ntp : [];
-      else return `${l.vendor}: no NTP setting`;
-      break;
-    }
-    case "down": {
-      if (value !== "true" && value !== "false") return bad("true or false");
-      await l.dev.sim.setDown(value === "true");
-      break;
-    }
-    case "cert": {
-      if (value !== "rotate") return bad("rotate");
-      await l.dev.sim.rotateCertificate();
-      await save();
-      value = l.dev.sim.fingerprint;
-      break;
-    }
-    default:
-      return `unknown setting ${key} (decrypt, deploy, ha, ntp, down, cert)`;
   }
   l.settings[key] = value;
   return null;
@@ -198,10 +155,16 @@ const save = async () => {
 
 for (const { name, module } of modules.adapters) {
   const vendor = (module as { vendorKey: string }).vendorKey;
-  let dev: Device;
+  let dev: SimulatedDevice;
+  let controls: LabControls;
   try {
-    const mod = await import(`${name}/sim`) as { startSimulatedDevice(): Promise<SimulatedDevice> };
-    dev = await mod.startSimulatedDevice() as Device;
+    const mod = await import(`${name}/sim`) as {
+      startSimulatedDevice(): Promise<SimulatedDevice>;
+      labControls?(dev: SimulatedDevice): LabControls;
+    };
+    dev = await mod.startSimulatedDevice();
+    // Taken before any change: a setting's closure keeps the device's starting state (e.g. for `ntp=on`).
+    controls = mod.labControls?.(dev) ?? { settings: {} };
   } catch (e) {
     console.error(`${vendor}: no simulator (${(e as Error).message})`);
     continue;
@@ -216,11 +179,9 @@ for (const { name, module } of modules.adapters) {
       await dev.sim.relisten({ port: 0, certificate });
     }
   }
-  const l: LabDevice = { vendor, hostname: `lab-${vendor}`, dev, settings: {}, ntp: null };
-  l.ntp = ntpOf(l);
-  // The lab starts ready for a decrypt-on plan: both firewalls decrypt (the FDM simulator starts without).
-  if (vendor === "vendor-a-ngfw" || vendor === "vendor-b-ngfw") await apply(l, "decrypt", "on", save);
-  lab.push(l);
+  // The lab starts ready for a decrypt-on plan: each device puts itself in its lab starting state.
+  await controls.start?.();
+  lab.push({ vendor, hostname: `lab-${vendor}`, dev, controls, settings: {} });
 }
 await save();
 
@@ -236,6 +197,12 @@ const handler = async (req: Request): Promise<Response> => {
     sha256: l.dev.sim.fingerprint,
     down: l.dev.sim.down,
     settings: l.settings,
+    // What `lab set` accepts for this device: its own settings, then the generic ones.
+    controls: {
+      ...Object.fromEntries(Object.entries(l.controls.settings).map(([k, c]) => [k, [...c.values]])),
+      down: ["true", "false"],
+      cert: ["rotate"],
+    },
   });
   if (req.method === "GET" && url.pathname === "/devices") return Response.json(lab.map(view));
   const target = /^\/devices\/([^/]+)$/.exec(url.pathname)?.[1];

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type SimulatedDevice, type Simulator, startSimulator } from "@dutlab/core/testing";
+import { type LabControls, type SimulatedDevice, type Simulator, startSimulator } from "@dutlab/core/testing";
 import {
   type BmcSimState,
   buildTree,
@@ -245,5 +245,31 @@ export async function startSimulatedDevice(opts: BmcSimOptions = {}): Promise<Ve
     },
     close: () => sim.close(),
     [Symbol.asyncDispose]: () => sim.close(),
+  };
+}
+
+/** Health values the lab's `health` setting gives (Redfish `Status.Health`). */
+const LAB_HEALTH: Record<string, "OK" | "Warning" | "Critical"> = {
+  ok: "OK",
+  warning: "Warning",
+  critical: "Critical",
+};
+
+/**
+ * The lab's settings for this controller (`deno task lab set vendor-a-bmc ...`): `ntp` (`off` empties
+ * `NTPServers`, `on` restores the list the device started with), `power` (the host's `PowerState`) and
+ * `health` (`Status.Health` of the system, chassis and manager).
+ */
+export function labControls(dev: VendorSim): LabControls {
+  const ntp = dev.state.ntpServers === null ? null : [...dev.state.ntpServers];
+  return {
+    settings: {
+      ntp: {
+        values: ["on", "off"],
+        apply: (v) => void (dev.state.ntpServers = v === "on" ? (ntp && [...ntp]) : []),
+      },
+      power: { values: ["on", "off"], apply: (v) => void (dev.state.powerState = v === "on" ? "On" : "Off") },
+      health: { values: Object.keys(LAB_HEALTH), apply: (v) => void (dev.state.health = LAB_HEALTH[v]!) },
+    },
   };
 }

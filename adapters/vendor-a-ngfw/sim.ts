@@ -11,7 +11,7 @@
  * ```
  * @module
  */
-import { type SimulatedDevice, type Simulator, startSimulator } from "@dutlab/core/testing";
+import { type LabControls, type SimulatedDevice, type Simulator, startSimulator } from "@dutlab/core/testing";
 import {
   accessRule,
   defaultAccessPolicy,
@@ -431,4 +431,35 @@ export async function startSimulatedDevice(
     [Symbol.asyncDispose]: () => sim.close(),
   };
   return device;
+}
+
+/** HA node states the lab's `ha` setting gives (FDM `nodeState`). */
+const LAB_HA: Record<string, string> = {
+  active: "HA_ACTIVE_NODE",
+  standby: "HA_STANDBY_NODE",
+  failed: "HA_FAILED_NODE",
+};
+
+/**
+ * The lab's settings for this firewall (`deno task lab set vendor-a-ngfw ...`): `decrypt`, `deploy`
+ * (`pending` records an unsaved access-rule change), `ha` and `ntp` (`on` restores the NTP servers the
+ * device started with). The lab starts it decrypting.
+ */
+export function labControls(dev: VendorSim): LabControls {
+  const ntp = [...dev.state.ntpServers];
+  return {
+    settings: {
+      decrypt: { values: ["on", "off"], apply: (v) => dev.setDecrypt(v === "on") },
+      deploy: {
+        values: ["ok", "pending", "failed"],
+        apply(v) {
+          if (v === "pending") dev.addPendingChange("accessrule", "lab-throughput-permit");
+          else dev.deploy(v === "ok" ? "DEPLOYED" : "DEPLOY_FAILED");
+        },
+      },
+      ha: { values: Object.keys(LAB_HA), apply: (v) => void (dev.state.ha.nodeState = LAB_HA[v]!) },
+      ntp: { values: ["on", "off"], apply: (v) => void (dev.state.ntpServers = v === "on" ? [...ntp] : []) },
+    },
+    start: () => dev.setDecrypt(true),
+  };
 }

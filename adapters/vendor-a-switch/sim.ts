@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type SimulatedDevice, type Simulator, startSimulator } from "@dutlab/core/testing";
+import { type LabControls, type SimulatedDevice, type Simulator, startSimulator } from "@dutlab/core/testing";
 
 export interface SimNtpProvider {
   /** Server or peer address (the `name` attribute, rn `prov-[<name>]`). */
@@ -598,5 +598,21 @@ export async function startSimulatedDevice(opts: SwitchSimOptions = {}): Promise
     peakSessions: () => peak,
     close,
     [Symbol.asyncDispose]: close,
+  };
+}
+
+/**
+ * The lab's settings for this switch (`deno task lab set vendor-a-switch ...`): `ntp` (`off` removes the NTP
+ * providers, `on` restores the ones the device started with).
+ */
+export function labControls(dev: VendorSim): LabControls {
+  const ntp = [...dev.state.ntpProviders];
+  return {
+    settings: {
+      ntp: {
+        values: ["on", "off"],
+        apply: (v) => void (dev.state.ntpProviders = v === "on" ? [...ntp] : []),
+      },
+    },
   };
 }

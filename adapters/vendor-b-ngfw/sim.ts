@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { type SimulatedDevice, type Simulator, startSimulator } from "@dutlab/core/testing";
+import { type LabControls, type SimulatedDevice, type Simulator, startSimulator } from "@dutlab/core/testing";
 
 /** `7.6.3+`: only `/api/v2/authentication` logs in; `legacy`: that path is absent (404), `/logincheck` works. */
 export type FirmwareMode = "7.6.3+" | "legacy";
@@ -675,4 +675,29 @@ export async function startSimulatedDevice(opts: VendorSimOptions = {}): Promise
     [Symbol.asyncDispose]: () => sim.close(),
   };
   return result;
+}
+
+/**
+ * The lab's settings for this firewall (`deno task lab set vendor-b-ngfw ...`): `decrypt` (`on`: deep
+ * inspection on the second policy, or the only one; `off`: no policy inspects) and `ntp` (`off` disables NTP
+ * sync, `on` restores the setting the device started with). The lab starts it decrypting.
+ */
+export function labControls(dev: VendorSim): LabControls {
+  const ntpsync = dev.state.ntp.ntpsync;
+  const decrypt = (on: boolean) => {
+    const policies = dev.state.policies;
+    for (const p of policies) p["ssl-ssh-profile"] = "no-inspection";
+    const lab = policies[policies.length > 1 ? 1 : 0];
+    if (on && lab) lab["ssl-ssh-profile"] = "custom-deep-inspection";
+  };
+  return {
+    settings: {
+      decrypt: { values: ["on", "off"], apply: (v) => decrypt(v === "on") },
+      ntp: {
+        values: ["on", "off"],
+        apply: (v) => void (dev.state.ntp.ntpsync = v === "on" ? ntpsync : "disable"),
+      },
+    },
+    start: () => decrypt(true),
+  };
 }

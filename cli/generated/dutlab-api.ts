@@ -1087,7 +1087,9 @@ export interface components {
                     [key: string]: number | string;
                 };
             }[];
-            vendors: string[];
+            /** @description Optional narrowing to vendor keys: only devices of these vendors take part. Absent (the catalog's plans since catalogVersion 8): devices are selected by `deviceRoles`, whatever their vendor, and each check applies where the device's adapter serves it. Frozen plans of older runs keep their list */
+            vendors?: string[];
+            /** @description Device roles taking part (`ngfw`, `switch`, `bmc`, or a role a drop-in adapter brings) */
             deviceRoles: string[];
             /** @description Opt-in checks the plan runs besides every check that applies (absent: none) */
             checks?: string[];

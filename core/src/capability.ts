@@ -40,9 +40,18 @@ export function serves(adapter: AdapterCapabilities | undefined, need: Capabilit
 }
 
 /**
- * Whether a plan selects a device: its role is one of the plan's `deviceRoles` and its vendor one of the
- * plan's `vendors`. A device stored without a role takes its adapter's default role (`defaultRole`); with
- * neither, the role does not narrow.
+ * Whether a plan selects a device: its role is one of the plan's `deviceRoles` and, when the plan narrows to
+ * vendors (`vendors` present), its vendor is one of them; a plan without `vendors` selects by role alone. A
+ * device stored without a role takes its adapter's default role (`defaultRole`); with neither, the role
+ * does not narrow.
+ *
+ * @example
+ * ```ts
+ * const fw = { vendor: "vendor-x-ngfw", deviceRole: "ngfw" };
+ * planSelects({ deviceRoles: ["ngfw", "switch"] }, fw); // true: any vendor of a role taking part
+ * planSelects({ deviceRoles: ["ngfw"], vendors: ["vendor-a-ngfw"] }, fw); // false: the plan narrows
+ * planSelects({ deviceRoles: ["bmc"] }, fw); // false
+ * ```
  */
 export function planSelects(
   plan: Pick<Plan, "vendors" | "deviceRoles">,
@@ -50,7 +59,8 @@ export function planSelects(
   defaultRole: string | null = null,
 ): boolean {
   const role = device.deviceRole ?? defaultRole;
-  return plan.vendors.includes(device.vendor) && (role === null || plan.deviceRoles.includes(role));
+  const vendor = plan.vendors === undefined || plan.vendors.includes(device.vendor);
+  return vendor && (role === null || plan.deviceRoles.includes(role));
 }
 
 /** A device that holds a TLS-decrypting firewall's policy: the run's notion of a firewall. */

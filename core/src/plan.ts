@@ -23,9 +23,15 @@ export interface Plan {
   maxErrorRatePct?: number;
   deploymentMode: string;
   phases: PlanPhase[];
-  /** Vendors whose devices take part (checks apply to enabled devices of these vendors). */
-  vendors: string[];
-  /** Device roles taking part. */
+  /**
+   * Optional narrowing to vendors: when present, only enabled devices of these vendor keys take part. Absent
+   * (the catalog's plans since catalogVersion 8): every device whose role is in `deviceRoles` takes part,
+   * whatever its vendor, and a check applies to it when its adapter serves the check (README "Capabilities,
+   * not vendor keys"), so a new adapter joins the plans with no edit to them. Frozen plans of older runs
+   * carry the list they were started with.
+   */
+  vendors?: string[];
+  /** Device roles taking part: devices are selected by role, then checks by capability. */
   deviceRoles: string[];
   /** Opt-in checks (`CheckDefinition.optIn`) this plan runs; absent: none. */
   checks?: string[];

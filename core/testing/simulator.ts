@@ -198,3 +198,40 @@ function streamed(res: Response): Response {
 export function startSimulator(opts: SimulatorOptions): Promise<Simulator> {
   return Simulator.start(opts);
 }
+
+/**
+ * One setting of a lab device (`deno task lab set <vendor> <key>=<value>`): the values it takes and how the
+ * device's simulator applies one. The lab refuses a value not in `values` before calling `apply`.
+ */
+export interface LabControl {
+  readonly values: readonly string[];
+  apply(value: string): void | Promise<void>;
+}
+
+/**
+ * What a vendor's simulator offers the lab (`tools/lab.ts`): each adapter's `sim.ts` exports
+ * `labControls(dev: VendorSim): LabControls`, so the lab needs no switch on vendor keys. Settings share
+ * their names and values across vendors where the meaning is the same (`decrypt=on|off`,
+ * `deploy=ok|pending|failed`, `ha=active|standby|failed`, `ntp=on|off`, `power=on|off`,
+ * `health=ok|warning|critical`; README "Five-minute tour" and "Adding an adapter").
+ *
+ * @example
+ * ```ts
+ * import type { LabControls, SimulatedDevice } from "@dutlab/core/testing";
+ * interface VendorSim extends SimulatedDevice { state: { ntpServers: string[] } }
+ * export function labControls(dev: VendorSim): LabControls {
+ *   const ntp = [...dev.state.ntpServers]; // the starting NTP config, which `ntp=on` restores
+ *   return {
+ *     settings: {
+ *       ntp: { values: ["on", "off"], apply: (v) => void (dev.state.ntpServers = v === "on" ? [...ntp] : []) },
+ *     },
+ *   };
+ * }
+ * ```
+ */
+export interface LabControls {
+  /** Settings an operator changes with `deno task lab set <vendor> key=value` (besides the generic `down` and `cert`). */
+  readonly settings: Readonly<Record<string, LabControl>>;
+  /** Put the device in its lab starting state (e.g. decryption on), called once after start. */
+  start?(): void | Promise<void>;
+}

@@ -196,8 +196,14 @@ export const Plan = z.object({
   }),
   deploymentMode: z.string(),
   phases: z.array(PlanPhase),
-  vendors: z.array(z.string()),
-  deviceRoles: z.array(z.string()),
+  vendors: z.array(z.string()).optional().openapi({
+    description: "Optional narrowing to vendor keys: only devices of these vendors take part. Absent (the " +
+      "catalog's plans since catalogVersion 8): devices are selected by `deviceRoles`, whatever their vendor, " +
+      "and each check applies where the device's adapter serves it. Frozen plans of older runs keep their list",
+  }),
+  deviceRoles: z.array(z.string()).openapi({
+    description: "Device roles taking part (`ngfw`, `switch`, `bmc`, or a role a drop-in adapter brings)",
+  }),
   checks: z.array(z.string()).optional().openapi({
     description: "Opt-in checks the plan runs besides every check that applies (absent: none)",
   }),

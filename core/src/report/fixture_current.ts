@@ -42,7 +42,6 @@ const PLAN: Plan = {
     { name: "sustained peak", durationS: 1800, load: { throughputGbps: 8, connectionsPerSecond: 20000 } },
     { name: "cool-down", durationS: 300, load: { throughputGbps: 0.8, connectionsPerSecond: 500 } },
   ],
-  vendors: ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"],
   deviceRoles: ["ngfw", "switch", "bmc"],
   parameters: { trafficMix: "HTTPS 100% (TLS 1.3 70%, TLS 1.2 30%)", loadGenerator: "k6 (summary export)" },
 };

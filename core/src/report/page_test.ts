@@ -349,3 +349,22 @@ Deno.test("a report judged under rule dutlab-verdict-1 (no drift input) still ve
   assert.equal(current.verdict!.rule, "dutlab-verdict-2");
   assert.ok(decode(renderReportPage(current)).includes("Configuration drift during the run"));
 });
+
+Deno.test("the plan's vendors row: a frozen list as it was, a plan selecting by role says so", async () => {
+  const row = (html: string) => {
+    const plan = html.slice(html.indexOf('data-section="plan"'));
+    const at = plan.indexOf('<span class="key">vendors</span>');
+    assert.ok(at > 0, "the plan section has the vendors row");
+    return decode(plan.slice(at, plan.indexOf("</tr>", at)).replace(/<[^>]+>/g, " ")).replace(/\s+/g, " ");
+  };
+  // A run frozen under catalogVersion 7 or earlier keeps its vendor list.
+  const old = await reportFixture();
+  assert.ok(old.plan.vendors?.length);
+  assert.equal((await verifyReport(old)).ok, true);
+  assert.equal(row(renderReportPage(old)).trim(), `vendors ${old.plan.vendors!.join(", ")}`);
+  // Since catalogVersion 8 a plan names no vendor: devices take part by role.
+  const current = await currentReportFixture();
+  assert.equal(current.plan.vendors, undefined);
+  assert.equal((await verifyReport(current)).ok, true);
+  assert.equal(row(renderReportPage(current)).trim(), "vendors any (devices selected by role)");
+});

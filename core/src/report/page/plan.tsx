@@ -146,7 +146,9 @@ export function PlanConfig({ report }: { report: ReportData }) {
         </Row>
         <Row label="SLO target, p99" field="sloTargetP99Ms">{fmtMs(plan.sloTargetP99Ms)}</Row>
         <Row label="Deployment mode" field="deploymentMode">{plan.deploymentMode}</Row>
-        <Row label="Vendors" field="vendors">{plan.vendors.join(", ") || "—"}</Row>
+        <Row label="Vendors" field="vendors">
+          {plan.vendors === undefined ? "any (devices selected by role)" : plan.vendors.join(", ") || "—"}
+        </Row>
         <Row label="Device roles" field="deviceRoles">{plan.deviceRoles.join(", ") || "—"}</Row>
         {Object.entries(plan.parameters).map(([k, v]) => (
           <Row key={k} label={<span class="mono">{k}</span>}>{fmtValue(v)}</Row>
