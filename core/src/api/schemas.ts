@@ -29,8 +29,9 @@ const pollInterval = z.number({ message: "must be a whole number of seconds" }).
   .min(30, "must be at least 30").max(86_400, "must be at most 86400");
 
 /** Vendor conventions of the device user name (README "Devices"). */
-const USERNAME_DESCRIPTION = "The device user name. Two vendors read a reserved name as \"the password field " +
-  "holds a key\": `apitoken` for `vendor-b-ngfw` (the password is a REST API token, sent as a bearer token; " +
+const USERNAME_DESCRIPTION =
+  'The device user name. Two vendors read a reserved name as "the password field ' +
+  'holds a key": `apitoken` for `vendor-b-ngfw` (the password is a REST API token, sent as a bearer token; ' +
   "no login session) and `apikey` for `vendor-c-ngfw` (the password is a PAN-OS XML API key, sent in " +
   "`X-PAN-KEY`; no `type=keygen`). Any other name is an admin account the adapter logs in with.";
 
