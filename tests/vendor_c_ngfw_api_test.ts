@@ -1,6 +1,6 @@
 /**
  * `vendor-c-ngfw` through the HTTP API with the enabled modules (modules.gen.ts): it is listed as available,
- * registers, tests its connection, snapshots the documented 8 labels and is pre-flighted (with a test plan
+ * registers, tests its connection, snapshots the documented 9 labels and is pre-flighted (with a test plan
  * selecting it: the catalog's own plans are not edited here). A refused key, a pin mismatch, an HTML page and a
  * truncated XML body each give their documented status, never a 5xx, never a secret in the text.
  */
@@ -32,7 +32,7 @@ const plans = definePlugin({
 });
 
 dbTest(
-  "vendor-c-ngfw registers, tests its connection, snapshots 8 labels and passes pre-flight over the API",
+  "vendor-c-ngfw registers, tests its connection, snapshots 9 labels and passes pre-flight over the API",
   async (db) => {
     const { app, auth } = await testServices(db, {
       ...modules,
@@ -66,7 +66,7 @@ dbTest(
     const snap = await app.request(`/api/admin/dut/devices/${id}/snapshot`, jsonReq("POST", undefined, auth));
     const poll = await snap.json();
     assert.equal(poll.ok, true, JSON.stringify(poll));
-    assert.equal(poll.lastPollError, "collected 8 snapshot(s)");
+    assert.equal(poll.lastPollError, "collected 9 snapshot(s)");
 
     const pre = await app.request(
       "/api/test-runs/preflight",

@@ -20,7 +20,7 @@ for (const c of CASES) {
   Deno.test(`fixture ${c}: every request had a captured answer and the facts match expected.json`, async () => {
     const { snaps, expected, replay } = await replayCase(adapter, dir(c), KEY);
     assert.deepEqual(replay.unmatched, []);
-    assert.equal(snaps.length, 8);
+    assert.equal(snaps.length, 9);
     assert.equal(cpuPercent(payloadOf(snaps, "resource_usage")), expected.cpuPercent);
     assert.ok(replay.sim.requests.every((r) => r.headers.get("x-pan-key") === KEY.password));
   });

@@ -48,6 +48,8 @@ export const CALLS = {
   },
   // Every vsys: the xpath selects the decryption rulebase of each vsys entry (candidate configuration).
   decrypt_policy: configGet(`${DEVICE_XPATH}/vsys/entry/rulebase/decryption`),
+  // The security rulebase of every vsys (vendor-a-ngfw's access rules: what traffic passes, with which profiles).
+  access_rules: configGet(`${DEVICE_XPATH}/vsys/entry/rulebase/security`),
   ha_status: op("<show><high-availability><state></state></high-availability></show>"),
   deploy_status: {
     pending: op("<check><pending-changes></pending-changes></check>"),
@@ -62,6 +64,7 @@ const LABELS = [
   "resource_usage",
   "ntp_config",
   "decrypt_policy",
+  "access_rules",
   "ha_status",
   "deploy_status",
   "interfaces",

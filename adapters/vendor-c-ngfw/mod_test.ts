@@ -37,9 +37,9 @@ Deno.test("vendor-c-ngfw meets the adapter contract (password: key from type=key
 Deno.test("vendor-c-ngfw meets the adapter contract with an API key (user name apikey)", (t) =>
   runAdapterContract(t, { adapter, start: () => startSimulatedDevice({ username: KEY_USERNAME }) }));
 
-Deno.test("a poll stores 8 snapshots from 10 XML API calls, the key in X-PAN-KEY and never in a URL", async () => {
+Deno.test("a poll stores 9 snapshots from 11 XML API calls, the key in X-PAN-KEY and never in a URL", async () => {
   await using sim = await startSimulatedDevice();
-  assert.equal(adapter.labels.length, 8);
+  assert.equal(adapter.labels.length, 9);
   const snaps = await poll(sim, sim.passwordCredentials);
   assert.deepEqual(snaps.map((s) => s.label), [...adapter.labels]);
   const [keygen, ...data] = sim.sim.requests;
@@ -49,7 +49,7 @@ Deno.test("a poll stores 8 snapshots from 10 XML API calls, the key in X-PAN-KEY
   const form = new URLSearchParams(keygen!.body);
   assert.deepEqual([form.get("type"), form.get("user")], ["keygen", "admin"]);
   assert.equal(form.get("password"), sim.passwordCredentials.password);
-  assert.equal(data.length, 10);
+  assert.equal(data.length, 11);
   const key = sim.validKeys()[1]!;
   for (const r of data) {
     assert.equal(r.method, "GET");
@@ -68,6 +68,7 @@ Deno.test("a poll stores 8 snapshots from 10 XML API calls, the key in X-PAN-KEY
       CALLS.ntp_config.status.cmd,
       CALLS.ntp_config.servers.xpath,
       CALLS.decrypt_policy.xpath,
+      CALLS.access_rules.xpath,
       CALLS.ha_status.cmd,
       CALLS.deploy_status.pending.cmd,
       CALLS.deploy_status.jobs.cmd,
@@ -85,7 +86,7 @@ Deno.test("the generated key is parked and reused: one keygen for many polls (a 
   // The key expires on the device: the next poll is refused once, generates a new key and completes.
   sim.expireSessions();
   const snaps = await poll(sim, sim.passwordCredentials, sessions);
-  assert.equal(snaps.length, 8);
+  assert.equal(snaps.length, 9);
   assert.deepEqual(sim.keyEvents.map((e) => e.event), ["keygen", "key_refused", "keygen"]);
 });
 

@@ -2,7 +2,7 @@
  * A PAN-OS firewall's XML API (`/api/`) on loopback HTTPS with its own certificate, for tests and the `lab`
  * task. Speaks `type=keygen` (user and password in the query or a POST body; a new key for a user revokes
  * that user's previous one), `X-PAN-KEY` or `key=` on every other request, `type=op` for the operational
- * commands the adapter sends and `type=config&action=get` for the two configuration nodes it reads. The
+ * commands the adapter sends and `type=config&action=get` for the three configuration nodes it reads. The
  * answers follow the shapes of real devices' answers (testdata/README.md); `state` holds the device data.
  *
  * @module
@@ -65,6 +65,8 @@ export interface PanSimState {
   jobs: SimJob[];
   /** Decryption rules per vsys, in order (`vsys1` first). */
   vsys: Record<string, SimDecryptRule[]>;
+  /** Security rules (`rulebase/security/rules/entry`, PAN-OS element names) per vsys. */
+  securityRules: Record<string, Obj[]>;
   /** `show interface all`: `<ifnet>` and `<hw>` entries. */
   interfaces: { ifnet: Obj[]; hw: Obj[] };
   /** `request license info` entries. */
@@ -197,6 +199,21 @@ export function defaultState(): PanSimState {
         simDecryptRule("no-decrypt-finance", "no-decrypt"),
         simDecryptRule("lab-decrypt-outbound", "decrypt", true),
       ],
+    },
+    securityRules: {
+      vsys1: [{
+        "@name": "lab-throughput-permit",
+        from: { member: ["trust"] },
+        to: { member: ["untrust"] },
+        source: { member: ["any"] },
+        destination: { member: ["any"] },
+        "source-user": { member: ["any"] },
+        application: { member: ["any"] },
+        service: { member: ["application-default"] },
+        category: { member: ["any"] },
+        action: "allow",
+        "profile-setting": { group: { member: ["default"] } },
+      }],
     },
     interfaces: {
       ifnet: [
@@ -342,8 +359,19 @@ function opAnswer(state: PanSimState, cmd: string): Response | null {
 
 const DEVICE = "/config/devices/entry[@name='localhost.localdomain']";
 
-/** `type=config&action=get`: the NTP servers and the decryption rulebase of every vsys. */
+/** `type=config&action=get`: the NTP servers, and the decryption and security rulebases of every vsys. */
 function configAnswer(state: PanSimState, xpath: string): Response | null {
+  if (xpath === `${DEVICE}/vsys/entry/rulebase/security`) {
+    const security = Object.values(state.securityRules).filter((r) => r.length > 0).map((entry) => ({
+      rules: { entry: entry.map((e) => ({ ...e, "@uuid": uuidOf(String(e["@name"])) })) },
+    }));
+    if (security.length === 0) return envelope({ result: "" }, { "@status": "success", "@code": "7" });
+    const n = String(security.length);
+    return envelope({ result: { "@total-count": n, "@count": n, security } }, {
+      "@status": "success",
+      "@code": "19",
+    });
+  }
   if (xpath === `${DEVICE}/deviceconfig/system/ntp-servers`) {
     if (state.ntpServers.length === 0) {
       return envelope({ result: "" }, { "@status": "success", "@code": "7" });
