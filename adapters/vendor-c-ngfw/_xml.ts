@@ -56,7 +56,7 @@ function notXml(res: DeviceResponse): string | null {
 }
 
 /**
- * Read one XML API answer: HTTP 403 or `code="403"` -> `auth_failed`; another non-2xx -> `http_error`; an
+ * Read one XML API answer: HTTP 403, `code="403"` or `code="22"` (session timed out) -> `auth_failed`; another non-2xx -> `http_error`; an
  * HTML page, a body that is not well-formed XML (e.g. truncated) or no `<response>` -> `protocol_error`;
  * `status="error"` -> `protocol_error` with the device's message, unless `allowCodes` names its code. The
  * `secrets` are cut out of any device text put in a message.
@@ -97,10 +97,11 @@ export function readEnvelope(
     const text = scrub(
       messageText(response.msg ?? (isObj(response.result) ? response.result.msg : undefined)),
     );
-    if (code === "403") {
+    // 403: invalid credential or key; 22: session timed out (PAN-OS XML API error codes).
+    if (code === "403" || code === "22") {
       throw new DeviceError(
         "auth_failed",
-        `API key or credentials refused by ${call}: code 403${text ? ` (${text})` : ""}`,
+        `API key or credentials refused by ${call}: code ${code}${text ? ` (${text})` : ""}`,
       );
     }
     if (code === undefined || !allowCodes.includes(code)) {

@@ -3,8 +3,8 @@
  *
  * User name `apikey` means the password field already holds an API key; any other user name gets one with
  * `type=keygen` (user and password in a POST body, never in the URL). The key goes in the `X-PAN-KEY`
- * header of every request and is parked between cycles, not generated again each poll (a new key for the
- * same admin revokes the previous one). Every answer is stored as the XML `<response>` converted to JSON.
+ * header of every request and is parked between cycles, not generated again each poll (a keygen ends the
+ * admin's existing sessions). Every answer is stored as the XML `<response>` converted to JSON.
  * See README.md.
  *
  * @module

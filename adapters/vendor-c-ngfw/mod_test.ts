@@ -78,7 +78,7 @@ Deno.test("a poll stores 9 snapshots from 11 XML API calls, the key in X-PAN-KEY
   );
 });
 
-Deno.test("the generated key is parked and reused: one keygen for many polls (a new key would revoke the old)", async () => {
+Deno.test("the generated key is parked and reused: one keygen for many polls (a keygen ends the admin's sessions)", async () => {
   await using sim = await startSimulatedDevice();
   const sessions = new SessionRegistry();
   for (let i = 0; i < 3; i++) await poll(sim, sim.passwordCredentials, sessions);
@@ -145,6 +145,11 @@ Deno.test("an HTML page, a truncated XML body, an error envelope and a 5xx each 
     () => new Response('<response status="error" code="403"><msg>expired</msg></response>'),
   );
   await rejectsWith(() => poll(sim, sim.keyCredentials), "auth_failed", [key]);
+  sim.overrides.set(
+    cmd,
+    () => new Response('<response status="error" code="22"><msg>Session timed out</msg></response>'),
+  );
+  await rejectsWith(() => poll(sim, sim.keyCredentials), "auth_failed", [key], /code 22/);
 });
 
 Deno.test("testConnection reads the management CPU from show system resources", async () => {

@@ -1,9 +1,10 @@
 /**
  * A PAN-OS firewall's XML API (`/api/`) on loopback HTTPS with its own certificate, for tests and the `lab`
- * task. Speaks `type=keygen` (user and password in the query or a POST body; a new key for a user revokes
- * that user's previous one), `X-PAN-KEY` or `key=` on every other request, `type=op` for the operational
- * commands the adapter sends and `type=config&action=get` for the three configuration nodes it reads. The
- * answers follow the shapes of real devices' answers (testdata/README.md); `state` holds the device data.
+ * task. Speaks `type=keygen` (user and password in the query or a POST body; the same key for a user until
+ * the keys are revoked, as without an API key lifetime), `X-PAN-KEY` or `key=` on every other request,
+ * `type=op` for the operational commands the adapter sends and `type=config&action=get` for the three
+ * configuration nodes it reads. The answers follow the shapes of real devices' answers (testdata/README.md);
+ * `state` holds the device data.
  *
  * @module
  */
@@ -110,7 +111,7 @@ export interface VendorSim extends SimulatedDevice {
 
 const DEFAULT_ADMIN = "admin";
 const DEFAULT_PASSWORD = "dutlab-PanOS-2026";
-/** PAN-OS keys are base64 text starting with `LUFRPT` (from `-AQ==` lines of the docs' examples). */
+/** A base64 key, as the device gives (any value works: the simulator compares it as a string). */
 const DEFAULT_KEY = "LUFRPT1kdXRsYWJTaW1LZXkwMTIzNDU2Nzg5PWRMYjJ1ZzZ3U0E9PQ==";
 const KEY_USER = "apikey";
 
@@ -453,8 +454,10 @@ export async function startSimulatedDevice(opts: VendorSimOptions = {}): Promise
       if (type === "keygen") {
         const user = params.get("user") ?? "";
         if (user === admin && params.get("password") === adminPassword) {
-          const key = randomKey();
-          generated.set(user, key); // a new key for a user revokes the previous one
+          // Without an API key lifetime the device answers the same key for the same credentials; after a
+          // revocation (`expireSessions()`) the next keygen gives a new one.
+          const key = generated.get(user) ?? randomKey();
+          generated.set(user, key);
           keyEvents.push({ at: Date.now(), event: "keygen", username: user });
           return envelope({ result: { key } });
         }
