@@ -4,14 +4,15 @@ import m0 from "@dutlab/adapter-vendor-a-ngfw";
 import m1 from "@dutlab/adapter-vendor-a-switch";
 import m2 from "@dutlab/adapter-vendor-a-bmc";
 import m3 from "@dutlab/adapter-vendor-b-ngfw";
-import m4 from "@dutlab/check-ngfw-deploy-clean";
-import m5 from "@dutlab/check-ngfw-decrypt-state-matches-plan";
-import m6 from "@dutlab/check-ntp-source-configured";
-import m7 from "@dutlab/check-ngfw-ha-state-sane";
-import m8 from "@dutlab/check-snapshot-fresh";
-import m9 from "@dutlab/check-bmc-health-ok";
-import m10 from "@dutlab/check-bmc-power-on";
-import m11 from "@dutlab/plugin-plan-catalog";
+import m4 from "@dutlab/adapter-vendor-c-ngfw";
+import m5 from "@dutlab/check-ngfw-deploy-clean";
+import m6 from "@dutlab/check-ngfw-decrypt-state-matches-plan";
+import m7 from "@dutlab/check-ntp-source-configured";
+import m8 from "@dutlab/check-ngfw-ha-state-sane";
+import m9 from "@dutlab/check-snapshot-fresh";
+import m10 from "@dutlab/check-bmc-health-ok";
+import m11 from "@dutlab/check-bmc-power-on";
+import m12 from "@dutlab/plugin-plan-catalog";
 
 /** The modules enabled by modules.json, imported statically. */
 export const modules: LoadedModules = {
@@ -20,26 +21,24 @@ export const modules: LoadedModules = {
     { name: "@dutlab/adapter-vendor-a-switch", version: "1.0.0", coreVersion: "^1.0.0", module: m1 },
     { name: "@dutlab/adapter-vendor-a-bmc", version: "1.0.0", coreVersion: "^1.0.0", module: m2 },
     { name: "@dutlab/adapter-vendor-b-ngfw", version: "1.0.0", coreVersion: "^1.0.0", module: m3 },
+    { name: "@dutlab/adapter-vendor-c-ngfw", version: "1.0.0", coreVersion: "^1.0.0", module: m4 },
   ],
   checks: [
-    { name: "@dutlab/check-ngfw-deploy-clean", version: "1.0.0", coreVersion: "^1.0.0", module: m4 },
+    { name: "@dutlab/check-ngfw-deploy-clean", version: "1.0.0", coreVersion: "^1.0.0", module: m5 },
     {
       name: "@dutlab/check-ngfw-decrypt-state-matches-plan",
       version: "1.0.0",
       coreVersion: "^1.0.0",
-      module: m5,
+      module: m6,
     },
-    { name: "@dutlab/check-ntp-source-configured", version: "1.0.0", coreVersion: "^1.0.0", module: m6 },
-    { name: "@dutlab/check-ngfw-ha-state-sane", version: "1.0.0", coreVersion: "^1.0.0", module: m7 },
-    { name: "@dutlab/check-snapshot-fresh", version: "1.0.0", coreVersion: "^1.0.0", module: m8 },
-    { name: "@dutlab/check-bmc-health-ok", version: "1.0.0", coreVersion: "^1.0.0", module: m9 },
-    { name: "@dutlab/check-bmc-power-on", version: "1.0.0", coreVersion: "^1.0.0", module: m10 },
+    { name: "@dutlab/check-ntp-source-configured", version: "1.0.0", coreVersion: "^1.0.0", module: m7 },
+    { name: "@dutlab/check-ngfw-ha-state-sane", version: "1.0.0", coreVersion: "^1.0.0", module: m8 },
+    { name: "@dutlab/check-snapshot-fresh", version: "1.0.0", coreVersion: "^1.0.0", module: m9 },
+    { name: "@dutlab/check-bmc-health-ok", version: "1.0.0", coreVersion: "^1.0.0", module: m10 },
+    { name: "@dutlab/check-bmc-power-on", version: "1.0.0", coreVersion: "^1.0.0", module: m11 },
   ],
   plugins: [
-    { name: "@dutlab/plugin-plan-catalog", version: "1.0.0", coreVersion: "^1.0.0", module: m11 },
+    { name: "@dutlab/plugin-plan-catalog", version: "1.0.0", coreVersion: "^1.0.0", module: m12 },
   ],
-  vendorsWithoutAdapter: [{
-    "key": "vendor-c-ngfw",
-    "displayName": "Vendor C next-generation firewall (adapter not yet implemented)",
-  }],
+  vendorsWithoutAdapter: [],
 };

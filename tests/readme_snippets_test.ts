@@ -153,6 +153,7 @@ Deno.test({
       const devices = async () =>
         (await (await fetch(`${url}/api/admin/dut/devices`, { headers: auth })).json()).devices;
       lab = new Background(labLine!, work, env);
+      // Every simulator the lab started (one per enabled adapter) is registered.
       await until(
         "lab --register",
         () => allDone(lab!.out, "registered|updated"),

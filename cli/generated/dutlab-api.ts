@@ -760,6 +760,7 @@ export interface components {
             /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
             deviceRole?: string;
             baseUrl: string;
+            /** @description The device user name. Two vendors read a reserved name as "the password field holds a key": `apitoken` for `vendor-b-ngfw` (the password is a REST API token, sent as a bearer token; no login session) and `apikey` for `vendor-c-ngfw` (the password is a PAN-OS XML API key, sent in `X-PAN-KEY`; no `type=keygen`). Any other name is an admin account the adapter logs in with. */
             username: string;
             /** Format: password */
             password: string;

@@ -28,12 +28,19 @@ const tlsVerifyMode = z.enum(["strict", "self-signed", "insecure"]);
 const pollInterval = z.number({ message: "must be a whole number of seconds" }).int("must be a whole number")
   .min(30, "must be at least 30").max(86_400, "must be at most 86400");
 
+/** Vendor conventions of the device user name (README "Devices"). */
+const USERNAME_DESCRIPTION =
+  'The device user name. Two vendors read a reserved name as "the password field ' +
+  'holds a key": `apitoken` for `vendor-b-ngfw` (the password is a REST API token, sent as a bearer token; ' +
+  "no login session) and `apikey` for `vendor-c-ngfw` (the password is a PAN-OS XML API key, sent in " +
+  "`X-PAN-KEY`; no `type=keygen`). Any other name is an admin account the adapter logs in with.";
+
 export const DeviceCreate = z.object({
   hostname,
   vendor: z.string().trim().min(1, "must not be empty"),
   deviceRole: deviceRole.optional(),
   baseUrl,
-  username: z.string().min(1, "must not be empty").max(256),
+  username: z.string().min(1, "must not be empty").max(256).openapi({ description: USERNAME_DESCRIPTION }),
   password: z.string().min(1, "must not be empty").max(8192).openapi({ format: "password", writeOnly: true }),
   tlsVerifyMode: tlsVerifyMode.default("strict"),
   pollIntervalSeconds: pollInterval.default(300),
