@@ -1306,6 +1306,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Conflict with the current state */
             409: {
                 headers: {
@@ -1451,6 +1460,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unknown id */
             404: {
                 headers: {
@@ -1516,6 +1534,15 @@ export interface operations {
             };
             /** @description Missing or invalid bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1600,6 +1627,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The token's role is refused: this operation needs role `operator` (refused to `viewer`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unknown id */
             404: {
                 headers: {
@@ -1661,6 +1697,15 @@ export interface operations {
             };
             /** @description Missing or invalid bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `operator` (refused to `viewer`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1735,15 +1780,13 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's role does not allow this route */
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": {
-                        [key: string]: unknown;
-                    };
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Request body over the size limit */
@@ -1806,15 +1849,13 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's role does not allow this route */
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": {
-                        [key: string]: unknown;
-                    };
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Conflict with the current state */
@@ -1885,15 +1926,13 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's role does not allow this route */
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": {
-                        [key: string]: unknown;
-                    };
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unknown id */
@@ -1979,15 +2018,13 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's role does not allow this route */
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": {
-                        [key: string]: unknown;
-                    };
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Request body over the size limit */
@@ -2619,6 +2656,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The token's role is refused: this operation needs role `operator` (refused to `viewer`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unknown id */
             404: {
                 headers: {
@@ -2757,6 +2803,15 @@ export interface operations {
             };
             /** @description Missing or invalid bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `operator` (refused to `viewer`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2913,6 +2968,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The token's role is refused: this operation needs role `operator` (refused to `viewer`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unknown id */
             404: {
                 headers: {
@@ -3056,6 +3120,15 @@ export interface operations {
             };
             /** @description Missing or invalid bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `operator` (refused to `viewer`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
