@@ -322,6 +322,9 @@ async function runReadme(kind: "pglite" | "postgres") {
     assert.match(out, /^true$/m, "the recomputed snapshot hash matches");
     assert.match(out + err, /Signature Verified Successfully/, "OpenSSL verifies the envelope's signature");
 
+    // Issue 33 point 6: no runtime notice and no ignored-build-scripts box in what `serve` prints.
+    assert.doesNotMatch(serve.out, /legacy behavior|Ignored build scripts/, `serve printed:\n${serve.out}`);
+
     // The snippets left nothing in the clone outside the ignored scratch paths.
     const left: string[] = [];
     for await (const e of Deno.readDir(work)) {
