@@ -277,8 +277,12 @@ if (!json) {
   console.log(
     `\n${lab.length} simulator(s) running; state kept in ${stateFile}; control on 127.0.0.1:${st.controlPort}.`,
   );
-  console.log("Register them all with `deno task lab --register` (or the curl lines); change one with");
-  console.log("`deno task lab set vendor-a-ngfw decrypt=off` (see README). Ctrl-C stops the lab.");
+  console.log(
+    "Register them all with `npx -y deno@2.9.6 task lab --register` (or the curl lines); change one with",
+  );
+  console.log(
+    "`npx -y deno@2.9.6 task lab set vendor-a-ngfw decrypt=off` (see README). Ctrl-C stops the lab.",
+  );
 }
 
 /** The admin token: ADMIN_TOKEN, else the embedded service's generated one. */

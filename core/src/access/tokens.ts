@@ -56,6 +56,15 @@ export function requiredRole(method: string, route: string): Role {
   return OPERATOR_ROUTES.has(`${method} ${route}`) ? "operator" : "admin";
 }
 
+/**
+ * The roles refused `method route` (route as a Hono template, `/api/x/:id`), in rank order: what the 403 of the
+ * OpenAPI document is derived from (openapi_doc.ts), so that the document and `bearerAuth` share this table.
+ */
+export function refusedRoles(method: string, route: string): Role[] {
+  const need = requiredRole(method.toUpperCase(), route);
+  return ROLES.filter((r) => !roleAllows(r, need)).sort((a, b) => RANK[a] - RANK[b]);
+}
+
 const sha256 = (s: string) => createHash("sha256").update(s).digest();
 
 /** Constant-time comparison of two secrets (of their SHA-256, so lengths leak nothing either). */

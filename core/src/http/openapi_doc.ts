@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import type { Services } from "../runtime/services.ts";
 import { CORE_VERSION } from "../version.ts";
 import { json, problemResponse } from "./openapi_util.ts";
+import { refusedRoles, requiredRole } from "../access/tokens.ts";
 
 /** OpenAPI 3.1 licence object (`identifier` is an SPDX expression; the library's types are 3.0's). */
 const LICENSE = {
@@ -209,6 +210,7 @@ export function buildDocument(app: OpenAPIHono, origin: string): Record<string, 
       }
     }
   }
+  declareRoleRefusals(doc.paths);
   const usedTags = new Set(
     Object.values(doc.paths).flatMap((item) => Object.values(item).flatMap((op) => op?.tags ?? [])),
   );
@@ -219,4 +221,35 @@ export function buildDocument(app: OpenAPIHono, origin: string): Record<string, 
 interface Operation {
   operationId?: string;
   tags?: string[];
+  security?: unknown[];
+  responses?: Record<string, { description: string; content?: unknown }>;
+}
+
+/**
+ * A 403 problem on every operation that some token role is refused, derived from the role table `bearerAuth`
+ * enforces (access/tokens.ts `requiredRole`), so the document cannot drift from the enforcement (issue 33
+ * point 2). Operations without security (`security: []`) are never role-checked. An operation that already
+ * declares a 403 for another reason (a share link) keeps its wording, with the role refusal added to it.
+ */
+function declareRoleRefusals(paths: Record<string, Record<string, Operation>>): void {
+  for (const [path, item] of Object.entries(paths)) {
+    const template = path.replace(/\{([^}]+)\}/g, ":$1");
+    for (const [method, op] of Object.entries(item)) {
+      if (typeof op !== "object" || op === null || !op.responses) continue;
+      if (op.security && op.security.length === 0) continue;
+      const refused = refusedRoles(method, template);
+      if (refused.length === 0) continue;
+      const need = requiredRole(method.toUpperCase(), template);
+      const why = `The token's role is refused: this operation needs role \`${need}\` (refused to ${
+        refused.map((r) => `\`${r}\``).join(" and ")
+      }); problem type \`urn:dutlab:problem:forbidden\``;
+      const prior = op.responses["403"];
+      op.responses["403"] = {
+        description: prior && !prior.description.startsWith("The token's role")
+          ? `${prior.description}. ${why}`
+          : why,
+        content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
+      };
+    }
+  }
 }

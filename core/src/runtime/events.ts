@@ -122,7 +122,10 @@ export class EventBus {
           for (;;) {
             const rows = await this.read(this.#last, 500);
             for (const e of rows) {
-              this.#last = BigInt(e.id);
+              const id = BigInt(e.id);
+              // read() gives increasing ids; a row at or below the cursor would be a repeat, never sent twice.
+              if (id <= this.#last) continue;
+              this.#last = id;
               for (const l of this.#listeners) l(e);
             }
             if (rows.length < 500) break;
@@ -136,15 +139,19 @@ export class EventBus {
     })();
   }
 
-  /** Events after `after`, oldest first. */
+  /**
+   * Events after `after`, oldest first: ordered by the bigint column `events.id` (qualified, so that ORDER BY
+   * does not pick the text output column of the same name: "10" sorts before "9" as text, issue 33 point 1).
+   */
   async read(after: bigint, limit: number): Promise<StoredEvent[]> {
     const rows = await this.#k.selectFrom("events").select([
-      sql<string>`id::text`.as("id"),
+      sql<string>`events.id::text`.as("id"),
       "at",
       "type",
       "data",
     ])
-      .where(sql`id`, ">", sql`${after.toString()}::bigint`).orderBy("id").limit(limit).execute();
+      .where(sql`events.id`, ">", sql`${after.toString()}::bigint`).orderBy(sql`events.id`).limit(limit)
+      .execute();
     return rows.map((r) => ({
       id: r.id,
       at: new Date(r.at).toISOString(),
