@@ -161,8 +161,12 @@ export function createApp(svc: Services): OpenAPIHono {
   const auth = bearerAuth(svc);
   app.use("/api/admin/*", auth);
   app.use("/api/test-runs", auth);
-  // report.pdf has the print page's access rule (token or share link): routes_report_keys.ts.
-  app.use("/api/test-runs/*", (c, next) => /\/report\.pdf$/.test(c.req.path) ? next() : auth(c, next));
+  // report.pdf and attestations have the print page's access rule (token or share link):
+  // routes_report_keys.ts.
+  app.use(
+    "/api/test-runs/*",
+    (c, next) => /\/(report\.pdf|attestations)$/.test(c.req.path) ? next() : auth(c, next),
+  );
   app.use("/api/events", auth);
 
   deviceRoutes(app, svc);

@@ -26,12 +26,12 @@ export function SigningKeyHash({ signature }: { signature?: ReportSignatureInfo 
       </div>
       {cert && (
         <div class="hash" data-hash-block="pdf-certificate">
-          <div class="label">PDF signed with certificate {cert.subject} (SHA-256 fingerprint)</div>
+          <div class="label">PDF signed with certificate (SHA-256 fingerprint)</div>
           <code class="hex" data-hash="pdf-certificate">{cert.fingerprintSha256}</code>
           <p class="verify">
-            Your PDF reader's signature panel should say the signature is valid and covers the whole document,
-            and show this certificate fingerprint. The certificate is the lab's own, so the reader may call
-            its issuer unknown until you trust it.
+            Check the PDF signature in your PDF reader's signature panel (or with{" "}
+            <code>pdfsig report.pdf</code>): it must be valid, cover the total document and be made with the
+            certificate {cert.subject} whose fingerprint is printed above.
           </p>
         </div>
       )}
