@@ -291,3 +291,42 @@ dbTest(
   },
   { ignore: !chromium && !inCi },
 );
+
+Deno.test("rotate-signing-key --certificate: a new lab certificate in secrets.json; the old one stays listed", async () => {
+  const { childEnv } = await import("@dutlab/core/testing");
+  const root = new URL("..", import.meta.url).pathname;
+  const dir = await Deno.makeTempDir({ prefix: "dutlab-rotate-cert-" });
+  const task = JSON.parse(await Deno.readTextFile(`${root}deno.json`)).tasks["rotate-signing-key"];
+  assert.equal(task, "deno run -A tools/rotate_signing_key.ts", "the test runs what the task runs");
+  const rotate = async () => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "tools/rotate_signing_key.ts", "--certificate"],
+      cwd: root,
+      clearEnv: true,
+      env: childEnv({ DUT_DATA_DIR: dir, DUT_LAB_NAME: "Rotation Lab" }),
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 0, dec.decode(out.stderr));
+    const secrets = JSON.parse(await Deno.readTextFile(`${dir}/secrets.json`));
+    return { text: dec.decode(out.stdout), cert: secrets.pdfSigningCertificate as string };
+  };
+  try {
+    const first = await rotate();
+    const second = await rotate();
+    assert.notEqual(first.cert, second.cert);
+    const der = await run("openssl", ["x509", "-outform", "DER"], dir, new TextEncoder().encode(second.cert));
+    const fp = await sha256Hex(der.bytes);
+    assert.match(second.text, new RegExp(`now signed with certificate ${fp}; 2 certificate\\(s\\) listed`));
+    const subject = await run(
+      "openssl",
+      ["x509", "-noout", "-subject"],
+      dir,
+      new TextEncoder().encode(second.cert),
+    );
+    assert.match(subject.stdout, /CN\s?=\s?Rotation Lab report signing, O\s?=\s?Rotation Lab/);
+    assert.equal((await Deno.stat(`${dir}/secrets.json`)).mode! & 0o777, 0o600);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
