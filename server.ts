@@ -10,7 +10,7 @@ import {
 } from "@dutlab/core/runtime";
 import { modules } from "./modules.gen.ts";
 
-const rt = await bootstrap(modules).catch(exitOnStartupError);
+const rt = await bootstrap(modules, Deno.env.toObject(), { serve: true }).catch(exitOnStartupError);
 finishKeyRotation(rt);
 const worker = await startWorker(rt);
 const app = createApp(rt.services);

@@ -3,7 +3,8 @@ import postgres from "postgres";
 import { Migrator } from "kysely/migration";
 import { type Db, migrate, openDatabase } from "../core/src/db/open.ts";
 import { migrationProvider } from "../core/src/db/migrations/mod.ts";
-import { type Config, parseEnv } from "../core/src/runtime/config.ts";
+import { type Config, parseEnv, pdfSigningFromEnv } from "../core/src/runtime/config.ts";
+import { TEST_PDF_CERT, TEST_PDF_KEY } from "../core/testing/app.ts";
 import { buildRegistry, type LoadedModules, type Registry } from "../core/src/registry.ts";
 import { buildServices, type Services } from "../core/src/runtime/services.ts";
 import { CRED_KEY, PG_URL, SIGNING_KEY, TOKEN } from "./_util.ts";
@@ -94,6 +95,8 @@ export function benchConfig(env: Record<string, string> = {}): Config {
     ADMIN_TOKEN: TOKEN,
     DUT_CRED_ENC_KEY: CRED_KEY,
     DUT_REPORT_SIGNING_KEY: SIGNING_KEY,
+    DUT_PDF_SIGNING_CERT: TEST_PDF_CERT,
+    DUT_PDF_SIGNING_KEY: TEST_PDF_KEY,
     ...env,
   });
   return {
@@ -101,6 +104,7 @@ export function benchConfig(env: Record<string, string> = {}): Config {
     ADMIN_TOKEN: TOKEN,
     DUT_CRED_ENC_KEY: CRED_KEY,
     DUT_REPORT_SIGNING_KEY: parsed.DUT_REPORT_SIGNING_KEY!,
+    pdfSigning: pdfSigningFromEnv(parsed),
     extraCa: [],
   };
 }

@@ -2,7 +2,14 @@
  * A `deno task serve` child process for fault tests: JSON logs on stderr collected, liveness tracked, and
  * a load generator whose requests each have a time limit.
  */
-import { childEnv, TEST_ADMIN_TOKEN, TEST_CRED_KEY, TEST_SIGNING_KEY } from "@dutlab/core/testing";
+import {
+  childEnv,
+  TEST_ADMIN_TOKEN,
+  TEST_CRED_KEY,
+  TEST_PDF_CERT,
+  TEST_PDF_KEY,
+  TEST_SIGNING_KEY,
+} from "@dutlab/core/testing";
 
 const ROOT = new URL("..", import.meta.url);
 
@@ -44,6 +51,8 @@ export class ServeProcess {
         ADMIN_TOKEN: TEST_ADMIN_TOKEN,
         DUT_CRED_ENC_KEY: TEST_CRED_KEY,
         DUT_REPORT_SIGNING_KEY: TEST_SIGNING_KEY,
+        DUT_PDF_SIGNING_CERT: TEST_PDF_CERT,
+        DUT_PDF_SIGNING_KEY: TEST_PDF_KEY,
         PORT: String(this.port),
         HOST: "127.0.0.1",
         DUT_LOG_FORMAT: "json",

@@ -114,6 +114,7 @@ dbTest("a generated client calls every operation of the document", async (db) =>
     assert.equal(rep.response.headers.get("x-report-sha256"), fin.data?.reportSha256);
     const keys = await client.GET("/api/report-keys");
     assert.ok((keys.data?.keys.length ?? 0) >= 1);
+    assert.equal(keys.data?.certificates.length, 1);
     const envelope = await client.GET("/api/test-runs/{executionId}/report.dsse.json", {
       params: { path: { executionId } },
     });
@@ -121,6 +122,13 @@ dbTest("a generated client calls every operation of the document", async (db) =>
       envelope.response.headers.get("x-report-signature-key"),
       rep.response.headers.get("x-report-signature-key"),
     );
+    const attestations = await client.GET("/api/test-runs/{executionId}/attestations", {
+      params: { path: { executionId } },
+    });
+    assert.deepEqual(attestations.data?.attestations.map((a) => a.predicateType), [
+      "urn:dutlab:predicate:test-report:v1",
+      "https://in-toto.io/attestation/test-result/v0.1",
+    ]);
     // A share link that was never issued: 403 without starting a browser.
     const pdf = await client.GET("/api/test-runs/{executionId}/report.pdf", {
       params: { path: { executionId }, query: { exp: "1", sig: "forged" } },

@@ -222,8 +222,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Public keys that sign reports (no token needed)
-         * @description Every Ed25519 key the service has signed reports with, oldest first, with its id (the DSSE `keyid` = SHA-256 of the DER SubjectPublicKeyInfo), the public key as PEM and JWK, and its validity period. A rotation adds a key and keeps the old ones, so old reports stay verifiable.
+         * Public keys and certificates that sign reports (no token needed)
+         * @description `keys`: every Ed25519 key the service has signed reports with, oldest first, with its id (the DSSE `keyid` = SHA-256 of the DER SubjectPublicKeyInfo), the public key as PEM and JWK, and its validity period. `certificates`: every X.509 certificate report PDFs were signed with (PAdES), oldest first, with its PEM, SHA-256 fingerprint and validity. A rotation adds a key or certificate and keeps the old ones, so old reports and PDFs stay verifiable.
          */
         get: operations["listReportSigningKeys"];
         put?: never;
@@ -254,6 +254,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/test-runs/{executionId}/attestations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every signed DSSE envelope of a finished run
+         * @description The report's envelope (predicate `urn:dutlab:predicate:test-report:v1`, the same bytes as report.dsse.json) and the in-toto test-result attestation (predicate `https://in-toto.io/attestation/test-result/v0.1`: `result` PASSED / WARNED / FAILED from the verdict, `configuration` naming the frozen plan by digest, the passed, warned and failed verdict inputs and pre-flight checks). Both are signed the same way (Ed25519 over the DSSE PAE, keyid as in GET /api/report-keys). `text` is the envelope's exact bytes (what a file would hold). Access: the admin token or the print page's share-link parameters (`?exp=…&sig=…`). 404 for an unknown or unfinished run.
+         */
+        get: operations["listRunAttestations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/test-runs/{executionId}/report.pdf": {
         parameters: {
             query?: never;
@@ -262,8 +282,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The report as PDF, with the report and its signature attached
-         * @description The print page rendered by headless Chromium (A4). The PDF embeds `report-<id>.json` (the exact report.json bytes) and `report-<id>.dsse.json` (its DSSE envelope) as attached files; its metadata carries the title, the run id, the execution id and reportSha256. Access: the admin token, or the print page's share link parameters (`?exp=…&sig=…` from POST …/share). 503 when Chromium is not installed, does not start, or the render exceeds DUT_PDF_TIMEOUT_SECONDS.
+         * The report as a signed PDF, with the report and its signature attached
+         * @description The print page rendered by headless Chromium (A4). The PDF embeds `report-<id>.json` (the exact report.json bytes) and `report-<id>.dsse.json` (its DSSE envelope) as attached files; its metadata carries the title, the run id, the execution id and reportSha256. The whole file, attachments included, is signed with the lab's X.509 certificate (PAdES B-B: CMS detached, SubFilter ETSI.CAdES.detached, SHA-256); header X-Pdf-Signing-Certificate = its SHA-256 fingerprint (listed by GET /api/report-keys). Access: the admin token, or the print page's share link parameters (`?exp=…&sig=…` from POST …/share). 503 when Chromium is not installed, does not start, or the render exceeds DUT_PDF_TIMEOUT_SECONDS.
          */
         get: operations["getRunReportPdf"];
         put?: never;
@@ -889,6 +909,24 @@ export interface components {
             validUntil: string | null;
             current: boolean;
         };
+        PdfSigningCertificate: {
+            /** @description SHA-256 (hex) of the certificate's DER: the fingerprint a PDF reader shows and the cover prints */
+            fingerprintSha256: string;
+            subject: string;
+            issuer: string;
+            /** @description hex */
+            serialNumber: string;
+            /** @description `ECDSA P-256` or `RSA <bits>` */
+            algorithm: string;
+            notBefore: string;
+            notAfter: string;
+            certificatePem: string;
+            /** @description When the service first signed PDFs with it */
+            validFrom: string;
+            /** @description Set when a newer certificate replaced it (rotation) */
+            validUntil: string | null;
+            current: boolean;
+        };
         DsseEnvelope: {
             /** @description base64 of the canonical JSON of the in-toto Statement v1 */
             payload: string;
@@ -897,6 +935,18 @@ export interface components {
             signatures: {
                 keyid: string;
                 sig: string;
+            }[];
+        };
+        RunAttestations: {
+            executionId: string;
+            attestations: {
+                /** @description File name: report-<id>.dsse.json, report-<id>.test-result.dsse.json */
+                name: string;
+                predicateType: string;
+                keyId: string;
+                envelope: components["schemas"]["DsseEnvelope"];
+                /** @description The envelope as served and stored (JSON text + newline) */
+                text: string;
             }[];
         };
         ReplayResult: {
@@ -2304,7 +2354,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Signing keys */
+            /** @description Signing keys and PDF signing certificates */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2312,6 +2362,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         keys: components["schemas"]["ReportSigningKey"][];
+                        certificates: components["schemas"]["PdfSigningCertificate"][];
                     };
                 };
             };
@@ -2395,6 +2446,86 @@ export interface operations {
             };
         };
     };
+    listRunAttestations: {
+        parameters: {
+            query?: {
+                exp?: string;
+                sig?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Execution id */
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed envelopes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunAttestations"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid or expired share link */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown or unfinished run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getRunReportPdf: {
         parameters: {
             query?: {
@@ -2415,6 +2546,7 @@ export interface operations {
                 headers: {
                     "X-Report-Sha256": string;
                     "X-Report-Signature-Key": string;
+                    "X-Pdf-Signing-Certificate": string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -170,6 +170,33 @@ export interface ReportSignaturesTable {
   signed_at: ColumnType<Date, never, never>;
 }
 
+/** An X.509 certificate the service has signed report PDFs with (migration 0012). */
+export interface PdfSigningCertificatesTable {
+  /** Lowercase hex SHA-256 of the certificate's DER. */
+  fingerprint_sha256: string;
+  certificate_pem: string;
+  subject: string;
+  issuer: string;
+  /** Lowercase hex. */
+  serial_number: string;
+  /** `ECDSA P-256` or `RSA <bits>`. */
+  algorithm: string;
+  not_before: ColumnType<Date, string, never>;
+  not_after: ColumnType<Date, string, never>;
+  valid_from: ColumnType<Date, never, never>;
+  valid_until: ColumnType<Date | null, never, Date>;
+}
+
+/** A further DSSE envelope about a finished run (the test-result attestation), append-only (migration 0012). */
+export interface RunAttestationsTable {
+  id: Generated<string>;
+  execution_id: string;
+  predicate_type: string;
+  key_id: string;
+  envelope_json: string;
+  signed_at: ColumnType<Date, never, never>;
+}
+
 /**
  * Per vendor and label, the volatile-path pattern set (canonical JSON of the sorted patterns) that the stored
  * `snapshots.stable_changed` flags of that vendor's devices were computed with (migration 0011).
@@ -194,5 +221,7 @@ export interface Database {
   events: EventsTable;
   report_signing_keys: ReportSigningKeysTable;
   report_signatures: ReportSignaturesTable;
+  pdf_signing_certificates: PdfSigningCertificatesTable;
+  run_attestations: RunAttestationsTable;
   volatile_path_sets: VolatilePathSetsTable;
 }

@@ -162,11 +162,11 @@ export function createApp(svc: Services): OpenAPIHono {
   const auth = bearerAuth(svc);
   app.use("/api/admin/*", auth);
   app.use("/api/test-runs", auth);
-  // report.pdf and the evidence bundle have the print page's access rule (token or share link):
-  // routes_report_keys.ts and routes_evidence.ts.
+  // report.pdf, the evidence bundle and the attestations have the print page's access rule (token or share
+  // link): routes_report_keys.ts and routes_evidence.ts.
   app.use(
     "/api/test-runs/*",
-    (c, next) => /\/(report\.pdf|evidence)$/.test(c.req.path) ? next() : auth(c, next),
+    (c, next) => /\/(report\.pdf|evidence|attestations)$/.test(c.req.path) ? next() : auth(c, next),
   );
   app.use("/api/events", auth);
 

@@ -1,12 +1,16 @@
 /**
  * Signed, portable evidence (README "Signatures" and "Verifying a report"):
  *
- * - `GET /api/report-keys` (public): every report signing key the service has used;
+ * - `GET /api/report-keys` (public): every report signing key and PDF signing certificate the service has
+ *   used;
  * - `GET /api/test-runs/{executionId}/report.dsse.json`: the report's DSSE envelope (signed when first
  *   asked for if the report was frozen before signing existed);
  * - header `X-Report-Signature-Key` on `report.json`, and a report is signed as soon as its run finishes;
+ * - `GET /api/test-runs/{executionId}/attestations`: both signed envelopes of a run (the report Statement
+ *   and the in-toto test-result Statement; admin token or the page's share link);
  * - `GET /api/test-runs/{executionId}/report.pdf`: the print page rendered by headless Chromium, with the
- *   report and envelope attached (admin token or the page's share link);
+ *   report and envelope attached and the whole file signed with the lab's X.509 certificate (PAdES B-B;
+ *   admin token or the page's share link);
  * - `GET /verify-report.ts` (public): the standalone verifier.
  *
  * Register before the test-run routes: the two middlewares wrap `report.json` and `finish`.
@@ -22,6 +26,7 @@ import { problems } from "./problem.ts";
 import { renderReportPage } from "../report/page.tsx";
 import type { ReportData } from "../report/types.ts";
 import { attachEvidence } from "../report/pdf.ts";
+import type { PdfCertificateInfo } from "../report/pdf_certificates.ts";
 import { logger } from "../runtime/log.ts";
 import { HttpProblem } from "../errors.ts";
 
@@ -50,6 +55,25 @@ const ReportKey = z.object({
   current: z.boolean(),
 }).openapi("ReportSigningKey");
 
+const PdfCertificate = z.object({
+  fingerprintSha256: z.string().openapi({
+    description:
+      "SHA-256 (hex) of the certificate's DER: the fingerprint a PDF reader shows and the cover prints",
+  }),
+  subject: z.string(),
+  issuer: z.string(),
+  serialNumber: z.string().openapi({ description: "hex" }),
+  algorithm: z.string().openapi({ description: "`ECDSA P-256` or `RSA <bits>`" }),
+  notBefore: z.string(),
+  notAfter: z.string(),
+  certificatePem: z.string(),
+  validFrom: z.string().openapi({ description: "When the service first signed PDFs with it" }),
+  validUntil: z.string().nullable().openapi({
+    description: "Set when a newer certificate replaced it (rotation)",
+  }),
+  current: z.boolean(),
+}).openapi("PdfSigningCertificate");
+
 const Envelope = z.object({
   payload: z.string().openapi({ description: "base64 of the canonical JSON of the in-toto Statement v1" }),
   payloadType: z.literal("application/vnd.in-toto+json"),
@@ -59,6 +83,11 @@ const Envelope = z.object({
 /** The base URL the cover's verification note names. */
 export function publicBase(svc: Services, requestUrl: string): string {
   return (svc.config.DUT_PUBLIC_URL ?? new URL(requestUrl).origin).replace(/\/+$/, "");
+}
+
+/** What the cover says about the PDF signing certificate. */
+export function pdfCertificateNote(info: PdfCertificateInfo): { fingerprintSha256: string; subject: string } {
+  return { fingerprintSha256: info.fingerprintSha256, subject: info.subject };
 }
 
 /** Admin token, or a valid share link of the run's print page (`?exp&sig`), as the page accepts. */
@@ -96,12 +125,25 @@ export async function renderReportPdf(
   svc: Services,
   executionId: string,
   requestUrl: string,
-): Promise<{ pdf: Uint8Array; sha256: string; keyId: string; licenseId: string }> {
+): Promise<{ pdf: Uint8Array; sha256: string; keyId: string; licenseId: string; certificateSha256: string }> {
   const r = await svc.runs.report(executionId);
   const { text: envelopeText, keyId } = await svc.signatures.envelope(executionId);
   const report = JSON.parse(r.text) as ReportData;
-  const html = renderReportPage(report, { signature: { keyId, baseUrl: publicBase(svc, requestUrl) } });
+  const signer = svc.pdfSigner;
+  if (!signer) {
+    throw new HttpProblem(
+      503,
+      "pdf-unavailable",
+      "PDF rendering unavailable",
+      "This process has no PDF signing certificate",
+    );
+  }
+  const base = publicBase(svc, requestUrl);
+  const html = renderReportPage(report, {
+    signature: { keyId, baseUrl: base, pdfCertificate: pdfCertificateNote(signer.info) },
+  });
   const printed = await svc.pdf.render(html);
+  const lab = report.license.issuer ?? svc.config.DUT_LAB_NAME;
   const pdf = await attachEvidence(printed, {
     executionId,
     runId: report.meta.runId,
@@ -111,20 +153,35 @@ export async function renderReportPdf(
     envelopeText,
     signingKeyId: keyId,
     generatedAt: report.generatedAt,
+  }, {
+    signer,
+    fields: {
+      reason: `Test-run report ${report.meta.runId} (execution ${executionId}), reportSha256 ${r.sha256}`,
+      name: lab,
+      location: lab,
+      contactInfo: `${base}/api/report-keys`,
+    },
   });
-  return { pdf, sha256: r.sha256, keyId, licenseId: r.licenseId };
+  return {
+    pdf,
+    sha256: r.sha256,
+    keyId,
+    licenseId: r.licenseId,
+    certificateSha256: signer.info.fingerprintSha256,
+  };
 }
 
 export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
   const log = logger("signatures");
   const tags = ["Test runs"];
 
-  // A report is signed as soon as its run finishes; if that fails it is signed when first asked for.
+  // A report (and its test-result attestation) is signed as soon as its run finishes; if that fails it is
+  // signed when first asked for.
   app.use("/api/test-runs/:executionId/finish", async (c, next) => {
     await next();
     if (c.res.status !== 200) return;
     const id = c.req.param("executionId");
-    await svc.signatures.envelope(id).catch((e) =>
+    await svc.signatures.attestations(id).catch((e) =>
       log.error("Could not sign the report of {executionId}: {error}", { executionId: id, error: String(e) })
     );
   });
@@ -147,17 +204,27 @@ export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
       operationId: "listReportSigningKeys",
       tags: ["Reports"],
       security: [],
-      summary: "Public keys that sign reports (no token needed)",
+      summary: "Public keys and certificates that sign reports (no token needed)",
       description:
-        "Every Ed25519 key the service has signed reports with, oldest first, with its id (the DSSE " +
+        "`keys`: every Ed25519 key the service has signed reports with, oldest first, with its id (the DSSE " +
         "`keyid` = SHA-256 of the DER SubjectPublicKeyInfo), the public key as PEM and JWK, and its validity " +
-        "period. A rotation adds a key and keeps the old ones, so old reports stay verifiable.",
+        "period. `certificates`: every X.509 certificate report PDFs were signed with (PAdES), oldest first, " +
+        "with its PEM, SHA-256 fingerprint and validity. A rotation adds a key or certificate and keeps the old " +
+        "ones, so old reports and PDFs stay verifiable.",
       responses: {
-        200: json(z.object({ keys: z.array(ReportKey) }), "Signing keys"),
+        200: json(
+          z.object({ keys: z.array(ReportKey), certificates: z.array(PdfCertificate) }),
+          "Signing keys and PDF signing certificates",
+        ),
         413: problemResponse("Request body over DUT_BODY_LIMIT_BYTES (also on a GET)"),
       },
     }),
-    async (c) => c.json({ keys: await svc.signatures.keys() }, 200, { "cache-control": "no-cache" }),
+    async (c) =>
+      c.json(
+        { keys: await svc.signatures.keys(), certificates: await svc.pdfCertificates.list() },
+        200,
+        { "cache-control": "no-cache" },
+      ),
   );
 
   app.openapi(
@@ -193,6 +260,67 @@ export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
   );
 
   const access = pageAccess(svc);
+  app.use("/api/test-runs/:executionId/attestations", access);
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/test-runs/{executionId}/attestations",
+      operationId: "listRunAttestations",
+      tags,
+      security: [{ adminBearer: [] }, {}],
+      summary: "Every signed DSSE envelope of a finished run",
+      description:
+        "The report's envelope (predicate `urn:dutlab:predicate:test-report:v1`, the same bytes as " +
+        "report.dsse.json) and the in-toto test-result attestation (predicate " +
+        "`https://in-toto.io/attestation/test-result/v0.1`: `result` PASSED / WARNED / FAILED from the " +
+        "verdict, `configuration` naming the frozen plan by digest, the passed, warned and failed verdict " +
+        "inputs and pre-flight checks). Both are signed the same way (Ed25519 over the DSSE PAE, keyid as in " +
+        "GET /api/report-keys). `text` is the envelope's exact bytes (what a file would hold). Access: the " +
+        "admin token or the print page's share-link parameters (`?exp=…&sig=…`). 404 for an unknown or " +
+        "unfinished run.",
+      request: {
+        params: ExecParam,
+        query: z.object({ exp: z.string().optional(), sig: z.string().optional() }),
+      },
+      responses: {
+        200: json(
+          z.object({
+            executionId: z.string(),
+            attestations: z.array(z.object({
+              name: z.string().openapi({
+                description: "File name: report-<id>.dsse.json, report-<id>.test-result.dsse.json",
+              }),
+              predicateType: z.string(),
+              keyId: z.string(),
+              envelope: Envelope,
+              text: z.string().openapi({
+                description: "The envelope as served and stored (JSON text + newline)",
+              }),
+            })),
+          }).openapi("RunAttestations"),
+          "Signed envelopes",
+        ),
+        ...problemResponses,
+        403: problemResponse("Invalid or expired share link"),
+        404: problemResponse("Unknown or unfinished run"),
+      },
+    }),
+    async (c) => {
+      const executionId = c.req.param("executionId") ?? "";
+      const list = await svc.signatures.attestations(executionId);
+      return c.json({
+        executionId,
+        attestations: list.map((a) => ({
+          name: a.name,
+          predicateType: a.predicateType,
+          keyId: a.keyId,
+          envelope: JSON.parse(a.text),
+          text: a.text,
+        })),
+      }, 200);
+    },
+  );
+
   app.use("/api/test-runs/:executionId/report.pdf", access);
   app.openapi(
     createRoute({
@@ -201,11 +329,14 @@ export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
       operationId: "getRunReportPdf",
       tags,
       security: [{ adminBearer: [] }, {}],
-      summary: "The report as PDF, with the report and its signature attached",
+      summary: "The report as a signed PDF, with the report and its signature attached",
       description:
         "The print page rendered by headless Chromium (A4). The PDF embeds `report-<id>.json` (the " +
         "exact report.json bytes) and `report-<id>.dsse.json` (its DSSE envelope) as attached files; its " +
-        "metadata carries the title, the run id, the execution id and reportSha256. Access: the admin token, or " +
+        "metadata carries the title, the run id, the execution id and reportSha256. The whole file, " +
+        "attachments included, is signed with the lab's X.509 certificate (PAdES B-B: CMS detached, SubFilter " +
+        "ETSI.CAdES.detached, SHA-256); header X-Pdf-Signing-Certificate = its SHA-256 fingerprint (listed " +
+        "by GET /api/report-keys). Access: the admin token, or " +
         "the print page's share link parameters (`?exp=…&sig=…` from POST …/share). 503 when Chromium is not " +
         "installed, does not start, or the render exceeds DUT_PDF_TIMEOUT_SECONDS.",
       request: {
@@ -215,7 +346,11 @@ export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
       responses: {
         200: {
           description: "PDF",
-          headers: z.object({ "X-Report-Sha256": z.string(), "X-Report-Signature-Key": z.string() }),
+          headers: z.object({
+            "X-Report-Sha256": z.string(),
+            "X-Report-Signature-Key": z.string(),
+            "X-Pdf-Signing-Certificate": z.string(),
+          }),
           content: { "application/pdf": { schema: z.string().openapi({ format: "binary" }) } },
         },
         ...problemResponses,
@@ -226,12 +361,17 @@ export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
     }),
     async (c) => {
       const executionId = c.req.param("executionId") ?? "";
-      const { pdf, sha256, keyId, licenseId } = await renderReportPdf(svc, executionId, c.req.url);
+      const { pdf, sha256, keyId, licenseId, certificateSha256 } = await renderReportPdf(
+        svc,
+        executionId,
+        c.req.url,
+      );
       return c.body(pdf as Uint8Array<ArrayBuffer>, 200, {
         "content-type": "application/pdf",
         "content-disposition": `inline; filename="report-${executionId}.pdf"`,
         "x-report-sha256": sha256,
         "x-report-signature-key": keyId,
+        "x-pdf-signing-certificate": certificateSha256,
         "x-license": licenseId,
         "cache-control": "private, no-store",
       }) as never;

@@ -5,7 +5,7 @@ import { bearerAuth } from "./auth.ts";
 import { problems } from "./problem.ts";
 import { renderReportPage } from "../report/page.tsx";
 import type { ReportData } from "../report/types.ts";
-import { publicBase } from "./routes_report_keys.ts";
+import { pdfCertificateNote, publicBase } from "./routes_report_keys.ts";
 
 /**
  * `GET /runs/{executionId}/report`: the print page of a finished run, for the admin bearer token or a
@@ -31,7 +31,11 @@ export function reportPageRoutes(app: OpenAPIHono, svc: Services) {
     const exp = c.req.query("exp");
     const html = renderReportPage(JSON.parse(r.text) as ReportData, {
       shareNote: exp ? `Shared link, valid until ${new Date(Number(exp) * 1000).toISOString()}` : undefined,
-      signature: { keyId, baseUrl: publicBase(svc, c.req.url) },
+      signature: {
+        keyId,
+        baseUrl: publicBase(svc, c.req.url),
+        pdfCertificate: svc.pdfSigner ? pdfCertificateNote(svc.pdfSigner.info) : undefined,
+      },
     });
     return c.html(html, 200, {
       "x-report-sha256": r.sha256,

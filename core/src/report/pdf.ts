@@ -11,6 +11,7 @@
 import type { Browser, Page } from "puppeteer-core";
 import { HttpProblem } from "../errors.ts";
 import { logger } from "../runtime/log.ts";
+import type { PdfSignatureFields, PdfSigner } from "./pdf_sign.ts";
 
 const CANDIDATES = ["/usr/bin/chromium", "/usr/bin/chromium-browser"];
 
@@ -239,9 +240,14 @@ export const PDF_INFO_KEYS = {
 /**
  * Attach the report and its envelope to a PDF as embedded files (listed in the catalog's `EmbeddedFiles`
  * name tree and `AF`, relationship `Source`), and set the metadata: title, subject and keywords naming the
- * run and `reportSha256`, plus the {@link PDF_INFO_KEYS} entries.
+ * run and `reportSha256`, plus the {@link PDF_INFO_KEYS} entries. With `sign`, the result is signed last
+ * (PAdES B-B over the whole file, attachments included: `pdf_sign.ts`).
  */
-export async function attachEvidence(pdf: Uint8Array, ev: PdfEvidence): Promise<Uint8Array> {
+export async function attachEvidence(
+  pdf: Uint8Array,
+  ev: PdfEvidence,
+  sign?: { signer: PdfSigner; fields: PdfSignatureFields },
+): Promise<Uint8Array> {
   const { AFRelationship, PDFDict, PDFDocument, PDFName, PDFString } = await import("pdf-lib");
   const doc = await PDFDocument.load(pdf, { updateMetadata: false });
   const at = new Date(ev.generatedAt);
@@ -277,5 +283,9 @@ export async function attachEvidence(pdf: Uint8Array, ev: PdfEvidence): Promise<
     [PDF_INFO_KEYS.signingKeyId]: ev.signingKeyId,
   };
   for (const [k, v] of Object.entries(custom)) info.set(PDFName.of(k), PDFString.of(v));
+  if (sign) {
+    const { signPdfDocument } = await import("./pdf_sign.ts");
+    return await signPdfDocument(doc, sign.signer, sign.fields);
+  }
   return await doc.save({ addDefaultPage: false });
 }

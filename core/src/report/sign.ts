@@ -23,6 +23,8 @@ import { canonicalJson, jcsSha256, sha256Hex } from "../util/hash.ts";
 import { NotFoundError } from "../errors.ts";
 import { isUuid } from "../util/ids.ts";
 import { base64, base64url, fromBase64, fromBase64url } from "../util/encoding.ts";
+import { TEST_RESULT_PREDICATE_TYPE, testResultStatement } from "./attest.ts";
+import type { ReportData } from "./types.ts";
 
 /** DSSE payload type of an in-toto Statement. */
 export const PAYLOAD_TYPE = "application/vnd.in-toto+json";
@@ -188,7 +190,21 @@ export async function reportStatement(text: string): Promise<ReportStatement> {
 
 /** Sign a report: the DSSE envelope as JSON text (one line + newline), stored and served as is. */
 export async function signReport(key: ReportSigningKey, text: string): Promise<string> {
-  const payload = enc.encode(canonicalJson(await reportStatement(text)));
+  return await signStatement(key, await reportStatement(text));
+}
+
+/**
+ * Sign the test-result Statement of a report (`text` = the exact report.json bytes): the same envelope form,
+ * PAE and key as {@link signReport}.
+ */
+export async function signTestResult(key: ReportSigningKey, text: string): Promise<string> {
+  const { subject } = await reportStatement(text);
+  return await signStatement(key, testResultStatement(JSON.parse(text) as ReportData, subject));
+}
+
+/** A DSSE envelope (JSON text + newline) over the canonical JSON of an in-toto Statement. */
+export async function signStatement(key: ReportSigningKey, statement: unknown): Promise<string> {
+  const payload = enc.encode(canonicalJson(statement));
   const sig = await key.sign(pae(PAYLOAD_TYPE, payload));
   const envelope: DsseEnvelope = {
     payload: base64(payload),
@@ -196,6 +212,16 @@ export async function signReport(key: ReportSigningKey, text: string): Promise<s
     signatures: [{ keyid: key.keyId, sig: base64(sig) }],
   };
   return JSON.stringify(envelope) + "\n";
+}
+
+/** One signed envelope about a run, as `GET /api/test-runs/{executionId}/attestations` lists it. */
+export interface RunAttestation {
+  /** File name in the evidence bundle and the PDF: `report-<id>.dsse.json`, `report-<id>.test-result.dsse.json`. */
+  name: string;
+  predicateType: string;
+  keyId: string;
+  /** The envelope as JSON text, the same bytes on every fetch. */
+  text: string;
 }
 
 /** A key as `GET /api/report-keys` lists it. */
@@ -276,5 +302,54 @@ export class ReportSignatures {
       .onConflict((oc) => oc.columns(["execution_id", "key_id"]).doNothing()).execute();
     const stored = await first();
     return { text: stored!.envelope_json, keyId: stored!.key_id };
+  }
+
+  /**
+   * The test-result attestation of a finished run: the first one stored, else signed now with the current
+   * key and stored (append-only `run_attestations`). 404 for an unknown or unfinished run.
+   */
+  async testResultEnvelope(executionId: string): Promise<{ text: string; keyId: string }> {
+    const first = () =>
+      this.db.selectFrom("run_attestations").select(["envelope_json", "key_id"])
+        .where("execution_id", "=", executionId).where("predicate_type", "=", TEST_RESULT_PREDICATE_TYPE)
+        .orderBy("id").limit(1).executeTakeFirst();
+    if (!isUuid(executionId)) throw new NotFoundError(`No test run with executionId "${executionId}"`);
+    const found = await first();
+    if (found) return { text: found.envelope_json, keyId: found.key_id };
+    const run = await this.db.selectFrom("test_runs").select(["report_json"])
+      .where("execution_id", "=", executionId).executeTakeFirst();
+    if (!run) throw new NotFoundError(`No test run with executionId "${executionId}"`);
+    if (!run.report_json) {
+      throw new NotFoundError(`Run "${executionId}" has not finished; its report does not exist yet`);
+    }
+    const text = await signTestResult(this.key, run.report_json);
+    await this.db.insertInto("run_attestations")
+      .values({
+        execution_id: executionId,
+        predicate_type: TEST_RESULT_PREDICATE_TYPE,
+        key_id: this.key.keyId,
+        envelope_json: text,
+      })
+      .onConflict((oc) => oc.columns(["execution_id", "predicate_type", "key_id"]).doNothing()).execute();
+    const stored = await first();
+    return { text: stored!.envelope_json, keyId: stored!.key_id };
+  }
+
+  /**
+   * Every signed envelope of a finished run, the report's first: its report Statement
+   * (`urn:dutlab:predicate:test-report:v1`) and its test-result Statement. The evidence bundle takes them
+   * from here. 404 for an unknown or unfinished run.
+   */
+  async attestations(executionId: string): Promise<RunAttestation[]> {
+    const report = await this.envelope(executionId);
+    const result = await this.testResultEnvelope(executionId);
+    return [
+      { name: `report-${executionId}.dsse.json`, predicateType: PREDICATE_TYPE, ...report },
+      {
+        name: `report-${executionId}.test-result.dsse.json`,
+        predicateType: TEST_RESULT_PREDICATE_TYPE,
+        ...result,
+      },
+    ];
   }
 }

@@ -1,4 +1,4 @@
-import { type Config, parseEnv } from "./config.ts";
+import { type Config, parseEnv, pdfSigningFromEnv } from "./config.ts";
 import { loadOrCreateSecrets, lockDataDir } from "./datadir.ts";
 import { type Db, migrate, openDatabase } from "../db/open.ts";
 import { unpackTemplate } from "../db/template.ts";
@@ -32,13 +32,15 @@ export interface Runtime extends AsyncDisposable {
 
 /**
  * The one wiring path of `serve`, `poll` and `migrate`: config → database → migrations → registry.
- * Throws StartupError with a code and a clear message on any problem.
+ * Throws StartupError with a code and a clear message on any problem. `serve: true` (the HTTP API) also loads
+ * the PDF signing certificate (configuration, or generated in embedded mode); `poll` never needs it.
  */
 export async function bootstrap(
   modules: LoadedModules,
   env: Record<string, string | undefined> = Deno.env.toObject(),
+  opts: { serve?: boolean } = {},
 ): Promise<Runtime> {
-  const parsed = parseEnv(env);
+  const parsed = parseEnv(env, { pdfSigning: opts.serve === true });
   await setupLogging({ format: parsed.DUT_LOG_FORMAT, level: parsed.DUT_LOG_LEVEL });
   const log = logger("startup");
   const registry = buildRegistry(modules);
@@ -57,6 +59,7 @@ export async function bootstrap(
   let adminToken = parsed.ADMIN_TOKEN;
   let credKey = parsed.DUT_CRED_ENC_KEY;
   let signingKey = parsed.DUT_REPORT_SIGNING_KEY;
+  let pdfSigning = opts.serve ? pdfSigningFromEnv(parsed) : null;
   let db: Db;
   if (parsed.DATABASE_URL) {
     db = await openDatabase({ url: parsed.DATABASE_URL });
@@ -64,7 +67,18 @@ export async function bootstrap(
     const lock = await lockDataDir(parsed.DUT_DATA_DIR);
     release = lock.release;
     try {
-      const s = await loadOrCreateSecrets(parsed.DUT_DATA_DIR, parsed);
+      const s = await loadOrCreateSecrets(
+        parsed.DUT_DATA_DIR,
+        parsed,
+        opts.serve && !pdfSigning ? { labName: parsed.DUT_LAB_NAME } : undefined,
+      );
+      if (s.pdfSigning) pdfSigning = { kind: "pem", ...s.pdfSigning };
+      if (s.generatedPdfCertificate) {
+        log.info("Generated a self-signed PDF signing certificate for {lab} in {path}", {
+          lab: parsed.DUT_LAB_NAME,
+          path: s.path,
+        });
+      }
       adminToken = s.adminToken;
       credKey = s.credEncKey;
       signingKey = s.reportSigningKey;
@@ -82,6 +96,7 @@ export async function bootstrap(
     ADMIN_TOKEN: adminToken!,
     DUT_CRED_ENC_KEY: credKey!,
     DUT_REPORT_SIGNING_KEY: signingKey!,
+    pdfSigning,
     extraCa,
   };
   try {
@@ -100,8 +115,16 @@ export async function bootstrap(
     release();
     throw e;
   }
-  const services = await buildServices(config, db, registry);
+  let services: Services;
+  try {
+    services = await buildServices(config, db, registry);
+  } catch (e) {
+    await db.close();
+    release();
+    throw e;
+  }
   await services.signatures.register();
+  await services.pdfCertificates.register();
 
   log.info("dutlab core {version}: {vendors} vendor(s), {checks} check(s), database {kind}", {
     version: CORE_VERSION,

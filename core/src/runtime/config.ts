@@ -1,6 +1,9 @@
 import { z } from "zod";
 import { StartupError } from "../errors.ts";
 import { parseSigningKey } from "../report/sign.ts";
+import { MAKE_PDF_CERTIFICATE, type PdfSigningMaterial } from "../report/pdf_certificates.ts";
+import { pemBlocks } from "../util/pem.ts";
+import { fromBase64 } from "../util/encoding.ts";
 
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 const int = (min: number, max: number, def: number) =>
@@ -27,6 +30,19 @@ const signingKey = z.string().trim().refine((v) => parseSigningKey(v) !== null, 
     `must be an Ed25519 private key: base64 of its PKCS#8 DER or PEM; generate one with: ${GENERATE_SIGNING_KEY}`,
 });
 
+const pdfCert = z.string().trim().refine((v) => (pemBlocks(v, "CERTIFICATE")?.length ?? 0) > 0, {
+  message: "must be an X.509 certificate as PEM (-----BEGIN CERTIFICATE-----, the chain may follow), or " +
+    `base64 of its DER or PEM; make one with: ${MAKE_PDF_CERTIFICATE}`,
+});
+const pdfKey = z.string().trim().refine((v) => pemBlocks(v, "PRIVATE KEY")?.length === 1, {
+  message:
+    "must be one unencrypted PKCS#8 private key as PEM (-----BEGIN PRIVATE KEY-----), or base64 of its " +
+    "DER or PEM (convert another form with: openssl pkcs8 -topk8 -nocrypt -in key.pem)",
+});
+const pdfP12 = z.string().trim().regex(/^[A-Za-z0-9+/\s]+={0,2}$/, {
+  message: "must be base64 of a PKCS#12 (.p12) file: base64 -w0 lab.p12",
+});
+
 /** Every environment variable dutlab reads, parsed once at start (README "Configuration"). */
 export const EnvSchema = z.object({
   PORT: int(1, 65535, 8080),
@@ -51,6 +67,10 @@ export const EnvSchema = z.object({
   DUT_CRED_ENC_KEY: key.optional(),
   DUT_CRED_ENC_KEY_PREVIOUS: key.optional(),
   DUT_REPORT_SIGNING_KEY: signingKey.optional(),
+  DUT_PDF_SIGNING_CERT: pdfCert.optional(),
+  DUT_PDF_SIGNING_KEY: pdfKey.optional(),
+  DUT_PDF_SIGNING_P12: pdfP12.optional(),
+  DUT_PDF_SIGNING_P12_PASSWORD: z.string().optional(),
   DUT_API_POLLER_DISABLE: z.enum(["0", "1"], { message: 'must be "0" or "1"' }).default("0"),
   DUT_POLL_SCAN_SECONDS: int(1, 3600, 30),
   DUT_POLL_CONCURRENCY: int(1, 1024, 64),
@@ -88,6 +108,11 @@ export interface Config extends Env {
   DUT_CRED_ENC_KEY: string;
   /** Ed25519 private key signing reports (base64 PKCS#8 DER or PEM). */
   DUT_REPORT_SIGNING_KEY: string;
+  /**
+   * The certificate and key signing report PDFs (`serve` only; null in `poll`, `migrate` and tools): from
+   * the `DUT_PDF_SIGNING_*` variables, or generated in embedded mode.
+   */
+  pdfSigning: PdfSigningMaterial | null;
   /** PEM text of `DUT_TLS_CA_FILE`, when set. */
   extraCa: string[];
 }
@@ -95,9 +120,13 @@ export interface Config extends Env {
 /**
  * Parse the environment; throws a StartupError listing one line per problem. Never echoes values.
  * `secrets: false` (the `migrate` command) does not require ADMIN_TOKEN and DUT_CRED_ENC_KEY with
- * DATABASE_URL: a command asks only for what it uses.
+ * DATABASE_URL: a command asks only for what it uses. `pdfSigning: true` (`serve`) requires the PDF signing
+ * certificate with DATABASE_URL (`poll` never signs a PDF).
  */
-export function parseEnv(env: Record<string, string | undefined>, opts: { secrets?: boolean } = {}): Env {
+export function parseEnv(
+  env: Record<string, string | undefined>,
+  opts: { secrets?: boolean; pdfSigning?: boolean } = {},
+): Env {
   const clean = Object.fromEntries(
     Object.keys(EnvSchema.shape).map((k) => [k, env[k] === "" ? undefined : env[k]]),
   );
@@ -106,21 +135,58 @@ export function parseEnv(env: Record<string, string | undefined>, opts: { secret
     const lines = r.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
     throw new StartupError("BAD_CONFIG", lines.join("\n"));
   }
+  const lines = pdfSigningProblems(r.data, opts.pdfSigning === true && !!r.data.DATABASE_URL);
   if (r.data.DATABASE_URL && opts.secrets !== false) {
     const missing = (["ADMIN_TOKEN", "DUT_CRED_ENC_KEY", "DUT_REPORT_SIGNING_KEY"] as const).filter((k) =>
       !r.data[k]
     );
-    if (missing.length) {
-      throw new StartupError(
-        "BAD_CONFIG",
-        missing.map((k) =>
-          `${k}: required when DATABASE_URL is set (a shared database needs the same secret on every ` +
-          `instance); generate one with: ${
-            k === "DUT_REPORT_SIGNING_KEY" ? GENERATE_SIGNING_KEY : GENERATE_SECRET
-          }`
-        ).join("\n"),
-      );
-    }
+    lines.unshift(
+      ...missing.map((k) =>
+        `${k}: required when DATABASE_URL is set (a shared database needs the same secret on every ` +
+        `instance); generate one with: ${
+          k === "DUT_REPORT_SIGNING_KEY" ? GENERATE_SIGNING_KEY : GENERATE_SECRET
+        }`
+      ),
+    );
   }
+  if (lines.length) throw new StartupError("BAD_CONFIG", lines.join("\n"));
   return r.data;
+}
+
+/** How the `DUT_PDF_SIGNING_*` variables combine: a certificate with its key, or a PKCS#12 file. */
+function pdfSigningProblems(e: Env, required: boolean): string[] {
+  const pem = e.DUT_PDF_SIGNING_CERT !== undefined || e.DUT_PDF_SIGNING_KEY !== undefined;
+  if (pem && e.DUT_PDF_SIGNING_P12 !== undefined) {
+    return [
+      "DUT_PDF_SIGNING_P12: give either DUT_PDF_SIGNING_CERT with DUT_PDF_SIGNING_KEY, or DUT_PDF_SIGNING_P12",
+    ];
+  }
+  if (pem && e.DUT_PDF_SIGNING_CERT === undefined) {
+    return ["DUT_PDF_SIGNING_CERT: required with DUT_PDF_SIGNING_KEY (the certificate of that key)"];
+  }
+  if (pem && e.DUT_PDF_SIGNING_KEY === undefined) {
+    return ["DUT_PDF_SIGNING_KEY: required with DUT_PDF_SIGNING_CERT (the certificate's private key)"];
+  }
+  if (required && !pem && e.DUT_PDF_SIGNING_P12 === undefined) {
+    return [
+      "DUT_PDF_SIGNING_CERT: required when DATABASE_URL is set (serve signs every report.pdf with the lab's " +
+      `X.509 certificate, ECDSA P-256 or RSA 3072); make one with: ${MAKE_PDF_CERTIFICATE}`,
+    ];
+  }
+  return [];
+}
+
+/** The PDF signing material the environment gives, or null. */
+export function pdfSigningFromEnv(e: Env): PdfSigningMaterial | null {
+  if (e.DUT_PDF_SIGNING_CERT && e.DUT_PDF_SIGNING_KEY) {
+    return { kind: "pem", certificate: e.DUT_PDF_SIGNING_CERT, privateKey: e.DUT_PDF_SIGNING_KEY };
+  }
+  if (e.DUT_PDF_SIGNING_P12) {
+    return {
+      kind: "pkcs12",
+      pkcs12: fromBase64(e.DUT_PDF_SIGNING_P12.replace(/\s+/g, "")),
+      password: e.DUT_PDF_SIGNING_P12_PASSWORD ?? "",
+    };
+  }
+  return null;
 }

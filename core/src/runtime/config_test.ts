@@ -143,3 +143,60 @@ Deno.test("DUT_EVENTS_FLUSH_MS is a whole number of milliseconds from 0 to 1000,
     assert.match(l[0]!, why, bad);
   }
 });
+
+Deno.test("serve with DATABASE_URL needs a PDF signing certificate; poll does not; pairs are checked", async () => {
+  const { TEST_PDF_CERT, TEST_PDF_KEY } = await import("../../testing/app.ts");
+  const base = {
+    DATABASE_URL: "postgres://u@h/db",
+    ADMIN_TOKEN: "x".repeat(32),
+    DUT_CRED_ENC_KEY: KEY,
+    DUT_REPORT_SIGNING_KEY: SIGNING_KEY,
+  };
+  const serve = (env: Record<string, string>) => {
+    try {
+      parseEnv(env, { pdfSigning: true });
+      return [];
+    } catch (e) {
+      assert.ok(e instanceof StartupError && e.code === "BAD_CONFIG");
+      return e.message.split("\n");
+    }
+  };
+  const missing = serve(base);
+  assert.equal(missing.length, 1);
+  assert.match(missing[0]!, /^DUT_PDF_SIGNING_CERT: required when DATABASE_URL is set/);
+  assert.match(missing[0]!, /make one with: openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256/);
+  assert.deepEqual(lines(base), [], "poll (no pdfSigning) does not ask for it");
+  assert.deepEqual(
+    serve({ ...base, DUT_PDF_SIGNING_CERT: TEST_PDF_CERT, DUT_PDF_SIGNING_KEY: TEST_PDF_KEY }),
+    [],
+  );
+  assert.deepEqual(serve({ ...base, DUT_PDF_SIGNING_P12: btoa("not checked until start") }), []);
+  assert.match(
+    serve({ ...base, DUT_PDF_SIGNING_CERT: TEST_PDF_CERT })[0]!,
+    /^DUT_PDF_SIGNING_KEY: required with/,
+  );
+  assert.match(
+    serve({ ...base, DUT_PDF_SIGNING_KEY: TEST_PDF_KEY })[0]!,
+    /^DUT_PDF_SIGNING_CERT: required with/,
+  );
+  assert.match(
+    serve({
+      ...base,
+      DUT_PDF_SIGNING_CERT: TEST_PDF_CERT,
+      DUT_PDF_SIGNING_KEY: TEST_PDF_KEY,
+      DUT_PDF_SIGNING_P12: "AAAA",
+    })[0]!,
+    /^DUT_PDF_SIGNING_P12: give either/,
+  );
+  // Wrong forms name the variable, never the value.
+  const bad = serve({ ...base, DUT_PDF_SIGNING_CERT: TEST_PDF_KEY, DUT_PDF_SIGNING_KEY: TEST_PDF_CERT });
+  assert.equal(bad.length, 2);
+  assert.match(bad[0]!, /^DUT_PDF_SIGNING_CERT: must be an X\.509 certificate as PEM/);
+  assert.match(bad[1]!, /^DUT_PDF_SIGNING_KEY: must be one unencrypted PKCS#8 private key/);
+  assert.ok(!bad.join("\n").includes("PRIVATE KEY-----\nMI"), "no key material echoed");
+  // base64 of the PEM files is accepted too (one line for an env file).
+  assert.deepEqual(
+    serve({ ...base, DUT_PDF_SIGNING_CERT: btoa(TEST_PDF_CERT), DUT_PDF_SIGNING_KEY: btoa(TEST_PDF_KEY) }),
+    [],
+  );
+});

@@ -95,22 +95,35 @@ function isAlive(pid: number): boolean {
 
 /**
  * Embedded mode: read secrets from `<dir>/secrets.json` (mode 0600), generating strong values for the
- * ones the environment does not give (admin token, credential key, report signing key). Returns the file path when it was written.
+ * ones the environment does not give (admin token, credential key, report signing key, and for `serve` a
+ * self-signed PDF signing certificate naming the lab, with its key). Returns the file path when it was written.
  */
 export async function loadOrCreateSecrets(
   dir: string,
   given: { ADMIN_TOKEN?: string; DUT_CRED_ENC_KEY?: string; DUT_REPORT_SIGNING_KEY?: string },
+  /** `serve` (signs PDFs), when the environment gives no PDF certificate: the lab's name for a new one. */
+  pdfCertificateFor?: { labName: string },
 ): Promise<
   {
     adminToken: string;
     credEncKey: string;
     reportSigningKey: string;
+    /** The stored (or just generated) PDF signing certificate and key, PEM; null unless asked for. */
+    pdfSigning: { certificate: string; privateKey: string } | null;
     generatedAdminToken: boolean;
+    /** A new PDF signing certificate was generated (first start of `serve`). */
+    generatedPdfCertificate: boolean;
     path: string;
   }
 > {
   const path = `${dir}/secrets.json`;
-  let stored: { adminToken?: string; credEncKey?: string; reportSigningKey?: string } = {};
+  let stored: {
+    adminToken?: string;
+    credEncKey?: string;
+    reportSigningKey?: string;
+    pdfSigningCertificate?: string;
+    pdfSigningKey?: string;
+  } = {};
   try {
     stored = JSON.parse(await Deno.readTextFile(path));
   } catch (e) {
@@ -134,6 +147,14 @@ export async function loadOrCreateSecrets(
     stored.reportSigningKey = await generateSigningKey();
     changed = true;
   }
+  let generatedPdfCertificate = false;
+  if (pdfCertificateFor && !(stored.pdfSigningCertificate && stored.pdfSigningKey)) {
+    const { generatePdfSigningMaterial } = await import("../report/pdf_sign.ts");
+    const m = await generatePdfSigningMaterial(pdfCertificateFor.labName);
+    stored.pdfSigningCertificate = m.certificate;
+    stored.pdfSigningKey = m.privateKey;
+    changed = generatedPdfCertificate = true;
+  }
   if (changed) {
     await Deno.writeTextFile(path, JSON.stringify(stored, null, 2) + "\n", { mode: 0o600 });
     await Deno.chmod(path, 0o600);
@@ -142,7 +163,11 @@ export async function loadOrCreateSecrets(
     adminToken: given.ADMIN_TOKEN ?? stored.adminToken!,
     credEncKey: given.DUT_CRED_ENC_KEY ?? stored.credEncKey!,
     reportSigningKey: given.DUT_REPORT_SIGNING_KEY ?? stored.reportSigningKey!,
+    pdfSigning: pdfCertificateFor
+      ? { certificate: stored.pdfSigningCertificate!, privateKey: stored.pdfSigningKey! }
+      : null,
     generatedAdminToken,
+    generatedPdfCertificate,
     path,
   };
 }

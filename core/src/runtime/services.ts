@@ -12,6 +12,9 @@ import { AuditLog, TokenStore } from "../access/tokens.ts";
 import { EventBus } from "./events.ts";
 import { ReportSignatures, ReportSigningKey } from "../report/sign.ts";
 import { PdfRenderer } from "../report/pdf.ts";
+import { MAKE_PDF_CERTIFICATE, PdfCertificates } from "../report/pdf_certificates.ts";
+import type { PdfSigner } from "../report/pdf_sign.ts";
+import { StartupError } from "../errors.ts";
 import { RunService } from "../runs/service.ts";
 import { decryptAlertWriter } from "../runs/alerts.ts";
 
@@ -34,6 +37,13 @@ export interface Services {
   limits: TransportLimits;
   /** Report signing key and stored signatures (README "Signatures"). */
   signatures: ReportSignatures;
+  /**
+   * The lab's X.509 certificate and key signing every report.pdf (PAdES B-B); null in a process that serves
+   * no PDF (`poll`).
+   */
+  pdfSigner: PdfSigner | null;
+  /** Every PDF signing certificate the service has used (listed by GET /api/report-keys). */
+  pdfCertificates: PdfCertificates;
   /** The warm headless Chromium printing report PDFs (started at the first PDF; `close()` at shutdown). */
   pdf: PdfRenderer;
   /** Test runs: start, finish (the report frozen once), reads. Built once here, used by every route. */
@@ -84,6 +94,21 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     db.kysely,
     await ReportSigningKey.fromText(config.DUT_REPORT_SIGNING_KEY),
   );
+  let pdfSigner: PdfSigner | null = null;
+  if (config.pdfSigning) {
+    // Loaded only by `serve`: pkijs and the X.509 parser are not needed by the worker.
+    const { PdfSigner, PdfSigningConfigError } = await import("../report/pdf_sign.ts");
+    try {
+      pdfSigner = await PdfSigner.load(config.pdfSigning);
+    } catch (e) {
+      if (!(e instanceof PdfSigningConfigError)) throw e;
+      const name = config.pdfSigning.kind === "pkcs12" ? "DUT_PDF_SIGNING_P12" : "DUT_PDF_SIGNING_CERT";
+      throw new StartupError(
+        "BAD_CONFIG",
+        `${name}: ${e.message}; make a certificate with: ${MAKE_PDF_CERTIFICATE}`,
+      );
+    }
+  }
   const svc: Services = {
     config,
     db,
@@ -98,6 +123,8 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     events,
     limits,
     signatures,
+    pdfSigner,
+    pdfCertificates: new PdfCertificates(db.kysely, pdfSigner?.info ?? null),
     runs: new RunService(db.kysely, registry, config.DUT_DEFAULT_LICENSE_ID, config.DUT_LAB_NAME),
     pdf: new PdfRenderer({
       executablePath: config.DUT_CHROMIUM_PATH,
