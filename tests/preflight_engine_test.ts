@@ -204,7 +204,7 @@ dbTest("GET /api/test-runs/plans serves the catalog of the plan-catalog plugin",
   assert.equal(res.status, 200);
   const body = await res.json();
   assert.deepEqual(body, JSON.parse(JSON.stringify(catalogPlugin.planCatalog)));
-  assert.equal(body.catalogVersion, 7);
+  assert.equal(body.catalogVersion, 8);
   assert.deepEqual(body.plans.map((p: { identifier: string }) => p.identifier), [
     "ngfw-throughput-decrypt-on",
     "ngfw-throughput-decrypt-off",

@@ -13,6 +13,7 @@ const RELEASED: Record<number, string> = {
   5: "884a54da325d7a21ed31d8eaa86447f90ec55327664f70163f33dae9e77190b8",
   6: "e43b4f8be08de529f85b5cd372c44f7c9c44762a81f9a3259d222d9a09f0d943",
   7: "11f133cbbcd96ffd719fd20f01e8572f9c99ce13721f93f7a784b9c13478f525",
+  8: "a5858a6aa596dc462e91348bc8f155fb60c59448860f574db7fc254fbbf23439",
 };
 
 Deno.test("a change to the plans comes with a new catalogVersion", async () => {

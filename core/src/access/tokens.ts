@@ -164,6 +164,8 @@ export interface AuditEntry {
   status: number;
   outcome: "success" | "refused" | "failed";
   requestId: string;
+  /** A note the route added (e.g. a start-gate override and its reason), never a body; null otherwise. */
+  detail: string | null;
 }
 
 export interface AuditFilter {
@@ -192,6 +194,7 @@ export class AuditLog {
       status: e.status,
       outcome: e.outcome,
       request_id: e.requestId,
+      detail: e.detail,
     }).execute();
   }
 
@@ -226,6 +229,7 @@ export class AuditLog {
         status: r.status,
         outcome: r.outcome as AuditEntry["outcome"],
         requestId: r.request_id,
+        detail: r.detail ?? null,
       })),
       nextCursor: rows.length > limit && last ? encodeCursor("a", last.id) : null,
     };

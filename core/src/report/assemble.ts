@@ -29,7 +29,7 @@ import { computeVerdict, driftForVerdict } from "../runs/verdict.ts";
 import { configurationDrift } from "../runs/drift.ts";
 import type { RunResults } from "../api/schemas.ts";
 import { jsonAnnex, licenseTexts, sealReport } from "./build.ts";
-import type { DecryptAlert, ReportData } from "./types.ts";
+import type { DecryptAlert, ReportData, StartGate } from "./types.ts";
 
 /**
  * The lab's TLS-decrypt state from its firewalls': `on` or `off` when every firewall with a known state
@@ -59,6 +59,7 @@ export type AssembledRun =
     | "lab_name"
     | "customer"
   >
+  & { start_gate_json?: unknown }
   & { run_id: string };
 
 /** Options of {@link assembleReport}. */
@@ -187,6 +188,8 @@ export async function assembleReport(opts: AssembleReportOptions): Promise<Repor
     ])
     .where("s.test_run_execution_id", "=", r.execution_id).orderBy("s.id").execute();
   const preflight = jsonValue<PreflightResult>(r.preflight_json);
+  // Null for a run started before gating existed: its report carries no startGate, as then.
+  const startGate = r.start_gate_json == null ? null : jsonValue<StartGate>(r.start_gate_json);
   const activeAtStart = labDecryptState(startState);
   const activeAtEnd = labDecryptState(endState);
   const drift = await configurationDrift(tx, registry, startState.devices, startedAt, endedAt);
@@ -201,6 +204,7 @@ export async function assembleReport(opts: AssembleReportOptions): Promise<Repor
     decryptAtStart: activeAtStart,
     decryptAtEnd: activeAtEnd,
     drift: driftForVerdict(drift, startState.devices),
+    startGate,
   });
   const draft: Omit<ReportData, "reportSha256"> = {
     version: 1,
@@ -249,6 +253,7 @@ export async function assembleReport(opts: AssembleReportOptions): Promise<Repor
       errorBudgetExactness: source === "k6-summary" ? "estimated" : "exact",
     },
     verdict,
+    ...(startGate ? { startGate } : {}),
     annexes: [
       await jsonAnnex("preflight-at-start", "Pre-flight result at run start", preflight),
       await jsonAnnex(
