@@ -67,7 +67,7 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
         "`selection` and says so in its `summary`; `pass` is true only when every evaluated check passed " +
         "**and** the filter left out no (check, device) pair the whole plan evaluates, so a filter never " +
         "turns a plan whose required devices or checks were left out into a pass. An unknown (or disabled) " +
-        "device, an unknown check or a tag no device carries is a 400 naming it (`devices[0]`, ...).\n\n" +
+        "device, an unknown check or a tag no device carries is a 400 naming it (`devices.0`, `checks.1`, `tags.0`).\n\n" +
         "**asOf** (ISO 8601 date-time, not later than now): the lab as it stood then: devices registered at " +
         "or before it (enabled now), per device and label the newest snapshot collected at or before it, " +
         "and `snapshot-fresh` judged against asOf instead of now.\n\n" +

@@ -622,7 +622,7 @@ export function preflightOf(registry: Registry, plan: Plan, selection?: Selectio
     });
     return {
       ...selection.given,
-      excluded: { pairs, devices: [...outDevices], checks: [...outChecks] },
+      excluded: { pairs, devices: [...outDevices].sort(), checks: [...outChecks].sort() },
       complete: pairs === 0,
     };
   };
@@ -721,7 +721,7 @@ export interface SelectionRequest {
  * Resolve a pre-flight request's filters: undefined when it gives none. Every name must be known: a device id
  * or hostname of a registered, enabled device (pre-flight reads enabled devices only), a check id of an
  * enabled check, a tag some registered device carries; otherwise an {@link InvalidInputError} naming each
- * unknown one (`devices[1]`, `checks[0]`, `tags[2]`). One SELECT, only when devices or tags are given.
+ * unknown one (`devices.1`, `checks.0`, `tags.2`: the dotted paths of validation problems). One SELECT, only when devices or tags are given.
  */
 export async function resolveSelection(
   db: Kysely<Database>,
@@ -737,7 +737,7 @@ export async function resolveSelection(
     checks.forEach((id, i) => {
       if (!known.has(id)) {
         errors.push({
-          field: `checks[${i}]`,
+          field: `checks.${i}`,
           message: `unknown check "${id}"; enabled checks: ${[...known].join(", ")}`,
         });
       }
@@ -763,12 +763,12 @@ export async function resolveSelection(
         const r = byName.get(name);
         if (!r) {
           errors.push({
-            field: `devices[${i}]`,
+            field: `devices.${i}`,
             message: `unknown device "${name}" (no such id or hostname)`,
           });
         } else if (!r.enabled) {
           errors.push({
-            field: `devices[${i}]`,
+            field: `devices.${i}`,
             message: `device "${name}" is disabled; pre-flight reads enabled devices only`,
           });
         } else deviceIds!.add(r.id);
@@ -778,7 +778,7 @@ export async function resolveSelection(
       const carried = new Set(rows.flatMap((r) => r.tags ?? []));
       tags.forEach((t, i) => {
         if (!carried.has(t)) {
-          errors.push({ field: `tags[${i}]`, message: `unknown tag "${t}": no device carries it` });
+          errors.push({ field: `tags.${i}`, message: `unknown tag "${t}": no device carries it` });
         }
       });
       const tagged = new Set(
