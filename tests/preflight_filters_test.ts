@@ -6,7 +6,9 @@
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import type { Db } from "../core/src/db/open.ts";
+import { sql } from "kysely";
 import {
+  latestAsOfSql,
   payloadCache,
   type PreflightPlan,
   type PreflightResult,
@@ -395,3 +397,78 @@ dbTest("snapshot-fresh is judged against asOf, not against now", async (db) => {
   assert.equal(r.ranAt, later.toISOString());
   assert.equal(r.asOf, asOf.toISOString());
 });
+
+dbTest(
+  "the asOf read is a range of snapshots_device_label_id per pair, never a scan of the primary key or the table",
+  async (db) => {
+    const { svc } = await testServices(db, modules);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      ids.push(
+        await svc.devices.create({
+          hostname: `sw-${i}`,
+          vendor: "vendor-a-switch",
+          baseUrl: "https://192.0.2.1",
+          username: "u",
+          password: "p",
+          tlsVerifyMode: "strict",
+          pollIntervalSeconds: 300,
+          enabled: true,
+        }),
+      );
+    }
+    const sha = "0".repeat(64);
+    await sql`insert into snapshot_payloads (sha256, payload, size_bytes) values (${sha}, '{}', 2)`.execute(
+      db.kysely,
+    );
+    // 40,000 snapshots: 4 devices × 5 labels × 2,000 polls, one a minute, the newest an hour ago.
+    await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, collected_at, adapter_module,
+      adapter_version)
+    select d.id, l.label, ${sha}, now() - interval '1 hour' - make_interval(mins => 2000 - g), 'bench', '0'
+    from generate_series(1, 2000) g, unnest(${ids}::uuid[]) as d(id),
+      unnest(array['ntp_config', 'system_info', 'interfaces', 'resources', 'fabric']) as l(label)
+    order by g`.execute(db.kysely);
+    await sql`analyze snapshots`.execute(db.kysely);
+    const asOf = new Date(Date.now() - 3 * 3_600_000);
+    const q = latestAsOfSql(["ntp_config", "system_info"], [ids.join(","), ids.join(",")], asOf);
+    const explained = await sql<{ "QUERY PLAN": unknown }>`explain (format json) ${q}`.execute(db.kysely);
+    const plan = explained.rows[0]!["QUERY PLAN"]; // EXPLAIN answers one row
+    const nodes: Array<Record<string, unknown>> = [];
+    const walk = (n: Record<string, unknown>) => {
+      nodes.push(n);
+      for (const c of (n.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(c);
+    };
+    walk(
+      (typeof plan === "string" ? JSON.parse(plan) : plan as Array<{ Plan: Record<string, unknown> }>)[0]
+        .Plan,
+    );
+    const onSnapshots = nodes.filter((n) => n["Relation Name"] === "snapshots");
+    assert.deepEqual(
+      onSnapshots.map((n) => [n["Node Type"], n["Index Name"], n["Scan Direction"]]),
+      [["Index Scan", "snapshots_device_label_id", "Forward"]],
+      JSON.stringify(nodes.map((n) => [n["Node Type"], n["Relation Name"], n["Index Name"]])),
+    );
+    assert.match(
+      String(onSnapshots[0]!["Index Cond"]),
+      /^\(\(ROW\(device_id, endpoint_label\) >= ROW\(n\.device_id, g\.label\)\) AND \(ROW\(device_id, endpoint_label\) <= ROW\(n\.device_id, g\.label\)\)\)$/,
+      "both bounds of the pair are the index condition",
+    );
+    // And the statement answers: per pair, the last snapshot collected at or before asOf.
+    const { rows } = await q.execute(db.kysely);
+    assert.equal(rows.length, 8);
+    const want = await sql<{ n: string }>`select count(*)::text as n from snapshots
+    where endpoint_label = 'ntp_config' and device_id = ${ids[0]} and collected_at <= ${asOf}`.execute(
+      db.kysely,
+    );
+    assert.ok(Number(want.rows[0]!.n) > 0 && Number(want.rows[0]!.n) < 2000);
+    for (const r of rows) assert.ok(new Date(r.collected_at).getTime() <= asOf.getTime());
+    const newest = await sql<{ id: string }>`select max(id)::text as id from snapshots
+    where endpoint_label = 'ntp_config' and device_id = ${ids[0]} and collected_at <= ${asOf}`.execute(
+      db.kysely,
+    );
+    assert.equal(
+      rows.find((r) => r.device_id === ids[0] && r.endpoint_label === "ntp_config")?.snapshot_id,
+      newest.rows[0]!.id,
+    );
+  },
+);

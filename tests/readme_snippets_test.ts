@@ -13,7 +13,15 @@ import assert from "node:assert/strict";
 import { childEnv } from "@dutlab/core/testing";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
-const SECTIONS = ["Quick start", "Five-minute tour", "Devices", "Operator workflow", "Test runs and reports"];
+const SECTIONS = [
+  "Quick start",
+  "Five-minute tour",
+  "Devices",
+  "Operator workflow",
+  "Filters, dry run and as of a past moment",
+  "Test runs and reports",
+  "Gating the start",
+];
 const LONG_RUNNING = /^npx -y deno@[\d.]+ task (serve|lab(?! (set|show)\b)|test)\b/;
 
 /** The `sh` blocks of a section: from its heading to the next heading of any level. */

@@ -450,6 +450,42 @@ export async function readLab(
     : await db.transaction().setIsolationLevel("repeatable read").setAccessMode("read only").execute(read);
 }
 
+/** One row of the lab read's snapshot statement. */
+type LatestRow = {
+  device_id: string;
+  endpoint_label: string;
+  snapshot_id: string;
+  sha256: string;
+  collected_at: Date | string;
+};
+
+/**
+ * The snapshot statement of a lab read as of a moment (exported for its plan test in
+ * tests/preflight_filters_test.ts): per wanted pair (per label, its device ids comma-separated), the last
+ * snapshot stored (highest id, the order `snapshot_latest` keeps) among those collected at or before `asOf`.
+ * It reads the pair's range of the index `snapshots_device_label_id (device_id, endpoint_label, id desc)` from
+ * the newest entry and stops at the first row collected at or before `asOf`: the rows read are the pair's
+ * snapshots stored since `asOf`.
+ *
+ * The pair is matched with row comparisons, not equalities, on purpose: with `device_id = … and
+ * endpoint_label = …` PostgreSQL drops both from the ORDER BY (they equal outer values), leaving `id desc`,
+ * which the primary key also serves; for a small lab with a long history the planner then prefers a backward
+ * scan of the primary key filtered on the pair, which walks every device's snapshots since `asOf` once per
+ * pair (seen on PGlite with 40,000 rows). A row comparison is no equivalence: the ORDER BY keeps
+ * `device_id, endpoint_label, id desc`, which only `snapshots_device_label_id` provides, and both bounds are
+ * its index condition.
+ */
+export function latestAsOfSql(labels: string[], ids: string[], asOf: Date) {
+  return sql<LatestRow>`select n.device_id::text, g.label as endpoint_label, s.id::text as snapshot_id,
+      s.payload_sha256 as sha256, s.collected_at
+    from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
+    cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
+    cross join lateral (select x.id, x.payload_sha256, x.collected_at from snapshots x
+      where (x.device_id, x.endpoint_label) >= (n.device_id, g.label)
+        and (x.device_id, x.endpoint_label) <= (n.device_id, g.label) and x.collected_at <= ${asOf}
+      order by x.device_id, x.endpoint_label, x.id desc limit 1) s`;
+}
+
 async function readLabIn(tx: Kysely<Database>, readers: LabWants[], opts: LabReadOptions): Promise<LabRead> {
   let dq = tx.selectFrom("devices").select(["id", "hostname", "vendor", "device_role"])
     .where("enabled", "=", true);
@@ -471,32 +507,12 @@ async function readLabIn(tx: Kysely<Database>, readers: LabWants[], opts: LabRea
   if (labels.length === 0) return { devices, latest, payloads };
   // The latest snapshot of each wanted pair (small rows). Per label, its device ids comma-separated (UUIDs).
   const ids = labels.map((l) => [...wanted.get(l)!].join(","));
-  type Row = {
-    device_id: string;
-    endpoint_label: string;
-    snapshot_id: string;
-    sha256: string;
-    collected_at: Date | string;
-  };
-  // As of a moment: per pair, the last snapshot stored (highest id, the order snapshot_latest keeps) among
-  // those collected at or before it. The index (device_id, endpoint_label, id desc) is read backwards from the
-  // pair's newest row and stops at the first match: the rows read are the pair's snapshots stored after asOf.
-  const { rows } = opts.asOf
-    ? await sql<Row>`select n.device_id::text, g.label as endpoint_label, s.id::text as snapshot_id,
-        s.payload_sha256 as sha256, s.collected_at
-      from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
-      cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
-      cross join lateral (select x.id, x.payload_sha256, x.collected_at from snapshots x
-        where x.device_id = n.device_id and x.endpoint_label = g.label and x.collected_at <= ${opts.asOf}
-        order by x.id desc limit 1) s`.execute(tx)
-    : await sql<
-      Row
-    >`select l.device_id::text, l.endpoint_label, l.snapshot_id::text, s.payload_sha256 as sha256,
-        s.collected_at
+  const { rows } = await (opts.asOf ? latestAsOfSql(labels, ids, opts.asOf) : sql<LatestRow>`select
+        l.device_id::text, l.endpoint_label, l.snapshot_id::text, s.payload_sha256 as sha256, s.collected_at
       from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
       cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
       join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = g.label
-      join snapshots s on s.id = l.snapshot_id`.execute(tx);
+      join snapshots s on s.id = l.snapshot_id`).execute(tx);
   const shas = new Set<string>();
   for (const r of rows) {
     let byDevice = latest.get(r.endpoint_label);
