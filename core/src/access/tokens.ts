@@ -41,6 +41,12 @@ const OPERATOR_ROUTES = new Set([
  * them. Like every POST they are still recorded in the audit log (audit.ts), as pre-flight is.
  */
 export const READ_POSTS = new Set(["POST /api/test-runs/compare"]);
+/**
+ * The role that may start a gated run over a failed pre-flight (`override` of `POST /api/test-runs`, README
+ * "Gating the start"). An operator may start runs, not skip their gate: CI tokens are operators.
+ */
+export const OVERRIDE_START_GATE_ROLE: Role = "admin";
+
 /** Reads only an admin may make: who holds which token, and who did what. */
 const ADMIN_READS = [/^\/api\/admin\/tokens(\/|$)/, /^\/api\/admin\/audit$/];
 

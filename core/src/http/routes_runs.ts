@@ -10,6 +10,7 @@ import {
 import { planPreflight, resolveSelection, runPreflight } from "../preflight/engine.ts";
 import { StartGateRefused } from "../runs/service.ts";
 import { principalOf } from "./auth.ts";
+import { OVERRIDE_START_GATE_ROLE, roleAllows } from "../access/tokens.ts";
 import { noteForAudit } from "./audit.ts";
 import { problems } from "./problem.ts";
 import { shareLink } from "./share.ts";
@@ -140,11 +141,11 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
     async (c) => {
       const input = c.req.valid("json");
       const principal = principalOf(c);
-      if (input.override && principal?.role !== "admin") {
+      if (input.override && !(principal && roleAllows(principal.role, OVERRIDE_START_GATE_ROLE))) {
         throw problems.forbidden(
-          `Overriding the start gate needs the admin role; the token "${principal?.name ?? "unknown"}" has ${
-            principal?.role ?? "no role"
-          }`,
+          `Overriding the start gate needs the ${OVERRIDE_START_GATE_ROLE} role; the token "${
+            principal?.name ?? "unknown"
+          }" has ${principal?.role ?? "no role"}`,
         );
       }
       let run;
