@@ -449,7 +449,13 @@ export interface paths {
         put?: never;
         /**
          * Run the pre-flight checks for a plan
-         * @description Read-only: evaluates the latest stored snapshot per enabled device and label; never collects or contacts a device. 200 when every check passed; 422 (same body) when any failed or was skipped (a skipped check means the lab is not known to be ready) or when no check applies. A check that cannot read its payload gives status `error` (counted as failed), never a 500. Disabled devices are left out. Unknown planIdentifier: 404. `?format=junit|markdown|csv` answers the same result (same status) as JUnit XML, Markdown or CSV (README "Result formats").
+         * @description Read-only: evaluates the latest stored snapshot per enabled device and label; never collects or contacts a device. 200 when every check passed; 422 (same body) when any failed or was skipped (a skipped check means the lab is not known to be ready) or when no check applies. A check that cannot read its payload gives status `error` (counted as failed), never a 500. Disabled devices are left out. Unknown planIdentifier: 404. `?format=junit|markdown|csv` answers the same result (same status) as JUnit XML, Markdown or CSV (README "Result formats"); a dry run answers JSON only.
+         *
+         *     **Filters** (optional): `devices` (ids or hostnames), `checks` (check ids), `tags` (a device must carry every tag). Devices named and devices tagged are intersected. A filtered result carries `selection` and says so in its `summary`; `pass` is true only when every evaluated check passed **and** the filter left out no (check, device) pair the whole plan evaluates, so a filter never turns a plan whose required devices or checks were left out into a pass. An unknown (or disabled) device, an unknown check or a tag no device carries is a 400 naming it (`devices.0`, `checks.1`, `tags.0`).
+         *
+         *     **asOf** (ISO 8601 date-time, not later than now): the lab as it stood then: devices registered at or before it (enabled now), per device and label the newest snapshot collected at or before it, and `snapshot-fresh` judged against asOf instead of now.
+         *
+         *     **dryRun**: answers 200 with a PreflightPlan: every (device, check, label) triple that would be evaluated and the snapshot it would read (null: none), without reading payloads or evaluating.
          */
         post: operations["runPreflight"];
         delete?: never;
@@ -473,7 +479,9 @@ export interface paths {
         put?: never;
         /**
          * Start a test run
-         * @description Freezes the plan, records the lab state (devices, firewalls' TLS-decrypt state) and the pre-flight result at start. Pre-flight does not gate the start (spec 1). Only one run is active at a time (409). While active, every stored snapshot carries its executionId.
+         * @description Freezes the plan, records the lab state (devices, firewalls' TLS-decrypt state) and the pre-flight result at start. Only one run is active at a time (409). While active, every stored snapshot carries its executionId.
+         *
+         *     **Gating** (opt-in): a start is gated when the plan declares `startGate: "preflight-pass"` or the request sets `requirePreflightPass: true` (false cannot lift a plan's gate). A gated start whose pre-flight does not pass answers 422 with the pre-flight result as its body and starts nothing. `override: {reason}` starts it anyway: admin role only (403 for any other role, whatever the pre-flight), recorded (reason, token name, role, time) in the audit entry's `detail`, on the run (`startGate`), in the report (`startGate` and the verdict's `preflight` reason) and on the print page. `override` on an ungated start: 400. Ungated starts behave as before.
          */
         post: operations["startRun"];
         delete?: never;
@@ -747,6 +755,8 @@ export interface components {
             lastPollStatus: "ok" | "auth_failed" | "tls_error" | "timeout" | "unreachable" | "http_error" | "protocol_error" | "adapter_error" | "credential_error" | null;
             lastPollError: string | null;
             pinnedCertSha256: string | null;
+            /** @description The device's tags, sorted (README "Devices") */
+            tags: string[];
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -794,6 +804,8 @@ export interface components {
             notes?: string | null;
             /** @default true */
             enabled: boolean;
+            /** @description Tags (each 1-64 characters of [A-Za-z0-9._:-], case-sensitive; at most 32 distinct). Duplicates are folded and the set is stored sorted. On PATCH the list replaces the device's tags (`[]` clears them). */
+            tags?: string[];
         };
         DevicePatch: {
             hostname?: string;
@@ -808,6 +820,8 @@ export interface components {
             pollIntervalSeconds?: number;
             notes?: string | null;
             enabled?: boolean;
+            /** @description Tags (each 1-64 characters of [A-Za-z0-9._:-], case-sensitive; at most 32 distinct). Duplicates are folded and the set is stored sorted. On PATCH the list replaces the device's tags (`[]` clears them). */
+            tags?: string[];
             pinnedCertSha256?: null;
         };
         Ok: {
@@ -867,6 +881,8 @@ export interface components {
             outcome: "success" | "refused" | "failed";
             /** @description The X-Request-Id of the request */
             requestId: string;
+            /** @description A note the route added, never a body: today only a run started over a failed pre-flight (the override, its reason and who gave it); null otherwise */
+            detail: string | null;
         };
         SnapshotPage: {
             snapshots: components["schemas"]["Snapshot"][];
@@ -1144,6 +1160,11 @@ export interface components {
             deviceRoles: string[];
             /** @description Opt-in checks the plan runs besides every check that applies (absent: none) */
             checks?: string[];
+            /**
+             * @description `preflight-pass`: a run of this plan starts only when its pre-flight passes (an admin may override with a reason)
+             * @enum {string}
+             */
+            startGate?: "preflight-pass";
             /** @description Per device role, the snapshot labels whose drift during a run makes the verdict input `configuration-drift` invalid (absent: drift never affects the verdict) */
             dependsOn?: {
                 deviceRole: string;
@@ -1160,9 +1181,17 @@ export interface components {
             checksPassed: number;
             checksFailed: number;
             checksSkipped: number;
+            /** @description True when every evaluated check passed and, for a filtered request, the filter left out nothing the plan evaluates (`selection.complete`) */
             pass: boolean;
             checks: components["schemas"]["CheckResult"][];
+            /** @description One line: counts, then readiness; a filtered result says it is filtered (and, when the filter left out devices or checks the plan requires, that it is no readiness verdict) */
             summary: string;
+            /**
+             * Format: date-time
+             * @description Present when the request gave `asOf`: the lab as evaluated at that moment
+             */
+            asOf?: string;
+            selection?: components["schemas"]["PreflightSelection"];
         };
         CheckResult: {
             checkId: string;
@@ -1184,8 +1213,70 @@ export interface components {
                 collectedAt: string;
             } | null;
         };
+        /** @description Present when the request filtered devices, checks or tags */
+        PreflightSelection: {
+            devices: string[] | null;
+            checks: string[] | null;
+            tags: string[] | null;
+            /** @description The (check, device) pairs of the whole plan that the filter left out */
+            excluded: {
+                pairs: number;
+                /** @description Hostnames of the devices left out */
+                devices: string[];
+                checks: string[];
+            };
+            /** @description True when the filter left out nothing the plan evaluates */
+            complete: boolean;
+        };
+        PreflightPlan: {
+            planIdentifier: string;
+            /** @enum {boolean} */
+            dryRun: true;
+            ranAt: string;
+            /** Format: date-time */
+            asOf?: string;
+            /** @description (check, device) pairs that would be evaluated */
+            evaluations: number;
+            /** @description Of those, the pairs without a snapshot of the check's label (they would be skipped) */
+            wouldSkip: number;
+            /** @description One (device, check, label) triple per label each evaluation would read */
+            reads: {
+                checkId: string;
+                /** Format: uuid */
+                deviceId: string;
+                deviceHostname: string;
+                vendor: string;
+                label: string;
+                /**
+                 * @description `evidence`: the check's own label (what its result cites); `related`: a further label it reads
+                 * @enum {string}
+                 */
+                reads: "evidence" | "related";
+                /** @description The snapshot it would read; null: none */
+                snapshot: {
+                    snapshotId: string;
+                    payloadSha256: string;
+                    collectedAt: string;
+                } | null;
+            }[];
+            summary: string;
+            selection?: components["schemas"]["PreflightSelection"];
+        };
         PreflightRequest: {
             planIdentifier: string;
+            /** @description Only these devices: ids or hostnames of enabled devices (an unknown or disabled one is a 400 naming it) */
+            devices?: string[];
+            /** @description Only these checks (check ids; an unknown one is a 400 naming it) */
+            checks?: string[];
+            /** @description Only devices carrying every one of these tags (AND; a tag no device carries is a 400 naming it) */
+            tags?: string[];
+            /** @description True: answer which (device, check, label) triples would be evaluated and which snapshot each would read (PreflightPlan, 200), without reading payloads or evaluating */
+            dryRun?: boolean;
+            /**
+             * Format: date-time
+             * @description Evaluate the lab as it stood at this moment (not later than now): per device and label the newest snapshot collected at or before it, devices registered at or before it, and `snapshot-fresh` judged against it
+             */
+            asOf?: string;
         };
         TestRun: {
             runId: string;
@@ -1249,6 +1340,7 @@ export interface components {
             };
             alerts: components["schemas"]["TLSDecryptModeChanged"][];
             reportSha256: string | null;
+            startGate: components["schemas"]["StartGate"];
             /** @description The frozen report's verdict (null while active or in older reports) */
             verdict: {
                 /** @enum {string} */
@@ -1273,12 +1365,37 @@ export interface components {
             to: "on" | "off";
             snapshotId: string;
         };
+        /** @description How the start was gated on pre-flight (null for runs started before gating existed) */
+        StartGate: {
+            gated: boolean;
+            /**
+             * @description `plan`: the plan's startGate; `request`: requirePreflightPass; null: ungated
+             * @enum {string|null}
+             */
+            source: "plan" | "request" | null;
+            preflightPass: boolean;
+            /** @description Set when the run was started over a failed pre-flight */
+            override: {
+                reason: string;
+                /** @description The name of the token that overrode the gate */
+                by: string;
+                role: string;
+                /** Format: date-time */
+                at: string;
+            } | null;
+        } | null;
         StartRunRequest: {
             planIdentifier: string;
             licenseId?: string;
             notes?: string | null;
             /** @description The customer (licensee) the report is issued to; the licence text names it */
             customer?: string | null;
+            /** @description True: start only when the pre-flight at start passes (else 422 with the pre-flight body, nothing started). A plan with `startGate: "preflight-pass"` is gated whatever this says. */
+            requirePreflightPass?: boolean;
+            /** @description Start a gated run even though its pre-flight does not pass. Needs the admin role (403 otherwise); recorded with its reason and the token's name in the audit log, on the run, in the report and on the print page. Refused (400) on an ungated start; unused (not recorded) when the pre-flight passes. */
+            override?: {
+                reason: string;
+            };
         };
         TestRunPage: {
             runs: components["schemas"]["TestRun"][];
@@ -1336,6 +1453,8 @@ export interface operations {
                 lastPollStatus?: "ok" | "auth_failed" | "tls_error" | "timeout" | "unreachable" | "http_error" | "protocol_error" | "adapter_error" | "credential_error" | "never";
                 /** @description Case-insensitive substring of the hostname or the notes */
                 q?: string;
+                /** @description Only devices carrying this tag; repeatable (`?tag=a&tag=b`): a device must carry every tag given (AND). Tags are case-sensitive. */
+                tag?: string[];
             };
             header?: never;
             path?: never;
@@ -3217,13 +3336,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Every check passed */
+            /** @description Every check passed (PreflightResult), or a dry run's plan (PreflightPlan) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PreflightResult"];
+                    "application/json": components["schemas"]["PreflightResult"] | components["schemas"]["PreflightPlan"];
                     "application/xml": string;
                     "text/markdown": string;
                     "text/csv": string;
@@ -3274,7 +3393,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description At least one check failed or was skipped */
+            /** @description At least one check failed or was skipped, or the filter left out part of the plan */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3438,6 +3557,15 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gated start refused: the pre-flight at start did not pass (nothing started) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreflightResult"];
                 };
             };
             /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */

@@ -42,6 +42,12 @@ export interface Plan {
    * "Verdict"). Absent: the plan names no dependency and drift never affects the verdict.
    */
   dependsOn?: PlanDependency[];
+  /**
+   * `preflight-pass`: a run of this plan starts only when its pre-flight passes (an admin may override with a
+   * reason, README "Gating the start"). Absent: the start is not gated unless the request asks
+   * (`requirePreflightPass`).
+   */
+  startGate?: "preflight-pass";
   /** Further parameters shown in the report's parameter table. */
   parameters: Record<string, string | number | boolean>;
 }

@@ -251,6 +251,15 @@ export function buildRegistry(mods: LoadedModules): Registry {
       throw new StartupError("DUPLICATE_PLAN", `Plan "${p.identifier}" is defined twice`);
     }
     ids.add(p.identifier);
+    // A misspelt gate must stop the start-up: read as "no gate" it would let every start through.
+    if (p.startGate !== undefined && p.startGate !== "preflight-pass") {
+      throw new StartupError(
+        "PLAN_CATALOG",
+        `Plan "${p.identifier}": startGate must be "preflight-pass" or absent, not ${
+          JSON.stringify(p.startGate)
+        }`,
+      );
+    }
     if (p.dependsOn !== undefined) {
       const r = PlanDependsOnSchema.safeParse(p.dependsOn);
       if (!r.success) {

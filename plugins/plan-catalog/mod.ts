@@ -117,6 +117,9 @@ export const plans: Plan[] = [
     ),
     deviceRoles: [...ROLES],
     checks: ["bmc-health-ok", "bmc-power-on"],
+    // "Started only when ...": a run of this plan starts only over a passing pre-flight (an admin may
+    // override with a reason, root README "Gating the start").
+    startGate: "preflight-pass",
     // The servers' health gates the start, so a server whose host or health state changed mid-run also
     // voids the run: system_info carries the power state and health the checks read.
     dependsOn: [...structuredClone(FIREWALL), { deviceRole: "bmc", labels: ["system_info"] }],

@@ -44,6 +44,12 @@ export const READ_POSTS = new Set([
   "POST /api/test-runs/compare",
   "POST /api/test-runs/:executionId/replay",
 ]);
+/**
+ * The role that may start a gated run over a failed pre-flight (`override` of `POST /api/test-runs`, README
+ * "Gating the start"). An operator may start runs, not skip their gate: CI tokens are operators.
+ */
+export const OVERRIDE_START_GATE_ROLE: Role = "admin";
+
 /** Reads only an admin may make: who holds which token, and who did what. */
 const ADMIN_READS = [/^\/api\/admin\/tokens(\/|$)/, /^\/api\/admin\/audit$/];
 
@@ -176,6 +182,8 @@ export interface AuditEntry {
   status: number;
   outcome: "success" | "refused" | "failed";
   requestId: string;
+  /** A note the route added (e.g. a start-gate override and its reason), never a body; null otherwise. */
+  detail: string | null;
 }
 
 export interface AuditFilter {
@@ -204,6 +212,7 @@ export class AuditLog {
       status: e.status,
       outcome: e.outcome,
       request_id: e.requestId,
+      detail: e.detail,
     }).execute();
   }
 
@@ -238,6 +247,7 @@ export class AuditLog {
         status: r.status,
         outcome: r.outcome as AuditEntry["outcome"],
         requestId: r.request_id,
+        detail: r.detail ?? null,
       })),
       nextCursor: rows.length > limit && last ? encodeCursor("a", last.id) : null,
     };

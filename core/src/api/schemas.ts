@@ -24,6 +24,26 @@ const baseUrl = z.string().trim().max(2048).refine((v) => {
     return false;
   }
 }, "must be an https:// URL without embedded credentials");
+/** One device tag (README "Devices"): 1-64 characters of letters, digits, `.`, `_`, `:` and `-`. */
+export const TAG_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
+/** At most this many tags per device. */
+export const MAX_TAGS = 32;
+const tag = z.string().regex(TAG_PATTERN, "must be 1-64 characters of letters, digits, '.', '_', ':' or '-'")
+  .openapi({ pattern: TAG_PATTERN.source, example: "site:lab1" });
+/**
+ * A device's tags as sent: duplicates are folded (each tag kept once) and the set is stored sorted; more than
+ * 32 distinct tags is a 400.
+ */
+const tags = z.array(tag).transform((t) => [...new Set(t)].sort()).pipe(
+  z.array(z.string()).max(MAX_TAGS, `must hold at most ${MAX_TAGS} distinct tags`),
+).openapi({
+  type: "array",
+  items: { type: "string", pattern: TAG_PATTERN.source },
+  description:
+    `Tags (each 1-64 characters of [A-Za-z0-9._:-], case-sensitive; at most ${MAX_TAGS} distinct). ` +
+    "Duplicates are folded and the set is stored sorted. On PATCH the list replaces the device's tags " +
+    "(`[]` clears them).",
+});
 const tlsVerifyMode = z.enum(["strict", "self-signed", "insecure"]);
 const pollInterval = z.number({ message: "must be a whole number of seconds" }).int("must be a whole number")
   .min(30, "must be at least 30").max(86_400, "must be at most 86400");
@@ -46,6 +66,7 @@ export const DeviceCreate = z.object({
   pollIntervalSeconds: pollInterval.default(300),
   notes: z.string().max(10_000).nullable().optional(),
   enabled: z.boolean().default(true),
+  tags: tags.default([]),
 }).strict().openapi("DeviceCreate");
 
 export const DevicePatch = z.object({
@@ -61,6 +82,7 @@ export const DevicePatch = z.object({
   pollIntervalSeconds: pollInterval.optional(),
   notes: z.string().max(10_000).nullable().optional(),
   enabled: z.boolean().optional(),
+  tags: tags.optional(),
   pinnedCertSha256: z.null({ message: "can only be set to null (to clear the pin)" }).optional(),
 }).strict().refine((v) => Object.keys(v).length > 0, "must contain at least one field").openapi(
   "DevicePatch",
@@ -84,6 +106,7 @@ export const Device = z.object({
   lastPollStatus: z.enum(POLL_STATUSES).nullable(),
   lastPollError: z.string().nullable(),
   pinnedCertSha256: z.string().nullable(),
+  tags: z.array(z.string()).openapi({ description: 'The device\'s tags, sorted (README "Devices")' }),
   createdAt: z.string().openapi({ format: "date-time" }),
   updatedAt: z.string().openapi({ format: "date-time" }),
 }).openapi("Device");
@@ -162,6 +185,19 @@ export const ProblemSchema = z.object({
 
 const Evidence = z.object({ snapshotId: z.string(), payloadSha256: z.string(), collectedAt: z.string() })
   .nullable();
+const Selection = z.object({
+  devices: z.array(z.string()).nullable(),
+  checks: z.array(z.string()).nullable(),
+  tags: z.array(z.string()).nullable(),
+  excluded: z.object({
+    pairs: z.number().int(),
+    devices: z.array(z.string()).openapi({ description: "Hostnames of the devices left out" }),
+    checks: z.array(z.string()),
+  }).openapi({ description: "The (check, device) pairs of the whole plan that the filter left out" }),
+  complete: z.boolean().openapi({ description: "True when the filter left out nothing the plan evaluates" }),
+}).openapi("PreflightSelection", {
+  description: "Present when the request filtered devices, checks or tags",
+});
 const CheckResult = z.object({
   checkId: z.string(),
   description: z.string(),
@@ -182,10 +218,46 @@ export const PreflightResult = z.object({
   checksPassed: z.number().int(),
   checksFailed: z.number().int(),
   checksSkipped: z.number().int(),
-  pass: z.boolean(),
+  pass: z.boolean().openapi({
+    description: "True when every evaluated check passed and, for a filtered request, the filter left out " +
+      "nothing the plan evaluates (`selection.complete`)",
+  }),
   checks: z.array(CheckResult),
-  summary: z.string(),
+  summary: z.string().openapi({
+    description: "One line: counts, then readiness; a filtered result says it is filtered (and, when the " +
+      "filter left out devices or checks the plan requires, that it is no readiness verdict)",
+  }),
+  asOf: z.string().optional().openapi({
+    format: "date-time",
+    description: "Present when the request gave `asOf`: the lab as evaluated at that moment",
+  }),
+  selection: Selection.optional(),
 }).openapi("PreflightResult");
+
+export const PreflightPlan = z.object({
+  planIdentifier: z.string(),
+  dryRun: z.literal(true),
+  ranAt: z.string(),
+  asOf: z.string().optional().openapi({ format: "date-time" }),
+  evaluations: z.number().int().openapi({ description: "(check, device) pairs that would be evaluated" }),
+  wouldSkip: z.number().int().openapi({
+    description: "Of those, the pairs without a snapshot of the check's label (they would be skipped)",
+  }),
+  reads: z.array(z.object({
+    checkId: z.string(),
+    deviceId: z.uuid(),
+    deviceHostname: z.string(),
+    vendor: z.string(),
+    label: z.string(),
+    reads: z.enum(["evidence", "related"]).openapi({
+      description: "`evidence`: the check's own label (what its result cites); `related`: a further label " +
+        "it reads",
+    }),
+    snapshot: Evidence.openapi({ description: "The snapshot it would read; null: none" }),
+  })).openapi({ description: "One (device, check, label) triple per label each evaluation would read" }),
+  summary: z.string(),
+  selection: Selection.optional(),
+}).openapi("PreflightPlan");
 
 const PlanPhase = z.object({
   name: z.string(),
@@ -214,6 +286,11 @@ export const Plan = z.object({
   checks: z.array(z.string()).optional().openapi({
     description: "Opt-in checks the plan runs besides every check that applies (absent: none)",
   }),
+  startGate: z.literal("preflight-pass").optional().openapi({
+    description:
+      "`preflight-pass`: a run of this plan starts only when its pre-flight passes (an admin may " +
+      "override with a reason)",
+  }),
   dependsOn: z.array(z.object({ deviceRole: z.string(), labels: z.array(z.string()) })).optional().openapi({
     description: "Per device role, the snapshot labels whose drift during a run makes the verdict input " +
       "`configuration-drift` invalid (absent: drift never affects the verdict)",
@@ -221,6 +298,19 @@ export const Plan = z.object({
   parameters: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
 }).openapi("Plan");
 
+const StartGate = z.object({
+  gated: z.boolean(),
+  source: z.enum(["plan", "request"]).nullable().openapi({
+    description: "`plan`: the plan's startGate; `request`: requirePreflightPass; null: ungated",
+  }),
+  preflightPass: z.boolean(),
+  override: z.object({
+    reason: z.string(),
+    by: z.string().openapi({ description: "The name of the token that overrode the gate" }),
+    role: z.string(),
+    at: z.string().openapi({ format: "date-time" }),
+  }).nullable().openapi({ description: "Set when the run was started over a failed pre-flight" }),
+}).openapi("StartGate");
 const Alert = z.object({
   name: z.literal("TLSDecryptModeChanged"),
   at: z.string(),
@@ -287,6 +377,9 @@ export const TestRun = z.object({
   }),
   alerts: z.array(Alert),
   reportSha256: z.string().nullable(),
+  startGate: StartGate.nullable().openapi({
+    description: "How the start was gated on pre-flight (null for runs started before gating existed)",
+  }),
   verdict: z.object({
     value: z.enum(["pass", "fail", "invalid", "inconclusive"]),
     reasons: z.array(z.object({
@@ -300,7 +393,42 @@ export const TestRun = z.object({
 }).openapi("TestRun");
 
 const planIdentifier = z.string().trim().min(1, "must not be empty").max(200);
-export const PreflightRequest = z.object({ planIdentifier }).strict().openapi("PreflightRequest");
+const names = (what: string, item: z.ZodString) =>
+  z.array(item).min(1, "must name at least one (omit it to take every one)").max(1000).openapi({
+    description: what,
+  });
+export const PreflightRequest = z.object({
+  planIdentifier,
+  devices: names(
+    "Only these devices: ids or hostnames of enabled devices (an unknown or disabled one is a 400 naming it)",
+    z.string().trim().min(1, "must not be empty").max(253),
+  ).optional(),
+  checks: names(
+    "Only these checks (check ids; an unknown one is a 400 naming it)",
+    z.string().trim().min(1, "must not be empty").max(200),
+  ).optional(),
+  tags: names(
+    "Only devices carrying every one of these tags (AND; a tag no device carries is a 400 naming it)",
+    z.string().regex(TAG_PATTERN, "must be a tag: 1-64 characters of letters, digits, '.', '_', ':' or '-'"),
+  ).optional(),
+  dryRun: z.boolean().optional().openapi({
+    description:
+      "True: answer which (device, check, label) triples would be evaluated and which snapshot each " +
+      "would read (PreflightPlan, 200), without reading payloads or evaluating",
+  }),
+  asOf: z.string().refine((v) =>
+    /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/.test(v) &&
+    !isNaN(Date.parse(v)), {
+    message: "must be an ISO 8601 date-time with a time zone, such as 2026-11-23T10:00:00Z",
+  }).transform((v) => new Date(v)).optional().openapi({
+    type: "string",
+    format: "date-time",
+    description:
+      "Evaluate the lab as it stood at this moment (not later than now): per device and label the " +
+      "newest snapshot collected at or before it, devices registered at or before it, and `snapshot-fresh` " +
+      "judged against it",
+  }),
+}).strict().openapi("PreflightRequest");
 export const StartRunRequest = z.object({
   planIdentifier,
   licenseId: z.string().trim().min(1).max(100).regex(
@@ -311,6 +439,17 @@ export const StartRunRequest = z.object({
   notes: z.string().max(10_000).nullable().optional(),
   customer: z.string().trim().min(1, "must not be empty").max(200).nullable().optional().openapi({
     description: "The customer (licensee) the report is issued to; the licence text names it",
+  }),
+  requirePreflightPass: z.boolean().optional().openapi({
+    description: "True: start only when the pre-flight at start passes (else 422 with the pre-flight body, " +
+      'nothing started). A plan with `startGate: "preflight-pass"` is gated whatever this says.',
+  }),
+  override: z.object({
+    reason: z.string().trim().min(1, "must not be empty").max(1000, "must be at most 1000 characters"),
+  }).strict().optional().openapi({
+    description: "Start a gated run even though its pre-flight does not pass. Needs the admin role (403 " +
+      "otherwise); recorded with its reason and the token's name in the audit log, on the run, in the report " +
+      "and on the print page. Refused (400) on an ungated start; unused (not recorded) when the pre-flight passes.",
   }),
 }).strict().openapi("StartRunRequest");
 

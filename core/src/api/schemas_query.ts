@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { POLL_STATUSES } from "../errors.ts";
+import { TAG_PATTERN } from "./schemas.ts";
 
 /** `limit` of a paged list: a whole number from 1 to `max`. */
 export const limitParam = (max: number, description: string) =>
@@ -34,6 +35,21 @@ export const DeviceListQuery = z.object({
   }),
   q: z.string().trim().min(1, "must not be empty").max(200).optional().openapi({
     description: "Case-insensitive substring of the hostname or the notes",
+  }),
+  tag: z.union([z.string(), z.array(z.string())]).transform((v) => typeof v === "string" ? [v] : v).pipe(
+    z.array(
+      z.string().regex(
+        TAG_PATTERN,
+        "must be a tag: 1-64 characters of letters, digits, '.', '_', ':' or '-'",
+      ),
+    )
+      .max(32, "must be given at most 32 times"),
+  ).optional().openapi({
+    type: "array",
+    items: { type: "string", pattern: TAG_PATTERN.source },
+    description:
+      "Only devices carrying this tag; repeatable (`?tag=a&tag=b`): a device must carry every tag " +
+      "given (AND). Tags are case-sensitive.",
   }),
 }).strict();
 

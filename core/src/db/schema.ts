@@ -19,6 +19,8 @@ export interface DevicesTable {
   last_poll_status: string | null;
   last_poll_error: string | null;
   pinned_cert_sha256: string | null;
+  /** The operator's tags (migration 0012): folded (no duplicates) and sorted. */
+  tags: ColumnType<string[], string[] | undefined, string[]>;
   created_at: Generated<Timestamp>;
   updated_at: Generated<Timestamp>;
 }
@@ -91,6 +93,8 @@ export interface TestRunsTable {
   lab_name: string | null;
   /** The customer (licensee) named at start. */
   customer: string | null;
+  /** How the start was gated (`StartGate`, migration 0012); null for runs started before it. */
+  start_gate_json: ColumnType<unknown | null, string | null | undefined, never>;
 }
 
 /** Audit trail of finished runs deleted through `dutlab_delete_finished_run` (append-only). */
@@ -140,6 +144,8 @@ export interface AuditLogTable {
   status: number;
   outcome: string;
   request_id: string;
+  /** A note the route added (migration 0012), e.g. the override of a failed pre-flight; null otherwise. */
+  detail: ColumnType<string | null, string | null | undefined, never>;
 }
 
 /** Live events kept for a bounded window (SSE resume). `data` is JSON text. */

@@ -21,6 +21,8 @@ export interface DeviceFilter {
   lastPollStatus?: PollStatus | "never";
   /** Case-insensitive substring of the hostname or the notes. */
   q?: string;
+  /** Devices carrying every one of these tags (AND). */
+  tag?: string[];
   limit?: number;
   cursor?: string;
 }
@@ -45,6 +47,7 @@ const VIEW_COLUMNS = [
   "last_poll_status",
   "last_poll_error",
   "pinned_cert_sha256",
+  "tags",
   "created_at",
   "updated_at",
 ] as const satisfies ReadonlyArray<keyof DeviceListRow>;
@@ -66,6 +69,8 @@ export interface DeviceView {
   lastPollStatus: PollStatus | null;
   lastPollError: string | null;
   pinnedCertSha256: string | null;
+  /** Sorted, without duplicates. */
+  tags: string[];
   createdAt: string;
   updatedAt: string;
 }
@@ -91,6 +96,7 @@ export function toView(r: DeviceListRow): DeviceView {
     lastPollStatus: r.last_poll_status as PollStatus | null,
     lastPollError: r.last_poll_error,
     pinnedCertSha256: r.pinned_cert_sha256,
+    tags: r.tags ?? [],
     createdAt: iso(r.created_at)!,
     updatedAt: iso(r.updated_at)!,
   };
@@ -153,6 +159,8 @@ export class DeviceStore {
       const like = `%${f.q.replace(/[\\%_]/g, (m) => `\\${m}`)}%`;
       q = q.where((eb) => eb.or([eb("hostname", "ilike", like), eb("notes", "ilike", like)]));
     }
+    // Every tag asked for (AND): `@>` is served by the GIN index devices_tags (migration 0012).
+    if (f.tag?.length) q = q.where(sql<boolean>`tags @> ${textArray(f.tag)}`);
     if (f.cursor !== undefined) {
       const after = decodeCursor("d", f.cursor);
       if (after === null) return null;
@@ -226,6 +234,7 @@ export class DeviceStore {
     pollIntervalSeconds: number;
     notes?: string | null;
     enabled: boolean;
+    tags?: string[];
   }): Promise<string> {
     this.#checkVendor(input.vendor);
     this.#checkRole(input.deviceRole, "deviceRole");
@@ -249,6 +258,7 @@ export class DeviceStore {
         last_poll_status: null,
         last_poll_error: null,
         pinned_cert_sha256: null,
+        tags: textArray(foldTags(input.tags ?? [])),
       }).execute();
     } catch (e) {
       throw asHostnameConflict(e, input.hostname);
@@ -266,6 +276,7 @@ export class DeviceStore {
     pollIntervalSeconds?: number;
     notes?: string | null;
     enabled?: boolean;
+    tags?: string[];
     pinnedCertSha256?: null;
   }): Promise<DeviceRow> {
     this.#checkRole(patch.deviceRole, "deviceRole");
@@ -282,6 +293,7 @@ export class DeviceStore {
     if (patch.pollIntervalSeconds !== undefined) set.poll_interval_seconds = patch.pollIntervalSeconds;
     if (patch.notes !== undefined) set.notes = patch.notes;
     if (patch.enabled !== undefined) set.enabled = patch.enabled;
+    if (patch.tags !== undefined) set.tags = textArray(foldTags(patch.tags));
     const moved = (patch.baseUrl !== undefined && patch.baseUrl !== row.base_url) ||
       (patch.tlsVerifyMode !== undefined && patch.tlsVerifyMode !== row.tls_verify_mode);
     if (patch.pinnedCertSha256 === null || moved) set.pinned_cert_sha256 = null;
@@ -424,6 +436,14 @@ export function deviceTarget(row: DeviceRow) {
     pinnedCertSha256: row.pinned_cert_sha256,
   };
 }
+
+/** Tags folded (each once) and sorted: the form stored and shown (README "Devices"). */
+export function foldTags(tags: readonly string[]): string[] {
+  return [...new Set(tags)].sort();
+}
+
+/** A text[] parameter (the drivers bind a JS array; the cast names its type). */
+const textArray = (values: readonly string[]) => sql<string[]>`cast(${[...values]} as text[])`;
 
 export function isUniqueViolation(e: unknown): boolean {
   const err = e as { code?: string; message?: string };

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { Services } from "../runtime/services.ts";
 import { logger } from "../runtime/log.ts";
 import { principalOf } from "./auth.ts";
@@ -6,11 +6,22 @@ import { routeTemplate, templateParams } from "./route.ts";
 
 const log = logger("audit");
 const READS = new Set(["GET", "HEAD", "OPTIONS"]);
+const notes = new WeakMap<Request, string>();
+
+/**
+ * Add a note to this request's audit entry (at most 2,000 characters): what a route must leave on record
+ * beyond the request line, e.g. a run started over a failed pre-flight with the override's reason. Never a
+ * secret.
+ */
+export function noteForAudit(c: Context, note: string): void {
+  notes.set(c.req.raw, note.length > 2000 ? `${note.slice(0, 1999)}…` : note);
+}
 
 /**
  * Record every state-changing request (any method but GET, HEAD, OPTIONS), refused ones included, in the
  * append-only audit log: time, token name and role (null when no valid token was sent), method, route
- * template, target id, status, outcome and request id. Never a body, a query string or a header.
+ * template, target id, status, outcome and request id, and the note a route added ({@link noteForAudit}).
+ * Never a body, a query string or a header.
  */
 export function auditTrail(svc: Services): MiddlewareHandler {
   return async (c, next) => {
@@ -38,6 +49,7 @@ export function auditTrail(svc: Services): MiddlewareHandler {
         status,
         outcome: status < 400 ? "success" : status === 401 || status === 403 ? "refused" : "failed",
         requestId: c.get("requestId"),
+        detail: notes.get(c.req.raw) ?? null,
       });
     } catch (e) {
       log.error("Could not record {method} {route} (request {requestId}) in the audit log: {error}", {

@@ -42,6 +42,10 @@ const AuditEntry = z.object({
   status: z.number().int(),
   outcome: z.enum(["success", "refused", "failed"]),
   requestId: z.string().openapi({ description: "The X-Request-Id of the request" }),
+  detail: z.string().nullable().openapi({
+    description: "A note the route added, never a body: today only a run started over a failed pre-flight " +
+      "(the override, its reason and who gave it); null otherwise",
+  }),
 }).openapi("AuditEntry");
 const AuditQuery = z.object({
   limit: limitParam(1000, "Page size (1-1000, default 100)"),

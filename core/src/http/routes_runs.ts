@@ -7,7 +7,11 @@ import {
   problemResponse,
   problemResponses,
 } from "./openapi_util.ts";
-import { runPreflight } from "../preflight/engine.ts";
+import { planPreflight, resolveSelection, runPreflight } from "../preflight/engine.ts";
+import { StartGateRefused } from "../runs/service.ts";
+import { principalOf } from "./auth.ts";
+import { OVERRIDE_START_GATE_ROLE, roleAllows } from "../access/tokens.ts";
+import { noteForAudit } from "./audit.ts";
 import { problems } from "./problem.ts";
 import { shareLink } from "./share.ts";
 import { RunListQuery } from "../api/schemas_query.ts";
@@ -17,6 +21,7 @@ import {
   ExecutionIdParam,
   FinishRunRequest,
   Plan,
+  PreflightPlan,
   PreflightRequest,
   PreflightResult,
   StartRunRequest,
@@ -60,12 +65,26 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
         "(a skipped check means the lab is not known to be ready) or when no check applies. A check that " +
         "cannot read its payload gives status `error` (counted as failed), never a 500. Disabled devices are " +
         "left out. Unknown planIdentifier: 404. `?format=junit|markdown|csv` answers the same result (same " +
-        'status) as JUnit XML, Markdown or CSV (README "Result formats").',
+        'status) as JUnit XML, Markdown or CSV (README "Result formats"); a dry run answers JSON only.\n\n' +
+        "**Filters** (optional): `devices` (ids or hostnames), `checks` (check ids), `tags` (a device must " +
+        "carry every tag). Devices named and devices tagged are intersected. A filtered result carries " +
+        "`selection` and says so in its `summary`; `pass` is true only when every evaluated check passed " +
+        "**and** the filter left out no (check, device) pair the whole plan evaluates, so a filter never " +
+        "turns a plan whose required devices or checks were left out into a pass. An unknown (or disabled) " +
+        "device, an unknown check or a tag no device carries is a 400 naming it (`devices.0`, `checks.1`, `tags.0`).\n\n" +
+        "**asOf** (ISO 8601 date-time, not later than now): the lab as it stood then: devices registered at " +
+        "or before it (enabled now), per device and label the newest snapshot collected at or before it, " +
+        "and `snapshot-fresh` judged against asOf instead of now.\n\n" +
+        "**dryRun**: answers 200 with a PreflightPlan: every (device, check, label) triple that would be " +
+        "evaluated and the snapshot it would read (null: none), without reading payloads or evaluating.",
       request: { query: FormatQuery, ...body(PreflightRequest) },
       responses: {
-        200: { description: "Every check passed", content: formattedContent(PreflightResult) },
+        200: {
+          description: "Every check passed (PreflightResult), or a dry run's plan (PreflightPlan)",
+          content: formattedContent(z.union([PreflightResult, PreflightPlan])),
+        },
         422: {
-          description: "At least one check failed or was skipped",
+          description: "At least one check failed or was skipped, or the filter left out part of the plan",
           content: formattedContent(PreflightResult),
         },
         ...problemResponses,
@@ -73,14 +92,25 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
       },
     }),
     async (c) => {
-      const { planIdentifier } = c.req.valid("json");
+      const { planIdentifier, devices, checks, tags, dryRun, asOf } = c.req.valid("json");
       const plan = svc.registry.plan(planIdentifier);
       if (!plan) {
         const known = svc.registry.planCatalog.plans.map((p) => p.identifier).join(", ") || "none";
         throw problems.notFound(`No plan with identifier "${planIdentifier}" (known plans: ${known})`);
       }
-      const r = await runPreflight(svc.db.kysely, svc.registry, plan);
+      const now = new Date();
+      if (asOf && asOf.getTime() > now.getTime()) {
+        throw problems.badRequest("asOf", `must not be later than now (${now.toISOString()})`);
+      }
       const { format } = c.req.valid("query");
+      if (dryRun && format && format !== "json") {
+        throw problems.badRequest("format", "a dry run answers JSON only (it evaluates no check)");
+      }
+      const selection = await resolveSelection(svc.db.kysely, svc.registry, { devices, checks, tags });
+      if (dryRun) {
+        return c.json(await planPreflight(svc.db.kysely, svc.registry, plan, now, { asOf, selection }), 200);
+      }
+      const r = await runPreflight(svc.db.kysely, svc.registry, plan, now, { asOf, selection });
       return formatted(c, format, r, () => preflightResultSet(r), r.pass ? 200 : 422) as never;
     },
   );
@@ -94,18 +124,52 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
       summary: "Start a test run",
       description:
         "Freezes the plan, records the lab state (devices, firewalls' TLS-decrypt state) and the pre-flight " +
-        "result at start. Pre-flight does not gate the start (spec 1). Only one run is active at a time (409). " +
-        "While active, every stored snapshot carries its executionId.",
+        "result at start. Only one run is active at a time (409). While active, every stored snapshot carries " +
+        "its executionId.\n\n" +
+        '**Gating** (opt-in): a start is gated when the plan declares `startGate: "preflight-pass"` or the ' +
+        "request sets `requirePreflightPass: true` (false cannot lift a plan's gate). A gated start whose " +
+        "pre-flight does not pass answers 422 with the pre-flight result as its body and starts nothing. " +
+        "`override: {reason}` starts it anyway: admin role only (403 for any other role, whatever the " +
+        "pre-flight), recorded (reason, token name, role, time) in the audit entry's `detail`, on the run " +
+        "(`startGate`), in the report (`startGate` and the verdict's `preflight` reason) and on the print " +
+        "page. `override` on an ungated start: 400. Ungated starts behave as before.",
       request: body(StartRunRequest),
       responses: {
         201: json(TestRun, "Started"),
+        422: json(
+          PreflightResult,
+          "Gated start refused: the pre-flight at start did not pass (nothing started)",
+        ),
         ...problemResponses,
         ...notFoundResponse,
         ...conflictResponse,
       },
     }),
     async (c) => {
-      const run = await runs.start(c.req.valid("json"));
+      const input = c.req.valid("json");
+      const principal = principalOf(c);
+      if (input.override && !(principal && roleAllows(principal.role, OVERRIDE_START_GATE_ROLE))) {
+        throw problems.forbidden(
+          `Overriding the start gate needs the ${OVERRIDE_START_GATE_ROLE} role; the token "${
+            principal?.name ?? "unknown"
+          }" has ${principal?.role ?? "no role"}`,
+        );
+      }
+      let run;
+      try {
+        run = await runs.start(input, principal ?? null);
+      } catch (e) {
+        if (e instanceof StartGateRefused) return c.json(e.preflight, 422);
+        throw e;
+      }
+      const o = run.startGate?.override;
+      if (o) {
+        noteForAudit(
+          c,
+          `started over a failed pre-flight (${run.preflightAtStart.summary}); start gate overridden by ` +
+            `${o.by} (${o.role}), reason: ${JSON.stringify(o.reason)}`,
+        );
+      }
       await svc.events.publish("run.started", {
         executionId: run.executionId,
         planIdentifier: run.planIdentifier,

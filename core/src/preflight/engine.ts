@@ -5,6 +5,8 @@ import type { Plan } from "../plan.ts";
 import type { CheckContext, CheckDefinition, CheckDevice, CheckSnapshot } from "../check.ts";
 import type { AdapterDefinition } from "../adapter.ts";
 import { planSelects, serves } from "../capability.ts";
+import { type FieldError, InvalidInputError } from "../errors.ts";
+import { isUuid } from "../util/ids.ts";
 
 /** The snapshot a check result cites: the same three values the snapshot listing returns for it. */
 export interface Evidence {
@@ -42,6 +44,46 @@ export interface PreflightResult {
   pass: boolean;
   checks: CheckResult[];
   summary: string;
+  /**
+   * The moment the lab was evaluated as of (request `asOf`): the newest snapshot at or before it per device
+   * and label, `snapshot-fresh` judged against it. Absent: the lab as it stands now.
+   */
+  asOf?: string;
+  /** Present when the request filtered devices, checks or tags (README "Pre-flight"). */
+  selection?: SelectionReport;
+}
+
+/** What a filtered pre-flight evaluated and what the filter left out. */
+export interface SelectionReport {
+  /** The filters as given (hostnames and ids as sent), null when absent. */
+  devices: string[] | null;
+  checks: string[] | null;
+  tags: string[] | null;
+  /**
+   * The (check, device) pairs the whole plan evaluates that the selection left out, and the devices and checks
+   * they name. Non-zero `pairs`: the result is no readiness verdict for the plan and `pass` is false.
+   */
+  excluded: { pairs: number; devices: string[]; checks: string[] };
+  /** True when the selection left out nothing the plan evaluates (`excluded.pairs` is 0). */
+  complete: boolean;
+}
+
+/** A pre-flight request's filters, resolved against the registry and the devices (see {@link resolveSelection}). */
+export interface Selection {
+  /** Device ids to evaluate (the named devices, narrowed by the tags); null: every enabled device. */
+  deviceIds: Set<string> | null;
+  /** Check ids to evaluate; null: every check. */
+  checkIds: Set<string> | null;
+  /** The filters as the request gave them. */
+  given: { devices: string[] | null; checks: string[] | null; tags: string[] | null };
+}
+
+/** How a pre-flight reads and filters the lab (all optional: the whole plan, the lab as it stands now). */
+export interface PreflightOptions {
+  /** Evaluate the lab as of this moment (newest snapshot at or before it per device and label). */
+  asOf?: Date;
+  /** Only these devices and checks (from {@link resolveSelection}). */
+  selection?: Selection;
 }
 
 const MAX_ERROR_TEXT = 300;
@@ -217,26 +259,46 @@ function evaluateApplicable(
   return { ...base, pass: o.pass, status: o.pass ? "pass" : "fail", detail: o.detail, evidence };
 }
 
-/** Counts and the summary line of a list of results. */
+/**
+ * Counts and the summary line of a list of results. With a `selection` the summary says the result is
+ * filtered, and `pass` is true only when the selection left out nothing the plan evaluates (README
+ * "Pre-flight": a filtered result never says a plan is ready when devices or checks it requires were left
+ * out).
+ */
 export function summarize(
   plan: Pick<Plan, "identifier">,
   checks: CheckResult[],
   now: Date,
+  opts: { asOf?: Date; selection?: SelectionReport } = {},
 ): PreflightResult {
   const passed = checks.filter((c) => c.status === "pass").length;
   const skipped = checks.filter((c) => c.status === "skipped").length;
   const errors = checks.filter((c) => c.status === "error").length;
   const failed = checks.length - passed - skipped;
-  const pass = checks.length > 0 && passed === checks.length;
-  const head = `${passed}/${checks.length} checks passed`;
-  const summary = checks.length === 0
-    ? `${head} — not ready for ${plan.identifier}: no enabled device takes part in the plan`
-    : pass
-    ? `${head} — ready for ${plan.identifier}`
-    : `${head} — not ready for ${plan.identifier}: ${failed} failed${
-      errors ? ` (${errors} could not be evaluated)` : ""
-    }, ${skipped} skipped`;
-  return {
+  const sel = opts.selection;
+  const allPassed = checks.length > 0 && passed === checks.length;
+  const pass = allPassed && (!sel || sel.complete);
+  const at = opts.asOf ? ` as of ${opts.asOf.toISOString()}` : "";
+  const head = `${passed}/${checks.length} checks passed${sel ? " on a filtered selection" : ""}${at}`;
+  const notReady = (why: string) => `${head} — not ready for ${plan.identifier}: ${why}`;
+  const counts = `${failed} failed${errors ? ` (${errors} could not be evaluated)` : ""}, ${skipped} skipped`;
+  let summary: string;
+  if (sel && !sel.complete) {
+    const left = sel.excluded;
+    summary = `${head} — not a readiness verdict for ${plan.identifier}: the filter left out ${left.pairs} ` +
+      `(check, device) pair(s) the plan requires (devices: ${left.devices.join(", ") || "none"}; checks: ${
+        left.checks.join(", ") || "none"
+      })${allPassed ? "" : `; in the selection ${counts}`}`;
+  } else if (checks.length === 0) {
+    summary = notReady(
+      sel ? "no check of the selection applies" : "no enabled device takes part in the plan",
+    );
+  } else if (pass) {
+    summary = `${head} — ready for ${plan.identifier}${
+      sel ? " (the filter left out nothing it requires)" : ""
+    }`;
+  } else summary = notReady(counts);
+  const result: PreflightResult = {
     planIdentifier: plan.identifier,
     ranAt: now.toISOString(),
     checksRun: checks.length,
@@ -247,6 +309,9 @@ export function summarize(
     checks,
     summary,
   };
+  if (opts.asOf) result.asOf = opts.asOf.toISOString();
+  if (sel) result.selection = sel;
+  return result;
 }
 
 /** One payload: its text until a check first reads it, then its parsed, frozen value. */
@@ -352,26 +417,82 @@ export interface LabRead {
 /** What a reader of the lab needs, given the enabled devices: label → the ids of the devices to read. */
 export type LabWants = (devices: CheckDevice[]) => Map<string, Set<string>>;
 
+/** How {@link readLab} reads: now or as of a moment, with or without the payloads. */
+export interface LabReadOptions {
+  /**
+   * Read the lab as it stood at this moment: devices registered at or before it, and per wanted (label,
+   * device) the newest snapshot collected at or before it, instead of `snapshot_latest`.
+   */
+  asOf?: Date;
+  /** False: do not read payloads (a dry run names the snapshots it would read, nothing more). */
+  payloads?: boolean;
+}
+
 /**
  * Read the lab once for one or more readers (the pre-flight of a plan, a run's lab state): at most three
  * SELECTs whatever the number of readers, checks and devices, in one read-only REPEATABLE READ transaction
  * (one view of the database; `db` already in a transaction is read as is): the enabled devices; then,
  * once every reader has said what it wants of them, the latest snapshot of only those (label, device)
  * pairs; then each distinct payload text once, except those in {@link payloadCache}.
+ *
+ * With `asOf`, "latest" means the newest snapshot collected at or before `asOf`, found per pair by a
+ * backward scan of the index `snapshots_device_label_id (device_id, endpoint_label, id desc)` that stops at
+ * the first row collected at or before `asOf` (README "Pre-flight", "As of a past moment").
  */
-export async function readLab(db: Kysely<Database>, wants: LabWants[]): Promise<LabRead> {
-  const read = (tx: Kysely<Database>) => readLabIn(tx, wants);
+export async function readLab(
+  db: Kysely<Database>,
+  wants: LabWants[],
+  opts: LabReadOptions = {},
+): Promise<LabRead> {
+  const read = (tx: Kysely<Database>) => readLabIn(tx, wants, opts);
   return db.isTransaction
     ? await read(db)
     : await db.transaction().setIsolationLevel("repeatable read").setAccessMode("read only").execute(read);
 }
 
-async function readLabIn(tx: Kysely<Database>, readers: LabWants[]): Promise<LabRead> {
-  const devices: CheckDevice[] = (await tx.selectFrom("devices")
-    .select(["id", "hostname", "vendor", "device_role"])
-    .where("enabled", "=", true)
-    .orderBy("hostname").orderBy("id")
-    .execute()).map((d) => ({ id: d.id, hostname: d.hostname, vendor: d.vendor, deviceRole: d.device_role }));
+/** One row of the lab read's snapshot statement. */
+type LatestRow = {
+  device_id: string;
+  endpoint_label: string;
+  snapshot_id: string;
+  sha256: string;
+  collected_at: Date | string;
+};
+
+/**
+ * The snapshot statement of a lab read as of a moment (exported for its plan test in
+ * tests/preflight_filters_test.ts): per wanted pair (per label, its device ids comma-separated), the last
+ * snapshot stored (highest id, the order `snapshot_latest` keeps) among those collected at or before `asOf`.
+ * It reads the pair's range of the index `snapshots_device_label_id (device_id, endpoint_label, id desc)` from
+ * the newest entry and stops at the first row collected at or before `asOf`: the rows read are the pair's
+ * snapshots stored since `asOf`.
+ *
+ * The pair is matched with row comparisons, not equalities, on purpose: with `device_id = … and
+ * endpoint_label = …` PostgreSQL drops both from the ORDER BY (they equal outer values), leaving `id desc`,
+ * which the primary key also serves; for a small lab with a long history the planner then prefers a backward
+ * scan of the primary key filtered on the pair, which walks every device's snapshots since `asOf` once per
+ * pair (seen on PGlite with 40,000 rows). A row comparison is no equivalence: the ORDER BY keeps
+ * `device_id, endpoint_label, id desc`, which only `snapshots_device_label_id` provides, and both bounds are
+ * its index condition.
+ */
+export function latestAsOfSql(labels: string[], ids: string[], asOf: Date) {
+  return sql<LatestRow>`select n.device_id::text, g.label as endpoint_label, s.id::text as snapshot_id,
+      s.payload_sha256 as sha256, s.collected_at
+    from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
+    cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
+    cross join lateral (select x.id, x.payload_sha256, x.collected_at from snapshots x
+      where (x.device_id, x.endpoint_label) >= (n.device_id, g.label)
+        and (x.device_id, x.endpoint_label) <= (n.device_id, g.label) and x.collected_at <= ${asOf}
+      order by x.device_id, x.endpoint_label, x.id desc limit 1) s`;
+}
+
+async function readLabIn(tx: Kysely<Database>, readers: LabWants[], opts: LabReadOptions): Promise<LabRead> {
+  let dq = tx.selectFrom("devices").select(["id", "hostname", "vendor", "device_role"])
+    .where("enabled", "=", true);
+  // As of a moment: a device registered after it was not part of the lab then.
+  if (opts.asOf) dq = dq.where(sql<boolean>`created_at <= ${opts.asOf}`);
+  const devices: CheckDevice[] = (await dq.orderBy("hostname").orderBy("id").execute())
+    .map((d) => ({ id: d.id, hostname: d.hostname, vendor: d.vendor, deviceRole: d.device_role }));
   const wanted = new Map<string, Set<string>>();
   for (const reader of readers) {
     for (const [label, ids] of reader(devices)) {
@@ -386,17 +507,12 @@ async function readLabIn(tx: Kysely<Database>, readers: LabWants[]): Promise<Lab
   if (labels.length === 0) return { devices, latest, payloads };
   // The latest snapshot of each wanted pair (small rows). Per label, its device ids comma-separated (UUIDs).
   const ids = labels.map((l) => [...wanted.get(l)!].join(","));
-  const { rows } = await sql<{
-    device_id: string;
-    endpoint_label: string;
-    snapshot_id: string;
-    sha256: string;
-    collected_at: Date | string;
-  }>`select l.device_id::text, l.endpoint_label, l.snapshot_id::text, s.payload_sha256 as sha256, s.collected_at
+  const { rows } = await (opts.asOf ? latestAsOfSql(labels, ids, opts.asOf) : sql<LatestRow>`select
+        l.device_id::text, l.endpoint_label, l.snapshot_id::text, s.payload_sha256 as sha256, s.collected_at
       from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
       cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
       join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = g.label
-      join snapshots s on s.id = l.snapshot_id`.execute(tx);
+      join snapshots s on s.id = l.snapshot_id`).execute(tx);
   const shas = new Set<string>();
   for (const r of rows) {
     let byDevice = latest.get(r.endpoint_label);
@@ -404,6 +520,7 @@ async function readLabIn(tx: Kysely<Database>, readers: LabWants[]): Promise<Lab
     byDevice.set(r.device_id, { id: r.snapshot_id, sha: r.sha256, at: new Date(r.collected_at) });
     shas.add(r.sha256);
   }
+  if (opts.payloads === false) return { devices, latest, payloads };
   // Then each distinct payload text once, only those not parsed already (payloads never change).
   // Cache hits are taken now, so a concurrent read's evictions cannot take them away later.
   const missing: string[] = [];
@@ -420,16 +537,49 @@ async function readLabIn(tx: Kysely<Database>, readers: LabWants[]): Promise<Lab
   return { devices, latest, payloads };
 }
 
+/** One (device, check, label) triple a dry run names, with the snapshot it would read. */
+export interface PlannedRead {
+  checkId: string;
+  deviceId: string;
+  deviceHostname: string;
+  vendor: string;
+  label: string;
+  /** `evidence`: the label the result cites; `related`: a further label the check reads (`alsoReads`). */
+  reads: "evidence" | "related";
+  /** The snapshot it would read, null when none (the check would be skipped, or read `null` as related). */
+  snapshot: Evidence | null;
+}
+
+/** A dry run's answer: what a pre-flight would evaluate and read, without evaluating (README "Pre-flight"). */
+export interface PreflightPlan {
+  planIdentifier: string;
+  dryRun: true;
+  ranAt: string;
+  asOf?: string;
+  /** Distinct (check, device) pairs that would be evaluated. */
+  evaluations: number;
+  /** Of those, the pairs without a snapshot of the check's label (they would be skipped). */
+  wouldSkip: number;
+  reads: PlannedRead[];
+  summary: string;
+  selection?: SelectionReport;
+}
+
 /**
  * The pre-flight of a plan as a reader of the lab: `wants` asks for the labels the checks that apply read
- * (asking `appliesTo`, once per device list), `evaluate` evaluates them over the read. {@link runPreflight}
- * reads the lab for it alone; a run's start reads it together with the run's lab state.
+ * (asking `appliesTo`, once per device list), `evaluate` evaluates them over the read, `dryRun` names what
+ * would be evaluated and read. {@link runPreflight} reads the lab for it alone; a run's start reads it
+ * together with the run's lab state. A `selection` narrows the devices and checks evaluated; what the whole
+ * plan would evaluate beyond it is reported in the result's `selection.excluded`.
  */
-export function preflightOf(registry: Registry, plan: Plan): {
+export function preflightOf(registry: Registry, plan: Plan, selection?: Selection): {
   wants: LabWants;
-  evaluate(read: LabRead, now?: Date): PreflightResult;
+  evaluate(read: LabRead, now?: Date, asOf?: Date): PreflightResult;
+  dryRun(read: LabRead, now?: Date, asOf?: Date): PreflightPlan;
 } {
   const defs = registry.checks.map((c) => c.check);
+  const checkSelected = defs.map((c) => !selection?.checkIds || selection.checkIds.has(c.id));
+  const deviceSelected = (d: CheckDevice) => !selection?.deviceIds || selection.deviceIds.has(d.id);
   // appliesTo needs only the device and the plan: asked once per device list, kept for the evaluation.
   let memo: { devices: CheckDevice[]; verdicts: Applies[][] } | undefined;
   const verdictsOf = (devices: CheckDevice[]): Applies[][] => {
@@ -441,23 +591,62 @@ export function preflightOf(registry: Registry, plan: Plan): {
     memo = { devices, verdicts };
     return verdicts;
   };
-  // Fetch a label for a device only when a check of that label applies to it, or when its appliesTo threw
-  // (the error result cites that snapshot).
-  const wants: LabWants = (devices) => {
+  /** Calls `f` for every (check, device) the plan evaluates; `selected`: whether the selection keeps it. */
+  const eachPair = (
+    devices: CheckDevice[],
+    f: (
+      check: CheckDefinition,
+      device: CheckDevice,
+      applied: true | { threw: string },
+      selected: boolean,
+    ) => void,
+  ) => {
     const verdicts = verdictsOf(devices);
-    const wanted = new Map<string, Set<string>>();
     defs.forEach((check, i) => {
       const row = verdicts[i]!; // verdictsOf: one row per check, one verdict per device
+      devices.forEach((device, j) => {
+        const applied = row[j]!;
+        if (applied !== false) f(check, device, applied, checkSelected[i]! && deviceSelected(device));
+      });
+    });
+  };
+  // Fetch a label for a device only when a selected check of that label applies to it, or when its
+  // appliesTo threw (the error result cites that snapshot).
+  const wants: LabWants = (devices) => {
+    const wanted = new Map<string, Set<string>>();
+    eachPair(devices, (check, device, _applied, selected) => {
+      if (!selected) return;
       for (const label of [check.label, ...(check.alsoReads ?? [])]) {
         let ids = wanted.get(label);
         if (!ids) wanted.set(label, ids = new Set());
-        devices.forEach((device, j) => row[j] !== false && ids.add(device.id));
+        ids.add(device.id);
       }
     });
     return wanted;
   };
-  const evaluate = ({ devices, latest, payloads }: LabRead, now: Date = new Date()): PreflightResult => {
-    const verdicts = verdictsOf(devices);
+  /** What the selection left out of the plan's pairs, or undefined without a selection. */
+  const report = (devices: CheckDevice[]): SelectionReport | undefined => {
+    if (!selection) return undefined;
+    let pairs = 0;
+    const outDevices = new Set<string>();
+    const outChecks = new Set<string>();
+    eachPair(devices, (check, device, _applied, selected) => {
+      if (selected) return;
+      pairs++;
+      if (!deviceSelected(device)) outDevices.add(device.hostname);
+      if (selection.checkIds && !selection.checkIds.has(check.id)) outChecks.add(check.id);
+    });
+    return {
+      ...selection.given,
+      excluded: { pairs, devices: [...outDevices].sort(), checks: [...outChecks].sort() },
+      complete: pairs === 0,
+    };
+  };
+  const evaluate = (
+    { devices, latest, payloads }: LabRead,
+    now: Date = new Date(),
+    asOf?: Date,
+  ): PreflightResult => {
     // Each distinct payload is parsed and frozen once, when a check first reads it: every check of every
     // device that reads it sees the same, unchangeable value, and a payload no check reads is never parsed.
     // Payloads are kept for later pre-flights (content-addressed and immutable, so always valid).
@@ -466,31 +655,162 @@ export function preflightOf(registry: Registry, plan: Plan): {
     const facts = new Map(
       devices.map((d) => [d.vendor, registry.adapters.get(d.vendor)?.adapter.facts ?? {}]),
     );
+    // As of a moment, checks judge time against that moment (`snapshot-fresh`), not against now.
+    const clock = asOf ?? now;
     const checks: CheckResult[] = [];
-    defs.forEach((check, i) => {
-      const byDevice = latest.get(check.label);
-      const row = verdicts[i]!; // verdictsOf: one row per check, one verdict per device
-      devices.forEach((device, j) => {
-        const applied = row[j]!;
-        if (applied === false) return;
-        const s = byDevice?.get(device.id);
-        const snapshot = s && known(s.sha) ? { id: s.id, payloadSha256: s.sha, collectedAt: s.at } : null;
-        const view = () => lazySnapshot(s!, device, check.label, payloadOf);
-        const ctx: CheckContext = { now: new Date(now), facts: facts.get(device.vendor)! };
-        if (check.alsoReads) {
-          const related: Record<string, CheckSnapshot | null> = {};
-          for (const label of check.alsoReads) {
-            const r = latest.get(label)?.get(device.id);
-            related[label] = r && known(r.sha) ? lazySnapshot(r, device, label, payloadOf) : null;
-          }
-          ctx.related = related;
+    eachPair(devices, (check, device, applied, selected) => {
+      if (!selected) return;
+      const s = latest.get(check.label)?.get(device.id);
+      const snapshot = s && known(s.sha) ? { id: s.id, payloadSha256: s.sha, collectedAt: s.at } : null;
+      const view = () => lazySnapshot(s!, device, check.label, payloadOf);
+      const ctx: CheckContext = { now: new Date(clock), facts: facts.get(device.vendor)! };
+      if (check.alsoReads) {
+        const related: Record<string, CheckSnapshot | null> = {};
+        for (const label of check.alsoReads) {
+          const r = latest.get(label)?.get(device.id);
+          related[label] = r && known(r.sha) ? lazySnapshot(r, device, label, payloadOf) : null;
         }
-        checks.push(evaluateApplicable({ check, device, plan, snapshot, view, ctx, applied }));
+        ctx.related = related;
+      }
+      checks.push(evaluateApplicable({ check, device, plan, snapshot, view, ctx, applied }));
+    });
+    return summarize(plan, checks, now, { asOf, selection: report(devices) });
+  };
+  const dryRun = ({ devices, latest }: LabRead, now: Date = new Date(), asOf?: Date): PreflightPlan => {
+    const reads: PlannedRead[] = [];
+    let evaluations = 0;
+    let wouldSkip = 0;
+    const hosts = new Set<string>();
+    eachPair(devices, (check, device, _applied, selected) => {
+      if (!selected) return;
+      evaluations++;
+      hosts.add(device.id);
+      [check.label, ...(check.alsoReads ?? [])].forEach((label, k) => {
+        const s = latest.get(label)?.get(device.id);
+        if (k === 0 && !s) wouldSkip++;
+        reads.push({
+          checkId: check.id,
+          deviceId: device.id,
+          deviceHostname: device.hostname,
+          vendor: device.vendor,
+          label,
+          reads: k === 0 ? "evidence" : "related",
+          snapshot: s ? { snapshotId: s.id, payloadSha256: s.sha, collectedAt: s.at.toISOString() } : null,
+        });
       });
     });
-    return summarize(plan, checks, now);
+    const sel = report(devices);
+    const summary = `dry run: would evaluate ${evaluations} check(s) on ${hosts.size} device(s) for ` +
+      `${plan.identifier}${asOf ? ` as of ${asOf.toISOString()}` : ""}; ${wouldSkip} without a snapshot ` +
+      `would be skipped${
+        sel
+          ? `; filtered: the filter left out ${sel.excluded.pairs} (check, device) pair(s) the plan requires`
+          : ""
+      }`;
+    const out: PreflightPlan = {
+      planIdentifier: plan.identifier,
+      dryRun: true,
+      ranAt: now.toISOString(),
+      evaluations,
+      wouldSkip,
+      reads,
+      summary,
+    };
+    if (asOf) out.asOf = asOf.toISOString();
+    if (sel) out.selection = sel;
+    return out;
   };
-  return { wants, evaluate };
+  return { wants, evaluate, dryRun };
+}
+
+/** A pre-flight request's filters as sent (README "Pre-flight"). */
+export interface SelectionRequest {
+  /** Device ids or hostnames. */
+  devices?: string[];
+  /** Check ids. */
+  checks?: string[];
+  /** Device tags: a device is selected when it carries every one (AND). */
+  tags?: string[];
+}
+
+/**
+ * Resolve a pre-flight request's filters: undefined when it gives none. Every name must be known: a device id
+ * or hostname of a registered, enabled device (pre-flight reads enabled devices only), a check id of an
+ * enabled check, a tag some registered device carries; otherwise an {@link InvalidInputError} naming each
+ * unknown one (`devices.1`, `checks.0`, `tags.2`: the dotted paths of validation problems). One SELECT, only when devices or tags are given.
+ */
+export async function resolveSelection(
+  db: Kysely<Database>,
+  registry: Registry,
+  req: SelectionRequest,
+): Promise<Selection | undefined> {
+  const { devices, checks, tags } = req;
+  if (devices === undefined && checks === undefined && tags === undefined) return undefined;
+  const errors: FieldError[] = [];
+  let checkIds: Set<string> | null = null;
+  if (checks !== undefined) {
+    const known = new Set(registry.checks.map((c) => c.check.id));
+    checks.forEach((id, i) => {
+      if (!known.has(id)) {
+        errors.push({
+          field: `checks.${i}`,
+          message: `unknown check "${id}"; enabled checks: ${[...known].join(", ")}`,
+        });
+      }
+    });
+    checkIds = new Set(checks);
+  }
+  let deviceIds: Set<string> | null = null;
+  if (devices !== undefined || tags !== undefined) {
+    const names = devices ?? [];
+    const uuids = names.filter(isUuid);
+    const rows = await db.selectFrom("devices").select(["id", "hostname", "enabled", "tags"])
+      .where((eb) => {
+        const or = [eb("hostname", "in", names.length ? names : [""])];
+        if (uuids.length) or.push(eb("id", "in", uuids));
+        if (tags?.length) or.push(eb(sql<boolean>`tags && cast(${[...tags]} as text[])`, "=", true));
+        return eb.or(or);
+      }).execute();
+    const byName = new Map<string, (typeof rows)[number]>();
+    for (const r of rows) byName.set(r.hostname, r).set(r.id, r);
+    if (devices !== undefined) {
+      deviceIds = new Set();
+      devices.forEach((name, i) => {
+        const r = byName.get(name);
+        if (!r) {
+          errors.push({
+            field: `devices.${i}`,
+            message: `unknown device "${name}" (no such id or hostname)`,
+          });
+        } else if (!r.enabled) {
+          errors.push({
+            field: `devices.${i}`,
+            message: `device "${name}" is disabled; pre-flight reads enabled devices only`,
+          });
+        } else deviceIds!.add(r.id);
+      });
+    }
+    if (tags !== undefined) {
+      const carried = new Set(rows.flatMap((r) => r.tags ?? []));
+      tags.forEach((t, i) => {
+        if (!carried.has(t)) {
+          errors.push({ field: `tags.${i}`, message: `unknown tag "${t}": no device carries it` });
+        }
+      });
+      const tagged = new Set(
+        rows.filter((r) => r.enabled && tags.every((t) => (r.tags ?? []).includes(t))).map((r) => r.id),
+      );
+      deviceIds = deviceIds ? new Set([...deviceIds].filter((id) => tagged.has(id))) : tagged;
+    }
+  }
+  if (errors.length) {
+    throw new InvalidInputError(errors.map((e) => `"${e.field}": ${e.message}`).join("; "), { errors });
+  }
+  return {
+    deviceIds,
+    checkIds,
+    given: { devices: devices ?? null, checks: checks ?? null, tags: tags ?? null },
+  };
 }
 
 /**
@@ -508,6 +828,9 @@ export function preflightOf(registry: Registry, plan: Plan): {
  * - `pass` is true only when at least one check ran and every check passed: a skipped check (no snapshot)
  *   means the lab is not known to be ready, so it makes `pass` false too.
  * - A check that throws gives an `error` result (counted in `checksFailed`), never an exception here.
+ * - `opts.asOf`: the lab as of a past moment (newest snapshot at or before it per device and label, checks
+ *   judging time against it); `opts.selection`: only some devices and checks ({@link resolveSelection}),
+ *   and `pass` false when the selection left out anything the plan evaluates.
  *
  * @example
  * ```ts
@@ -524,10 +847,27 @@ export async function runPreflight(
   registry: Registry,
   plan: Plan,
   now: Date = new Date(),
+  opts: PreflightOptions = {},
 ): Promise<PreflightResult> {
-  if (registry.checks.length === 0) return summarize(plan, [], now);
-  const preflight = preflightOf(registry, plan);
-  return preflight.evaluate(await readLab(db, [preflight.wants]), now);
+  if (registry.checks.length === 0) return summarize(plan, [], now, { asOf: opts.asOf });
+  const preflight = preflightOf(registry, plan, opts.selection);
+  return preflight.evaluate(await readLab(db, [preflight.wants], { asOf: opts.asOf }), now, opts.asOf);
+}
+
+/**
+ * A dry run of {@link runPreflight}: which (device, check, label) triples it would evaluate and which
+ * snapshot each would read, without reading a payload or evaluating a check (two SELECTs).
+ */
+export async function planPreflight(
+  db: Kysely<Database>,
+  registry: Registry,
+  plan: Plan,
+  now: Date = new Date(),
+  opts: PreflightOptions = {},
+): Promise<PreflightPlan> {
+  const preflight = preflightOf(registry, plan, opts.selection);
+  const read = await readLab(db, [preflight.wants], { asOf: opts.asOf, payloads: false });
+  return preflight.dryRun(read, now, opts.asOf);
 }
 
 /**

@@ -29,7 +29,7 @@ import { driftForVerdict, VERDICT_RULE, VERDICT_RULES } from "../runs/verdict.ts
 import { dbDriftSource, driftOf, type DriftSource } from "../runs/drift.ts";
 import type { RunResults } from "../api/schemas.ts";
 import { jsonAnnex, licenseTexts, sealReport } from "./build.ts";
-import type { DecryptAlert, ReportData } from "./types.ts";
+import type { DecryptAlert, ReportData, StartGate } from "./types.ts";
 
 /**
  * The lab's TLS-decrypt state from its firewalls': `on` or `off` when every firewall with a known state
@@ -59,6 +59,7 @@ export type AssembledRun =
     | "lab_name"
     | "customer"
   >
+  & { start_gate_json?: unknown }
   & { run_id: string };
 
 /** One snapshot linked to the run (annex `snapshots`), as the run's finish reads it. */
@@ -251,6 +252,8 @@ export async function composeReport(opts: ComposeReportOptions): Promise<ReportD
   const startState = jsonValue<StartState>(r.start_state_json);
   const invalidated = alerts.length > 0;
   const preflight = jsonValue<PreflightResult>(r.preflight_json);
+  // Null for a run started before gating existed: its report carries no startGate, as then.
+  const startGate = r.start_gate_json == null ? null : jsonValue<StartGate>(r.start_gate_json);
   const activeAtStart = labDecryptState(startState);
   const activeAtEnd = labDecryptState(endState);
   const drift = await driftOf(opts.drift, registry, startState.devices, startedAt, endedAt);
@@ -268,6 +271,7 @@ export async function composeReport(opts: ComposeReportOptions): Promise<ReportD
     decryptAtStart: activeAtStart,
     decryptAtEnd: activeAtEnd,
     drift: driftForVerdict(drift, startState.devices),
+    startGate,
   });
   const draft: Omit<ReportData, "reportSha256"> = {
     version: 1,
@@ -316,6 +320,7 @@ export async function composeReport(opts: ComposeReportOptions): Promise<ReportD
       errorBudgetExactness: source === "k6-summary" ? "estimated" : "exact",
     },
     ...(verdict ? { verdict } : {}),
+    ...(startGate ? { startGate } : {}),
     annexes: [
       await jsonAnnex("preflight-at-start", "Pre-flight result at run start", preflight),
       await jsonAnnex(

@@ -24,7 +24,7 @@ import type { ReportSignatures } from "./sign.ts";
 import { linkedSnapshots } from "./assemble.ts";
 import type { DriftRead, LabReadInput, ReadSnapshot, ReplayInputs } from "./replay.ts";
 import { MANIFEST } from "./evidence_read.ts";
-import type { ReportData } from "./types.ts";
+import type { ReportData, StartGate } from "./types.ts";
 
 /** One file of a bundle: its path inside the bundle's folder and its content. */
 export interface BundleFile {
@@ -220,6 +220,7 @@ export async function collectReplayInputs(
         startedAt: new Date(row.started_at).toISOString(),
         endedAt: new Date(row.ended_at).toISOString(),
         outcome: row.outcome ?? "",
+        startGate: row.start_gate_json == null ? null : jsonValue<StartGate>(row.start_gate_json),
       },
       plan,
       results: row.results_json === null ? null : jsonValue<RunResults>(row.results_json),

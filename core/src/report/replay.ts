@@ -26,7 +26,7 @@ import type { DriftSource, Snap } from "../runs/drift.ts";
 import { VERDICT_RULES } from "../runs/verdict.ts";
 import { canonicalJson, jcsSha256, sha256Hex } from "../util/hash.ts";
 import { composeReport, type LinkedSnapshot } from "./assemble.ts";
-import type { DecryptAlert, ReportData } from "./types.ts";
+import type { DecryptAlert, ReportData, StartGate } from "./types.ts";
 
 /** One snapshot a lab read returned: the latest of its label for its device at that moment. */
 export interface ReadSnapshot {
@@ -72,6 +72,9 @@ export interface RunInput {
   startedAt: string;
   endedAt: string;
   outcome: string;
+  /** How the start was gated (README "Gating the start"); absent or null: ungated, or a bundle made before
+   * gating existed. */
+  startGate?: StartGate | null;
 }
 
 /** Everything a replay reads (the files under `inputs/` and `payloads/` of an evidence bundle). */
@@ -292,6 +295,7 @@ export async function replayReport(
         preflight_json: preflight,
         lab_name: run.labName,
         customer: run.customer,
+        start_gate_json: run.startGate ?? null,
       },
       outcome: run.outcome,
       results: inputs.results,

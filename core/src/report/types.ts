@@ -67,6 +67,21 @@ export interface VerdictReason {
   detail: string;
 }
 
+/**
+ * How a run's start was gated on its pre-flight (README "Test runs", "Gating the start"). Runs started before
+ * gating existed have none (their start was ungated).
+ */
+export interface StartGate {
+  /** Whether the start required a passing pre-flight. */
+  gated: boolean;
+  /** What required it: the plan's `startGate`, the request's `requirePreflightPass`; null when ungated. */
+  source: "plan" | "request" | null;
+  /** Whether the pre-flight at start passed. */
+  preflightPass: boolean;
+  /** Set when a gated run was started over a failed pre-flight: who overrode the gate, when and why. */
+  override: { reason: string; by: string; role: string; at: string } | null;
+}
+
 /** ReportData version 1 (spec 2.5). */
 export interface ReportData {
   version: 1;
@@ -149,5 +164,7 @@ export interface ReportData {
    * (README "Verdict"). Absent in reports frozen before it existed.
    */
   verdict?: { value: VerdictValue; rule: string; reasons: VerdictReason[] };
+  /** How the start was gated on pre-flight (issue 29). Absent in reports frozen before it existed. */
+  startGate?: StartGate;
   annexes: Annex[];
 }

@@ -3,12 +3,12 @@ import type { Database, TestRunsTable } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import type { Plan } from "../plan.ts";
 import { canonicalJson, jcsSha256 } from "../util/hash.ts";
-import { ConflictError, NotFoundError } from "../errors.ts";
+import { ConflictError, DomainError, InvalidInputError, NotFoundError } from "../errors.ts";
 import { preflightOf, type PreflightResult, readLab } from "../preflight/engine.ts";
 import { labStateOf, labStateWants } from "./lab_state.ts";
 import type { StartState } from "./alerts.ts";
 import { assembleReport, labDecryptState } from "../report/assemble.ts";
-import type { DecryptAlert, ReportData, VerdictReason, VerdictValue } from "../report/types.ts";
+import type { DecryptAlert, ReportData, StartGate, VerdictReason, VerdictValue } from "../report/types.ts";
 import { isUniqueViolation } from "../devices/store.ts";
 import { isUuid } from "../util/ids.ts";
 import { jsonValue } from "../db/json.ts";
@@ -58,6 +58,29 @@ export interface RunView {
   reportSha256: string | null;
   /** The frozen report's verdict; null while active or for reports frozen before verdicts existed. */
   verdict: { value: VerdictValue; reasons: VerdictReason[] } | null;
+  /** How the start was gated on pre-flight; null for runs started before gating existed (ungated). */
+  startGate: StartGate | null;
+}
+
+/** Who starts a run (the token's name and role), recorded with an override of the start gate. */
+export interface StartActor {
+  name: string;
+  role: string;
+}
+
+/**
+ * A gated start whose pre-flight did not pass, without an override: nothing was started. The HTTP layer
+ * answers 422 with `preflight` as the body (README "Gating the start").
+ */
+export class StartGateRefused extends DomainError {
+  override name = "StartGateRefused";
+  constructor(readonly preflight: PreflightResult, readonly source: "plan" | "request") {
+    super(
+      `The ${
+        source === "plan" ? "plan's start gate" : "request"
+      } requires a passing pre-flight: ${preflight.summary}`,
+    );
+  }
 }
 
 const preflightSummary = (pf: PreflightResult): RunView["preflightAtStart"] => ({
@@ -102,10 +125,27 @@ export class RunService {
     private labName = "dutlab test lab",
   ) {}
 
-  /** Start a run: 404 for an unknown plan, 409 while another run is active. */
-  async start(input: StartRunInput): Promise<RunView> {
+  /**
+   * Start a run: 404 for an unknown plan, 409 while another run is active. A start is gated when the plan
+   * declares `startGate: "preflight-pass"` or the request sets `requirePreflightPass` (the request cannot
+   * lift the plan's gate); a gated start whose pre-flight does not pass throws {@link StartGateRefused} and
+   * stores nothing, unless the request carries `override` (the HTTP layer admits it for the admin role
+   * only): then the run starts and records the override, its reason and `actor`. An override on an ungated
+   * start is refused (400); on a gated start whose pre-flight passed it is not needed and not recorded.
+   */
+  async start(input: StartRunInput, actor: StartActor | null = null): Promise<RunView> {
     const plan = this.registry.plan(input.planIdentifier);
     if (!plan) throw new NotFoundError(`No plan with identifier "${input.planIdentifier}"`);
+    const source = plan.startGate === "preflight-pass"
+      ? "plan"
+      : input.requirePreflightPass
+      ? "request"
+      : null;
+    if (input.override && !source) {
+      const message = `applies only to a gated start: plan "${plan.identifier}" declares no startGate and ` +
+        "requirePreflightPass is not true";
+      throw new InvalidInputError(`"override": ${message}`, { errors: [{ field: "override", message }] });
+    }
     await this.#refuseIfActive(this.db);
     // A deep copy through canonical JSON: what is stored is exactly what the plan hash commits to.
     const frozen: Plan = JSON.parse(canonicalJson(plan));
@@ -115,6 +155,21 @@ export class RunService {
     const read = await readLab(this.db, [pf.wants, labStateWants(this.registry)]);
     const preflight = pf.evaluate(read);
     const state = labStateOf(this.registry, read);
+    if (source && !preflight.pass && !input.override) throw new StartGateRefused(preflight, source);
+    const overridden = !!source && !preflight.pass && !!input.override;
+    const startGate: StartGate = {
+      gated: !!source,
+      source,
+      preflightPass: preflight.pass,
+      override: overridden
+        ? {
+          reason: input.override!.reason,
+          by: actor?.name ?? "unknown",
+          role: actor?.role ?? "unknown",
+          at: new Date().toISOString(),
+        }
+        : null,
+    };
     const executionId = crypto.randomUUID();
     try {
       await this.db.insertInto("test_runs").values({
@@ -132,6 +187,7 @@ export class RunService {
         preflight_json: jsonb(preflight),
         lab_name: this.labName,
         customer: input.customer ?? null,
+        start_gate_json: jsonb(startGate),
       }).execute();
     } catch (e) {
       // The partial unique index on active runs: another start won the race.
@@ -230,6 +286,7 @@ export class RunService {
       alerts: report.tlsDecrypt.alerts,
       reportSha256: report.reportSha256,
       verdict: report.verdict ? { value: report.verdict.value, reasons: report.verdict.reasons } : null,
+      startGate: report.startGate ?? view.startGate,
     };
   }
 
@@ -256,6 +313,7 @@ export class RunService {
       alerts,
       reportSha256: r.report_sha256,
       verdict: null,
+      startGate: r.start_gate_json == null ? null : jsonValue<StartGate>(r.start_gate_json),
     };
   }
 

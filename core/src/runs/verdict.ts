@@ -1,6 +1,6 @@
 import type { Plan } from "../plan.ts";
 import type { PreflightResult } from "../preflight/engine.ts";
-import type { DecryptAlert, ResultFigures, VerdictReason, VerdictValue } from "../report/types.ts";
+import type { DecryptAlert, ResultFigures, StartGate, VerdictReason, VerdictValue } from "../report/types.ts";
 
 /**
  * Identifies the rule below in every report that applies it (README "Verdict"). A report records the rule it
@@ -25,6 +25,11 @@ export interface VerdictInputs {
   decryptAtEnd: "on" | "off" | "mixed" | "unknown";
   /** The run's configuration drift (annex `configuration-drift`), each entry with its device's role. */
   drift: VerdictDrift[];
+  /**
+   * How the start was gated (absent or null: ungated, as before gating existed). An override of a failed
+   * pre-flight is named in the `preflight` reason's detail; it changes no effect.
+   */
+  startGate?: StartGate | null;
 }
 
 /** One drifted device label, as the verdict reads it. */
@@ -148,15 +153,21 @@ export function computeVerdict(
 
   const pf = i.preflight;
   const bad = pf.checks.filter((c) => !c.pass);
+  const o = i.startGate?.override;
   add(
     "preflight",
     pf.pass ? "pass" : "inconclusive",
-    pf.pass ? `Pre-flight at start: ${pf.summary}` : `The lab was not ready at start: ${pf.summary}` +
-      (bad.length
-        ? ` (${bad.slice(0, 3).map((c) => `${c.checkId} on ${c.deviceHostname}: ${c.status}`).join("; ")}${
-          bad.length > 3 ? `; ${bad.length - 3} more in annex preflight-at-start` : ""
-        })`
-        : ""),
+    (o
+      ? `The run started over a failed pre-flight: the start gate (${
+        i.startGate!.source === "plan" ? "the plan's startGate" : "requirePreflightPass"
+      }) was overridden by ${o.by} (${o.role}) at ${o.at}, reason: ${JSON.stringify(o.reason)}. `
+      : "") +
+      (pf.pass ? `Pre-flight at start: ${pf.summary}` : `The lab was not ready at start: ${pf.summary}` +
+        (bad.length
+          ? ` (${bad.slice(0, 3).map((c) => `${c.checkId} on ${c.deviceHostname}: ${c.status}`).join("; ")}${
+            bad.length > 3 ? `; ${bad.length - 3} more in annex preflight-at-start` : ""
+          })`
+          : "")),
   );
 
   add(

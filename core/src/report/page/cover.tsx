@@ -6,7 +6,7 @@
 import type { ReportData } from "../types.ts";
 import { type ReportSignatureInfo, SigningKeyHash } from "../signature_note.tsx";
 import { fmtDate, fmtDuration, fmtMs } from "./format.ts";
-import { Invalidation, Kv, OutcomeBadge, Row, SloBadge } from "./parts.tsx";
+import { Invalidation, Kv, OutcomeBadge, Row, SloBadge, startGateText, StartOverride } from "./parts.tsx";
 import { SloExplained, VerdictBlock } from "./verdict.tsx";
 
 export function Cover({ report, signature }: { report: ReportData; signature?: ReportSignatureInfo }) {
@@ -27,6 +27,7 @@ export function Cover({ report, signature }: { report: ReportData; signature?: R
         ? (
           <>
             <VerdictBlock verdict={report.verdict} />
+            <StartOverride report={report} />
             <div class="badges">
               <SloBadge report={report} />
               <span class="badge info">Licence: {license.id}</span>
@@ -59,6 +60,7 @@ export function Cover({ report, signature }: { report: ReportData; signature?: R
           <span class="sub">{meta.planIdentifier} · catalog version {meta.planCatalogVersion}</span>
         </Row>
         {license.issuer && <Row label="Test lab">{license.issuer}</Row>}
+        {report.startGate && <Row label="Start gate">{startGateText(report)}</Row>}
         <Row label="Customer (licensee)">
           {license.licensee ??
             (license.issuer ? <span class="muted">none named: internal use</span> : license.holder)}

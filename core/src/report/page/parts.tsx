@@ -115,3 +115,35 @@ export function Invalidation({ report, detailed }: { report: ReportData; detaile
     </div>
   );
 }
+
+/**
+ * The run's start gate when it was overridden: a callout saying the run started over a failed pre-flight, who
+ * overrode the gate, when and why. Nothing for an ungated run, a passed gate or a report frozen before gating.
+ */
+export function StartOverride({ report }: { report: ReportData }) {
+  const gate = report.startGate;
+  const o = gate?.override;
+  if (!gate || !o) return null;
+  return (
+    <div class="callout" role="alert" data-start-override="">
+      <strong class="title">Started over a failed pre-flight</strong>
+      <p>
+        The start gate ({gate.source === "plan" ? "the plan's startGate" : "requirePreflightPass"}) required a
+        passing pre-flight; it did not pass, and <strong>{o.by}</strong> ({o.role}) overrode the gate at{" "}
+        {fmtDate(o.at)}.
+      </p>
+      <p data-override-reason="">Reason: {o.reason}</p>
+    </div>
+  );
+}
+
+/** One line on the start gate, for the cover's facts (null for reports frozen before gating existed). */
+export function startGateText(report: ReportData): string | null {
+  const gate = report.startGate;
+  if (!gate) return null;
+  if (!gate.gated) return `not gated · pre-flight at start ${gate.preflightPass ? "passed" : "did not pass"}`;
+  const by = gate.source === "plan" ? "gated by the plan (preflight-pass)" : "gated by the start request";
+  return gate.override
+    ? `${by} · pre-flight did not pass · overridden by ${gate.override.by}`
+    : `${by} · pre-flight passed`;
+}
