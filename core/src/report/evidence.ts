@@ -24,6 +24,7 @@ import type { ReportSignatures } from "./sign.ts";
 import { linkedSnapshots } from "./assemble.ts";
 import type { DriftRead, LabReadInput, ReadSnapshot, ReplayInputs } from "./replay.ts";
 import { MANIFEST } from "./evidence_read.ts";
+import type { PdfCertificates } from "./pdf_certificates.ts";
 import type { ReportData, StartGate } from "./types.ts";
 
 /** One file of a bundle: its path inside the bundle's folder and its content. */
@@ -38,6 +39,8 @@ export interface EvidenceServices {
   registry: Registry;
   runs: RunService;
   signatures: ReportSignatures;
+  /** The PDF signing certificates (README "PDF"): a bundle carries every one the service has used. */
+  pdfCertificates: PdfCertificates;
   /** The lab's name (`DUT_LAB_NAME`), for runs started before the lab name was recorded. */
   labName: string;
 }
@@ -47,19 +50,28 @@ export interface EvidenceServices {
  * the run (e.g. an in-toto test-result Statement) is added here.
  */
 export async function bundleEnvelopes(svc: EvidenceServices, executionId: string): Promise<BundleFile[]> {
-  const { text } = await svc.signatures.envelope(executionId);
-  return [{ path: "report.dsse.json", data: text }];
+  // The report's envelope keeps the name the verifier reads; the test-result attestation stands beside it.
+  const [report, ...others] = await svc.signatures.attestations(executionId);
+  return [
+    { path: "report.dsse.json", data: report!.text },
+    ...others.map((a) => ({
+      path: a.name.replace(`report-${executionId}.`, ""),
+      data: a.text,
+    })),
+  ];
 }
 
 /**
- * The public keys (and certificates) a bundle carries: the key list as `GET /api/report-keys` answers it,
- * and each key as PEM. One place for all of them: a PDF signing certificate is added here.
+ * The public keys and certificates a bundle carries: the key list as `GET /api/report-keys` answers it
+ * (Ed25519 keys and PDF signing certificates), each key as PEM and each certificate as PEM.
  */
 export async function bundleKeys(svc: EvidenceServices): Promise<BundleFile[]> {
   const keys = await svc.signatures.keys();
+  const certificates = await svc.pdfCertificates.list();
   return [
-    { path: "keys/report-keys.json", data: JSON.stringify({ keys }, null, 2) + "\n" },
+    { path: "keys/report-keys.json", data: JSON.stringify({ keys, certificates }, null, 2) + "\n" },
     ...keys.map((k) => ({ path: `keys/${k.keyId}.pem`, data: k.publicKeyPem })),
+    ...certificates.map((c) => ({ path: `keys/pdf-${c.fingerprintSha256}.crt.pem`, data: c.certificatePem })),
   ];
 }
 
@@ -240,9 +252,11 @@ const README = (id: string, pdf: string) =>
 Files
   report.json           the frozen report (its reportSha256 is printed on the PDF's cover)
   report.dsse.json      its signed DSSE envelope (in-toto Statement v1, Ed25519)
+  test-result.dsse.json the in-toto test-result attestation (predicate test-result/v0.1), same key
   report.pdf            ${pdf}
-  keys/                 the service's public signing keys (report-keys.json as GET /api/report-keys lists
-                        them, and each key as PEM)
+                        (signed, PAdES: check it with pdfsig or a PDF reader; the certificate is in keys/)
+  keys/                 the service's public signing keys and PDF signing certificates (report-keys.json as
+                        GET /api/report-keys lists them, each key as PEM, each certificate as pdf-<sha256>.crt.pem)
   payloads/<sha256>.json  every snapshot payload the report cites, named by the SHA-256 of its content
   inputs/               what the run recorded: the frozen plan, the submitted results, the alerts, the
                         snapshots each lab read returned, the snapshots linked to the run, the drift reads
