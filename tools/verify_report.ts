@@ -42,14 +42,15 @@ var StartupError = class extends Error {
 };
 
 // core/src/capability.ts
-function serves(adapter5, need) {
-  if (!adapter5 || !adapter5.labels.includes(need.label)) return false;
-  if (!(need.alsoReads ?? []).every((l) => adapter5.labels.includes(l))) return false;
-  return (need.needs ?? []).every((f) => typeof adapter5.facts?.[f] === "function");
+function serves(adapter6, need) {
+  if (!adapter6 || !adapter6.labels.includes(need.label)) return false;
+  if (!(need.alsoReads ?? []).every((l) => adapter6.labels.includes(l))) return false;
+  return (need.needs ?? []).every((f) => typeof adapter6.facts?.[f] === "function");
 }
 function planSelects(plan, device, defaultRole = null) {
   const role = device.deviceRole ?? defaultRole;
-  return plan.vendors.includes(device.vendor) && (role === null || plan.deviceRoles.includes(role));
+  const vendor = plan.vendors === void 0 || plan.vendors.includes(device.vendor);
+  return vendor && (role === null || plan.deviceRoles.includes(role));
 }
 var FIREWALL = {
   label: "decrypt_policy",
@@ -295,6 +296,9 @@ function buildRegistry(mods) {
       throw new StartupError("DUPLICATE_PLAN", `Plan "${p.identifier}" is defined twice`);
     }
     ids2.add(p.identifier);
+    if (p.startGate !== void 0 && p.startGate !== "preflight-pass") {
+      throw new StartupError("PLAN_CATALOG", `Plan "${p.identifier}": startGate must be "preflight-pass" or absent, not ${JSON.stringify(p.startGate)}`);
+    }
     if (p.dependsOn !== void 0) {
       const r = PlanDependsOnSchema.safeParse(p.dependsOn);
       if (!r.success) {
@@ -341,9 +345,9 @@ function freezeParsed(v) {
   }
   return v;
 }
-function applies(check, device, plan, adapter5) {
+function applies(check, device, plan, adapter6) {
   if (check.optIn && !(plan.checks ?? []).includes(check.id)) return false;
-  if (!planSelects(plan, device, adapter5?.deviceRoles[0] ?? null) || !serves(adapter5, check)) return false;
+  if (!planSelects(plan, device, adapter6?.deviceRoles[0] ?? null) || !serves(adapter6, check)) return false;
   if (!check.appliesTo) return true;
   try {
     return !!check.appliesTo(device, plan);
@@ -401,15 +405,28 @@ function evaluateApplicable({ check, device, plan, snapshot, view, ctx, applied 
     evidence
   };
 }
-function summarize(plan, checks, now) {
+function summarize(plan, checks, now, opts = {}) {
   const passed = checks.filter((c) => c.status === "pass").length;
   const skipped = checks.filter((c) => c.status === "skipped").length;
   const errors = checks.filter((c) => c.status === "error").length;
   const failed = checks.length - passed - skipped;
-  const pass = checks.length > 0 && passed === checks.length;
-  const head = `${passed}/${checks.length} checks passed`;
-  const summary = checks.length === 0 ? `${head} \u2014 not ready for ${plan.identifier}: no enabled device takes part in the plan` : pass ? `${head} \u2014 ready for ${plan.identifier}` : `${head} \u2014 not ready for ${plan.identifier}: ${failed} failed${errors ? ` (${errors} could not be evaluated)` : ""}, ${skipped} skipped`;
-  return {
+  const sel = opts.selection;
+  const allPassed = checks.length > 0 && passed === checks.length;
+  const pass = allPassed && (!sel || sel.complete);
+  const at2 = opts.asOf ? ` as of ${opts.asOf.toISOString()}` : "";
+  const head = `${passed}/${checks.length} checks passed${sel ? " on a filtered selection" : ""}${at2}`;
+  const notReady = (why) => `${head} \u2014 not ready for ${plan.identifier}: ${why}`;
+  const counts = `${failed} failed${errors ? ` (${errors} could not be evaluated)` : ""}, ${skipped} skipped`;
+  let summary;
+  if (sel && !sel.complete) {
+    const left = sel.excluded;
+    summary = `${head} \u2014 not a readiness verdict for ${plan.identifier}: the filter left out ${left.pairs} (check, device) pair(s) the plan requires (devices: ${left.devices.join(", ") || "none"}; checks: ${left.checks.join(", ") || "none"})${allPassed ? "" : `; in the selection ${counts}`}`;
+  } else if (checks.length === 0) {
+    summary = notReady(sel ? "no check of the selection applies" : "no enabled device takes part in the plan");
+  } else if (pass) {
+    summary = `${head} \u2014 ready for ${plan.identifier}${sel ? " (the filter left out nothing it requires)" : ""}`;
+  } else summary = notReady(counts);
+  const result2 = {
     planIdentifier: plan.identifier,
     ranAt: now.toISOString(),
     checksRun: checks.length,
@@ -420,15 +437,18 @@ function summarize(plan, checks, now) {
     checks,
     summary
   };
+  if (opts.asOf) result2.asOf = opts.asOf.toISOString();
+  if (sel) result2.selection = sel;
+  return result2;
 }
 var PayloadEntry = class {
   size;
   #text;
   #value;
-  constructor(text5, size) {
+  constructor(text6, size) {
     this.size = size;
     this.#value = void 0;
-    this.#text = text5;
+    this.#text = text6;
   }
   /** The parsed, frozen payload (parsed on first use; throws when the text is not JSON). */
   get value() {
@@ -460,10 +480,10 @@ var PayloadCache = class {
     return e;
   }
   /** The entry for a payload text read from the database (kept if it fits the budget). */
-  put(sha, text5) {
+  put(sha, text6) {
     const known = this.#entries.get(sha);
     if (known) return known;
-    const e = new PayloadEntry(text5, text5.length);
+    const e = new PayloadEntry(text6, text6.length);
     if (e.size > this.budgetBytes) return e;
     this.#entries.set(sha, e);
     this.#bytes += e.size;
@@ -486,8 +506,10 @@ var PayloadCache = class {
   }
 };
 var payloadCache = new PayloadCache(32 * 1024 * 1024);
-function preflightOf(registry, plan) {
+function preflightOf(registry, plan, selection) {
   const defs = registry.checks.map((c) => c.check);
+  const checkSelected = defs.map((c) => !selection?.checkIds || selection.checkIds.has(c.id));
+  const deviceSelected = (d) => !selection?.deviceIds || selection.deviceIds.has(d.id);
   let memo;
   const verdictsOf = (devices) => {
     if (memo?.devices === devices) return memo.verdicts;
@@ -499,72 +521,150 @@ function preflightOf(registry, plan) {
     };
     return verdicts;
   };
-  const wants = (devices) => {
+  const eachPair = (devices, f) => {
     const verdicts = verdictsOf(devices);
-    const wanted = /* @__PURE__ */ new Map();
     defs.forEach((check, i) => {
       const row = verdicts[i];
+      devices.forEach((device, j) => {
+        const applied = row[j];
+        if (applied !== false) f(check, device, applied, checkSelected[i] && deviceSelected(device));
+      });
+    });
+  };
+  const wants = (devices) => {
+    const wanted = /* @__PURE__ */ new Map();
+    eachPair(devices, (check, device, _applied, selected) => {
+      if (!selected) return;
       for (const label of [
         check.label,
         ...check.alsoReads ?? []
       ]) {
         let ids2 = wanted.get(label);
         if (!ids2) wanted.set(label, ids2 = /* @__PURE__ */ new Set());
-        devices.forEach((device, j) => row[j] !== false && ids2.add(device.id));
+        ids2.add(device.id);
       }
     });
     return wanted;
   };
-  const evaluate = ({ devices, latest, payloads }, now = /* @__PURE__ */ new Date()) => {
-    const verdicts = verdictsOf(devices);
+  const report = (devices) => {
+    if (!selection) return void 0;
+    let pairs = 0;
+    const outDevices = /* @__PURE__ */ new Set();
+    const outChecks = /* @__PURE__ */ new Set();
+    eachPair(devices, (check, device, _applied, selected) => {
+      if (selected) return;
+      pairs++;
+      if (!deviceSelected(device)) outDevices.add(device.hostname);
+      if (selection.checkIds && !selection.checkIds.has(check.id)) outChecks.add(check.id);
+    });
+    return {
+      ...selection.given,
+      excluded: {
+        pairs,
+        devices: [
+          ...outDevices
+        ].sort(),
+        checks: [
+          ...outChecks
+        ].sort()
+      },
+      complete: pairs === 0
+    };
+  };
+  const evaluate = ({ devices, latest, payloads }, now = /* @__PURE__ */ new Date(), asOf) => {
     const payloadOf = (sha) => payloads.get(sha).value;
     const known = (sha) => payloads.has(sha);
     const facts2 = new Map(devices.map((d) => [
       d.vendor,
       registry.adapters.get(d.vendor)?.adapter.facts ?? {}
     ]));
+    const clock = asOf ?? now;
     const checks = [];
-    defs.forEach((check, i) => {
-      const byDevice = latest.get(check.label);
-      const row = verdicts[i];
-      devices.forEach((device, j) => {
-        const applied = row[j];
-        if (applied === false) return;
-        const s = byDevice?.get(device.id);
-        const snapshot = s && known(s.sha) ? {
-          id: s.id,
-          payloadSha256: s.sha,
-          collectedAt: s.at
-        } : null;
-        const view = () => lazySnapshot(s, device, check.label, payloadOf);
-        const ctx = {
-          now: new Date(now),
-          facts: facts2.get(device.vendor)
-        };
-        if (check.alsoReads) {
-          const related = {};
-          for (const label of check.alsoReads) {
-            const r = latest.get(label)?.get(device.id);
-            related[label] = r && known(r.sha) ? lazySnapshot(r, device, label, payloadOf) : null;
-          }
-          ctx.related = related;
+    eachPair(devices, (check, device, applied, selected) => {
+      if (!selected) return;
+      const s = latest.get(check.label)?.get(device.id);
+      const snapshot = s && known(s.sha) ? {
+        id: s.id,
+        payloadSha256: s.sha,
+        collectedAt: s.at
+      } : null;
+      const view = () => lazySnapshot(s, device, check.label, payloadOf);
+      const ctx = {
+        now: new Date(clock),
+        facts: facts2.get(device.vendor)
+      };
+      if (check.alsoReads) {
+        const related = {};
+        for (const label of check.alsoReads) {
+          const r = latest.get(label)?.get(device.id);
+          related[label] = r && known(r.sha) ? lazySnapshot(r, device, label, payloadOf) : null;
         }
-        checks.push(evaluateApplicable({
-          check,
-          device,
-          plan,
-          snapshot,
-          view,
-          ctx,
-          applied
-        }));
+        ctx.related = related;
+      }
+      checks.push(evaluateApplicable({
+        check,
+        device,
+        plan,
+        snapshot,
+        view,
+        ctx,
+        applied
+      }));
+    });
+    return summarize(plan, checks, now, {
+      asOf,
+      selection: report(devices)
+    });
+  };
+  const dryRun = ({ devices, latest }, now = /* @__PURE__ */ new Date(), asOf) => {
+    const reads = [];
+    let evaluations = 0;
+    let wouldSkip = 0;
+    const hosts = /* @__PURE__ */ new Set();
+    eachPair(devices, (check, device, _applied, selected) => {
+      if (!selected) return;
+      evaluations++;
+      hosts.add(device.id);
+      [
+        check.label,
+        ...check.alsoReads ?? []
+      ].forEach((label, k) => {
+        const s = latest.get(label)?.get(device.id);
+        if (k === 0 && !s) wouldSkip++;
+        reads.push({
+          checkId: check.id,
+          deviceId: device.id,
+          deviceHostname: device.hostname,
+          vendor: device.vendor,
+          label,
+          reads: k === 0 ? "evidence" : "related",
+          snapshot: s ? {
+            snapshotId: s.id,
+            payloadSha256: s.sha,
+            collectedAt: s.at.toISOString()
+          } : null
+        });
       });
     });
-    return summarize(plan, checks, now);
+    const sel = report(devices);
+    const summary = `dry run: would evaluate ${evaluations} check(s) on ${hosts.size} device(s) for ${plan.identifier}${asOf ? ` as of ${asOf.toISOString()}` : ""}; ${wouldSkip} without a snapshot would be skipped${sel ? `; filtered: the filter left out ${sel.excluded.pairs} (check, device) pair(s) the plan requires` : ""}`;
+    const out = {
+      planIdentifier: plan.identifier,
+      dryRun: true,
+      ranAt: now.toISOString(),
+      evaluations,
+      wouldSkip,
+      reads,
+      summary
+    };
+    if (asOf) out.asOf = asOf.toISOString();
+    if (sel) out.selection = sel;
+    return out;
   };
   return {
     wants,
-    evaluate
+    evaluate,
+    dryRun
   };
 }
 function lazySnapshot(s, device, label, payloadOf) {
@@ -596,12 +696,12 @@ function labStateOf(registry, read) {
   };
   const decrypt = {};
   for (const d of devices) {
-    const adapter5 = registry.adapters.get(d.vendor)?.adapter;
-    if (!adapter5 || !serves(adapter5, FIREWALL)) continue;
+    const adapter6 = registry.adapters.get(d.vendor)?.adapter;
+    if (!adapter6 || !serves(adapter6, FIREWALL)) continue;
     const s = latestOf(FIREWALL.label, d.id);
     let ruleCount = null;
     try {
-      ruleCount = s ? adapter5.facts.decryptRuleCount(payloads.get(s.sha).value) : null;
+      ruleCount = s ? adapter6.facts.decryptRuleCount(payloads.get(s.sha).value) : null;
     } catch {
     }
     decrypt[d.id] = {
@@ -610,7 +710,7 @@ function labStateOf(registry, read) {
       ruleCount
     };
   }
-  const inventory5 = {};
+  const inventory6 = {};
   for (const d of devices) {
     const def = registry.adapters.get(d.vendor)?.adapter;
     const label = def?.inventoryLabel;
@@ -641,7 +741,7 @@ function labStateOf(registry, read) {
         }
       }
     }
-    inventory5[d.id] = entry;
+    inventory6[d.id] = entry;
   }
   return {
     devices: devices.map((d) => ({
@@ -651,7 +751,7 @@ function labStateOf(registry, read) {
       deviceRole: d.deviceRole
     })),
     decrypt,
-    inventory: inventory5
+    inventory: inventory6
   };
 }
 
@@ -705,7 +805,8 @@ function computeVerdict(i) {
   }
   const pf = i.preflight;
   const bad = pf.checks.filter((c) => !c.pass);
-  add("preflight", pf.pass ? "pass" : "inconclusive", pf.pass ? `Pre-flight at start: ${pf.summary}` : `The lab was not ready at start: ${pf.summary}` + (bad.length ? ` (${bad.slice(0, 3).map((c) => `${c.checkId} on ${c.deviceHostname}: ${c.status}`).join("; ")}${bad.length > 3 ? `; ${bad.length - 3} more in annex preflight-at-start` : ""})` : ""));
+  const o = i.startGate?.override;
+  add("preflight", pf.pass ? "pass" : "inconclusive", (o ? `The run started over a failed pre-flight: the start gate (${i.startGate.source === "plan" ? "the plan's startGate" : "requirePreflightPass"}) was overridden by ${o.by} (${o.role}) at ${o.at}, reason: ${JSON.stringify(o.reason)}. ` : "") + (pf.pass ? `Pre-flight at start: ${pf.summary}` : `The lab was not ready at start: ${pf.summary}` + (bad.length ? ` (${bad.slice(0, 3).map((c) => `${c.checkId} on ${c.deviceHostname}: ${c.status}`).join("; ")}${bad.length > 3 ? `; ${bad.length - 3} more in annex preflight-at-start` : ""})` : "")));
   add("decrypt-alerts", i.alerts.length ? "invalid" : "pass", i.alerts.length ? `TLS decryption changed during the run (${i.alerts.map((a) => `${a.deviceHostname} ${a.from} to ${a.to} at ${a.at}`).join("; ")}): the measurements span the change` : "No TLSDecryptModeChanged alert during the run");
   const want = i.plan.tlsDecrypt;
   const states = [
@@ -732,11 +833,11 @@ function computeVerdict(i) {
   const matters = (d) => deps?.some((e) => e.deviceRole === d.deviceRole && e.labels.includes(d.endpointLabel)) ?? false;
   const hit = i.drift.filter(matters);
   const other = i.drift.filter((d) => !matters(d));
-  const list = (ds) => ds.map((d) => `${d.deviceHostname} ${d.endpointLabel} (${d.changeCount} change${d.changeCount === 1 ? "" : "s"})`).join(", ");
+  const list2 = (ds) => ds.map((d) => `${d.deviceHostname} ${d.endpointLabel} (${d.changeCount} change${d.changeCount === 1 ? "" : "s"})`).join(", ");
   if (hit.length) {
-    add("configuration-drift", "invalid", `The configuration the plan depends on changed during the run: ${list(hit)}; the measurements span the change (annex configuration-drift)` + (other.length ? `. Also changed: ${list(other)}` : ""));
+    add("configuration-drift", "invalid", `The configuration the plan depends on changed during the run: ${list2(hit)}; the measurements span the change (annex configuration-drift)` + (other.length ? `. Also changed: ${list2(other)}` : ""));
   } else if (other.length) {
-    add("configuration-drift", "none", `Changed during the run, but not what the plan depends on${deps ? "" : " (the plan names no dependency)"}: ${list(other)}`);
+    add("configuration-drift", "none", `Changed during the run, but not what the plan depends on${deps ? "" : " (the plan names no dependency)"}: ${list2(other)}`);
   } else add("configuration-drift", "pass", "No configuration drift between run start and end");
   const value = ORDER.find((v) => reasons.some((r) => r.effect === v)) ?? "pass";
   return {
@@ -1000,24 +1101,24 @@ function arrayDiff(input, output, ptr) {
   let ia = head;
   let ib = head;
   for (let p = 0; p < parts.length; p++) {
-    const part = parts[p];
-    const n = part.value.length;
-    if (!part.added && !part.removed) {
+    const part2 = parts[p];
+    const n = part2.value.length;
+    if (!part2.added && !part2.removed) {
       at2 += n;
       ia += n;
       ib += n;
       continue;
     }
     const next = parts[p + 1];
-    if (part.removed && next?.added) {
+    if (part2.removed && next?.added) {
       const m = next.value.length;
       const paired = Math.min(n, m);
       for (let k = 0; k < paired; k++) {
         const prefix = `${base}/${at2 + k}`;
-        for (const op of createPatch(input[ia + k], output[ib + k], arrayDiff)) {
+        for (const op2 of createPatch(input[ia + k], output[ib + k], arrayDiff)) {
           ops.push({
-            ...op,
-            path: prefix + op.path
+            ...op2,
+            path: prefix + op2.path
           });
         }
       }
@@ -1038,7 +1139,7 @@ function arrayDiff(input, output, ptr) {
       p++;
       continue;
     }
-    if (part.removed) {
+    if (part2.removed) {
       for (let k = 0; k < n; k++) ops.push({
         op: "remove",
         path: `${base}/${at2}`
@@ -1062,20 +1163,20 @@ function diffPayloads(before, after) {
   };
   const owned = /* @__PURE__ */ new WeakSet();
   const changes = [];
-  for (const op of patch) {
-    if (op.op === "test") continue;
-    const prior = readAt(doc.root, op.path);
+  for (const op2 of patch) {
+    if (op2.op === "test") continue;
+    const prior = readAt(doc.root, op2.path);
     const s = {
-      op: op.op,
-      path: op.path
+      op: op2.op,
+      path: op2.path
     };
-    if (op.op !== "add" || prior.found && !Array.isArray(parentOf(doc.root, op.path))) {
+    if (op2.op !== "add" || prior.found && !Array.isArray(parentOf(doc.root, op2.path))) {
       if (prior.found) s.before = prior.value;
     }
-    if (op.op === "add" || op.op === "replace") s.after = op.value;
-    if (op.op === "move" || op.op === "copy") s.after = readAt(doc.root, op.from).value;
+    if (op2.op === "add" || op2.op === "replace") s.after = op2.value;
+    if (op2.op === "move" || op2.op === "copy") s.after = readAt(doc.root, op2.from).value;
     changes.push(s);
-    applyOne(doc, op, owned);
+    applyOne(doc, op2, owned);
   }
   return {
     patch,
@@ -1110,29 +1211,29 @@ function setOwn(o, k, v) {
     configurable: true
   });
 }
-function applyOne(doc, op, owned) {
+function applyOne(doc, op2, owned) {
   const fail = (why) => {
-    throw new Error(`JSON Patch operation ${op.op} ${op.path} does not apply: ${why}`);
+    throw new Error(`JSON Patch operation ${op2.op} ${op2.path} does not apply: ${why}`);
   };
-  if (op.op === "test") return;
-  if (op.op === "move" || op.op === "copy") {
-    const from = readAt(doc.root, op.from);
-    if (!from.found) fail(`nothing at ${op.from}`);
-    if (op.op === "move") applyOne(doc, {
+  if (op2.op === "test") return;
+  if (op2.op === "move" || op2.op === "copy") {
+    const from = readAt(doc.root, op2.from);
+    if (!from.found) fail(`nothing at ${op2.from}`);
+    if (op2.op === "move") applyOne(doc, {
       op: "remove",
-      path: op.from
+      path: op2.from
     }, owned);
     applyOne(doc, {
       op: "add",
-      path: op.path,
+      path: op2.path,
       value: from.value
     }, owned);
     return;
   }
-  const tokens = tokensOf(op.path);
+  const tokens = tokensOf(op2.path);
   const last = tokens.at(-1);
   if (last === void 0) {
-    doc.root = op.op === "remove" ? void 0 : op.value;
+    doc.root = op2.op === "remove" ? void 0 : op2.value;
     return;
   }
   const own = (v) => {
@@ -1156,16 +1257,16 @@ function applyOne(doc, op, owned) {
     parent = child;
   }
   if (Array.isArray(parent)) {
-    const i = last === "-" && op.op === "add" ? parent.length : Number(last);
-    const max = op.op === "add" ? parent.length : parent.length - 1;
+    const i = last === "-" && op2.op === "add" ? parent.length : Number(last);
+    const max = op2.op === "add" ? parent.length : parent.length - 1;
     if (!/^(0|[1-9][0-9]*|-)$/.test(last) || !Number.isInteger(i) || i > max) fail(`no index ${last}`);
-    if (op.op === "add") parent.splice(i, 0, op.value);
-    else if (op.op === "remove") parent.splice(i, 1);
-    else parent[i] = op.value;
+    if (op2.op === "add") parent.splice(i, 0, op2.value);
+    else if (op2.op === "remove") parent.splice(i, 1);
+    else parent[i] = op2.value;
   } else {
-    if (op.op !== "add" && !Object.hasOwn(parent, last)) fail(`no member ${last}`);
-    if (op.op === "remove") delete parent[last];
-    else setOwn(parent, last, op.value);
+    if (op2.op !== "add" && !Object.hasOwn(parent, last)) fail(`no member ${last}`);
+    if (op2.op === "remove") delete parent[last];
+    else setOwn(parent, last, op2.value);
   }
 }
 
@@ -1241,17 +1342,17 @@ function licenseTexts(id, who = {
 }
 function annexBody(value) {
   const v = JSON.parse(canonicalJson(value));
-  const list = (a, indent) => a.length ? `[
+  const list2 = (a, indent) => a.length ? `[
 ${a.map((x) => `${indent}  ${canonicalJson(x)}`).join(",\n")}
 ${indent}]` : "[]";
-  if (Array.isArray(v)) return list(v, "");
+  if (Array.isArray(v)) return list2(v, "");
   if (typeof v !== "object" || v === null) return canonicalJson(v);
   const obj2 = v;
   const keys = Object.keys(obj2).sort();
   if (!keys.length) return "{}";
   const member = (k) => {
     const x = obj2[k];
-    return `  ${canonicalJson(k)}: ${Array.isArray(x) ? list(x, "  ") : canonicalJson(x)}`;
+    return `  ${canonicalJson(k)}: ${Array.isArray(x) ? list2(x, "  ") : canonicalJson(x)}`;
   };
   return `{
 ${keys.map(member).join(",\n")}
@@ -1376,6 +1477,7 @@ async function composeReport(opts) {
   const startState = jsonValue(r.start_state_json);
   const invalidated = alerts.length > 0;
   const preflight = jsonValue(r.preflight_json);
+  const startGate = r.start_gate_json == null ? null : jsonValue(r.start_gate_json);
   const activeAtStart = labDecryptState(startState);
   const activeAtEnd = labDecryptState(endState);
   const drift = await driftOf(opts.drift, registry, startState.devices, startedAt, endedAt);
@@ -1392,7 +1494,8 @@ async function composeReport(opts) {
     alerts,
     decryptAtStart: activeAtStart,
     decryptAtEnd: activeAtEnd,
-    drift: driftForVerdict(drift, startState.devices)
+    drift: driftForVerdict(drift, startState.devices),
+    startGate
   });
   const draft = {
     version: 1,
@@ -1442,6 +1545,9 @@ async function composeReport(opts) {
     },
     ...verdict ? {
       verdict
+    } : {},
+    ...startGate ? {
+      startGate
     } : {},
     annexes: [
       await jsonAnnex("preflight-at-start", "Pre-flight result at run start", preflight),
@@ -1503,8 +1609,8 @@ function labRead(input, payloads) {
       sha: s.payloadSha256,
       at: new Date(s.collectedAt)
     });
-    const text5 = payloads.get(s.payloadSha256);
-    if (text5 !== void 0) entries.set(s.payloadSha256, new PayloadEntry(text5, text5.length));
+    const text6 = payloads.get(s.payloadSha256);
+    if (text6 !== void 0) entries.set(s.payloadSha256, new PayloadEntry(text6, text6.length));
   }
   return {
     devices: input.devices,
@@ -1529,8 +1635,8 @@ ${new Date(t).toISOString()}`;
       return Promise.resolve(byKey.get(k) ?? void 0);
     },
     payload: (sha) => {
-      const text5 = payloads.get(sha);
-      return text5 === void 0 ? Promise.reject(new Error(`the bundle has no payload ${sha}`)) : Promise.resolve(JSON.parse(text5));
+      const text6 = payloads.get(sha);
+      return text6 === void 0 ? Promise.reject(new Error(`the bundle has no payload ${sha}`)) : Promise.resolve(JSON.parse(text6));
     }
   };
 }
@@ -1538,8 +1644,8 @@ async function replayReport(registry, sealed, inputs) {
   const lines = [];
   const line = (l) => lines.push(l);
   let badPayloads = 0;
-  for (const [sha, text5] of inputs.payloads) {
-    const h = await sha256Hex(text5);
+  for (const [sha, text6] of inputs.payloads) {
+    const h = await sha256Hex(text6);
     if (h !== sha) {
       badPayloads++;
       line({
@@ -1626,7 +1732,8 @@ async function replayReport(registry, sealed, inputs) {
         start_state_json: startState,
         preflight_json: preflight,
         lab_name: run.labName,
-        customer: run.customer
+        customer: run.customer,
+        start_gate_json: run.startGate ?? null
       },
       outcome: run.outcome,
       results: inputs.results,
@@ -1949,8 +2056,8 @@ async function readBundleArchive(bytes) {
   return files;
 }
 async function checkManifest(files) {
-  const list = text(files, MANIFEST);
-  if (list === void 0) return [
+  const list2 = text(files, MANIFEST);
+  if (list2 === void 0) return [
     {
       path: MANIFEST,
       ok: false,
@@ -1959,7 +2066,7 @@ async function checkManifest(files) {
   ];
   const out = [];
   const listed = /* @__PURE__ */ new Set();
-  for (const l of list.split("\n")) {
+  for (const l of list2.split("\n")) {
     const m = /^([0-9a-f]{64}) [ *](.+)$/.exec(l);
     if (!m) continue;
     const [, sha, path] = m;
@@ -2282,9 +2389,9 @@ function obj(v, what) {
   return v;
 }
 function items(v, what) {
-  const list = obj(v, what);
-  if (!Array.isArray(list.items)) throw new Error(`Expected ${what} to be an FDM list with "items"`);
-  return list.items;
+  const list2 = obj(v, what);
+  if (!Array.isArray(list2.items)) throw new Error(`Expected ${what} to be an FDM list with "items"`);
+  return list2.items;
 }
 function jobTime(job) {
   for (const k of [
@@ -2427,8 +2534,8 @@ var LATEST_DEPLOYMENT_PATH = withQuery("/operational/deploy", {
 var CPU_MONITOR_PATH = withQuery("/monitor/trendingreports/cpu", {
   time_duration: 300
 });
-function ids(list, what) {
-  return list.items.map((item) => {
+function ids(list2, what) {
+  return list2.items.map((item) => {
     if (!isObject(item) || typeof item.id !== "string" || item.id === "") {
       throw new DeviceError("protocol_error", `An item of ${what} has no "id"`);
     }
@@ -2744,10 +2851,10 @@ var NxApiSession = class {
     if (!summary || summary.attributes.idle === "" || !Number.isFinite(idle)) {
       throw new DeviceError("protocol_error", `GET ${PATHS.cpu} returned no procSysCpuSummary idle value`);
     }
-    const cpuPercent = Math.min(100, Math.max(0, Math.round((100 - idle) * 10) / 10));
+    const cpuPercent2 = Math.min(100, Math.max(0, Math.round((100 - idle) * 10) / 10));
     return {
-      cpuPercent,
-      cpuDetail: `CPU ${cpuPercent}% (100 - idle ${summary.attributes.idle}) from GET ${PATHS.cpu}`
+      cpuPercent: cpuPercent2,
+      cpuDetail: `CPU ${cpuPercent2}% (100 - idle ${summary.attributes.idle}) from GET ${PATHS.cpu}`
     };
   }
   async collectAll() {
@@ -3413,9 +3520,9 @@ var RedfishSession = class {
   }
   async testConnection() {
     await this.#rf.login();
-    const result = await this.#readCpu(await this.#topology());
+    const result2 = await this.#readCpu(await this.#topology());
     await this.#rf.logout();
-    return result;
+    return result2;
   }
   async close() {
     await this.#rf.close();
@@ -3663,9 +3770,9 @@ function ntpServers4(payload) {
   if (r.type === "fortiguard") return [
     "fortiguard"
   ];
-  const list = r.ntpserver ?? [];
-  if (!Array.isArray(list)) throw new Error('Cannot read ntp_config: "results.ntpserver" is not a list');
-  return list.map((s) => isObj5(s) && typeof s.server === "string" ? s.server.trim() : "").filter((s) => s.length > 0);
+  const list2 = r.ntpserver ?? [];
+  if (!Array.isArray(list2)) throw new Error('Cannot read ntp_config: "results.ntpserver" is not a list');
+  return list2.map((s) => isObj5(s) && typeof s.server === "string" ? s.server.trim() : "").filter((s) => s.length > 0);
 }
 var text4 = (v) => typeof v === "string" && v.trim() !== "" ? v.trim() : typeof v === "number" ? String(v) : null;
 function inventory4(payload) {
@@ -3997,8 +4104,449 @@ var adapter4 = defineAdapter({
 });
 var mod_default4 = adapter4;
 
+// adapters/vendor-c-ngfw/_xml.ts
+import { XMLParser, XMLValidator } from "npm:fast-xml-parser@5.12.1";
+var LIST_ELEMENTS = /* @__PURE__ */ new Set([
+  "entry",
+  "member",
+  "job",
+  "line"
+]);
+var parser = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: "@",
+  parseTagValue: false,
+  parseAttributeValue: false,
+  trimValues: true,
+  isArray: (name) => LIST_ELEMENTS.has(name)
+});
+var isObj7 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+function parseXml(text6) {
+  return parser.parse(text6);
+}
+function messageText(msg) {
+  if (typeof msg === "string") return msg;
+  if (Array.isArray(msg)) return msg.map(messageText).filter(Boolean).join("; ");
+  if (isObj7(msg)) {
+    return Object.entries(msg).filter(([k]) => !k.startsWith("@")).map(([, v]) => messageText(v)).filter(Boolean).join("; ");
+  }
+  return "";
+}
+function notXml(res) {
+  const type = res.headers.get("content-type") ?? "";
+  const head = res.text.trimStart().slice(0, 200).toLowerCase();
+  if (/text\/html/i.test(type) || head.startsWith("<!doctype html") || head.startsWith("<html")) {
+    return "answered an HTML page, not the XML API (the web interface, a captive portal or a proxy's page?)";
+  }
+  if (head === "") return "answered an empty body, not an XML API <response>";
+  return null;
+}
+function readEnvelope(res, call, secrets, allowCodes = []) {
+  const scrub = (s) => secrets.filter((x) => x.length > 0).reduce((acc, x) => acc.split(x).join("[redacted]"), s).slice(0, 300);
+  const html = notXml(res);
+  if (res.status === 403 && html === null) {
+    throw new DeviceError("auth_failed", `API key or credentials refused: HTTP 403 from ${call}`);
+  }
+  if (res.status < 200 || res.status > 299) {
+    throw new DeviceError("http_error", `${call} answered HTTP ${res.status}`);
+  }
+  if (html !== null) throw new DeviceError("protocol_error", `${call} ${html}`);
+  const valid = XMLValidator.validate(res.text);
+  if (valid !== true) {
+    throw new DeviceError("protocol_error", `${call} answered XML that is not well-formed (truncated?): ${scrub(valid.err.msg)} at line ${valid.err.line}`);
+  }
+  const doc = parseXml(res.text);
+  const response = doc.response;
+  if (!isObj7(response)) {
+    throw new DeviceError("protocol_error", `${call} answered XML without the XML API's <response> element`);
+  }
+  const status = response["@status"];
+  const code = typeof response["@code"] === "string" ? response["@code"] : void 0;
+  if (status !== "success") {
+    const text6 = scrub(messageText(response.msg ?? (isObj7(response.result) ? response.result.msg : void 0)));
+    if (code === "403" || code === "22") {
+      throw new DeviceError("auth_failed", `API key or credentials refused by ${call}: code ${code}${text6 ? ` (${text6})` : ""}`);
+    }
+    if (code === void 0 || !allowCodes.includes(code)) {
+      throw new DeviceError("protocol_error", `${call} answered status "${String(status)}"${code ? ` code ${code}` : ""}${text6 ? `: ${text6}` : ""}`);
+    }
+  }
+  return {
+    response
+  };
+}
+
+// adapters/vendor-c-ngfw/_facts.ts
+function result(envelope, what) {
+  if (!isObj7(envelope) || !isObj7(envelope.response)) {
+    throw new Error(`Cannot read ${what}: expected an XML API <response>`);
+  }
+  return envelope.response.result;
+}
+function part(payload, key, what) {
+  if (!isObj7(payload) || !(key in payload)) throw new Error(`Cannot read ${what}: "${key}" is missing`);
+  return payload[key];
+}
+var list = (v) => Array.isArray(v) ? v : v === void 0 || v === "" ? [] : [
+  v
+];
+var text5 = (v) => {
+  if (typeof v !== "string") return null;
+  const t = v.trim();
+  return t === "" || t.toLowerCase() === "unknown" ? null : t;
+};
+var DECRYPTING_ACTIONS = /* @__PURE__ */ new Set([
+  "decrypt",
+  "decrypt-and-forward"
+]);
+function decryptingRules(payload) {
+  const r = result(payload, "decrypt_policy");
+  if (r === void 0 || r === "") return [];
+  if (!isObj7(r)) throw new Error("Cannot read decrypt_policy: <result> is not an element");
+  const out = [];
+  list(r.decryption).forEach((rb, i) => {
+    if (rb === "") return;
+    if (!isObj7(rb)) throw new Error("Cannot read decrypt_policy: a <decryption> is not an element");
+    const rules = rb.rules === void 0 || rb.rules === "" ? {} : rb.rules;
+    if (!isObj7(rules)) throw new Error("Cannot read decrypt_policy: <rules> is not an element");
+    for (const e of list(rules.entry)) {
+      if (!isObj7(e)) throw new Error("Cannot read decrypt_policy: a rule is not an <entry>");
+      const action = typeof e.action === "string" ? e.action.trim() : "";
+      if (!DECRYPTING_ACTIONS.has(action) || e.disabled === "yes") continue;
+      out.push({
+        rulebase: i,
+        name: String(e["@name"] ?? ""),
+        action
+      });
+    }
+  });
+  return out;
+}
+function decryptRuleCount3(payload) {
+  return decryptingRules(payload).length;
+}
+function ntpServers5(payload) {
+  const out = [];
+  const add = (v) => {
+    const t = text5(v);
+    if (t !== null && !out.includes(t)) out.push(t);
+  };
+  const conf = result(part(payload, "servers", "ntp_config"), "ntp_config.servers");
+  if (conf !== void 0 && conf !== "") {
+    if (!isObj7(conf)) throw new Error("Cannot read ntp_config.servers: <result> is not an element");
+    const ntp = isObj7(conf["ntp-servers"]) ? conf["ntp-servers"] : {};
+    for (const k of [
+      "primary-ntp-server",
+      "secondary-ntp-server"
+    ]) {
+      const s = ntp[k];
+      if (isObj7(s)) add(s["ntp-server-address"]);
+    }
+  }
+  if (out.length > 0) return out;
+  const status = result(part(payload, "status", "ntp_config"), "ntp_config.status");
+  if (isObj7(status)) {
+    for (const [k, v] of Object.entries(status)) if (/^ntp-server-\d+$/.test(k) && isObj7(v)) add(v.name);
+  }
+  return out;
+}
+var HA_MAP2 = {
+  active: "ACTIVE",
+  "active-primary": "ACTIVE",
+  "active-secondary": "ACTIVE",
+  passive: "STANDBY_READY",
+  initial: "NEGOTIATION"
+};
+function haState2(payload) {
+  const r = result(payload, "ha_status");
+  if (!isObj7(r) || typeof r.enabled !== "string") {
+    throw new Error('Cannot read ha_status: "result.enabled" is missing');
+  }
+  if (r.enabled !== "yes") return {
+    raw: "standalone",
+    mapped: "ACTIVE"
+  };
+  const group = isObj7(r.group) ? r.group : {};
+  const local = isObj7(group["local-info"]) ? group["local-info"] : {};
+  const state = text5(local.state);
+  if (state === null) throw new Error('Cannot read ha_status: "group.local-info.state" is missing');
+  return {
+    raw: state,
+    mapped: HA_MAP2[state.toLowerCase()] ?? null
+  };
+}
+var COMMIT_JOB = /^(commit|autocom)/i;
+function jobState(job) {
+  const status = text5(job.status)?.toUpperCase() ?? "";
+  const res = text5(job.result)?.toUpperCase() ?? "";
+  if (status === "FIN") return res === "OK" ? "DEPLOYED" : res === "FAIL" ? "DEPLOY_FAILED" : `FIN_${res}`;
+  if (status === "ACT") return "DEPLOYING";
+  if (status === "PEND" || text5(job.queued)?.toUpperCase() === "YES") return "QUEUED";
+  return status || "UNKNOWN";
+}
+function deployState2(payload) {
+  const pending = result(part(payload, "pending", "deploy_status"), "deploy_status.pending");
+  if (typeof pending !== "string" || !/^(yes|no)$/.test(pending.trim())) {
+    throw new Error('Cannot read deploy_status.pending: expected "yes" or "no"');
+  }
+  const jobs = result(part(payload, "jobs", "deploy_status"), "deploy_status.jobs");
+  if (jobs !== void 0 && jobs !== "" && !isObj7(jobs)) {
+    throw new Error("Cannot read deploy_status.jobs: <result> is not an element");
+  }
+  let newest = null;
+  for (const j of list(isObj7(jobs) ? jobs.job : void 0)) {
+    if (!isObj7(j)) throw new Error("Cannot read deploy_status.jobs: a <job> is not an element");
+    if (!COMMIT_JOB.test(text5(j.type) ?? "")) continue;
+    if (newest === null || Number(j.id) > Number(newest.id)) newest = j;
+  }
+  return {
+    state: newest ? jobState(newest) : "NO_DEPLOYMENT",
+    pendingChanges: pending.trim() === "yes" ? 1 : 0
+  };
+}
+function inventory5(payload) {
+  const r = result(payload, "system_info");
+  if (!isObj7(r) || !isObj7(r.system)) throw new Error('Cannot read system_info: "result.system" is missing');
+  const s = r.system;
+  return {
+    model: text5(s.model),
+    softwareVersion: text5(s["sw-version"]),
+    serialNumber: text5(s.serial)
+  };
+}
+
+// adapters/vendor-c-ngfw/_volatile.ts
+var VOLATILE_PATHS5 = {
+  system_info: [
+    "/response/result/system/time",
+    "/response/result/system/uptime"
+  ],
+  resource_usage: [
+    "/response/result"
+  ],
+  ha_status: [
+    "/response/result/group/local-info/state-duration",
+    "/response/result/group/peer-info/state-duration"
+  ]
+};
+
+// adapters/vendor-c-ngfw/mod.ts
+var KEY_USERNAME = "apikey";
+var API_PATH = "/api/";
+var DEVICE_XPATH = "/config/devices/entry[@name='localhost.localdomain']";
+var op = (cmd) => ({
+  type: "op",
+  cmd
+});
+var configGet = (xpath) => ({
+  type: "config",
+  action: "get",
+  xpath
+});
+var CALLS2 = {
+  system_info: op("<show><system><info></info></system></show>"),
+  resource_usage: op("<show><system><resources></resources></system></show>"),
+  ntp_config: {
+    status: op("<show><ntp></ntp></show>"),
+    servers: configGet(`${DEVICE_XPATH}/deviceconfig/system/ntp-servers`)
+  },
+  // Every vsys: the xpath selects the decryption rulebase of each vsys entry (candidate configuration).
+  decrypt_policy: configGet(`${DEVICE_XPATH}/vsys/entry/rulebase/decryption`),
+  // The security rulebase of every vsys (vendor-a-ngfw's access rules: what traffic passes, with which profiles).
+  access_rules: configGet(`${DEVICE_XPATH}/vsys/entry/rulebase/security`),
+  ha_status: op("<show><high-availability><state></state></high-availability></show>"),
+  deploy_status: {
+    pending: op("<check><pending-changes></pending-changes></check>"),
+    jobs: op("<show><jobs><all></all></jobs></show>")
+  },
+  interfaces: op("<show><interface>all</interface></show>"),
+  license_status: op("<request><license><info></info></license></request>")
+};
+var LABELS5 = [
+  "system_info",
+  "resource_usage",
+  "ntp_config",
+  "decrypt_policy",
+  "access_rules",
+  "ha_status",
+  "deploy_status",
+  "interfaces",
+  "license_status"
+];
+var isCall = (c) => typeof c.type === "string";
+var CONFIG_ABSENT = [
+  "7"
+];
+var KEY_TTL_MS = 12 * 60 * 6e4;
+function query(call) {
+  const q = call.type === "op" ? new URLSearchParams({
+    type: "op",
+    cmd: call.cmd
+  }) : new URLSearchParams({
+    type: "config",
+    action: call.action,
+    xpath: call.xpath
+  });
+  return q.toString();
+}
+function cpuPercent(envelope) {
+  const result2 = isObj7(envelope) && isObj7(envelope.response) ? envelope.response.result : void 0;
+  if (typeof result2 !== "string") return null;
+  const idle = /%Cpu\(s\):.*?([0-9.]+)\s*id\b/.exec(result2)?.[1];
+  if (idle === void 0) return null;
+  const n = Number(idle);
+  return Number.isFinite(n) && n >= 0 && n <= 100 ? Math.round((100 - n) * 10) / 10 : null;
+}
+var XmlApiSession = class {
+  #ctx;
+  /** The registration holds an API key (user name `apikey`). */
+  #byKey;
+  #key = null;
+  /** Whether `#key` came from the previous cycle (then a refusal is retried once with a new key). */
+  #keyParked = false;
+  constructor(ctx) {
+    this.#ctx = ctx;
+    this.#byKey = ctx.credentials.username === KEY_USERNAME;
+  }
+  async testConnection() {
+    const answer = await this.#call(CALLS2.resource_usage);
+    const cpu = cpuPercent(answer);
+    if (cpu === null) {
+      throw new DeviceError("protocol_error", `show system resources answered no "%Cpu(s)" line`);
+    }
+    const how = this.#byKey ? "API key" : "key from type=keygen";
+    return {
+      cpuDetail: `CPU ${cpu}% from show system resources (${how})`,
+      cpuPercent: cpu
+    };
+  }
+  async collectAll() {
+    const out = [];
+    for (const label of LABELS5) {
+      const call = CALLS2[label];
+      if (isCall(call)) {
+        out.push({
+          label,
+          payload: await this.#call(call)
+        });
+      } else {
+        const payload = {};
+        for (const [key, c] of Object.entries(call)) payload[key] = await this.#call(c);
+        out.push({
+          label,
+          payload
+        });
+      }
+    }
+    return out;
+  }
+  close() {
+    this.#key = null;
+    return Promise.resolve();
+  }
+  #secrets() {
+    return [
+      this.#ctx.credentials.password,
+      this.#key ?? ""
+    ];
+  }
+  /** One request with the key; a parked key the device refuses is replaced once by a fresh keygen. */
+  async #call(call) {
+    const key = await this.#apiKey();
+    try {
+      return await this.#send(call, key);
+    } catch (e) {
+      if (!(e instanceof DeviceError) || e.status !== "auth_failed" || this.#byKey || !this.#keyParked) {
+        throw e;
+      }
+      this.#ctx.log.info("Parked API key refused by {hostname}; generating a new one", {
+        hostname: this.#ctx.device.hostname
+      });
+      this.#ctx.sessions.clear();
+      this.#key = null;
+      return await this.#send(call, await this.#apiKey());
+    }
+  }
+  async #send(call, key) {
+    const what = call.type === "op" ? `op ${call.cmd}` : `config ${call.action} ${call.xpath}`;
+    const res = await this.#ctx.http.request({
+      method: "GET",
+      path: `${API_PATH}?${query(call)}`,
+      headers: {
+        "x-pan-key": key
+      }
+    });
+    return readEnvelope(res, what, this.#secrets(), call.type === "config" ? CONFIG_ABSENT : []);
+  }
+  async #apiKey() {
+    if (this.#key !== null) return this.#key;
+    if (this.#byKey) return this.#key = this.#ctx.credentials.password;
+    const parked = this.#ctx.sessions.get();
+    if (parked?.key) {
+      this.#keyParked = true;
+      return this.#key = parked.key;
+    }
+    this.#keyParked = false;
+    const key = await this.#keygen();
+    this.#ctx.sessions.set({
+      key
+    }, KEY_TTL_MS);
+    return this.#key = key;
+  }
+  /** `type=keygen` with the user and password in a POST body (never in the URL). */
+  async #keygen() {
+    const { username, password } = this.#ctx.credentials;
+    const res = await this.#ctx.http.request({
+      method: "POST",
+      path: API_PATH,
+      form: {
+        type: "keygen",
+        user: username,
+        password
+      }
+    });
+    let env;
+    try {
+      env = readEnvelope(res, "type=keygen", [
+        password
+      ]);
+    } catch (e) {
+      if (e instanceof DeviceError && e.status === "auth_failed") {
+        throw new DeviceError("auth_failed", `Key generation refused (type=keygen, HTTP ${res.status}): wrong user name or password, or the admin role has no XML API permission`);
+      }
+      throw e;
+    }
+    const result2 = env.response.result;
+    const key = isObj7(result2) && typeof result2.key === "string" ? result2.key.trim() : "";
+    if (key === "") throw new DeviceError("protocol_error", "type=keygen answered success without a <key>");
+    return key;
+  }
+};
+var adapter5 = defineAdapter({
+  vendorKey: "vendor-c-ngfw",
+  displayName: "Firewall with PAN-OS XML API",
+  coreVersion: "^1.0.0",
+  deviceRoles: [
+    "ngfw"
+  ],
+  labels: LABELS5,
+  facts: {
+    decryptRuleCount: decryptRuleCount3,
+    ntpServers: ntpServers5,
+    haState: haState2,
+    deployState: deployState2,
+    inventory: inventory5
+  },
+  inventoryLabel: "system_info",
+  volatilePaths: VOLATILE_PATHS5,
+  create: (ctx) => new XmlApiSession(ctx),
+  // A parked API key is not a session: the XML API has no logout, so there is nothing to end.
+  release: () => Promise.resolve()
+});
+var mod_default5 = adapter5;
+
 // checks/ngfw-deploy-clean/mod.ts
-var mod_default5 = defineCheck({
+var mod_default6 = defineCheck({
   id: "ngfw-deploy-clean",
   coreVersion: "^1.0.0",
   description: "Firewall configuration is deployed with no pending changes",
@@ -4029,7 +4577,7 @@ var mod_default5 = defineCheck({
 });
 
 // checks/ngfw-decrypt-state-matches-plan/mod.ts
-var mod_default6 = defineCheck({
+var mod_default7 = defineCheck({
   id: "ngfw-decrypt-state-matches-plan",
   coreVersion: "^1.0.0",
   description: "Firewall TLS decryption state matches the plan",
@@ -4065,7 +4613,7 @@ var mod_default6 = defineCheck({
 });
 
 // checks/ntp-source-configured/mod.ts
-var mod_default7 = defineCheck({
+var mod_default8 = defineCheck({
   id: "ntp-source-configured",
   coreVersion: "^1.0.0",
   description: "At least one NTP time source is configured",
@@ -4093,7 +4641,7 @@ var SANE_HA_STATES = [
   "NEGOTIATION",
   "JOIN"
 ];
-var mod_default8 = defineCheck({
+var mod_default9 = defineCheck({
   id: "ngfw-ha-state-sane",
   coreVersion: "^1.0.0",
   description: "Firewall HA state is ACTIVE, STANDBY_READY, NEGOTIATION or JOIN",
@@ -4114,7 +4662,7 @@ var mod_default8 = defineCheck({
 
 // checks/snapshot-fresh/mod.ts
 var MAX_AGE_MINUTES = 60;
-var mod_default9 = defineCheck({
+var mod_default10 = defineCheck({
   id: "snapshot-fresh",
   coreVersion: "^1.0.0",
   description: `Latest system_info snapshot is less than ${MAX_AGE_MINUTES} minutes old`,
@@ -4143,7 +4691,7 @@ var RESOURCES = [
   "chassis_info",
   "manager_info"
 ];
-var mod_default10 = defineCheck({
+var mod_default11 = defineCheck({
   id: "bmc-health-ok",
   coreVersion: "^1.0.0",
   description: "Server management controller: system, chassis and manager health is OK",
@@ -4185,7 +4733,7 @@ var mod_default10 = defineCheck({
 });
 
 // checks/bmc-power-on/mod.ts
-var mod_default11 = defineCheck({
+var mod_default12 = defineCheck({
   id: "bmc-power-on",
   coreVersion: "^1.0.0",
   description: "Server management controller: the managed system is powered on",
@@ -4208,12 +4756,6 @@ var mod_default11 = defineCheck({
 });
 
 // plugins/plan-catalog/mod.ts
-var VENDORS = [
-  "vendor-a-ngfw",
-  "vendor-b-ngfw",
-  "vendor-a-switch",
-  "vendor-a-bmc"
-];
 var ROLES = [
   "ngfw",
   "switch",
@@ -4284,9 +4826,6 @@ var plans = [
       throughputGbps: 0.8,
       connectionsPerSecond: 500
     }),
-    vendors: [
-      ...VENDORS
-    ],
     deviceRoles: [
       ...ROLES
     ],
@@ -4318,9 +4857,6 @@ var plans = [
       throughputGbps: 2,
       connectionsPerSecond: 1250
     }),
-    vendors: [
-      ...VENDORS
-    ],
     deviceRoles: [
       ...ROLES
     ],
@@ -4352,9 +4888,6 @@ var plans = [
       throughputGbps: 0.8,
       connectionsPerSecond: 500
     }),
-    vendors: [
-      ...VENDORS
-    ],
     deviceRoles: [
       ...ROLES
     ],
@@ -4362,6 +4895,9 @@ var plans = [
       "bmc-health-ok",
       "bmc-power-on"
     ],
+    // "Started only when ...": a run of this plan starts only over a passing pre-flight (an admin may
+    // override with a reason, root README "Gating the start").
+    startGate: "preflight-pass",
     // The servers' health gates the start, so a server whose host or health state changed mid-run also
     // voids the run: system_info carries the power state and health the checks read.
     dependsOn: [
@@ -4384,11 +4920,11 @@ var plans = [
     }
   }
 ];
-var mod_default12 = definePlugin({
+var mod_default13 = definePlugin({
   name: "plan-catalog",
   coreVersion: "^1.0.0",
   planCatalog: {
-    catalogVersion: 7,
+    catalogVersion: 8,
     plans
   }
 });
@@ -4419,6 +4955,12 @@ var modules = {
       version: "1.0.0",
       coreVersion: "^1.0.0",
       module: mod_default4
+    },
+    {
+      name: "@dutlab/adapter-vendor-c-ngfw",
+      version: "1.0.0",
+      coreVersion: "^1.0.0",
+      module: mod_default5
     }
   ],
   checks: [
@@ -4426,43 +4968,43 @@ var modules = {
       name: "@dutlab/check-ngfw-deploy-clean",
       version: "1.0.0",
       coreVersion: "^1.0.0",
-      module: mod_default5
+      module: mod_default6
     },
     {
       name: "@dutlab/check-ngfw-decrypt-state-matches-plan",
       version: "1.0.0",
       coreVersion: "^1.0.0",
-      module: mod_default6
+      module: mod_default7
     },
     {
       name: "@dutlab/check-ntp-source-configured",
       version: "1.0.0",
       coreVersion: "^1.0.0",
-      module: mod_default7
+      module: mod_default8
     },
     {
       name: "@dutlab/check-ngfw-ha-state-sane",
       version: "1.0.0",
       coreVersion: "^1.0.0",
-      module: mod_default8
+      module: mod_default9
     },
     {
       name: "@dutlab/check-snapshot-fresh",
       version: "1.0.0",
       coreVersion: "^1.0.0",
-      module: mod_default9
+      module: mod_default10
     },
     {
       name: "@dutlab/check-bmc-health-ok",
       version: "1.0.0",
       coreVersion: "^1.0.0",
-      module: mod_default10
+      module: mod_default11
     },
     {
       name: "@dutlab/check-bmc-power-on",
       version: "1.0.0",
       coreVersion: "^1.0.0",
-      module: mod_default11
+      module: mod_default12
     }
   ],
   plugins: [
@@ -4470,15 +5012,10 @@ var modules = {
       name: "@dutlab/plugin-plan-catalog",
       version: "1.0.0",
       coreVersion: "^1.0.0",
-      module: mod_default12
+      module: mod_default13
     }
   ],
-  vendorsWithoutAdapter: [
-    {
-      "key": "vendor-c-ngfw",
-      "displayName": "Vendor C next-generation firewall (adapter not yet implemented)"
-    }
-  ]
+  vendorsWithoutAdapter: []
 };
 
 // tools/verify_report_src.ts
@@ -4490,7 +5027,7 @@ var enc = new TextEncoder();
 var dec2 = new TextDecoder("utf-8", {
   fatal: true
 });
-var isObj7 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+var isObj8 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
 var hex = (b) => Array.from(new Uint8Array(b), (x) => x.toString(16).padStart(2, "0")).join("");
 var sha256 = async (data) => hex(await crypto.subtle.digest("SHA-256", typeof data === "string" ? enc.encode(data) : data));
 var canonical = (v) => {
@@ -4507,7 +5044,7 @@ function pae(payloadType, payload) {
   return out;
 }
 async function checkReport(report) {
-  if (!isObj7(report) || typeof report.reportSha256 !== "string") {
+  if (!isObj8(report) || typeof report.reportSha256 !== "string") {
     return {
       findings: [
         {
@@ -4534,7 +5071,7 @@ async function checkReport(report) {
     expected: reportSha256,
     actual: whole
   });
-  const meta = isObj7(report.meta) ? report.meta : void 0;
+  const meta = isObj8(report.meta) ? report.meta : void 0;
   if (!meta) findings.push({
     what: "meta",
     ok: false,
@@ -4563,8 +5100,8 @@ async function checkReport(report) {
     });
   } else {
     for (const [i, a] of report.annexes.entries()) {
-      const name = `annex ${isObj7(a) && typeof a.id === "string" ? JSON.stringify(a.id) : `#${i}`}`;
-      if (!isObj7(a) || typeof a.body !== "string" || typeof a.sha256 !== "string") {
+      const name = `annex ${isObj8(a) && typeof a.id === "string" ? JSON.stringify(a.id) : `#${i}`}`;
+      if (!isObj8(a) || typeof a.body !== "string" || typeof a.sha256 !== "string") {
         findings.push({
           what: name,
           ok: false,
@@ -4593,17 +5130,17 @@ async function checkReport(report) {
   };
 }
 function notAReport(v) {
-  if (isObj7(v) && typeof v.reportSha256 === "string" && isObj7(v.meta) && "plan" in v && Array.isArray(v.annexes)) {
+  if (isObj8(v) && typeof v.reportSha256 === "string" && isObj8(v.meta) && "plan" in v && Array.isArray(v.annexes)) {
     return null;
   }
-  if (isObj7(v) && typeof v.type === "string" && typeof v.title === "string" && typeof v.status === "number") {
+  if (isObj8(v) && typeof v.type === "string" && typeof v.title === "string" && typeof v.status === "number") {
     return `an error answer (problem+json), not a report: HTTP ${v.status} ${v.title}` + (typeof v.detail === "string" ? `: ${v.detail}` : "") + (v.status === 401 ? " (is ADMIN_TOKEN the service's token?)" : "");
   }
-  if (isObj7(v) && typeof v.executionId === "string" && typeof v.status === "string" && !("annexes" in v)) {
+  if (isObj8(v) && typeof v.executionId === "string" && typeof v.status === "string" && !("annexes" in v)) {
     return `a test run's JSON (GET /api/test-runs/${v.executionId}), not its report: the report is at /api/test-runs/${v.executionId}/report.json` + (v.status === "finished" ? "" : " once the run has finished");
   }
-  if (isObj7(v) && "payloadType" in v) return "a DSSE envelope, not a report: pass it with --envelope";
-  return `not a report: ${isObj7(v) ? `a JSON object without reportSha256, meta, plan and annexes (members: ${Object.keys(v).slice(0, 6).join(", ") || "none"})` : `JSON ${Array.isArray(v) ? "array" : typeof v}`}`;
+  if (isObj8(v) && "payloadType" in v) return "a DSSE envelope, not a report: pass it with --envelope";
+  return `not a report: ${isObj8(v) ? `a JSON object without reportSha256, meta, plan and annexes (members: ${Object.keys(v).slice(0, 6).join(", ") || "none"})` : `JSON ${Array.isArray(v) ? "array" : typeof v}`}`;
 }
 async function importSpki(spki) {
   const key = await crypto.subtle.importKey("spki", spki, {
@@ -4631,30 +5168,30 @@ async function importJwk(jwk) {
   ]);
   return importSpki(new Uint8Array(await crypto.subtle.exportKey("spki", key)));
 }
-async function loadKeys(text5) {
-  const pem = /-----BEGIN PUBLIC KEY-----([\s\S]+?)-----END PUBLIC KEY-----/.exec(text5)?.[1];
-  if (pem !== void 0 && !text5.trimStart().startsWith("{")) return [
+async function loadKeys(text6) {
+  const pem = /-----BEGIN PUBLIC KEY-----([\s\S]+?)-----END PUBLIC KEY-----/.exec(text6)?.[1];
+  if (pem !== void 0 && !text6.trimStart().startsWith("{")) return [
     await importSpki(unb64(pem))
   ];
-  const v = JSON.parse(text5);
-  if (isObj7(v) && Array.isArray(v.keys)) {
+  const v = JSON.parse(text6);
+  if (isObj8(v) && Array.isArray(v.keys)) {
     const out = [];
     for (const k of v.keys) {
-      if (!isObj7(k)) continue;
-      if (isObj7(k.publicKeyJwk)) out.push(await importJwk(k.publicKeyJwk));
-      else if (isObj7(k) && k.kty === "OKP") out.push(await importJwk(k));
+      if (!isObj8(k)) continue;
+      if (isObj8(k.publicKeyJwk)) out.push(await importJwk(k.publicKeyJwk));
+      else if (isObj8(k) && k.kty === "OKP") out.push(await importJwk(k));
       else if (typeof k.publicKeyPem === "string") out.push(...await loadKeys(k.publicKeyPem));
     }
     return out;
   }
-  if (isObj7(v)) return [
+  if (isObj8(v)) return [
     await importJwk(v)
   ];
   throw new Error("not a PEM public key, a JWK or a key list");
 }
 async function checkEnvelope(envelope, keys, report) {
   const findings = [];
-  if (!isObj7(envelope) || typeof envelope.payload !== "string" || typeof envelope.payloadType !== "string" || !Array.isArray(envelope.signatures)) {
+  if (!isObj8(envelope) || typeof envelope.payload !== "string" || typeof envelope.payloadType !== "string" || !Array.isArray(envelope.signatures)) {
     return {
       findings: [
         {
@@ -4676,7 +5213,7 @@ async function checkEnvelope(envelope, keys, report) {
   try {
     payload = unb64(envelope.payload);
     const parsed = JSON.parse(dec2.decode(payload));
-    if (!isObj7(parsed)) throw new Error("the Statement is not an object");
+    if (!isObj8(parsed)) throw new Error("the Statement is not an object");
     statement = parsed;
   } catch (e) {
     findings.push({
@@ -4694,14 +5231,14 @@ async function checkEnvelope(envelope, keys, report) {
     expected: STATEMENT_TYPE,
     actual: String(statement._type)
   });
-  const subjects = Array.isArray(statement.subject) ? statement.subject.filter(isObj7) : [];
+  const subjects = Array.isArray(statement.subject) ? statement.subject.filter(isObj8) : [];
   const digestOf = (suffix) => {
     const s = subjects.find((x) => typeof x.name === "string" && x.name.endsWith(suffix));
-    return s && isObj7(s.digest) && typeof s.digest.sha256 === "string" ? s.digest.sha256 : void 0;
+    return s && isObj8(s.digest) && typeof s.digest.sha256 === "string" ? s.digest.sha256 : void 0;
   };
   const canonicalDigest = digestOf(".canonical.json");
   const fileSubject = subjects.find((s) => typeof s.name === "string" && s.name.endsWith(".json") && !s.name.endsWith(".canonical.json"));
-  const fileSha = fileSubject && isObj7(fileSubject.digest) && typeof fileSubject.digest.sha256 === "string" ? fileSubject.digest.sha256 : void 0;
+  const fileSha = fileSubject && isObj8(fileSubject.digest) && typeof fileSubject.digest.sha256 === "string" ? fileSubject.digest.sha256 : void 0;
   if (!canonicalDigest) {
     findings.push({
       what: "statement subject",
@@ -4743,7 +5280,7 @@ async function checkEnvelope(envelope, keys, report) {
   let signedBy;
   const tried = [];
   for (const s of envelope.signatures) {
-    if (!isObj7(s) || typeof s.sig !== "string") continue;
+    if (!isObj8(s) || typeof s.sig !== "string") continue;
     const candidates = keys.filter((k) => !s.keyid || k.keyId === s.keyid);
     tried.push(String(s.keyid ?? "(no keyid)"));
     for (const k of candidates) {
@@ -4802,8 +5339,8 @@ async function readPdf(bytes) {
   const pdf = await getDocumentProxy(new Uint8Array(bytes));
   try {
     const page = await pdf.getPage(1);
-    const text5 = (await page.getTextContent()).items.map((i) => "str" in i ? i.str : "").join("").replace(/\s+/g, "");
-    const coverSha256 = /reportsha-?256([0-9a-f]{64})/i.exec(text5)?.[1];
+    const text6 = (await page.getTextContent()).items.map((i) => "str" in i ? i.str : "").join("").replace(/\s+/g, "");
+    const coverSha256 = /reportsha-?256([0-9a-f]{64})/i.exec(text6)?.[1];
     return {
       report,
       envelope,
@@ -4872,7 +5409,7 @@ function kindOf(bytes) {
     const json = JSON.parse(new TextDecoder("utf-8", {
       fatal: true
     }).decode(bytes));
-    if (isObj7(json) && "payloadType" in json && "signatures" in json) return {
+    if (isObj8(json) && "payloadType" in json && "signatures" in json) return {
       kind: "envelope",
       json
     };
@@ -5005,7 +5542,7 @@ async function main(args) {
       const r = await checkReport(json);
       findings.push(...r.findings);
       reportSha256 = r.reportSha256;
-      stated = isObj7(json) && typeof json.reportSha256 === "string" ? json.reportSha256 : void 0;
+      stated = isObj8(json) && typeof json.reportSha256 === "string" ? json.reportSha256 : void 0;
     }
   } else if (!pdfInfo) {
     findings.push({
@@ -5212,17 +5749,17 @@ async function replayMain(bundle, keyArg, expect) {
   let code;
   try {
     const registry = buildRegistry(modules);
-    const result = await replayReport(registry, reportJson, replayInputsOf(files));
-    for (const l of describeReplay(result.lines)) console.log(l);
-    code = result.exitCode;
-    const differs = result.lines.filter((l) => l.status === "differs" || l.status === "input").length;
-    const partial = result.lines.filter((l) => l.status === "not-reproducible").length;
+    const result2 = await replayReport(registry, reportJson, replayInputsOf(files));
+    for (const l of describeReplay(result2.lines)) console.log(l);
+    code = result2.exitCode;
+    const differs = result2.lines.filter((l) => l.status === "differs" || l.status === "input").length;
+    const partial = result2.lines.filter((l) => l.status === "not-reproducible").length;
     if (failed) {
       console.log(`FAILED: ${failed} check(s) of the bundle failed` + (differs ? `; ${differs} replayed figure(s) differ` : ""));
     } else if (differs) console.log(`FAILED: ${differs} replayed figure(s) differ from the sealed report`);
     else if (partial) {
       console.log(`PARTLY REPRODUCED: ${partial} part(s) cannot be reproduced (said why above); nothing differs`);
-    } else console.log(`REPRODUCED reportSha256 ${result.replayedReportSha256} from the bundle's inputs`);
+    } else console.log(`REPRODUCED reportSha256 ${result2.replayedReportSha256} from the bundle's inputs`);
   } catch (e) {
     console.log(`  NOT REPRODUCIBLE  replay: ${e.message}`);
     console.log("FAILED: the bundle's inputs could not be replayed");
