@@ -23,6 +23,8 @@ import {
   NO_POSTGRES_REASON,
   TEST_ADMIN_TOKEN,
   TEST_CRED_KEY,
+  TEST_PDF_CERT,
+  TEST_PDF_KEY,
   TEST_SIGNING_KEY,
 } from "@dutlab/core/testing";
 
@@ -288,6 +290,8 @@ async function runReadme(kind: "pglite" | "postgres") {
       ADMIN_TOKEN: TEST_ADMIN_TOKEN,
       DUT_CRED_ENC_KEY: TEST_CRED_KEY,
       DUT_REPORT_SIGNING_KEY: TEST_SIGNING_KEY,
+      DUT_PDF_SIGNING_CERT: TEST_PDF_CERT,
+      DUT_PDF_SIGNING_KEY: TEST_PDF_KEY,
     });
     // What an earlier embedded start leaves: another token, which the snippets must not use.
     await Deno.mkdir(`${work}/.data`);
