@@ -9,6 +9,7 @@ import * as m0008 from "./2026_11_23_0008_audited_delete_signatures.ts";
 import * as m0009 from "./2026_11_24_0009_snapshot_payload_changed.ts";
 import * as m0010 from "./2026_11_24_0010_devices_version.ts";
 import * as m0011 from "./2026_11_24_0011_snapshot_stable_changed.ts";
+import * as m0031 from "./2026_11_25_0031_snapshot_prunes.ts";
 
 /** Static migration provider: every migration, by its date-prefixed name. */
 export const migrationProvider: MigrationProvider = {
@@ -24,6 +25,7 @@ export const migrationProvider: MigrationProvider = {
       "2026_11_24_0009_snapshot_payload_changed": m0009,
       "2026_11_24_0010_devices_version": m0010,
       "2026_11_24_0011_snapshot_stable_changed": m0011,
+      "2026_11_25_0031_snapshot_prunes": m0031,
     });
   },
 };
