@@ -158,6 +158,56 @@ async function openEmbedded(dir: string, sharedBuffers: string | undefined): Pro
   return db;
 }
 
+/** The database alone, for a tool (prune, backup, restore): opened, migrated, closed with `close()`. */
+export interface ToolDatabase extends AsyncDisposable {
+  db: Db;
+  /** The embedded data directory (PGlite), or null on PostgreSQL. */
+  dataDir: string | null;
+  close(): Promise<void>;
+}
+
+/**
+ * Open and migrate the configured database for a tool that needs no token or key (like `migrate`): the
+ * PostgreSQL server of `DATABASE_URL` (while other instances run), or the embedded data directory, which
+ * must not be in use (`DATA_DIR_IN_USE` while `serve` runs: stop it, or use the service's admin route).
+ */
+export async function openForTool(
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): Promise<ToolDatabase> {
+  const parsed = parseEnv(env, { secrets: false });
+  await setupLogging({ format: parsed.DUT_LOG_FORMAT, level: parsed.DUT_LOG_LEVEL });
+  let release = () => {};
+  let db: Db;
+  if (parsed.DATABASE_URL) {
+    db = await openDatabase({ url: parsed.DATABASE_URL });
+  } else {
+    release = (await lockDataDir(parsed.DUT_DATA_DIR)).release;
+    try {
+      db = await openEmbedded(parsed.DUT_DATA_DIR, parsed.DUT_PGLITE_SHARED_BUFFERS);
+    } catch (e) {
+      release();
+      throw e;
+    }
+  }
+  try {
+    await migrate(db.kysely);
+  } catch (e) {
+    await db.close();
+    release();
+    throw e;
+  }
+  const close = async () => {
+    await db.close();
+    release();
+  };
+  return {
+    db,
+    dataDir: parsed.DATABASE_URL ? null : parsed.DUT_DATA_DIR,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
 /**
  * `deno task migrate`: apply pending migrations and exit. Asks only for what it uses: the database
  * (DATABASE_URL or the data directory); no admin token or credential key is read, required or generated.
