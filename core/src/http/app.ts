@@ -28,6 +28,7 @@ import { compareRoutes } from "./routes_compare.ts";
 import { registerPlainRoutes, serveDocument } from "./openapi_doc.ts";
 import { docsRoutes } from "./routes_docs.ts";
 import { reportSignatureRoutes } from "./routes_report_keys.ts";
+import { backupRoutes } from "./routes_backup.ts";
 import { SafeInput } from "./input_guard.ts";
 
 export type App = OpenAPIHono;
@@ -174,6 +175,7 @@ export function createApp(svc: Services): OpenAPIHono {
   testRunRoutes(app, svc);
   compareRoutes(app, svc);
   reportPageRoutes(app, svc);
+  backupRoutes(app, svc);
 
   docsRoutes(app);
   registerPlainRoutes(app);
