@@ -33,6 +33,7 @@ export const SCENARIOS = [
   "diffs",
   "changes",
   "events",
+  "prune",
 ] as const;
 type Scenario = typeof SCENARIOS[number];
 

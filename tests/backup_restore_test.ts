@@ -25,7 +25,9 @@ async function counts(db: Db): Promise<Record<string, number>> {
     order by 1`.execute(db.kysely)).rows.map((r) => r.t);
   const out: Record<string, number> = {};
   for (const t of tables) {
-    out[t] = (await sql<{ n: number }>`select count(*)::int as n from ${sql.table(t)}`.execute(db.kysely)).rows[0]!.n;
+    out[t] =
+      (await sql<{ n: number }>`select count(*)::int as n from ${sql.table(t)}`.execute(db.kysely)).rows[0]!
+        .n;
   }
   return out;
 }
@@ -50,10 +52,16 @@ async function lab(app: App, auth: Auth, sim: { url: string }, password: string)
     await snapshot(app, auth, b);
     const run = await startRun(app, auth, { planIdentifier: "fixture-plan" });
     await snapshot(app, auth, a);
-    await finishRun(app, auth, run.executionId, { outcome: "passed", results: { latencySamplesMs: [4, 8, 15] } });
+    await finishRun(app, auth, run.executionId, {
+      outcome: "passed",
+      results: { latencySamplesMs: [4, 8, 15] },
+    });
     runs.push(run.executionId);
   }
-  const tok = await app.request("/api/admin/tokens", jsonReq("POST", { name: "ops", role: "operator" }, auth));
+  const tok = await app.request(
+    "/api/admin/tokens",
+    jsonReq("POST", { name: "ops", role: "operator" }, auth),
+  );
   assert.equal(tok.status, 201);
   await tok.body?.cancel();
   const pr = await app.request(
@@ -66,73 +74,103 @@ async function lab(app: App, auth: Auth, sim: { url: string }, password: string)
 }
 
 for (const target of testBackends()) {
-  dbTest(`a backup taken while polls run restores into an empty ${target} database: same rows, payloads re-hash, reports verify, devices poll with the same credentials`, async (src) => {
-    const { app, auth } = await testServices(src, fixtureModules());
-    const dev = await startFixtureDevice();
-    const dst = await openTestDatabase(target);
-    try {
-      const { devices, runs } = await lab(app, auth, dev.sim, dev.state.password);
-      // Polls while the backup reads.
-      const [{ archive, manifest }] = await Promise.all([
-        writeBackup(src.kysely, src.kind),
-        ...devices.flatMap((d) => [snapshot(app, auth, d), snapshot(app, auth, d)]),
-      ]);
-      assert.deepEqual(manifest.credentialKeys, [(await importCredentialKey(TEST_CRED_KEY)).id]);
-      const backup = await readBackup(archive);
-      const rowsInArchive = Object.fromEntries(manifest.tables.map((t) => [t.name, t.rows]));
-      for (const t of ["devices", "snapshots", "snapshot_payloads", "test_runs", "report_signatures", "api_tokens", "audit_log", "report_signing_keys", "snapshot_prunes"]) {
-        assert.ok(rowsInArchive[t]! > 0, `${t} is in the archive`);
-      }
+  dbTest(
+    `a backup taken while polls run restores into an empty ${target} database: same rows, payloads re-hash, reports verify, devices poll with the same credentials`,
+    async (src) => {
+      const { app, auth } = await testServices(src, fixtureModules());
+      const dev = await startFixtureDevice();
+      const dst = await openTestDatabase(target);
+      try {
+        const { devices, runs } = await lab(app, auth, dev.sim, dev.state.password);
+        // Polls while the backup reads.
+        const [{ archive, manifest }] = await Promise.all([
+          writeBackup(src.kysely, src.kind),
+          ...devices.flatMap((d) => [snapshot(app, auth, d), snapshot(app, auth, d)]),
+        ]);
+        assert.deepEqual(manifest.credentialKeys, [(await importCredentialKey(TEST_CRED_KEY)).id]);
+        const backup = await readBackup(archive);
+        const rowsInArchive = Object.fromEntries(manifest.tables.map((t) => [t.name, t.rows]));
+        for (
+          const t of [
+            "devices",
+            "snapshots",
+            "snapshot_payloads",
+            "test_runs",
+            "report_signatures",
+            "api_tokens",
+            "audit_log",
+            "report_signing_keys",
+            "snapshot_prunes",
+          ]
+        ) {
+          assert.ok(rowsInArchive[t]! > 0, `${t} is in the archive`);
+        }
 
-      // The wrong key is refused before anything is written.
-      await assert.rejects(
-        restoreBackup(dst.kysely, backup, { checkCredential: checkWith(OTHER_KEY) }),
-        RestoreRefused,
-      );
-      assert.equal(Object.values(await counts(dst)).filter((n) => n > 0).length, 1, "only table_versions' seed row");
+        // The wrong key is refused before anything is written.
+        await assert.rejects(
+          restoreBackup(dst.kysely, backup, { checkCredential: checkWith(OTHER_KEY) }),
+          RestoreRefused,
+        );
+        assert.equal(
+          Object.values(await counts(dst)).filter((n) => n > 0).length,
+          1,
+          "only table_versions' seed row",
+        );
 
-      const summary = await restoreBackup(dst.kysely, backup, { checkCredential: checkWith(TEST_CRED_KEY) });
-      assert.ok(summary.payloadsRehashed > 0);
-      assert.equal(summary.reportsVerified, runs.length);
-      // The same rows as the archive, in every table.
-      const after = await counts(dst);
-      for (const t of manifest.tables) assert.equal(after[t.name], t.rows, t.name);
-      // A second restore into the now full database is refused.
-      await assert.rejects(
-        restoreBackup(dst.kysely, backup, { checkCredential: checkWith(TEST_CRED_KEY) }),
-        /not empty/,
-      );
-      // Independently of the restore's own checks: every payload re-hashes, every report verifies.
-      for (const p of await dst.kysely.selectFrom("snapshot_payloads").select(["sha256", "payload"]).execute()) {
-        assert.equal(await sha256Hex(p.payload), p.sha256);
+        const summary = await restoreBackup(dst.kysely, backup, {
+          checkCredential: checkWith(TEST_CRED_KEY),
+        });
+        assert.ok(summary.payloadsRehashed > 0);
+        assert.equal(summary.reportsVerified, runs.length);
+        // The same rows as the archive, in every table.
+        const after = await counts(dst);
+        for (const t of manifest.tables) assert.equal(after[t.name], t.rows, t.name);
+        // A second restore into the now full database is refused.
+        await assert.rejects(
+          restoreBackup(dst.kysely, backup, { checkCredential: checkWith(TEST_CRED_KEY) }),
+          /not empty/,
+        );
+        // Independently of the restore's own checks: every payload re-hashes, every report verifies.
+        for (
+          const p of await dst.kysely.selectFrom("snapshot_payloads").select(["sha256", "payload"]).execute()
+        ) {
+          assert.equal(await sha256Hex(p.payload), p.sha256);
+        }
+        const restored = await testServices(dst, fixtureModules());
+        for (const id of runs) {
+          const before = await fetchReport(app, auth, id);
+          const r = await fetchReport(restored.app, restored.auth, id);
+          assert.equal(r.status, 200);
+          assert.equal(r.text, before.text);
+          const v = await verifyReportBytes(new TextEncoder().encode(r.text));
+          assert.equal(v.ok, true, JSON.stringify(v.findings));
+          const sig = await restored.app.request(`/api/test-runs/${id}/report.dsse.json`, {
+            headers: restored.auth,
+          });
+          const sigBefore = await app.request(`/api/test-runs/${id}/report.dsse.json`, { headers: auth });
+          assert.equal(await sig.text(), await sigBefore.text());
+        }
+        // The operator token restored by its hash; the restored service polls the same devices.
+        const ops = await sql<{ n: number }>`select count(*)::int as n from api_tokens where name = 'ops'`
+          .execute(
+            dst.kysely,
+          );
+        assert.equal(ops.rows[0]!.n, 1);
+        const newest = await sql<{ id: string }>`select max(id)::text as id from snapshots`.execute(
+          dst.kysely,
+        );
+        for (const d of devices) await snapshot(restored.app, restored.auth, d);
+        const next = await sql<{ id: string }>`select min(id)::text as id from snapshots where id > ${
+          newest.rows[0]!.id
+        }::bigint`
+          .execute(dst.kysely);
+        assert.ok(next.rows[0]!.id, "new snapshots continue after the restored ids");
+      } finally {
+        await dev.sim.close();
+        await dst.close();
       }
-      const restored = await testServices(dst, fixtureModules());
-      for (const id of runs) {
-        const before = await fetchReport(app, auth, id);
-        const r = await fetchReport(restored.app, restored.auth, id);
-        assert.equal(r.status, 200);
-        assert.equal(r.text, before.text);
-        const v = await verifyReportBytes(new TextEncoder().encode(r.text));
-        assert.equal(v.ok, true, JSON.stringify(v.findings));
-        const sig = await restored.app.request(`/api/test-runs/${id}/report.dsse.json`, { headers: restored.auth });
-        const sigBefore = await app.request(`/api/test-runs/${id}/report.dsse.json`, { headers: auth });
-        assert.equal(await sig.text(), await sigBefore.text());
-      }
-      // The operator token restored by its hash; the restored service polls the same devices.
-      const ops = await sql<{ n: number }>`select count(*)::int as n from api_tokens where name = 'ops'`.execute(
-        dst.kysely,
-      );
-      assert.equal(ops.rows[0]!.n, 1);
-      const newest = await sql<{ id: string }>`select max(id)::text as id from snapshots`.execute(dst.kysely);
-      for (const d of devices) await snapshot(restored.app, restored.auth, d);
-      const next = await sql<{ id: string }>`select min(id)::text as id from snapshots where id > ${newest.rows[0]!.id}::bigint`
-        .execute(dst.kysely);
-      assert.ok(next.rows[0]!.id, "new snapshots continue after the restored ids");
-    } finally {
-      await dev.sim.close();
-      await dst.close();
-    }
-  });
+    },
+  );
 }
 
 dbTest("the backup route streams the archive to an admin only", async (db) => {

@@ -25,7 +25,9 @@ async function seedHistory(db: Db, deviceId: string, from: Date, rows: number, s
     for (let k = k0; k < Math.min(rows, k0 + 100); k++) {
       const at = new Date(from.getTime() + k * stepMin * 60_000);
       for (const label of LABELS) {
-        const config = label === "system_info" ? (k < 150 ? "a" : "b") : label === "ntp_config"
+        const config = label === "system_info"
+          ? (k < 150 ? "a" : "b")
+          : label === "ntp_config"
           ? (k < 100 ? "pool.ntp.org" : "time.example")
           : (k === 120 ? "off" : "on");
         const payload = label === "system_info" ? { config, uptime: k } : { config };
@@ -53,7 +55,9 @@ async function seedHistory(db: Db, deviceId: string, from: Date, rows: number, s
 async function age(db: Db, days: number) {
   await db.kysely.transaction().execute(async (tx) => {
     await sql`alter table snapshots disable trigger user`.execute(tx);
-    await sql`update snapshots set collected_at = collected_at - make_interval(days => ${days}::int)`.execute(tx);
+    await sql`update snapshots set collected_at = collected_at - make_interval(days => ${days}::int)`.execute(
+      tx,
+    );
     await sql`alter table snapshots enable trigger user`.execute(tx);
   });
 }
@@ -71,26 +75,36 @@ interface SnapRow {
 
 async function allSnapshots(db: Db): Promise<SnapRow[]> {
   const r = await sql<SnapRow>`select id::text as id, device_id, endpoint_label, payload_sha256, collected_at,
-    payload_changed, stable_changed, test_run_execution_id from snapshots order by snapshots.id`.execute(db.kysely);
+    payload_changed, stable_changed, test_run_execution_id from snapshots order by snapshots.id`.execute(
+    db.kysely,
+  );
   return r.rows.map((x) => ({ ...x, collected_at: new Date(x.collected_at) }));
 }
 
 /** The policy, written independently of the SQL: which snapshots a prune must delete. */
-function expectedDeletions(rows: SnapRow[], cutoff: Date, unit: "hour" | "day", cited: Set<string>): Set<string> {
+function expectedDeletions(
+  rows: SnapRow[],
+  cutoff: Date,
+  unit: "hour" | "day",
+  cited: Set<string>,
+): Set<string> {
   const groups = new Map<string, SnapRow[]>();
   for (const r of rows) {
     const k = `${r.device_id}/${r.endpoint_label}`;
     groups.set(k, [...(groups.get(k) ?? []), r]);
   }
-  const bucket = (d: Date) => unit === "hour" ? Math.floor(d.getTime() / HOUR) : Math.floor(d.getTime() / 86_400_000);
+  const bucket = (d: Date) =>
+    unit === "hour" ? Math.floor(d.getTime() / HOUR) : Math.floor(d.getTime() / 86_400_000);
   const real = (r: SnapRow | undefined) => !!r && r.payload_changed && r.stable_changed !== false;
   const out = new Set<string>();
   for (const g of groups.values()) {
     g.forEach((s, i) => {
       const prev = g[i - 1];
       const next = g[i + 1];
-      const keep = s.collected_at >= cutoff || s.test_run_execution_id !== null || cited.has(s.id) || real(s) ||
-        real(next) || next === undefined || prev === undefined || bucket(prev.collected_at) !== bucket(s.collected_at);
+      const keep = s.collected_at >= cutoff || s.test_run_execution_id !== null || cited.has(s.id) ||
+        real(s) ||
+        real(next) || next === undefined || prev === undefined ||
+        bucket(prev.collected_at) !== bucket(s.collected_at);
       if (!keep) out.add(s.id);
     });
   }
@@ -103,7 +117,9 @@ async function changes(app: App, auth: Auth, device: string): Promise<unknown[]>
   let cursor: string | null = null;
   do {
     const q: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : "";
-    const res = await app.request(`/api/admin/dut/devices/${device}/changes?limit=100${q}`, { headers: auth });
+    const res = await app.request(`/api/admin/dut/devices/${device}/changes?limit=100${q}`, {
+      headers: auth,
+    });
     assert.equal(res.status, 200);
     const page = await res.json();
     out.push(...page.changes);
@@ -130,7 +146,10 @@ async function lab(app: App, auth: Auth, db: Db) {
       await snapshot(app, auth, b);
       const run = await startRun(app, auth, { planIdentifier: "fixture-plan" });
       await snapshot(app, auth, a);
-      await finishRun(app, auth, run.executionId, { outcome: "passed", results: { latencySamplesMs: [4, 8, 15] } });
+      await finishRun(app, auth, run.executionId, {
+        outcome: "passed",
+        results: { latencySamplesMs: [4, 8, 15] },
+      });
       runs.push(run.executionId);
     }
     await age(db, 40);
@@ -146,89 +165,100 @@ const prune = async (app: App, auth: Auth, body: unknown) => {
   return { status: res.status, body: await res.json() };
 };
 
-dbTest("a prune deletes exactly what its dry run counted, keeps every cited snapshot, real change, newest and one per hour, and every report still verifies", async (db) => {
-  const { app, auth } = await testServices(db, fixtureModules());
-  const { devices, runs } = await lab(app, auth, db);
-  const reports = new Map<string, string>();
-  const cited = new Set<string>();
-  for (const id of runs) {
-    const r = await fetchReport(app, auth, id);
-    assert.equal(r.status, 200);
-    reports.set(id, r.text);
-    for (const s of citedIn(r.text)) cited.add(s);
-  }
-  const runRows = await db.kysely.selectFrom("test_runs").select(sql<string>`preflight_json::text`.as("p")).execute();
-  for (const r of runRows) for (const s of citedIn(r.p)) cited.add(s);
-  assert.ok(cited.size > 0);
-  const changesBefore = new Map<string, unknown>();
-  for (const d of devices) {
-    changesBefore.set(d, await changes(app, auth, d));
-  }
-  const before = await allSnapshots(db);
+dbTest(
+  "a prune deletes exactly what its dry run counted, keeps every cited snapshot, real change, newest and one per hour, and every report still verifies",
+  async (db) => {
+    const { app, auth } = await testServices(db, fixtureModules());
+    const { devices, runs } = await lab(app, auth, db);
+    const reports = new Map<string, string>();
+    const cited = new Set<string>();
+    for (const id of runs) {
+      const r = await fetchReport(app, auth, id);
+      assert.equal(r.status, 200);
+      reports.set(id, r.text);
+      for (const s of citedIn(r.text)) cited.add(s);
+    }
+    const runRows = await db.kysely.selectFrom("test_runs").select(sql<string>`preflight_json::text`.as("p"))
+      .execute();
+    for (const r of runRows) for (const s of citedIn(r.p)) cited.add(s);
+    assert.ok(cited.size > 0);
+    const changesBefore = new Map<string, unknown>();
+    for (const d of devices) {
+      changesBefore.set(d, await changes(app, auth, d));
+    }
+    const before = await allSnapshots(db);
 
-  const dry = await prune(app, auth, { olderThanDays: 30, keepOnePer: "hour", dryRun: true });
-  assert.equal(dry.status, 200, JSON.stringify(dry.body));
-  assert.equal(dry.body.pruneId, null);
-  assert.equal((await allSnapshots(db)).length, before.length, "a dry run changes nothing");
-  const expected = expectedDeletions(before, new Date(dry.body.cutoff), "hour", cited);
-  assert.ok(expected.size > 100, `only ${expected.size} to delete: the fixture exercises nothing`);
-  assert.equal(dry.body.snapshots, expected.size);
+    const dry = await prune(app, auth, { olderThanDays: 30, keepOnePer: "hour", dryRun: true });
+    assert.equal(dry.status, 200, JSON.stringify(dry.body));
+    assert.equal(dry.body.pruneId, null);
+    assert.equal((await allSnapshots(db)).length, before.length, "a dry run changes nothing");
+    const expected = expectedDeletions(before, new Date(dry.body.cutoff), "hour", cited);
+    assert.ok(expected.size > 100, `only ${expected.size} to delete: the fixture exercises nothing`);
+    assert.equal(dry.body.snapshots, expected.size);
 
-  const real = await prune(app, auth, { olderThanDays: 30 });
-  assert.equal(real.status, 200, JSON.stringify(real.body));
-  assert.equal(real.body.cutoff, dry.body.cutoff);
-  for (const k of ["snapshots", "snapshotBytes", "payloads", "payloadBytes", "bytes", "counts"]) {
-    assert.deepEqual(real.body[k], dry.body[k], k);
-  }
-  assert.ok(real.body.payloads > 0, "volatile-only payloads were freed");
-  const after = await allSnapshots(db);
-  const gone = new Set(before.map((r) => r.id).filter((id) => !after.some((a) => a.id === id)));
-  assert.deepEqual([...gone].sort(), [...expected].sort());
-  for (const id of cited) assert.ok(after.some((a) => a.id === id), `cited snapshot ${id} kept`);
-  // One per device, label and hour; the newest of each device and label.
-  const buckets = (rows: SnapRow[]) =>
-    new Set(rows.map((r) => `${r.device_id}/${r.endpoint_label}/${Math.floor(r.collected_at.getTime() / HOUR)}`));
-  assert.deepEqual(buckets(after), buckets(before));
-  const latest = await db.kysely.selectFrom("snapshot_latest").select(sql<string>`snapshot_id::text`.as("id"))
-    .execute();
-  for (const l of latest) assert.ok(after.some((a) => a.id === l.id));
-  // Every payload still referenced re-hashes; no payload is left that nothing refers to.
-  const payloads = await db.kysely.selectFrom("snapshot_payloads").select(["sha256", "payload"]).execute();
-  for (const p of payloads) assert.equal(await sha256Hex(p.payload), p.sha256);
-  const orphans = await sql<{ n: number }>`select count(*)::int as n from snapshot_payloads p
+    const real = await prune(app, auth, { olderThanDays: 30 });
+    assert.equal(real.status, 200, JSON.stringify(real.body));
+    assert.equal(real.body.cutoff, dry.body.cutoff);
+    for (const k of ["snapshots", "snapshotBytes", "payloads", "payloadBytes", "bytes", "counts"]) {
+      assert.deepEqual(real.body[k], dry.body[k], k);
+    }
+    assert.ok(real.body.payloads > 0, "volatile-only payloads were freed");
+    const after = await allSnapshots(db);
+    const gone = new Set(before.map((r) => r.id).filter((id) => !after.some((a) => a.id === id)));
+    assert.deepEqual([...gone].sort(), [...expected].sort());
+    for (const id of cited) assert.ok(after.some((a) => a.id === id), `cited snapshot ${id} kept`);
+    // One per device, label and hour; the newest of each device and label.
+    const buckets = (rows: SnapRow[]) =>
+      new Set(
+        rows.map((r) => `${r.device_id}/${r.endpoint_label}/${Math.floor(r.collected_at.getTime() / HOUR)}`),
+      );
+    assert.deepEqual(buckets(after), buckets(before));
+    const latest = await db.kysely.selectFrom("snapshot_latest").select(
+      sql<string>`snapshot_id::text`.as("id"),
+    )
+      .execute();
+    for (const l of latest) assert.ok(after.some((a) => a.id === l.id));
+    // Every payload still referenced re-hashes; no payload is left that nothing refers to.
+    const payloads = await db.kysely.selectFrom("snapshot_payloads").select(["sha256", "payload"]).execute();
+    for (const p of payloads) assert.equal(await sha256Hex(p.payload), p.sha256);
+    const orphans = await sql<{ n: number }>`select count(*)::int as n from snapshot_payloads p
     where not exists (select 1 from snapshots s where s.payload_sha256 = p.sha256)`.execute(db.kysely);
-  assert.equal(orphans.rows[0]!.n, 0);
-  // Every real change is still listed, with the same diff.
-  for (const d of devices) {
-    const list = await changes(app, auth, d);
-    assert.ok(list.length > 0);
-    assert.deepEqual(list, changesBefore.get(d));
-  }
-  // Every report: the same bytes, and they verify.
-  for (const [id, text] of reports) {
-    const r = await fetchReport(app, auth, id);
-    assert.equal(r.text, text);
-    const v = await verifyReportBytes(new TextEncoder().encode(r.text));
-    assert.equal(v.ok, true, JSON.stringify(v.findings));
-  }
-  // The audit record.
-  const audit = await db.kysely.selectFrom("snapshot_prunes").selectAll().execute();
-  assert.equal(audit.length, 1);
-  assert.equal(audit[0]!.actor, "token:bootstrap-admin");
-  assert.equal(audit[0]!.status, "finished");
-  assert.equal(Number(audit[0]!.deleted_snapshots), expected.size);
-  assert.deepEqual(typeof audit[0]!.policy === "string" ? JSON.parse(audit[0]!.policy) : audit[0]!.policy, {
-    olderThanDays: 30,
-    keepOnePer: "hour",
-  });
-  // A second prune finds nothing more.
-  const again = await prune(app, auth, { olderThanDays: 30, dryRun: true });
-  assert.equal(again.body.snapshots, 0);
-  // Outside a prune, a snapshot still cannot be deleted, nor a prune record changed.
-  await assert.rejects(sql`delete from snapshots where id = ${after[0]!.id}::bigint`.execute(db.kysely), /append-only/);
-  await assert.rejects(sql`delete from snapshot_prunes`.execute(db.kysely), /audit trail/);
-  await assert.rejects(sql`update snapshot_prunes set actor = 'x'`.execute(db.kysely), /audit trail/);
-});
+    assert.equal(orphans.rows[0]!.n, 0);
+    // Every real change is still listed, with the same diff.
+    for (const d of devices) {
+      const list = await changes(app, auth, d);
+      assert.ok(list.length > 0);
+      assert.deepEqual(list, changesBefore.get(d));
+    }
+    // Every report: the same bytes, and they verify.
+    for (const [id, text] of reports) {
+      const r = await fetchReport(app, auth, id);
+      assert.equal(r.text, text);
+      const v = await verifyReportBytes(new TextEncoder().encode(r.text));
+      assert.equal(v.ok, true, JSON.stringify(v.findings));
+    }
+    // The audit record.
+    const audit = await db.kysely.selectFrom("snapshot_prunes").selectAll().execute();
+    assert.equal(audit.length, 1);
+    assert.equal(audit[0]!.actor, "token:bootstrap-admin");
+    assert.equal(audit[0]!.status, "finished");
+    assert.equal(Number(audit[0]!.deleted_snapshots), expected.size);
+    assert.deepEqual(typeof audit[0]!.policy === "string" ? JSON.parse(audit[0]!.policy) : audit[0]!.policy, {
+      olderThanDays: 30,
+      keepOnePer: "hour",
+    });
+    // A second prune finds nothing more.
+    const again = await prune(app, auth, { olderThanDays: 30, dryRun: true });
+    assert.equal(again.body.snapshots, 0);
+    // Outside a prune, a snapshot still cannot be deleted, nor a prune record changed.
+    await assert.rejects(
+      sql`delete from snapshots where id = ${after[0]!.id}::bigint`.execute(db.kysely),
+      /append-only/,
+    );
+    await assert.rejects(sql`delete from snapshot_prunes`.execute(db.kysely), /audit trail/);
+    await assert.rejects(sql`update snapshot_prunes set actor = 'x'`.execute(db.kysely), /audit trail/);
+  },
+);
 
 dbTest("a day policy keeps one snapshot per device, label and UTC day", async (db) => {
   const { app, auth } = await testServices(db, fixtureModules());
@@ -238,7 +268,9 @@ dbTest("a day policy keeps one snapshot per device, label and UTC day", async (d
   assert.equal(real.status, 200, JSON.stringify(real.body));
   const after = await allSnapshots(db);
   const days = (rows: SnapRow[]) =>
-    new Set(rows.map((r) => `${r.device_id}/${r.endpoint_label}/${r.collected_at.toISOString().slice(0, 10)}`));
+    new Set(
+      rows.map((r) => `${r.device_id}/${r.endpoint_label}/${r.collected_at.toISOString().slice(0, 10)}`),
+    );
   assert.deepEqual(days(after), days(before));
   assert.equal(before.length - after.length, real.body.snapshots);
   assert.ok(real.body.snapshots > 0);

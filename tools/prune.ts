@@ -12,7 +12,8 @@ import { exitOnStartupError, openForTool } from "@dutlab/core/runtime";
 import { pruneSnapshots } from "../core/src/snapshots/prune.ts";
 import { ConflictError } from "../core/src/errors.ts";
 
-const USAGE = "usage: deno task prune --older-than-days N [--keep-one-per hour|day] [--dry-run] [--actor NAME] " +
+const USAGE =
+  "usage: deno task prune --older-than-days N [--keep-one-per hour|day] [--dry-run] [--actor NAME] " +
   "[--batch-size N]";
 
 const Args = z.object({
@@ -21,8 +22,14 @@ const Args = z.object({
   ).min(1, "--older-than-days: a whole number of days, at least 1").max(36500),
   keepOnePer: z.enum(["hour", "day"], { message: '--keep-one-per: "hour" or "day"' }).default("hour"),
   dryRun: z.boolean().default(false),
-  actor: z.string().regex(/^[A-Za-z0-9._@-]{1,100}$/, "--actor: 1-100 letters, digits, dot, dash, underscore or @").optional(),
-  batchSize: z.coerce.number().int().min(100, "--batch-size: 100-100000").max(100_000, "--batch-size: 100-100000")
+  actor: z.string().regex(
+    /^[A-Za-z0-9._@-]{1,100}$/,
+    "--actor: 1-100 letters, digits, dot, dash, underscore or @",
+  ).optional(),
+  batchSize: z.coerce.number().int().min(100, "--batch-size: 100-100000").max(
+    100_000,
+    "--batch-size: 100-100000",
+  )
     .default(2000),
 });
 

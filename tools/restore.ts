@@ -14,24 +14,33 @@
 import { z } from "zod";
 import { exitOnStartupError, openForTool, parseEnv } from "@dutlab/core/runtime";
 import { readBackup, restoreBackup, RestoreRefused } from "../core/src/backup/archive.ts";
-import { type CredentialKey, decryptSecret, importCredentialKey, keyIdOf } from "../core/src/devices/credentials.ts";
+import {
+  type CredentialKey,
+  decryptSecret,
+  importCredentialKey,
+  keyIdOf,
+} from "../core/src/devices/credentials.ts";
 
 const USAGE = "usage: deno task restore FILE";
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 
-async function keys(): Promise<{ keys: CredentialKey[]; fromSecrets: string | null; dataDir: string | null }> {
+async function keys(): Promise<
+  { keys: CredentialKey[]; fromSecrets: string | null; dataDir: string | null }
+> {
   const env = Deno.env.toObject();
   const parsed = parseEnv(env, { secrets: false });
   const dataDir = parsed.DATABASE_URL ? null : parsed.DUT_DATA_DIR;
+  const Key = z.string().regex(HEX64, "must be exactly 64 hex characters (32 bytes)");
   const hexes: string[] = [];
   for (const name of ["DUT_CRED_ENC_KEY", "DUT_CRED_ENC_KEY_PREVIOUS"]) {
-    const v = env[name];
-    if (v === undefined || v === "") continue;
-    if (!HEX64.test(v)) {
+    const v = env[name] || undefined;
+    if (v === undefined) continue;
+    const parsed = Key.safeParse(v);
+    if (!parsed.success) {
       console.error(`${name}: must be exactly 64 hex characters (32 bytes)`);
       Deno.exit(2);
     }
-    hexes.push(v);
+    hexes.push(parsed.data);
   }
   let stored: string | null = null;
   if (dataDir) {
@@ -75,7 +84,9 @@ if (import.meta.main) {
     const missing = m.credentialKeys.filter((id) => !have.includes(id));
     if (missing.length) {
       throw new RestoreRefused(
-        `The backup's device credentials are encrypted with key id(s) ${missing.join(", ")}; the configured ` +
+        `The backup's device credentials are encrypted with key id(s) ${
+          missing.join(", ")
+        }; the configured ` +
           `key(s) are ${have.join(", ") || "none"}: set DUT_CRED_ENC_KEY to the key the backup needs`,
       );
     }
@@ -88,7 +99,9 @@ if (import.meta.main) {
             await decryptSecret(k.keys, id, enc);
           } catch {
             throw new RestoreRefused(
-              `Device ${id}'s credential (key id ${keyIdOf(enc)}) does not decrypt with the configured key(s) ` +
+              `Device ${id}'s credential (key id ${
+                keyIdOf(enc)
+              }) does not decrypt with the configured key(s) ` +
                 `${have.join(", ")}: set DUT_CRED_ENC_KEY to the key the backup needs`,
             );
           }
@@ -110,7 +123,11 @@ if (import.meta.main) {
       await store.close();
     }
   } catch (e) {
-    console.error(e instanceof RestoreRefused ? `restore refused: ${e.message}` : `restore failed: ${(e as Error).message}`);
+    console.error(
+      e instanceof RestoreRefused
+        ? `restore refused: ${e.message}`
+        : `restore failed: ${(e as Error).message}`,
+    );
     Deno.exit(1);
   }
 }

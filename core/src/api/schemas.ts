@@ -375,7 +375,8 @@ export function capJsonSize<T extends z.ZodType>(schema: T, maxBytes: number) {
 /** Body of `POST /api/admin/dut/snapshots/prune` (README "Pruning snapshots"). */
 export const PruneRequest = z.object({
   olderThanDays: z.number().int().min(1).max(36500).openapi({
-    description: "Keep every snapshot younger than this many days (the cut-off is rounded down to the hour or " +
+    description:
+      "Keep every snapshot younger than this many days (the cut-off is rounded down to the hour or " +
       "day of `keepOnePer`, in UTC)",
     example: 30,
   }),
@@ -398,13 +399,16 @@ export const PruneResult = z.object({
   pruneId: z.string().nullable().openapi({ description: "The audit record's id; null for a dry run" }),
   dryRun: z.boolean(),
   resumed: z.boolean().openapi({
-    description: "true: this request finished an interrupted prune (with that prune's own policy and cut-off)",
+    description:
+      "true: this request finished an interrupted prune (with that prune's own policy and cut-off)",
   }),
   actor: z.string(),
   policy: z.object({ olderThanDays: z.number().int(), keepOnePer: z.enum(["hour", "day"]) }),
   cutoff: z.iso.datetime(),
   snapshots: z.number().int().openapi({ description: "Snapshots deleted (dry run: that would be)" }),
-  snapshotBytes: z.number().int().openapi({ description: "Their row sizes (heap tuple data; indexes not counted)" }),
+  snapshotBytes: z.number().int().openapi({
+    description: "Their row sizes (heap tuple data; indexes not counted)",
+  }),
   payloads: z.number().int().openapi({ description: "Payloads no snapshot refers to any more, freed" }),
   payloadBytes: z.number().int().openapi({ description: "Their canonical JSON sizes" }),
   bytes: z.number().int().openapi({ description: "snapshotBytes + payloadBytes" }),

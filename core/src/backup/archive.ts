@@ -191,7 +191,9 @@ export async function readBackup(archive: Uint8Array): Promise<OpenedBackup> {
   const newer = manifest.migrations.filter((n) => !known.has(n));
   if (newer.length) {
     throw new RestoreRefused(
-      `The backup was made by a newer dutlab (migrations ${newer.join(", ")} unknown here); restore it with that version`,
+      `The backup was made by a newer dutlab (migrations ${
+        newer.join(", ")
+      } unknown here); restore it with that version`,
     );
   }
   const dec = new TextDecoder("utf-8", { fatal: true });
@@ -254,10 +256,14 @@ export async function restoreBackup(
       throw new RestoreRefused(`The target database has no table "${t.name}" (run the same dutlab version)`);
     }
     if (SEEDED.has(t.name)) continue;
-    const any = await sql<{ n: number }>`select count(*)::int as n from (select 1 from ${sql.table(t.name)} limit 1) x`
+    const any = await sql<{ n: number }>`select count(*)::int as n from (select 1 from ${
+      sql.table(t.name)
+    } limit 1) x`
       .execute(db);
     if (any.rows[0]!.n > 0) {
-      throw new RestoreRefused(`The target database is not empty (table "${t.name}" has rows); restore into an empty one`);
+      throw new RestoreRefused(
+        `The target database is not empty (table "${t.name}" has rows); restore into an empty one`,
+      );
     }
   }
   return await db.transaction().execute(async (tx) => {
@@ -291,7 +297,11 @@ export async function restoreBackup(
     let payloadsRehashed = 0;
     let after = "";
     for (;;) {
-      const page = await tx.selectFrom("snapshot_payloads").select(["sha256", "payload"]).where("sha256", ">", after)
+      const page = await tx.selectFrom("snapshot_payloads").select(["sha256", "payload"]).where(
+        "sha256",
+        ">",
+        after,
+      )
         .orderBy("sha256").limit(1000).execute();
       if (!page.length) break;
       for (const p of page) {

@@ -83,7 +83,7 @@ export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
       tags: ["Snapshots"],
       summary: "Prune old snapshots (admin), or dry-run a prune",
       description:
-        "Never automatic (README \"Pruning snapshots\"). Keeps every snapshot younger than `olderThanDays` " +
+        'Never automatic (README "Pruning snapshots"). Keeps every snapshot younger than `olderThanDays` ' +
         "(cut-off rounded down to the hour or UTC day); of older ones keeps every snapshot a run cites (linked " +
         "snapshots, alerts, start state, pre-flight evidence, report annexes and drift diffs; for an active run " +
         "the snapshots its drift starts from), every real change (`payload_changed` and `stable_changed` not " +

@@ -138,9 +138,9 @@ export async function citedSnapshots(db: Kysely<Database>): Promise<Citations> {
       const basis = await sql<{ id: string }>`
         select x.id::text as id from snapshot_latest l cross join lateral (
           select s.id from snapshots s
-          where s.device_id = l.device_id and s.endpoint_label = l.endpoint_label and s.collected_at <= ${
-        new Date(r.started_at)
-      }
+          where s.device_id = l.device_id and s.endpoint_label = l.endpoint_label and s.collected_at <= ${new Date(
+        r.started_at,
+      )}
           order by s.id desc limit 1
         ) x`.execute(db);
       for (const b of basis.rows) out.ids.add(b.id);
@@ -192,7 +192,10 @@ class Tally {
       const key = `${r.device_id}\u0000${r.endpoint_label}`;
       let c = this.#counts.get(key);
       if (!c) {
-        this.#counts.set(key, c = { deviceId: r.device_id, endpointLabel: r.endpoint_label, snapshots: 0, snapshotBytes: 0 });
+        this.#counts.set(
+          key,
+          c = { deviceId: r.device_id, endpointLabel: r.endpoint_label, snapshots: 0, snapshotBytes: 0 },
+        );
       }
       c.snapshots++;
       c.snapshotBytes += Number(r.bytes);
@@ -244,9 +247,12 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
       .where("status", "=", "running").executeTakeFirst();
     if (running) {
       if (Number(running.idle_ms) < (opts.staleAfterMs ?? 120_000)) {
-        throw new ConflictError(`Prune ${running.id} (by "${running.actor}") is running; try again when it ends`, {
-          extra: { pruneId: String(running.id) },
-        });
+        throw new ConflictError(
+          `Prune ${running.id} (by "${running.actor}") is running; try again when it ends`,
+          {
+            extra: { pruneId: String(running.id) },
+          },
+        );
       }
       resumed = true;
       pruneId = String(running.id);
@@ -291,7 +297,9 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
   while (BigInt(cursor) < BigInt(endId)) {
     if (opts.stopAfterBatches !== undefined && batches >= opts.stopAfterBatches) break;
     const lo = cursor;
-    const hi = String(BigInt(lo) + BigInt(batchSize) < BigInt(endId) ? BigInt(lo) + BigInt(batchSize) : BigInt(endId));
+    const hi = String(
+      BigInt(lo) + BigInt(batchSize) < BigInt(endId) ? BigInt(lo) + BigInt(batchSize) : BigInt(endId),
+    );
     const keep = keepIn(BigInt(lo), BigInt(hi));
     const where = candidates(lo, hi, cutoff, policy.keepOnePer, keep);
     const started = performance.now();
