@@ -178,6 +178,13 @@ dbTest("a generated client calls every operation of the document", async (db) =>
       "/api/admin/tokens/:id",
       "/api/admin/dut/devices/:id",
     ]);
+    const pruned = await client.POST("/api/admin/dut/snapshots/prune", {
+      body: { olderThanDays: 30, keepOnePer: "hour", dryRun: true },
+    });
+    assert.equal(pruned.data?.dryRun, true);
+    assert.equal(pruned.data?.snapshots, 0);
+    const backup = await client.GET("/api/admin/backup", { parseAs: "arrayBuffer" });
+    assert.ok((backup.data as ArrayBuffer).byteLength > 0);
   } finally {
     await sim.sim.close();
   }
