@@ -40,7 +40,11 @@ async function seed(db: Db): Promise<void> {
   const from = Date.now() - 50 * 86_400_000;
   for (let k = 0; k < 288; k++) {
     const h = await hashSnapshot("system_info", { uptime: Math.floor(k / 3) });
-    await db.kysely.insertInto("snapshot_payloads").values({ sha256: h.sha256, payload: h.text, size_bytes: h.size })
+    await db.kysely.insertInto("snapshot_payloads").values({
+      sha256: h.sha256,
+      payload: h.text,
+      size_bytes: h.size,
+    })
       .onConflict((oc) => oc.column("sha256").doNothing()).execute();
     await db.kysely.insertInto("snapshots").values({
       device_id: id,
@@ -72,7 +76,9 @@ dbTest("deno task prune, backup and restore: PostgreSQL to a new embedded data d
   const real = await task("prune", pg, "--older-than-days", "30", "--actor", "ops@lab");
   assert.equal(real.code, 0, real.stderr);
   const done = JSON.parse(real.stdout);
-  for (const k of ["snapshots", "payloads", "bytes", "counts", "cutoff"]) assert.deepEqual(done[k], planned[k], k);
+  for (const k of ["snapshots", "payloads", "bytes", "counts", "cutoff"]) {
+    assert.deepEqual(done[k], planned[k], k);
+  }
   assert.equal(done.actor, "cli:ops@lab");
 
   const dir = await Deno.makeTempDir({ prefix: "dutlab-restore-" });
@@ -95,7 +101,8 @@ dbTest("deno task prune, backup and restore: PostgreSQL to a new embedded data d
     try {
       for (const t of ["devices", "snapshots", "snapshot_payloads", "snapshot_prunes"]) {
         const count = async (d: Db) =>
-          (await sql<{ n: number }>`select count(*)::int as n from ${sql.table(t)}`.execute(d.kysely)).rows[0]!.n;
+          (await sql<{ n: number }>`select count(*)::int as n from ${sql.table(t)}`.execute(d.kysely))
+            .rows[0]!.n;
         assert.equal(await count(embedded), await count(db), t);
       }
     } finally {
