@@ -1,13 +1,15 @@
 /**
  * The command-line tools of issue 31 as `deno task` runs them: `prune` on PostgreSQL (dry run, prune, bad
  * arguments), `backup` from PostgreSQL and `restore` into a new embedded data directory (a wrong key refused
- * before anything is created, then the right one; the data directory keeps the key for `serve`).
+ * before anything is created, then the right one; the data directory keeps the key for `serve`), and a backup
+ * made before a migration restored and upgraded.
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { childEnv, dbTest, TEST_CRED_KEY } from "@dutlab/core/testing";
 import type { Db } from "../core/src/db/open.ts";
-import { openDatabase } from "../core/src/db/open.ts";
+import { appliedMigrations, migrateUpTo, openDatabase } from "../core/src/db/open.ts";
+import { migrationProvider } from "../core/src/db/migrations/mod.ts";
 import { encryptSecret, importCredentialKey } from "../core/src/devices/credentials.ts";
 import { hashSnapshot } from "../core/src/poller/store.ts";
 import { sha256Hex } from "../core/src/util/hash.ts";
@@ -112,3 +114,52 @@ dbTest("deno task prune, backup and restore: PostgreSQL to a new embedded data d
     await Deno.remove(dir, { recursive: true });
   }
 }, { only: ["postgres"] });
+
+Deno.test({
+  name:
+    "a backup made before a migration restores at its own schema, then the newer migrations run on its rows",
+  ignore: !Deno.env.get("TEST_DATABASE_URL"),
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const url = Deno.env.get("TEST_DATABASE_URL")!;
+    const old = "2026_11_24_0011_snapshot_stable_changed";
+    const names = Object.keys(await migrationProvider.getMigrations()).sort();
+    assert.ok(names.includes(old) && names.at(-1)! > old, "a migration newer than the backup exists");
+    const schemas = [0, 1].map(() => `t_${crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`);
+    const admin = await openDatabase({ url });
+    const dbs: Db[] = [];
+    const dir = await Deno.makeTempDir({ prefix: "dutlab-upgrade-" });
+    try {
+      for (const s of schemas) await sql`create schema ${sql.id(s)}`.execute(admin.kysely);
+      const source = await openDatabase({ url, schema: schemas[0] });
+      dbs.push(source);
+      await migrateUpTo(source.kysely, old);
+      await seed(source);
+      const env = (schema: string) => {
+        const u = new URL(url);
+        u.searchParams.set("search_path", schema);
+        return { DATABASE_URL: u.toString() };
+      };
+      const file = `${dir}/old.tar.gz`;
+      const b = await task("backup", env(schemas[0]!), "--out", file);
+      assert.equal(b.code, 0, b.stderr);
+      const r = await task("restore", { ...env(schemas[1]!), DUT_CRED_ENC_KEY: TEST_CRED_KEY }, file);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /applied the newer migrations/);
+      const target = await openDatabase({ url, schema: schemas[1] });
+      dbs.push(target);
+      assert.deepEqual(await appliedMigrations(target.kysely), names);
+      const flags = async (d: Db) =>
+        (await sql<{ f: string }>`select string_agg(id || ':' || payload_changed || ':' ||
+          coalesce(stable_changed::text, '-'), ',' order by id) as f from snapshots`.execute(d.kysely))
+          .rows[0]!.f;
+      assert.equal(await flags(target), await flags(source));
+    } finally {
+      for (const d of dbs) await d.close();
+      for (const s of schemas) await sql`drop schema if exists ${sql.id(s)} cascade`.execute(admin.kysely);
+      await admin.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

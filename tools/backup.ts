@@ -66,7 +66,8 @@ if (import.meta.main) {
       progress("backup: downloading from the service");
       await Deno.writeFile(tmp, res.body, { mode: 0o600 });
     } else {
-      const store = await openForTool().catch(exitOnStartupError);
+      // As it is: a backup reads, it never migrates the database it reads.
+      const store = await openForTool(undefined, { migrate: false }).catch(exitOnStartupError);
       try {
         const { archive } = await writeBackup(store.db.kysely, store.db.kind, progress);
         await Deno.writeFile(tmp, archive, { mode: 0o600 });

@@ -12,7 +12,8 @@
  * Exit 0 restored, 1 refused or failed, 2 bad arguments.
  */
 import { z } from "zod";
-import { exitOnStartupError, openForTool, parseEnv } from "@dutlab/core/runtime";
+import { exitOnStartupError, migrate, openForTool, parseEnv } from "@dutlab/core/runtime";
+import { appliedMigrations, migrateUpTo } from "../core/src/db/open.ts";
 import { readBackup, restoreBackup, RestoreRefused } from "../core/src/backup/archive.ts";
 import {
   type CredentialKey,
@@ -90,8 +91,22 @@ if (import.meta.main) {
           `key(s) are ${have.join(", ") || "none"}: set DUT_CRED_ENC_KEY to the key the backup needs`,
       );
     }
-    const store = await openForTool().catch(exitOnStartupError);
+    // The backup is loaded at the schema it was made with; newer migrations then run on its rows, as in an
+    // upgrade (a migration that fills a column from existing rows fills it for the restored ones too).
+    const store = await openForTool(undefined, { migrate: false }).catch(exitOnStartupError);
     try {
+      const archived = new Set(m.migrations);
+      const ahead = (await appliedMigrations(store.db.kysely)).filter((n) => !archived.has(n));
+      if (ahead.length) {
+        throw new RestoreRefused(
+          `The target database has migrations the backup predates (${
+            ahead.join(", ")
+          }): restore into a new ` +
+            "PostgreSQL database or schema, or with the dutlab version that made the backup, then upgrade",
+        );
+      }
+      const last = [...m.migrations].sort().at(-1);
+      if (last) await migrateUpTo(store.db.kysely, last);
       const summary = await restoreBackup(store.db.kysely, backup, {
         progress,
         async checkCredential(id, enc) {
@@ -107,6 +122,8 @@ if (import.meta.main) {
           }
         },
       });
+      const upgraded = await migrate(store.db.kysely);
+      if (upgraded.length) progress(`restore: applied the newer migrations ${upgraded.join(", ")}`);
       if (k.dataDir && k.fromSecrets) {
         const path = `${k.dataDir}/secrets.json`;
         let s: Record<string, unknown> = {};

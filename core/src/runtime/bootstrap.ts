@@ -167,12 +167,14 @@ export interface ToolDatabase extends AsyncDisposable {
 }
 
 /**
- * Open and migrate the configured database for a tool that needs no token or key (like `migrate`): the
+ * Open and migrate (unless `migrate: false`) the configured database for a tool that needs no token or key
+ * (like `migrate`): the
  * PostgreSQL server of `DATABASE_URL` (while other instances run), or the embedded data directory, which
  * must not be in use (`DATA_DIR_IN_USE` while `serve` runs: stop it, or use the service's admin route).
  */
 export async function openForTool(
   env: Record<string, string | undefined> = Deno.env.toObject(),
+  opts: { migrate?: boolean } = {},
 ): Promise<ToolDatabase> {
   const parsed = parseEnv(env, { secrets: false });
   await setupLogging({ format: parsed.DUT_LOG_FORMAT, level: parsed.DUT_LOG_LEVEL });
@@ -190,7 +192,7 @@ export async function openForTool(
     }
   }
   try {
-    await migrate(db.kysely);
+    if (opts.migrate !== false) await migrate(db.kysely);
   } catch (e) {
     await db.close();
     release();
