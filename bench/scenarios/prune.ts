@@ -14,7 +14,7 @@
  * verifies, every cited and linked snapshot is present, the change history of ten devices is unchanged, and
  * polls and API calls saw no error. Reported: dry-run and prune durations, rows per second, bytes freed, the
  * longest batch transaction (the longest any lock of the prune was held) and the API's latency during the
- * prune. `BENCH_PRUNE_SNAPSHOTS` (default 10^6) and `BENCH_PRUNE_DAYS` (default 30) size it (a smoke run of the
+ * prune; then the backup of what is left (`writeBackup`: duration and archive size). `BENCH_PRUNE_SNAPSHOTS` (default 10^6) and `BENCH_PRUNE_DAYS` (default 30) size it (a smoke run of the
  * scenario with fewer); `BENCH_PRUNE_BACKENDS` (default `postgres`; `postgres,pglite`).
  *
  * @module
@@ -27,6 +27,7 @@ import { listChanges } from "../../core/src/snapshots/diff.ts";
 import { reportFixture } from "../../core/src/report/fixture.ts";
 import { jsonAnnex, sealReport } from "../../core/src/report/build.ts";
 import { verifyReport } from "../../core/src/report/verify.ts";
+import { writeBackup } from "../../core/src/backup/archive.ts";
 import { buildRegistry } from "../../core/src/registry.ts";
 import { modules } from "../../modules.gen.ts";
 import { type Figure, pct, round } from "../_util.ts";
@@ -273,6 +274,12 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
   if (problems.length) throw new Error(`prune ${backend}: ${problems.join("; ")}`);
   await sql`vacuum snapshots, snapshot_payloads`.execute(k).catch(() => {});
   const bytesAfter = await sizeOf();
+  // The backup of what is left (what `deno task backup` and GET /api/admin/backup write): one read transaction,
+  // on PGlite the time the service answers nothing else.
+  const tb = performance.now();
+  const { archive, manifest } = await writeBackup(k, db.kind);
+  const backupS = (performance.now() - tb) / 1000;
+  const backupRows = manifest.tables.reduce((n, t) => n + t.rows, 0);
 
   const params = {
     backend,
@@ -319,6 +326,10 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
       note: `${pollMs.length} rounds of ${DEVICES} polls`,
     }),
     fig("errorsDuringPrune", errors.length, "count", { target: "0", pass: errors.length === 0 }),
+    fig("backupSeconds", round(backupS, 2), "s", {
+      note: `${backupRows} rows after the prune, one transaction`,
+    }),
+    fig("backupArchiveBytes", archive.length, "B", { note: "tar.gz" }),
   ];
 }
 

@@ -356,6 +356,9 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
     cursor = hi;
     batches++;
     opts.onProgress?.({ batches, cursorId: cursor, endId, snapshots: tally.snapshots });
+    // Let queries waiting for the connection go first (PGlite has one session: without this pause the next
+    // batch takes it again at once, and polls and API calls wait for the whole prune).
+    await new Promise((r) => setTimeout(r, 1));
   }
 
   if (opts.dryRun && wouldGo.size) {
