@@ -6,7 +6,7 @@ import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modu
 import { hashSnapshot } from "../core/src/poller/store.ts";
 import { sha256Hex } from "../core/src/util/hash.ts";
 import { verifyReportBytes } from "../core/src/report/verify.ts";
-import { pruneSnapshots } from "../core/src/snapshots/prune.ts";
+import { citedSnapshots, pruneSnapshots } from "../core/src/snapshots/prune.ts";
 import { type App, type Auth, fetchReport, finishRun, register, snapshot, startRun } from "./_runs_lab.ts";
 
 const LABELS = ["system_info", "ntp_config", "decrypt_policy"] as const;
@@ -338,3 +338,24 @@ dbTest("only an admin may prune, and the policy is validated field by field", as
     assert.ok(JSON.stringify(res.body.errors).includes(field), JSON.stringify(res.body));
   }
 });
+
+dbTest(
+  "an active run's drift start (each device's last snapshot per label at its start) is cited",
+  async (db) => {
+    const { app, auth } = await testServices(db, fixtureModules());
+    await lab(app, auth, db);
+    const run = await startRun(app, auth, { planIdentifier: "fixture-plan" });
+    const { started_at } = await db.kysely.selectFrom("test_runs").select("started_at")
+      .where("execution_id", "=", run.executionId).executeTakeFirstOrThrow();
+    const expected = new Map<string, string>();
+    for (const r of await allSnapshots(db)) {
+      if (r.collected_at <= new Date(started_at)) expected.set(`${r.device_id}/${r.endpoint_label}`, r.id);
+    }
+    // Its pre-flight and start state cite most of them too: blank those (an active run may still change) so only
+    // the drift rule is left to cite them.
+    await sql`update test_runs set preflight_json = '{}'::jsonb, start_state_json = '{}'::jsonb
+    where status = 'active'`.execute(db.kysely);
+    const cited = await citedSnapshots(db.kysely);
+    for (const id of expected.values()) assert.ok(cited.ids.has(id), `drift start ${id} cited`);
+  },
+);

@@ -135,12 +135,12 @@ export async function citedSnapshots(db: Kysely<Database>): Promise<Citations> {
     collect(jsonValue(r.preflight_json), out);
     if (r.report_json) collect(JSON.parse(r.report_json), out);
     if (r.status === "active") {
+      const startedAt = new Date(r.started_at);
       const basis = await sql<{ id: string }>`
         select x.id::text as id from snapshot_latest l cross join lateral (
           select s.id from snapshots s
-          where s.device_id = l.device_id and s.endpoint_label = l.endpoint_label and s.collected_at <= ${new Date(
-        r.started_at,
-      )}
+          where s.device_id = l.device_id and s.endpoint_label = l.endpoint_label
+            and s.collected_at <= ${startedAt}
           order by s.id desc limit 1
         ) x`.execute(db);
       for (const b of basis.rows) out.ids.add(b.id);
