@@ -112,17 +112,19 @@ export async function writeBackup(
         const columns = await columnsOf(tx, name);
         const parts: Uint8Array[] = [];
         let rows = 0;
-        let after = "(0,0)";
+        // A cursor in the read's snapshot: rows in pages, in one pass over the table.
+        const table = sql.table(name);
+        await sql`declare dutlab_backup no scroll cursor for select to_jsonb(t)::text as j from ${table} t`
+          .execute(tx);
         for (;;) {
-          const page = (await sql<{ c: string; j: string }>`
-            select t.ctid::text as c, to_jsonb(t)::text as j from ${sql.table(name)} t
-            where t.ctid > ${after}::tid order by t.ctid limit ${PAGE}`.execute(tx)).rows;
+          const page = (await sql<{ j: string }>`fetch forward ${sql.raw(String(PAGE))} from dutlab_backup`
+            .execute(tx)).rows;
           if (!page.length) break;
           parts.push(enc.encode(page.map((r) => r.j).join("\n") + "\n"));
           rows += page.length;
-          after = page[page.length - 1]!.c;
           if (rows % (PAGE * 20) === 0) progress(`backup: ${name}: ${rows} rows`);
         }
+        await sql`close dutlab_backup`.execute(tx);
         const data = concat(parts);
         const file = `tables/${name}.jsonl`;
         files.push({ name: file, data });
