@@ -183,6 +183,8 @@ dbTest("a generated client calls every operation of the document", async (db) =>
     });
     assert.equal(pruned.data?.dryRun, true);
     assert.equal(pruned.data?.snapshots, 0);
+    const prunes = await client.GET("/api/admin/dut/snapshot-prunes");
+    assert.deepEqual(prunes.data?.prunes, [], "a dry run is not recorded");
     const backup = await client.GET("/api/admin/backup", { parseAs: "arrayBuffer" });
     assert.ok((backup.data as ArrayBuffer).byteLength > 0);
   } finally {

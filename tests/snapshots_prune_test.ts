@@ -247,6 +247,14 @@ dbTest(
       olderThanDays: 30,
       keepOnePer: "hour",
     });
+    // The record through the API.
+    const listed = await app.request("/api/admin/dut/snapshot-prunes", { headers: auth });
+    assert.equal(listed.status, 200);
+    const [record] = (await listed.json()).prunes;
+    assert.equal(record.actor, "token:bootstrap-admin");
+    assert.equal(record.status, "finished");
+    assert.equal(record.snapshots, real.body.snapshots);
+    assert.deepEqual(record.counts, real.body.counts);
     // A second prune finds nothing more.
     const again = await prune(app, auth, { olderThanDays: 30, dryRun: true });
     assert.equal(again.body.snapshots, 0);

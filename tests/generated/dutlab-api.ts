@@ -234,6 +234,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/dut/snapshot-prunes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The prune records, newest first (admin)
+         * @description The audit trail of `POST /api/admin/dut/snapshots/prune` and `deno task prune` (dry runs are not recorded): who, the policy, the cut-off, the state (`running` until it ends; an interrupted prune stays `running` until the next prune finishes it) and what it deleted. The latest 100. Admin role only.
+         */
+        get: operations["listSnapshotPrunes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/report-keys": {
         parameters: {
             query?: never;
@@ -912,6 +932,32 @@ export interface components {
              * @default false
              */
             dryRun: boolean;
+        };
+        PruneRecord: {
+            pruneId: string;
+            /** @description `token:<name>` (API) or `cli:<user>` (deno task prune) */
+            actor: string;
+            policy: {
+                olderThanDays: number;
+                /** @enum {string} */
+                keepOnePer: "hour" | "day";
+            };
+            /** Format: date-time */
+            cutoff: string;
+            /** @enum {string} */
+            status: "running" | "finished";
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            finishedAt: string | null;
+            /** @description Every snapshot id up to this one has been decided */
+            cursorId: string;
+            batches: number;
+            snapshots: number;
+            snapshotBytes: number;
+            payloads: number;
+            payloadBytes: number;
+            counts: components["schemas"]["PruneCount"][];
         };
         ReportSigningKey: {
             /** @description SHA-256 (hex) of the DER SubjectPublicKeyInfo; the DSSE keyid */
@@ -2330,6 +2376,73 @@ export interface operations {
             };
             /** @description Conflict with the current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listSnapshotPrunes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        prunes: components["schemas"]["PruneRecord"][];
+                    };
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is not admin */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -41,8 +41,13 @@ const OPERATOR_ROUTES = new Set([
  * them. Like every POST they are still recorded in the audit log (audit.ts), as pre-flight is.
  */
 export const READ_POSTS = new Set(["POST /api/test-runs/compare"]);
-/** Reads only an admin may make: who holds which token, who did what, and the backup of everything. */
-const ADMIN_READS = [/^\/api\/admin\/tokens(\/|$)/, /^\/api\/admin\/audit$/, /^\/api\/admin\/backup$/];
+/** Reads only an admin may make: who holds which token, who did what (prunes too), the backup of everything. */
+const ADMIN_READS = [
+  /^\/api\/admin\/tokens(\/|$)/,
+  /^\/api\/admin\/audit$/,
+  /^\/api\/admin\/backup$/,
+  /^\/api\/admin\/dut\/snapshot-prunes$/,
+];
 
 /** The least role a request needs, from its method and route template. */
 export function requiredRole(method: string, route: string): Role {

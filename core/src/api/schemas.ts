@@ -416,3 +416,20 @@ export const PruneResult = z.object({
   batches: z.number().int(),
   longestBatchMs: z.number().int().openapi({ description: "The longest batch transaction, milliseconds" }),
 }).openapi("PruneResult");
+
+export const PruneRecord = z.object({
+  pruneId: z.string(),
+  actor: z.string().openapi({ description: "`token:<name>` (API) or `cli:<user>` (deno task prune)" }),
+  policy: z.object({ olderThanDays: z.number().int(), keepOnePer: z.enum(["hour", "day"]) }),
+  cutoff: z.iso.datetime(),
+  status: z.enum(["running", "finished"]),
+  startedAt: z.iso.datetime(),
+  finishedAt: z.iso.datetime().nullable(),
+  cursorId: z.string().openapi({ description: "Every snapshot id up to this one has been decided" }),
+  batches: z.number().int(),
+  snapshots: z.number().int(),
+  snapshotBytes: z.number().int(),
+  payloads: z.number().int(),
+  payloadBytes: z.number().int(),
+  counts: z.array(PruneCount),
+}).openapi("PruneRecord");

@@ -1,6 +1,13 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Services } from "../runtime/services.ts";
-import { PruneRequest, PruneResult, Snapshot, SnapshotPage, SnapshotQuery } from "../api/schemas.ts";
+import {
+  PruneRecord,
+  PruneRequest,
+  PruneResult,
+  Snapshot,
+  SnapshotPage,
+  SnapshotQuery,
+} from "../api/schemas.ts";
 import {
   conflictResponse,
   json,
@@ -8,7 +15,7 @@ import {
   problemResponse,
   problemResponses,
 } from "./openapi_util.ts";
-import { pruneSnapshots } from "../snapshots/prune.ts";
+import { listPrunes, pruneSnapshots } from "../snapshots/prune.ts";
 import { principalOf } from "./auth.ts";
 import { z } from "@hono/zod-openapi";
 import { getSnapshot, listSnapshots } from "../snapshots/store.ts";
@@ -106,5 +113,25 @@ export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
       const r = await pruneSnapshots(svc.db.kysely, { ...body, actor: who ? `token:${who.name}` : "token" });
       return c.json(r, 200);
     },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/admin/dut/snapshot-prunes",
+      operationId: "listSnapshotPrunes",
+      tags: ["Snapshots"],
+      summary: "The prune records, newest first (admin)",
+      description:
+        "The audit trail of `POST /api/admin/dut/snapshots/prune` and `deno task prune` (dry runs are not " +
+        "recorded): who, the policy, the cut-off, the state (`running` until it ends; an interrupted prune " +
+        "stays `running` until the next prune finishes it) and what it deleted. The latest 100. Admin role only.",
+      responses: {
+        200: json(z.object({ prunes: z.array(PruneRecord) }), "The records"),
+        ...problemResponses,
+        403: problemResponse("The token's role is not admin"),
+      },
+    }),
+    async (c) => c.json({ prunes: await listPrunes(svc.db.kysely) }, 200),
   );
 }
