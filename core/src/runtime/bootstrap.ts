@@ -168,9 +168,9 @@ export interface ToolDatabase extends AsyncDisposable {
 
 /**
  * Open and migrate (unless `migrate: false`) the configured database for a tool that needs no token or key
- * (like `migrate`): the
- * PostgreSQL server of `DATABASE_URL` (while other instances run), or the embedded data directory, which
- * must not be in use (`DATA_DIR_IN_USE` while `serve` runs: stop it, or use the service's admin route).
+ * (`migrate`, `prune`, `backup`, `restore`): the PostgreSQL server of `DATABASE_URL` (while other instances
+ * run), or the embedded data directory, which must not be in use (`DATA_DIR_IN_USE` while `serve` runs: stop
+ * it, or use the service's admin route).
  */
 export async function openForTool(
   env: Record<string, string | undefined> = Deno.env.toObject(),
@@ -217,32 +217,13 @@ export async function openForTool(
 export async function migrateOnly(
   env: Record<string, string | undefined> = Deno.env.toObject(),
 ): Promise<string[]> {
-  const parsed = parseEnv(env, { secrets: false });
-  await setupLogging({ format: parsed.DUT_LOG_FORMAT, level: parsed.DUT_LOG_LEVEL });
-  let release = () => {};
-  let db: Db;
-  if (parsed.DATABASE_URL) {
-    db = await openDatabase({ url: parsed.DATABASE_URL });
-  } else {
-    release = (await lockDataDir(parsed.DUT_DATA_DIR)).release;
-    try {
-      db = await openEmbedded(parsed.DUT_DATA_DIR, parsed.DUT_PGLITE_SHARED_BUFFERS);
-    } catch (e) {
-      release();
-      throw e;
-    }
-  }
-  try {
-    const applied = await migrate(db.kysely);
-    logger("startup").info(
-      applied.length ? "Applied migrations: {applied}" : "Migrations are up to date",
-      { applied: applied.join(", ") },
-    );
-    return applied;
-  } finally {
-    await db.close();
-    release();
-  }
+  await using store = await openForTool(env, { migrate: false });
+  const applied = await migrate(store.db.kysely);
+  logger("startup").info(
+    applied.length ? "Applied migrations: {applied}" : "Migrations are up to date",
+    { applied: applied.join(", ") },
+  );
+  return applied;
 }
 
 /**
