@@ -14,7 +14,8 @@
  * verifies, every cited and linked snapshot is present, the change history of ten devices is unchanged, and
  * polls and API calls saw no error. Reported: dry-run and prune durations, rows per second, bytes freed, the
  * longest batch transaction (the longest any lock of the prune was held) and the API's latency during the
- * prune; then the backup of what is left (`writeBackup`: duration and archive size). `BENCH_PRUNE_SNAPSHOTS` (default 10^6) and `BENCH_PRUNE_DAYS` (default 30) size it (a smoke run of the
+ * prune; then the backup of what is left (`writeBackup`: duration and archive size) and its restore into an
+ * empty database of the same backend. `BENCH_PRUNE_SNAPSHOTS` (default 10^6) and `BENCH_PRUNE_DAYS` (default 30) size it (a smoke run of the
  * scenario with fewer); `BENCH_PRUNE_BACKENDS` (default `postgres`; `postgres,pglite`).
  *
  * @module
@@ -27,7 +28,7 @@ import { listChanges } from "../../core/src/snapshots/diff.ts";
 import { reportFixture } from "../../core/src/report/fixture.ts";
 import { jsonAnnex, sealReport } from "../../core/src/report/build.ts";
 import { verifyReport } from "../../core/src/report/verify.ts";
-import { writeBackup } from "../../core/src/backup/archive.ts";
+import { readBackup, restoreBackup, writeBackup } from "../../core/src/backup/archive.ts";
 import { buildRegistry } from "../../core/src/registry.ts";
 import { modules } from "../../modules.gen.ts";
 import { type Figure, pct, round } from "../_util.ts";
@@ -280,6 +281,16 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
   const { archive, manifest } = await writeBackup(k, db.kind);
   const backupS = (performance.now() - tb) / 1000;
   const backupRows = manifest.tables.reduce((n, t) => n + t.rows, 0);
+  // ... and its restore into an empty database of the same backend (checks, load, re-hash, report verification).
+  await using target = await freshDb(backend);
+  const tr = performance.now();
+  const restored = await restoreBackup(target.kysely, await readBackup(archive), {
+    checkCredential: () => Promise.resolve(), // the bench's devices have no real credential
+  });
+  const restoreS = (performance.now() - tr) / 1000;
+  if (restored.reportsVerified !== RUNS) {
+    throw new Error(`restore verified ${restored.reportsVerified} reports`);
+  }
 
   const params = {
     backend,
@@ -330,6 +341,10 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
       note: `${backupRows} rows after the prune, one transaction`,
     }),
     fig("backupArchiveBytes", archive.length, "B", { note: "tar.gz" }),
+    fig("restoreSeconds", round(restoreS, 2), "s", {
+      note:
+        `${backupRows} rows, ${restored.payloadsRehashed} payloads re-hashed, ${restored.reportsVerified} reports verified`,
+    }),
   ];
 }
 
