@@ -34,6 +34,7 @@ export const SCENARIOS = [
   "changes",
   "events",
   "evidence",
+  "prune",
 ] as const;
 type Scenario = typeof SCENARIOS[number];
 

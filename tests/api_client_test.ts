@@ -201,6 +201,15 @@ dbTest("a generated client calls every operation of the document", async (db) =>
       "/api/admin/tokens/:id",
       "/api/admin/dut/devices/:id",
     ]);
+    const pruned = await client.POST("/api/admin/dut/snapshots/prune", {
+      body: { olderThanDays: 30, keepOnePer: "hour", dryRun: true },
+    });
+    assert.equal(pruned.data?.dryRun, true);
+    assert.equal(pruned.data?.snapshots, 0);
+    const prunes = await client.GET("/api/admin/dut/snapshot-prunes");
+    assert.deepEqual(prunes.data?.prunes, [], "a dry run is not recorded");
+    const backup = await client.GET("/api/admin/backup", { parseAs: "arrayBuffer" });
+    assert.ok((backup.data as ArrayBuffer).byteLength > 0);
   } finally {
     await sim.sim.close();
   }

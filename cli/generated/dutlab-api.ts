@@ -214,6 +214,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/dut/snapshots/prune": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prune old snapshots (admin), or dry-run a prune
+         * @description Never automatic (README "Pruning snapshots"). Keeps every snapshot younger than `olderThanDays` (cut-off rounded down to the hour or UTC day); of older ones keeps every snapshot a run cites (linked snapshots, alerts, start state, pre-flight evidence, report annexes and drift diffs; for an active run the snapshots its drift starts from), every real change (`payload_changed` and `stable_changed` not false) and the snapshot before it, the newest per device and label, and the first per device, label and `keepOnePer`; deletes the rest in batches of short transactions, then the payloads no snapshot refers to any more. `dryRun: true` answers the same counts and changes nothing. Each prune is recorded (who, policy, counts) and resumable: after an interrupted prune, the next request finishes it first (with its own policy) and answers `resumed: true`; a prune running elsewhere is a 409. Admin role only.
+         */
+        post: operations["pruneSnapshots"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/dut/snapshot-prunes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The prune records, newest first (admin)
+         * @description The audit trail of `POST /api/admin/dut/snapshots/prune` and `deno task prune` (dry runs are not recorded): who, the policy, the cut-off, the state (`running` until it ends; an interrupted prune stays `running` until the next prune finishes it) and what it deleted. The latest 100. Admin role only.
+         */
+        get: operations["listSnapshotPrunes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/report-keys": {
         parameters: {
             query?: never;
@@ -570,6 +610,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/backup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A consistent backup archive of the whole database (admin)
+         * @description The archive `deno task backup --out FILE` writes (a tar.gz of a manifest and one JSON Lines file per table; README "Backup and restore"), read in one REPEATABLE READ transaction while the service runs. It is how an embedded (PGlite) lab is backed up without stopping `serve` (`deno task backup --out FILE --url $DUT`); the embedded database answers other requests and polls after the backup's read. Device credentials stay encrypted; the credential key is not in the archive (the manifest names its id). Admin role only.
+         */
+        get: operations["backup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -901,6 +961,87 @@ export interface components {
             testRunExecutionId: string | null;
             adapterModule: string;
             adapterVersion: string;
+        };
+        PruneResult: {
+            /** @description The audit record's id; null for a dry run */
+            pruneId: string | null;
+            dryRun: boolean;
+            /** @description true: this request finished an interrupted prune (with that prune's own policy and cut-off) */
+            resumed: boolean;
+            actor: string;
+            policy: {
+                olderThanDays: number;
+                /** @enum {string} */
+                keepOnePer: "hour" | "day";
+            };
+            /** Format: date-time */
+            cutoff: string;
+            /** @description Snapshots deleted (dry run: that would be) */
+            snapshots: number;
+            /** @description Their row sizes (heap tuple data; indexes not counted) */
+            snapshotBytes: number;
+            /** @description Payloads no snapshot refers to any more, freed */
+            payloads: number;
+            /** @description Their canonical JSON sizes */
+            payloadBytes: number;
+            /** @description snapshotBytes + payloadBytes */
+            bytes: number;
+            /** @description Per device and label with something deleted */
+            counts: components["schemas"]["PruneCount"][];
+            batches: number;
+            /** @description The longest batch transaction, milliseconds */
+            longestBatchMs: number;
+        };
+        PruneCount: {
+            /** Format: uuid */
+            deviceId: string;
+            endpointLabel: string;
+            snapshots: number;
+            snapshotBytes: number;
+        };
+        PruneRequest: {
+            /**
+             * @description Keep every snapshot younger than this many days (the cut-off is rounded down to the hour or day of `keepOnePer`, in UTC)
+             * @example 30
+             */
+            olderThanDays: number;
+            /**
+             * @description Of older snapshots, keep (at least) the first one per device, label and hour or UTC day
+             * @default hour
+             * @enum {string}
+             */
+            keepOnePer: "hour" | "day";
+            /**
+             * @description true: answer what a prune would delete (counts and bytes) and change nothing
+             * @default false
+             */
+            dryRun: boolean;
+        };
+        PruneRecord: {
+            pruneId: string;
+            /** @description `token:<name>` (API) or `cli:<user>` (deno task prune) */
+            actor: string;
+            policy: {
+                olderThanDays: number;
+                /** @enum {string} */
+                keepOnePer: "hour" | "day";
+            };
+            /** Format: date-time */
+            cutoff: string;
+            /** @enum {string} */
+            status: "running" | "finished";
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            finishedAt: string | null;
+            /** @description Every snapshot id up to this one has been decided */
+            cursorId: string;
+            batches: number;
+            snapshots: number;
+            snapshotBytes: number;
+            payloads: number;
+            payloadBytes: number;
+            counts: components["schemas"]["PruneCount"][];
         };
         ReportSigningKey: {
             /** @description SHA-256 (hex) of the DER SubjectPublicKeyInfo; the DSSE keyid */
@@ -2464,6 +2605,151 @@ export interface operations {
             };
         };
     };
+    pruneSnapshots: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PruneRequest"];
+            };
+        };
+        responses: {
+            /** @description What was deleted (or, dry run, would be) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PruneResult"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listSnapshotPrunes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        prunes: components["schemas"]["PruneRecord"][];
+                    };
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listReportSigningKeys: {
         parameters: {
             query?: never;
@@ -3866,6 +4152,71 @@ export interface operations {
             };
             /** @description Unknown id */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    backup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archive */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/gzip": string;
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

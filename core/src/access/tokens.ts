@@ -50,8 +50,13 @@ export const READ_POSTS = new Set([
  */
 export const OVERRIDE_START_GATE_ROLE: Role = "admin";
 
-/** Reads only an admin may make: who holds which token, and who did what. */
-const ADMIN_READS = [/^\/api\/admin\/tokens(\/|$)/, /^\/api\/admin\/audit$/];
+/** Reads only an admin may make: who holds which token, who did what (prunes too), the backup of everything. */
+const ADMIN_READS = [
+  /^\/api\/admin\/tokens(\/|$)/,
+  /^\/api\/admin\/audit$/,
+  /^\/api\/admin\/backup$/,
+  /^\/api\/admin\/dut\/snapshot-prunes$/,
+];
 
 /** The least role a request needs, from its method and route template. */
 export function requiredRole(method: string, route: string): Role {

@@ -341,3 +341,39 @@ export async function migrate(db: Kysely<Database>, schema?: string): Promise<st
   }
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }
+
+/** The migrations recorded as applied (none when the migration table does not exist yet). */
+export async function appliedMigrations(db: Kysely<Database>): Promise<string[]> {
+  const exists = await sql<{ t: string | null }>`select to_regclass(${DEFAULT_MIGRATION_TABLE})::text as t`
+    .execute(db);
+  if (!exists.rows[0]?.t) return [];
+  return (await sql<{ name: string }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)} order by name`
+    .execute(db)).rows.map((r) => r.name);
+}
+
+/**
+ * Apply the pending migrations up to and including `target`, never down: throws when a migration after
+ * `target` is already applied. A restore loads a backup at the schema it was made with, then migrates on.
+ */
+export async function migrateUpTo(db: Kysely<Database>, target: string): Promise<string[]> {
+  const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s;
+  const beyond = (await appliedMigrations(db)).filter((n) => n > target);
+  if (beyond.length) {
+    throw new StartupError(
+      "MIGRATION_FAILED",
+      `Migrations after ${target} are applied already: ${beyond.join(", ")}`,
+    );
+  }
+  const migrator = new Migrator({
+    db: withScopedIntrospection(db, schema),
+    provider: migrationProvider,
+    ...(schema ? { migrationTableSchema: schema } : {}),
+  });
+  const { error, results } = await migrator.migrateTo(target);
+  if (error) {
+    throw new StartupError("MIGRATION_FAILED", `Migration failed: ${(error as Error).message ?? error}`);
+  }
+  return (results ?? []).filter((r) => r.status === "Success" && r.direction === "Up").map((r) =>
+    r.migrationName
+  );
+}

@@ -213,6 +213,29 @@ export interface VolatilePathSetsTable {
   patterns: string;
 }
 
+/**
+ * One prune of old snapshots (migration 2026_11_25_0014): its audit record (who, policy, counts) and its
+ * resumable state (`cursor_id`: every snapshot id up to it has been decided). Never deleted; frozen once finished.
+ */
+export interface SnapshotPrunesTable {
+  id: Generated<string>;
+  actor: string;
+  policy: ColumnType<unknown, string, never>;
+  cutoff: ColumnType<Date, Date | string, never>;
+  end_id: ColumnType<string, string, never>;
+  cursor_id: ColumnType<string, string | undefined, string>;
+  status: string;
+  started_at: DefaultNow;
+  heartbeat_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  finished_at: Timestamp | null;
+  batches: ColumnType<number, number | undefined, number>;
+  deleted_snapshots: ColumnType<string, string | undefined, string>;
+  snapshot_bytes: ColumnType<string, string | undefined, string>;
+  freed_payloads: ColumnType<string, string | undefined, string>;
+  freed_payload_bytes: ColumnType<string, string | undefined, string>;
+  counts: ColumnType<unknown, string | undefined, string>;
+}
+
 /** The one Kysely database interface of dutlab. */
 export interface Database {
   devices: DevicesTable;
@@ -230,4 +253,5 @@ export interface Database {
   pdf_signing_certificates: PdfSigningCertificatesTable;
   run_attestations: RunAttestationsTable;
   volatile_path_sets: VolatilePathSetsTable;
+  snapshot_prunes: SnapshotPrunesTable;
 }

@@ -29,6 +29,7 @@ import { registerPlainRoutes, serveDocument } from "./openapi_doc.ts";
 import { docsRoutes } from "./routes_docs.ts";
 import { evidenceRoutes } from "./routes_evidence.ts";
 import { reportSignatureRoutes } from "./routes_report_keys.ts";
+import { backupRoutes } from "./routes_backup.ts";
 import { SafeInput } from "./input_guard.ts";
 
 export type App = OpenAPIHono;
@@ -181,6 +182,7 @@ export function createApp(svc: Services): OpenAPIHono {
   compareRoutes(app, svc);
   testRunRoutes(app, svc);
   reportPageRoutes(app, svc);
+  backupRoutes(app, svc);
 
   docsRoutes(app);
   registerPlainRoutes(app);

@@ -1,7 +1,22 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Services } from "../runtime/services.ts";
-import { Snapshot, SnapshotPage, SnapshotQuery } from "../api/schemas.ts";
-import { json, notFoundResponse, problemResponses } from "./openapi_util.ts";
+import {
+  PruneRecord,
+  PruneRequest,
+  PruneResult,
+  Snapshot,
+  SnapshotPage,
+  SnapshotQuery,
+} from "../api/schemas.ts";
+import {
+  conflictResponse,
+  json,
+  notFoundResponse,
+  problemResponse,
+  problemResponses,
+} from "./openapi_util.ts";
+import { listPrunes, pruneSnapshots } from "../snapshots/prune.ts";
+import { principalOf } from "./auth.ts";
 import { z } from "@hono/zod-openapi";
 import { getSnapshot, listSnapshots } from "../snapshots/store.ts";
 import { problems } from "./problem.ts";
@@ -65,5 +80,58 @@ export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
       if (!s) throw problems.notFound(`No snapshot with id "${id}"`);
       return c.json(s, 200);
     },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/api/admin/dut/snapshots/prune",
+      operationId: "pruneSnapshots",
+      tags: ["Snapshots"],
+      summary: "Prune old snapshots (admin), or dry-run a prune",
+      description:
+        'Never automatic (README "Pruning snapshots"). Keeps every snapshot younger than `olderThanDays` ' +
+        "(cut-off rounded down to the hour or UTC day); of older ones keeps every snapshot a run cites (linked " +
+        "snapshots, alerts, start state, pre-flight evidence, report annexes and drift diffs; for an active run " +
+        "the snapshots its drift starts from), every real change (`payload_changed` and `stable_changed` not " +
+        "false) and the snapshot before it, the newest per device and label, and the first per device, label " +
+        "and `keepOnePer`; deletes the rest in batches of short transactions, then the payloads no snapshot " +
+        "refers to any more. `dryRun: true` answers the same counts and changes nothing. Each prune is recorded " +
+        "(who, policy, counts) and resumable: after an interrupted prune, the next request finishes it first " +
+        "(with its own policy) and answers `resumed: true`; a prune running elsewhere is a 409. Admin role only.",
+      request: { body: { content: { "application/json": { schema: PruneRequest } }, required: true } },
+      responses: {
+        200: json(PruneResult, "What was deleted (or, dry run, would be)"),
+        ...problemResponses,
+        403: problemResponse("The token's role is not admin"),
+        ...conflictResponse,
+      },
+    }),
+    async (c) => {
+      const body = c.req.valid("json");
+      const who = principalOf(c);
+      const r = await pruneSnapshots(svc.db.kysely, { ...body, actor: who ? `token:${who.name}` : "token" });
+      return c.json(r, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/admin/dut/snapshot-prunes",
+      operationId: "listSnapshotPrunes",
+      tags: ["Snapshots"],
+      summary: "The prune records, newest first (admin)",
+      description:
+        "The audit trail of `POST /api/admin/dut/snapshots/prune` and `deno task prune` (dry runs are not " +
+        "recorded): who, the policy, the cut-off, the state (`running` until it ends; an interrupted prune " +
+        "stays `running` until the next prune finishes it) and what it deleted. The latest 100. Admin role only.",
+      responses: {
+        200: json(z.object({ prunes: z.array(PruneRecord) }), "The records"),
+        ...problemResponses,
+        403: problemResponse("The token's role is not admin"),
+      },
+    }),
+    async (c) => c.json({ prunes: await listPrunes(svc.db.kysely) }, 200),
   );
 }

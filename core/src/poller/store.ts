@@ -243,6 +243,22 @@ export class PollStore {
         const inserted = await tx.insertInto("snapshot_payloads")
           .values(unique.map(({ h }) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
           .onConflict((oc) => oc.column("sha256").doNothing()).returning("sha256").execute();
+        // A prune (core/src/snapshots/prune.ts) may free a payload between the insert above, which found it,
+        // and the snapshots' foreign-key check below: hold every payload (FOR KEY SHARE, what that check takes)
+        // and write again the few that went meanwhile.
+        const held = new Set(
+          (await tx.selectFrom("snapshot_payloads").select("sha256")
+            .where("sha256", "in", unique.map(({ h }) => h.sha256)).orderBy("sha256").forKeyShare().execute())
+            .map((r) => r.sha256),
+        );
+        const gone = unique.filter(({ h }) => !held.has(h.sha256));
+        if (gone.length) {
+          inserted.push(
+            ...await tx.insertInto("snapshot_payloads")
+              .values(gone.map(({ h }) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
+              .onConflict((oc) => oc.column("sha256").doNothing()).returning("sha256").execute(),
+          );
+        }
         for (const { sha256 } of inserted) {
           const i = owner.get(sha256)!.i;
           newPayloads.set(i, (newPayloads.get(i) ?? 0) + 1);

@@ -181,13 +181,24 @@ async function openEmbedded(dir: string, sharedBuffers: string | undefined): Pro
   return db;
 }
 
+/** The database alone, for a tool (prune, backup, restore): opened, migrated, closed with `close()`. */
+export interface ToolDatabase extends AsyncDisposable {
+  db: Db;
+  /** The embedded data directory (PGlite), or null on PostgreSQL. */
+  dataDir: string | null;
+  close(): Promise<void>;
+}
+
 /**
- * `deno task migrate`: apply pending migrations and exit. Asks only for what it uses: the database
- * (DATABASE_URL or the data directory); no admin token or credential key is read, required or generated.
+ * Open and migrate (unless `migrate: false`) the configured database for a tool that needs no token or key
+ * (`migrate`, `prune`, `backup`, `restore`): the PostgreSQL server of `DATABASE_URL` (while other instances
+ * run), or the embedded data directory, which must not be in use (`DATA_DIR_IN_USE` while `serve` runs: stop
+ * it, or use the service's admin route).
  */
-export async function migrateOnly(
+export async function openForTool(
   env: Record<string, string | undefined> = Deno.env.toObject(),
-): Promise<string[]> {
+  opts: { migrate?: boolean } = {},
+): Promise<ToolDatabase> {
   const parsed = parseEnv(env, { secrets: false });
   await setupLogging({ format: parsed.DUT_LOG_FORMAT, level: parsed.DUT_LOG_LEVEL });
   let release = () => {};
@@ -204,16 +215,38 @@ export async function migrateOnly(
     }
   }
   try {
-    const applied = await migrate(db.kysely);
-    logger("startup").info(
-      applied.length ? "Applied migrations: {applied}" : "Migrations are up to date",
-      { applied: applied.join(", ") },
-    );
-    return applied;
-  } finally {
+    if (opts.migrate !== false) await migrate(db.kysely);
+  } catch (e) {
     await db.close();
     release();
+    throw e;
   }
+  const close = async () => {
+    await db.close();
+    release();
+  };
+  return {
+    db,
+    dataDir: parsed.DATABASE_URL ? null : parsed.DUT_DATA_DIR,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/**
+ * `deno task migrate`: apply pending migrations and exit. Asks only for what it uses: the database
+ * (DATABASE_URL or the data directory); no admin token or credential key is read, required or generated.
+ */
+export async function migrateOnly(
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): Promise<string[]> {
+  await using store = await openForTool(env, { migrate: false });
+  const applied = await migrate(store.db.kysely);
+  logger("startup").info(
+    applied.length ? "Applied migrations: {applied}" : "Migrations are up to date",
+    { applied: applied.join(", ") },
+  );
+  return applied;
 }
 
 /**

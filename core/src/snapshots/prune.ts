@@ -1,0 +1,448 @@
+/**
+ * Pruning of old snapshots by an operator (spec 8, issue 31; README "Pruning snapshots"). Never automatic.
+ *
+ * Of the snapshots collected before the cut-off (`olderThanDays` days ago, rounded down to the hour or day of
+ * `keepOnePer`, in UTC) a prune keeps:
+ * - every snapshot cited anywhere: linked to a run (`test_run_execution_id`), named by a run's alert, or named
+ *   (`snapshotId`, `startSnapshotId`, …) in a run's start state, pre-flight result or report annexes (the
+ *   inventory, the pre-flight evidence, the linked snapshots, the drift diffs), and for an active run the
+ *   snapshot of each device and label its drift will start from;
+ * - every real change (`payload_changed` and `stable_changed` not false: a change, or one not known to be
+ *   volatile-only) and the snapshot just before it;
+ * - the newest snapshot of each device and label;
+ * - the first snapshot of each device, label and hour (or day);
+ * and deletes the rest, then the payloads that no snapshot refers to any more (and that no run cites).
+ *
+ * Every decision reads only the snapshot, the one after it and the one before it in its device and label, in
+ * a way that deleting others never changes (the one before a deleted snapshot is in the same hour or day), so
+ * the work goes in bounded batches of ids, each its own short transaction, and a dry run reading the same
+ * batches counts exactly what the prune deletes. Progress lives in `snapshot_prunes` (the audit record):
+ * a prune killed halfway is resumed from its last committed batch by the next prune request.
+ *
+ * @module
+ */
+import { type Kysely, sql } from "kysely";
+import type { Database } from "../db/schema.ts";
+import { jsonValue } from "../db/json.ts";
+import { ConflictError } from "../errors.ts";
+
+/** What to keep: everything younger than `olderThanDays`; of older snapshots, one per `keepOnePer`. */
+export interface PrunePolicy {
+  olderThanDays: number;
+  keepOnePer: "hour" | "day";
+}
+
+/** What a prune deleted (or a dry run would delete) of one device and label. */
+export interface PruneCount {
+  deviceId: string;
+  endpointLabel: string;
+  snapshots: number;
+  /** Sum of the deleted rows' sizes (`pg_column_size`, heap tuple data; index entries not counted). */
+  snapshotBytes: number;
+}
+
+/** The answer of a prune or dry run (also the audit record's content). */
+export interface PruneResult {
+  /** The `snapshot_prunes` row; null for a dry run. */
+  pruneId: string | null;
+  dryRun: boolean;
+  /** True when this request finished a prune that an earlier, interrupted request had started. */
+  resumed: boolean;
+  actor: string;
+  policy: PrunePolicy;
+  /** Snapshots collected before this instant were considered. */
+  cutoff: string;
+  snapshots: number;
+  snapshotBytes: number;
+  payloads: number;
+  payloadBytes: number;
+  /** `snapshotBytes + payloadBytes`. */
+  bytes: number;
+  /** Per device and label, sorted by device id then label; only those with something deleted. */
+  counts: PruneCount[];
+  batches: number;
+  /** The longest batch transaction (the longest any row lock of the prune was held), milliseconds. */
+  longestBatchMs: number;
+}
+
+/** One line of progress (every batch). */
+export interface PruneProgress {
+  batches: number;
+  cursorId: string;
+  endId: string;
+  snapshots: number;
+}
+
+export interface PruneOptions extends PrunePolicy {
+  dryRun: boolean;
+  /** Who asked (a token's name, or `cli:<user>`); recorded. */
+  actor: string;
+  /** Snapshot ids per batch (default 2000). */
+  batchSize?: number;
+  /** A running prune whose heartbeat is older than this is taken over and finished (default 120 s). */
+  staleAfterMs?: number;
+  onProgress?: (p: PruneProgress) => void;
+  /** Stop after this many batches, leaving the prune running (tests of resumption). */
+  stopAfterBatches?: number;
+}
+
+/** Snapshot ids and payload hashes that runs cite. */
+export interface Citations {
+  ids: Set<string>;
+  hashes: Set<string>;
+}
+
+const ID_KEY = /snapshotid$/i;
+const HASH_KEY = /payloadsha256$/i;
+
+function collect(v: unknown, out: Citations, depth = 0): void {
+  if (depth > 64 || v === null || typeof v !== "object") return;
+  if (Array.isArray(v)) {
+    for (const x of v) collect(x, out, depth + 1);
+    return;
+  }
+  for (const [k, x] of Object.entries(v)) {
+    if (ID_KEY.test(k) && (typeof x === "string" || typeof x === "number") && /^\d{1,19}$/.test(String(x))) {
+      out.ids.add(String(x));
+    } else if (HASH_KEY.test(k) && typeof x === "string" && /^[0-9a-f]{64}$/.test(x)) {
+      out.hashes.add(x);
+    } else if (k === "body" && typeof x === "string" && /^\s*[[{]/.test(x)) {
+      // A report annex: its body is JSON text.
+      try {
+        collect(JSON.parse(x), out, depth + 1);
+      } catch { /* not JSON: cites nothing */ }
+    } else collect(x, out, depth + 1);
+  }
+}
+
+/**
+ * Every snapshot id and payload hash a run cites: its alerts, the snapshot ids and payload hashes named in its
+ * start state, pre-flight result and report (annex bodies included), and for an active run the last snapshot
+ * of each device and label at its start (where the drift of its report will start). Snapshots linked to a run
+ * (`test_run_execution_id`) are kept by the prune's own condition and are not listed here.
+ */
+export async function citedSnapshots(db: Kysely<Database>): Promise<Citations> {
+  const out: Citations = { ids: new Set(), hashes: new Set() };
+  const runs = await db.selectFrom("test_runs").select([
+    "status",
+    "started_at",
+    "start_state_json",
+    "preflight_json",
+    "report_json",
+  ]).execute();
+  for (const r of runs) {
+    collect(jsonValue(r.start_state_json), out);
+    collect(jsonValue(r.preflight_json), out);
+    if (r.report_json) collect(JSON.parse(r.report_json), out);
+    if (r.status === "active") {
+      const startedAt = new Date(r.started_at);
+      const basis = await sql<{ id: string }>`
+        select x.id::text as id from snapshot_latest l cross join lateral (
+          select s.id from snapshots s
+          where s.device_id = l.device_id and s.endpoint_label = l.endpoint_label
+            and s.collected_at <= ${startedAt}
+          order by s.id desc limit 1
+        ) x`.execute(db);
+      for (const b of basis.rows) out.ids.add(b.id);
+    }
+  }
+  const alerts = await db.selectFrom("run_alerts").select(sql<string>`snapshot_id::text`.as("id")).execute();
+  for (const a of alerts) out.ids.add(a.id);
+  return out;
+}
+
+/** A snapshot that is a real change (or one not known to be volatile-only). */
+const REAL_CHANGE = (t: string) => sql.raw(`(${t}.payload_changed and ${t}.stable_changed is not false)`);
+
+/** The snapshots of ids (lo, hi] that the policy deletes (see the module's documentation). */
+function candidates(lo: string, hi: string, cutoff: Date, unit: "hour" | "day", keep: string[]) {
+  return sql`
+    from snapshots s
+    where s.id > ${lo}::bigint and s.id <= ${hi}::bigint
+      and s.collected_at < ${cutoff}
+      and s.test_run_execution_id is null
+      and not (s.id = any(${keep}::bigint[]))
+      and not ${REAL_CHANGE("s")}
+      and coalesce((
+        select not ${REAL_CHANGE("n")} from snapshots n
+        where n.device_id = s.device_id and n.endpoint_label = s.endpoint_label and n.id > s.id
+        order by n.id limit 1
+      ), false)
+      and coalesce((
+        select date_trunc(${unit}, p.collected_at, 'UTC') = date_trunc(${unit}, s.collected_at, 'UTC')
+        from snapshots p
+        where p.device_id = s.device_id and p.endpoint_label = s.endpoint_label and p.id < s.id
+        order by p.id desc limit 1
+      ), false)`;
+}
+
+type Row = { device_id: string; endpoint_label: string; payload_sha256: string; bytes: number | string };
+
+class Tally {
+  snapshots = 0;
+  snapshotBytes = 0;
+  payloads = 0;
+  payloadBytes = 0;
+  #counts = new Map<string, PruneCount>();
+  constructor(counts: PruneCount[] = []) {
+    for (const c of counts) this.#counts.set(`${c.deviceId}\u0000${c.endpointLabel}`, { ...c });
+  }
+  add(rows: Row[]) {
+    for (const r of rows) {
+      const key = `${r.device_id}\u0000${r.endpoint_label}`;
+      let c = this.#counts.get(key);
+      if (!c) {
+        this.#counts.set(
+          key,
+          c = { deviceId: r.device_id, endpointLabel: r.endpoint_label, snapshots: 0, snapshotBytes: 0 },
+        );
+      }
+      c.snapshots++;
+      c.snapshotBytes += Number(r.bytes);
+      this.snapshots++;
+      this.snapshotBytes += Number(r.bytes);
+    }
+  }
+  counts(): PruneCount[] {
+    return [...this.#counts.values()].sort((a, b) =>
+      a.deviceId < b.deviceId ? -1 : a.deviceId > b.deviceId ? 1 : a.endpointLabel < b.endpointLabel ? -1 : 1
+    );
+  }
+}
+
+const isForeignKeyViolation = (e: unknown) => (e as { code?: string })?.code === "23503";
+
+/**
+ * Run a prune (or a dry run) to its end. A running prune left by a dead process (heartbeat older than
+ * `staleAfterMs`) is resumed first, with its own policy, and its result returned with `resumed: true`; a live
+ * one is a {@link ConflictError}.
+ *
+ * @example
+ * ```ts
+ * import type { Kysely } from "kysely";
+ * import type { Database } from "../db/schema.ts";
+ * declare const db: Kysely<Database>;
+ * const plan = await pruneSnapshots(db, { olderThanDays: 30, keepOnePer: "hour", dryRun: true, actor: "ops" });
+ * console.log(plan.snapshots, plan.bytes);
+ * ```
+ */
+export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): Promise<PruneResult> {
+  const batchSize = opts.batchSize ?? 2000;
+  const t0 = await sql<{ cutoff: Date | string; end_id: string }>`
+    select date_trunc(${opts.keepOnePer}, now() - make_interval(days => ${opts.olderThanDays}::int), 'UTC')
+      as cutoff, coalesce((select max(id) from snapshots), 0)::text as end_id`.execute(db);
+  let cutoff = new Date(t0.rows[0]!.cutoff);
+  let endId = t0.rows[0]!.end_id;
+  let policy: PrunePolicy = { olderThanDays: opts.olderThanDays, keepOnePer: opts.keepOnePer };
+  let actor = opts.actor;
+  let cursor = "0";
+  let resumed = false;
+  let pruneId: string | null = null;
+  let tally = new Tally();
+  let batches = 0;
+
+  if (!opts.dryRun) {
+    const running = await db.selectFrom("snapshot_prunes").selectAll()
+      .select(sql<number>`extract(epoch from now() - heartbeat_at) * 1000`.as("idle_ms"))
+      .where("status", "=", "running").executeTakeFirst();
+    if (running) {
+      if (Number(running.idle_ms) < (opts.staleAfterMs ?? 120_000)) {
+        throw new ConflictError(
+          `Prune ${running.id} (by "${running.actor}") is running; try again when it ends`,
+          {
+            extra: { pruneId: String(running.id) },
+          },
+        );
+      }
+      resumed = true;
+      pruneId = String(running.id);
+      policy = jsonValue<PrunePolicy>(running.policy);
+      actor = running.actor;
+      cutoff = new Date(running.cutoff);
+      endId = String(running.end_id);
+      cursor = String(running.cursor_id);
+      batches = running.batches;
+      tally = new Tally(jsonValue<PruneCount[]>(running.counts));
+      tally.snapshots = Number(running.deleted_snapshots);
+      tally.snapshotBytes = Number(running.snapshot_bytes);
+      tally.payloads = Number(running.freed_payloads);
+      tally.payloadBytes = Number(running.freed_payload_bytes);
+    } else {
+      try {
+        const row = await db.insertInto("snapshot_prunes").values({
+          actor,
+          policy: JSON.stringify(policy),
+          cutoff,
+          end_id: endId,
+          status: "running",
+        }).returning(sql<string>`id::text`.as("id")).executeTakeFirstOrThrow();
+        pruneId = row.id;
+      } catch (e) {
+        if ((e as { code?: string })?.code === "23505") {
+          throw new ConflictError("Another prune started meanwhile; try again when it ends", { cause: e });
+        }
+        throw e;
+      }
+    }
+  }
+
+  const cited = await citedSnapshots(db);
+  const keepIds = [...cited.ids].map(BigInt).sort((a, b) => a < b ? -1 : a > b ? 1 : 0);
+  const keepIn = (lo: bigint, hi: bigint) => keepIds.filter((id) => id > lo && id <= hi).map(String);
+  const citedHashes = [...cited.hashes];
+  /** Dry run: per payload hash of a deleted snapshot, how many of its snapshots would go. */
+  const wouldGo = new Map<string, number>();
+  let longest = 0;
+
+  while (BigInt(cursor) < BigInt(endId)) {
+    if (opts.stopAfterBatches !== undefined && batches >= opts.stopAfterBatches) break;
+    const lo = cursor;
+    const hi = String(
+      BigInt(lo) + BigInt(batchSize) < BigInt(endId) ? BigInt(lo) + BigInt(batchSize) : BigInt(endId),
+    );
+    const keep = keepIn(BigInt(lo), BigInt(hi));
+    const where = candidates(lo, hi, cutoff, policy.keepOnePer, keep);
+    const started = performance.now();
+    if (opts.dryRun) {
+      const rows = await sql<Row>`
+        select s.device_id, s.endpoint_label, s.payload_sha256, pg_column_size(s.*) as bytes ${where}`
+        .execute(db);
+      tally.add(rows.rows);
+      for (const r of rows.rows) wouldGo.set(r.payload_sha256, (wouldGo.get(r.payload_sha256) ?? 0) + 1);
+    } else {
+      for (let attempt = 1;; attempt++) {
+        try {
+          tally = await db.transaction().execute(async (tx) => {
+            await sql`select set_config('dutlab.snapshot_prune', ${pruneId}, true)`.execute(tx);
+            const rows = (await sql<Row>`
+              delete from snapshots where id in (select s.id ${where})
+              returning device_id, endpoint_label, payload_sha256, pg_column_size(snapshots.*) as bytes`
+              .execute(tx)).rows;
+            const hashes = [...new Set(rows.map((r) => r.payload_sha256))];
+            const freed = hashes.length
+              ? (await sql<{ size_bytes: number }>`
+                delete from snapshot_payloads p
+                where p.sha256 = any(${hashes}::text[]) and not (p.sha256 = any(${citedHashes}::text[]))
+                  and not exists (select 1 from snapshots s where s.payload_sha256 = p.sha256)
+                returning p.size_bytes`.execute(tx)).rows
+              : [];
+            const next = new Tally(tally.counts());
+            next.snapshots = tally.snapshots;
+            next.snapshotBytes = tally.snapshotBytes;
+            next.payloads = tally.payloads + freed.length;
+            next.payloadBytes = tally.payloadBytes + freed.reduce((n, f) => n + Number(f.size_bytes), 0);
+            next.add(rows);
+            await tx.updateTable("snapshot_prunes").set({
+              cursor_id: hi,
+              batches: batches + 1,
+              heartbeat_at: sql<Date>`now()`,
+              deleted_snapshots: String(next.snapshots),
+              snapshot_bytes: String(next.snapshotBytes),
+              freed_payloads: String(next.payloads),
+              freed_payload_bytes: String(next.payloadBytes),
+              counts: JSON.stringify(next.counts()),
+            }).where("id", "=", pruneId!).execute();
+            return next;
+          });
+          break;
+        } catch (e) {
+          // A poll re-used a payload this batch freed: the batch rolled back; run it again.
+          if (isForeignKeyViolation(e) && attempt < 5) continue;
+          throw e;
+        }
+      }
+    }
+    longest = Math.max(longest, performance.now() - started);
+    cursor = hi;
+    batches++;
+    opts.onProgress?.({ batches, cursorId: cursor, endId, snapshots: tally.snapshots });
+    // Let queries waiting for the connection go first (PGlite has one session: without this pause the next
+    // batch takes it again at once, and polls and API calls wait for the whole prune).
+    await new Promise((r) => setTimeout(r, 1));
+  }
+
+  if (opts.dryRun && wouldGo.size) {
+    const hashes = [...wouldGo.keys()].filter((h) => !cited.hashes.has(h));
+    for (let i = 0; i < hashes.length; i += 1000) {
+      const part = hashes.slice(i, i + 1000);
+      const refs = await sql<{ sha256: string; n: string; size_bytes: number }>`
+        select p.sha256, (select count(*) from snapshots s where s.payload_sha256 = p.sha256)::text as n,
+          p.size_bytes
+        from snapshot_payloads p where p.sha256 = any(${part}::text[])`.execute(db);
+      for (const r of refs.rows) {
+        if (Number(r.n) === wouldGo.get(r.sha256)) {
+          tally.payloads++;
+          tally.payloadBytes += Number(r.size_bytes);
+        }
+      }
+    }
+  }
+  const finished = BigInt(cursor) >= BigInt(endId);
+  if (!opts.dryRun && finished) {
+    await db.updateTable("snapshot_prunes").set({
+      status: "finished",
+      finished_at: sql<Date>`now()`,
+      heartbeat_at: sql<Date>`now()`,
+      batches,
+      cursor_id: cursor,
+    }).where("id", "=", pruneId!).execute();
+  }
+  return {
+    pruneId,
+    dryRun: opts.dryRun,
+    resumed,
+    actor,
+    policy,
+    cutoff: cutoff.toISOString(),
+    snapshots: tally.snapshots,
+    snapshotBytes: tally.snapshotBytes,
+    payloads: tally.payloads,
+    payloadBytes: tally.payloadBytes,
+    bytes: tally.snapshotBytes + tally.payloadBytes,
+    counts: tally.counts(),
+    batches,
+    longestBatchMs: Math.round(longest),
+  };
+}
+
+/** One prune's audit record, as `GET /api/admin/dut/snapshot-prunes` lists it. */
+export interface PruneRecord {
+  pruneId: string;
+  actor: string;
+  policy: PrunePolicy;
+  cutoff: string;
+  status: "running" | "finished";
+  startedAt: string;
+  finishedAt: string | null;
+  /** Every snapshot id up to this one has been decided. */
+  cursorId: string;
+  batches: number;
+  snapshots: number;
+  snapshotBytes: number;
+  payloads: number;
+  payloadBytes: number;
+  counts: PruneCount[];
+}
+
+/** The newest prune records first (at most `limit`). */
+export async function listPrunes(db: Kysely<Database>, limit = 100): Promise<PruneRecord[]> {
+  const rows = await db.selectFrom("snapshot_prunes").selectAll().orderBy("id", "desc").limit(limit)
+    .execute();
+  const iso = (d: Date | string | null) => d === null ? null : new Date(d).toISOString();
+  return rows.map((r) => ({
+    pruneId: String(r.id),
+    actor: r.actor,
+    policy: jsonValue<PrunePolicy>(r.policy),
+    cutoff: iso(r.cutoff)!,
+    status: r.status as "running" | "finished",
+    startedAt: iso(r.started_at)!,
+    finishedAt: iso(r.finished_at),
+    cursorId: String(r.cursor_id),
+    batches: r.batches,
+    snapshots: Number(r.deleted_snapshots),
+    snapshotBytes: Number(r.snapshot_bytes),
+    payloads: Number(r.freed_payloads),
+    payloadBytes: Number(r.freed_payload_bytes),
+    counts: jsonValue<PruneCount[]>(r.counts),
+  }));
+}
