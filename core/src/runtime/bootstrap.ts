@@ -1,11 +1,13 @@
 import {
   type Config,
   type Entry,
+  ENTRY_SECRETS,
   type Env,
   parseEnv,
   pdfSigningFromEnv,
   type PollConfig,
   pollConfig,
+  type SecretsOf,
 } from "./config.ts";
 import { loadOrCreateSecrets, lockDataDir } from "./datadir.ts";
 import { type Db, migrate, openDatabase } from "../db/open.ts";
@@ -45,13 +47,15 @@ export interface Runtime extends PollRuntime {
 }
 
 /** What both start paths share: the parsed environment, the database (migrated) and the registry. */
-interface Started {
+interface Started<E extends Entry> {
   parsed: Env;
   db: Db;
   registry: Registry;
   extraCa: string[];
-  /** The secrets of the embedded data directory (null on PostgreSQL: the environment gives them). */
-  stored: Awaited<ReturnType<typeof loadOrCreateSecrets>> | null;
+  /** The secrets the entry point uses: from the environment (PostgreSQL) or the data directory (embedded). */
+  secrets: SecretsOf<E>;
+  /** The embedded data directory's PDF signing certificate (null on PostgreSQL, or when not asked for). */
+  storedPdfSigning: { certificate: string; privateKey: string } | null;
   release(): void;
 }
 
@@ -69,26 +73,10 @@ export async function bootstrap(
 ): Promise<Runtime> {
   const serve = opts.serve === true;
   const st = await start(modules, env, serve ? "serve" : "admin", serve);
-  const { parsed, db, registry, stored } = st;
+  const { parsed, db, registry, secrets } = st;
   let pdfSigning = serve ? pdfSigningFromEnv(parsed) : null;
-  if (stored?.pdfSigning) pdfSigning = { kind: "pem", ...stored.pdfSigning };
-  // parseEnv required each of these with DATABASE_URL; the data directory gives them otherwise.
-  const adminToken = stored?.adminToken ?? parsed.ADMIN_TOKEN;
-  const credKey = stored?.credEncKey ?? parsed.DUT_CRED_ENC_KEY;
-  const signingKey = stored?.reportSigningKey ?? parsed.DUT_REPORT_SIGNING_KEY;
-  if (adminToken === undefined || credKey === undefined || signingKey === undefined) {
-    await st.db.close();
-    st.release();
-    throw new StartupError("BAD_CONFIG", "a secret is missing (parseEnv did not require it)");
-  }
-  const config: Config = {
-    ...parsed,
-    ADMIN_TOKEN: adminToken,
-    DUT_CRED_ENC_KEY: credKey,
-    DUT_REPORT_SIGNING_KEY: signingKey,
-    pdfSigning,
-    extraCa: st.extraCa,
-  };
+  if (st.storedPdfSigning) pdfSigning = { kind: "pem", ...st.storedPdfSigning };
+  const config: Config = { ...parsed, ...secrets, pdfSigning, extraCa: st.extraCa };
   let services: Services;
   try {
     services = await buildServices(config, db, registry);
@@ -118,14 +106,8 @@ export async function bootstrapPoller(
   env: Record<string, string | undefined> = Deno.env.toObject(),
 ): Promise<PollRuntime> {
   const st = await start(modules, env, "poll", false);
-  const { parsed, db, registry, stored } = st;
-  const credKey = stored?.credEncKey ?? parsed.DUT_CRED_ENC_KEY;
-  if (credKey === undefined) {
-    await db.close();
-    st.release();
-    throw new StartupError("BAD_CONFIG", "DUT_CRED_ENC_KEY: missing (parseEnv did not require it)");
-  }
-  const config = pollConfig(parsed, credKey, st.extraCa);
+  const { parsed, db, registry } = st;
+  const config = pollConfig(parsed, st.secrets.DUT_CRED_ENC_KEY, st.extraCa);
   let services: PollServices;
   try {
     services = await buildPollServices(config, db, registry);
@@ -142,12 +124,12 @@ export async function bootstrapPoller(
   return { config, db, registry, services, close, [Symbol.asyncDispose]: close };
 }
 
-async function start(
+async function start<E extends Entry>(
   modules: LoadedModules,
   env: Record<string, string | undefined>,
-  entry: Entry,
+  entry: E,
   pdfCertificate: boolean,
-): Promise<Started> {
+): Promise<Started<E>> {
   const parsed = parseEnv(env, { entry });
   await setupLogging({ format: parsed.DUT_LOG_FORMAT, level: parsed.DUT_LOG_LEVEL });
   const log = logger("startup");
@@ -164,19 +146,27 @@ async function start(
     }
   }
   let release = () => {};
-  let stored: Started["stored"] = null;
+  let secrets: SecretsOf<E>;
+  let storedPdfSigning: Started<E>["storedPdfSigning"] = null;
   let db: Db;
-  if (parsed.DATABASE_URL) {
+  if (parsed.DATABASE_URL !== undefined) {
+    secrets = parsed;
     db = await openDatabase({ url: parsed.DATABASE_URL });
   } else {
     const lock = await lockDataDir(parsed.DUT_DATA_DIR);
     release = lock.release;
     try {
-      const s = stored = await loadOrCreateSecrets(
+      const s = await loadOrCreateSecrets(
         parsed.DUT_DATA_DIR,
         parsed,
         pdfCertificate && !pdfSigningFromEnv(parsed) ? { labName: parsed.DUT_LAB_NAME } : undefined,
       );
+      secrets = secretsOf(entry, {
+        ADMIN_TOKEN: s.adminToken,
+        DUT_CRED_ENC_KEY: s.credEncKey,
+        DUT_REPORT_SIGNING_KEY: s.reportSigningKey,
+      });
+      storedPdfSigning = s.pdfSigning;
       if (s.generatedPdfCertificate) {
         log.info("Generated a self-signed PDF signing certificate for {lab} in {path}", {
           lab: parsed.DUT_LAB_NAME,
@@ -208,7 +198,12 @@ async function start(
     release();
     throw e;
   }
-  return { parsed, db, registry, extraCa, stored, release };
+  return { parsed, db, registry, extraCa, secrets, storedPdfSigning, release };
+}
+
+/** Of the data directory's secrets, those `entry` uses (a poller keeps no admin token nor signing key). */
+function secretsOf<E extends Entry>(entry: E, all: SecretsOf<"admin">): SecretsOf<E> {
+  return Object.fromEntries(ENTRY_SECRETS[entry].map((k) => [k, all[k]])) as SecretsOf<E>;
 }
 
 /** The start-up summary line, and a warning for checks no enabled adapter serves. */

@@ -120,6 +120,15 @@ export const ENTRY_SECRETS = {
   database: [],
 } as const satisfies Record<string, readonly (keyof Env)[]>;
 export type Entry = keyof typeof ENTRY_SECRETS;
+/** The secrets an entry point requires with DATABASE_URL, as present strings. */
+export type SecretsOf<E extends Entry> = { [K in (typeof ENTRY_SECRETS)[E][number]]: string };
+/**
+ * The parsed environment of an entry point: with DATABASE_URL every secret it uses is present (its type says
+ * so); without, the embedded data directory gives them.
+ */
+export type ParsedEnv<E extends Entry> =
+  | (Env & { DATABASE_URL: string } & SecretsOf<E>)
+  | (Env & { DATABASE_URL?: undefined });
 
 /** Every variable that carries a secret `poll` never uses. */
 type ServeOnlySecret =
@@ -177,11 +186,11 @@ export interface Config extends Env {
  * the default, `admin`, is every key but the PDF certificate). `serve` also requires the PDF signing
  * certificate. A secret an entry does not use is still validated when given, never required.
  */
-export function parseEnv(
+export function parseEnv<E extends Entry = "admin">(
   env: Record<string, string | undefined>,
-  opts: { entry?: Entry } = {},
-): Env {
-  const entry = opts.entry ?? "admin";
+  opts: { entry?: E } = {},
+): ParsedEnv<E> {
+  const entry: Entry = opts.entry ?? "admin";
   const clean = Object.fromEntries(
     Object.keys(EnvSchema.shape).map((k) => [k, env[k] === "" ? undefined : env[k]]),
   );
@@ -205,7 +214,8 @@ export function parseEnv(
     );
   }
   if (lines.length) throw new StartupError("BAD_CONFIG", lines.join("\n"));
-  return r.data;
+  // Checked above: with DATABASE_URL, every secret of ENTRY_SECRETS[entry] is present.
+  return r.data as ParsedEnv<E>;
 }
 
 /** How the `DUT_PDF_SIGNING_*` variables combine: a certificate with its key, or a PKCS#12 file. */

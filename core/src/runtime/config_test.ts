@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { type Entry, ENTRY_SECRETS, GENERATE_SECRET, GENERATE_SIGNING_KEY, parseEnv } from "./config.ts";
+import {
+  type Entry,
+  ENTRY_SECRETS,
+  GENERATE_SECRET,
+  GENERATE_SIGNING_KEY,
+  parseEnv,
+  pollConfig,
+} from "./config.ts";
 import { StartupError } from "../errors.ts";
 
 const lines = (env: Record<string, string>) => {
@@ -248,4 +255,17 @@ Deno.test("each entry point requires exactly the secrets it uses with DATABASE_U
     assert.match(l[0]!, re);
   }
   assert.deepEqual(ENTRY_SECRETS.poll, ["DUT_CRED_ENC_KEY"]);
+  // A poller's configuration keeps none of serve's secrets, even when its environment has them.
+  const pc = pollConfig(parseEnv({ ...all, DUT_PDF_SIGNING_P12_PASSWORD: "pw" }, { entry: "poll" }), KEY, []);
+  assert.equal(pc.DUT_CRED_ENC_KEY, KEY);
+  for (
+    const k of [
+      "ADMIN_TOKEN",
+      "DUT_REPORT_SIGNING_KEY",
+      "DUT_PDF_SIGNING_CERT",
+      "DUT_PDF_SIGNING_KEY",
+      "DUT_PDF_SIGNING_P12",
+      "DUT_PDF_SIGNING_P12_PASSWORD",
+    ]
+  ) assert.ok(!(k in pc), k);
 });
