@@ -1,6 +1,9 @@
-/** `deno task poll`: the polling worker alone (no HTTP server). */
+/**
+ * `deno task poll`: the polling worker alone (no HTTP server). It needs only DATABASE_URL and
+ * DUT_CRED_ENC_KEY (README "Deployment"): no admin token, no report or PDF signing key.
+ */
 import {
-  bootstrap,
+  bootstrapPoller,
   exitOnStartupError,
   finishKeyRotation,
   onShutdown,
@@ -8,7 +11,7 @@ import {
 } from "@dutlab/core/runtime";
 import { modules } from "./modules.gen.ts";
 
-const rt = await bootstrap(modules).catch(exitOnStartupError);
+const rt = await bootstrapPoller(modules).catch(exitOnStartupError);
 finishKeyRotation(rt);
 const worker = await startWorker(rt);
 if (!worker) {

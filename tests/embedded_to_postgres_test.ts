@@ -157,16 +157,16 @@ dbTest(
       ) {
         assert.equal(await sha256Hex(p.payload), p.sha256);
       }
-      const shared = {
-        ...pg,
-        ADMIN_TOKEN: secrets.adminToken,
-        DUT_CRED_ENC_KEY: secrets.credEncKey,
-        DUT_REPORT_SIGNING_KEY: secrets.reportSigningKey,
-        DUT_POLL_SCAN_SECONDS: "1",
-      };
+      // A poller host holds only DATABASE_URL and the credential key (README "Deployment").
+      const poller = { ...pg, DUT_CRED_ENC_KEY: secrets.credEncKey, DUT_POLL_SCAN_SECONDS: "1" };
       const port = String(freePort());
       const serve2 = spawn("server.ts", {
-        ...shared,
+        ...poller,
+        ADMIN_TOKEN: secrets.adminToken,
+        DUT_REPORT_SIGNING_KEY: secrets.reportSigningKey,
+        // The lab keeps signing PDFs with the certificate its embedded serve generated.
+        DUT_PDF_SIGNING_CERT: secrets.pdfSigningCertificate,
+        DUT_PDF_SIGNING_KEY: secrets.pdfSigningKey,
         PORT: port,
         HOST: "127.0.0.1",
         DUT_API_POLLER_DISABLE: "1",
@@ -175,7 +175,7 @@ dbTest(
       const base2 = `http://127.0.0.1:${port}`;
       await ready(base2);
       const since = new Date();
-      for (let i = 0; i < 2; i++) children.push(spawn("poller.ts", shared));
+      for (let i = 0; i < 2; i++) children.push(spawn("poller.ts", poller));
       for (const [id, text] of reports) {
         const r = await api("GET", `/api/test-runs/${id}/report.json`, undefined, base2);
         assert.equal(r.text, text);

@@ -1,18 +1,11 @@
 /**
  * Two `deno task poll` processes on one PostgreSQL schema (issue 8 "Done when"): one polls, every due
  * device is polled once per due window, and after SIGKILL of the lock holder the other instance takes
- * over at its next scan. Real adapters (modules.gen.ts) against vendor-b-ngfw simulators.
+ * over at its next scan. Each poller has only DATABASE_URL and DUT_CRED_ENC_KEY. Real adapters (modules.gen.ts) against vendor-b-ngfw simulators.
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import {
-  childEnv,
-  dbTest,
-  TEST_ADMIN_TOKEN,
-  TEST_CRED_KEY,
-  TEST_SIGNING_KEY,
-  testServices,
-} from "@dutlab/core/testing";
+import { childEnv, dbTest, TEST_CRED_KEY, testServices } from "@dutlab/core/testing";
 import type { Db } from "../core/src/db/open.ts";
 import { POLL_LOCK_CLASS, pollLockKey } from "../core/src/poller/worker.ts";
 import { startSimulatedDevice } from "../adapters/vendor-b-ngfw/sim.ts";
@@ -39,10 +32,9 @@ class Poller {
 
   constructor(readonly name: string, databaseUrl: string) {
     const env = childEnv({
+      // Only what a poller uses (issue 31 point 5): no admin token, no report or PDF signing key.
       DATABASE_URL: databaseUrl,
-      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
       DUT_CRED_ENC_KEY: TEST_CRED_KEY,
-      DUT_REPORT_SIGNING_KEY: TEST_SIGNING_KEY,
       DUT_POLL_SCAN_SECONDS: String(SCAN_SECONDS),
       DUT_SHUTDOWN_GRACE_SECONDS: "5",
       DUT_LOG_FORMAT: "json",

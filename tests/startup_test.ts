@@ -9,9 +9,9 @@ const root = new URL("..", import.meta.url).pathname;
 const dec = new TextDecoder();
 
 /** Run `server.ts` with the inherited environment (dutlab's own variables removed) plus `env`. */
-async function runServe(env: Record<string, string>, ms = 20_000) {
+async function runServe(env: Record<string, string>, ms = 20_000, script = "server.ts") {
   const cmd = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "server.ts"],
+    args: ["run", "-A", script],
     cwd: root,
     clearEnv: true,
     env: childEnv(env),
@@ -61,7 +61,7 @@ Deno.test("bad configuration exits non-zero with one clear line per problem", as
         DUT_PDF_SIGNING_CERT: TEST_PDF_CERT,
         DUT_PDF_SIGNING_KEY: TEST_PDF_KEY,
       },
-      /^dutlab: BAD_CONFIG: ADMIN_TOKEN: required when DATABASE_URL is set/,
+      /^dutlab: BAD_CONFIG: ADMIN_TOKEN: required by serve when DATABASE_URL is set/,
     ],
     [
       // serve signs report.pdf: with DATABASE_URL the certificate is configuration (poll never needs it).
@@ -85,6 +85,19 @@ Deno.test("bad configuration exits non-zero with one clear line per problem", as
       if (v.length > 20) assert.ok(!r.lines[0]!.includes(v), "no value echoed");
     }
   }
+  // poll asks for the credential key alone: without it, one line naming it (not the admin token nor a
+  // signing key, which a poller never uses).
+  const poll = await runServe(
+    { DATABASE_URL: "postgres://postgres@127.0.0.1:5432/test" },
+    20_000,
+    "poller.ts",
+  );
+  assert.notEqual(poll.code, 0);
+  assert.equal(poll.lines.length, 1, poll.lines.join("\n"));
+  assert.match(
+    poll.lines[0]!,
+    /^dutlab: BAD_CONFIG: DUT_CRED_ENC_KEY: required by poll when DATABASE_URL is set/,
+  );
   await Deno.remove(dir, { recursive: true });
 });
 

@@ -36,7 +36,7 @@ function parse(argv: string[]) {
 async function adminToken(): Promise<string> {
   const env = Deno.env.get("ADMIN_TOKEN");
   if (env) return env;
-  const dir = parseEnv(Deno.env.toObject(), { secrets: false }).DUT_DATA_DIR;
+  const dir = parseEnv(Deno.env.toObject(), { entry: "database" }).DUT_DATA_DIR;
   try {
     const s = JSON.parse(await Deno.readTextFile(`${dir}/secrets.json`));
     if (typeof s.adminToken === "string") return s.adminToken;

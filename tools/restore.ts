@@ -29,7 +29,7 @@ async function keys(): Promise<
   { keys: CredentialKey[]; fromSecrets: string | null; dataDir: string | null }
 > {
   const env = Deno.env.toObject();
-  const parsed = parseEnv(env, { secrets: false });
+  const parsed = parseEnv(env, { entry: "database" });
   const dataDir = parsed.DATABASE_URL ? null : parsed.DUT_DATA_DIR;
   const Key = z.string().regex(HEX64, "must be exactly 64 hex characters (32 bytes)");
   const hexes: string[] = [];

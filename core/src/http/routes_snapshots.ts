@@ -92,8 +92,9 @@ export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
       description:
         'Never automatic (README "Pruning snapshots"). Keeps every snapshot younger than `olderThanDays` ' +
         "(cut-off rounded down to the hour or UTC day); of older ones keeps every snapshot a run cites (linked " +
-        "snapshots, alerts, start state, pre-flight evidence, report annexes and drift diffs; for an active run " +
-        "the snapshots its drift starts from), every real change (`payload_changed` and `stable_changed` not " +
+        "snapshots, alerts, start state, pre-flight evidence, report annexes and drift diffs) or its evidence " +
+        "bundle reads by time (of each device of its lab and label, the last snapshot at or before its " +
+        "pre-flight, start and end, so that every finished run's bundle still replays), every real change (`payload_changed` and `stable_changed` not " +
         "false) and the snapshot before it, the newest per device and label, and the first per device, label " +
         "and `keepOnePer`; deletes the rest in batches of short transactions, then the payloads no snapshot " +
         "refers to any more. `dryRun: true` answers the same counts and changes nothing. Each prune is recorded " +

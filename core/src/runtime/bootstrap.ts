@@ -1,11 +1,21 @@
-import { type Config, parseEnv, pdfSigningFromEnv } from "./config.ts";
+import {
+  type Config,
+  type Entry,
+  ENTRY_SECRETS,
+  type Env,
+  parseEnv,
+  pdfSigningFromEnv,
+  type PollConfig,
+  pollConfig,
+  type SecretsOf,
+} from "./config.ts";
 import { loadOrCreateSecrets, lockDataDir } from "./datadir.ts";
 import { type Db, migrate, openDatabase } from "../db/open.ts";
 import { unpackTemplate } from "../db/template.ts";
 import { StartupError } from "../errors.ts";
 import { logger, setupLogging } from "./log.ts";
 import { buildRegistry, type LoadedModules, type Registry } from "../registry.ts";
-import { buildServices, type Services } from "./services.ts";
+import { buildPollServices, buildServices, type PollServices, type Services } from "./services.ts";
 import { PollWorker } from "../poller/worker.ts";
 import { CORE_VERSION } from "../version.ts";
 import { reencryptCredentials } from "../devices/key_rotation.ts";
@@ -15,32 +25,112 @@ export type { LoadedModules } from "../registry.ts";
 export { buildRegistry } from "../registry.ts";
 export { parseEnv } from "./config.ts";
 export { createApp } from "../http/app.ts";
-export { buildServices } from "./services.ts";
+export { buildPollServices, buildServices } from "./services.ts";
 export { migrate, openDatabase } from "../db/open.ts";
 export { PollWorker } from "../poller/worker.ts";
 export { StartupError } from "../errors.ts";
 export { logger } from "./log.ts";
 
-/** A started process: configuration, database, registry and services, closed with `close()`. */
-export interface Runtime extends AsyncDisposable {
-  config: Config;
+/** A started poller (`deno task poll`): configuration, database, registry and poll services. */
+export interface PollRuntime extends AsyncDisposable {
+  config: PollConfig;
   db: Db;
   registry: Registry;
-  services: Services;
+  services: PollServices;
   close(): Promise<void>;
 }
 
+/** A started `serve` (or admin tool): every secret and every service, closed with `close()`. */
+export interface Runtime extends PollRuntime {
+  config: Config;
+  services: Services;
+}
+
+/** What both start paths share: the parsed environment, the database (migrated) and the registry. */
+interface Started<E extends Entry> {
+  parsed: Env;
+  db: Db;
+  registry: Registry;
+  extraCa: string[];
+  /** The secrets the entry point uses: from the environment (PostgreSQL) or the data directory (embedded). */
+  secrets: SecretsOf<E>;
+  /** The embedded data directory's PDF signing certificate (null on PostgreSQL, or when not asked for). */
+  storedPdfSigning: { certificate: string; privateKey: string } | null;
+  release(): void;
+}
+
 /**
- * The one wiring path of `serve`, `poll` and `migrate`: config → database → migrations → registry.
- * Throws StartupError with a code and a clear message on any problem. `serve: true` (the HTTP API) also loads
- * the PDF signing certificate (configuration, or generated in embedded mode); `poll` never needs it.
+ * The one wiring path of `serve` and the admin tools: config → database → migrations → registry →
+ * services. Throws StartupError with a code and a clear message on any problem. `serve: true` (the HTTP
+ * API) requires the admin token, the credential key, the report signing key and the PDF signing
+ * certificate with DATABASE_URL (or generates them in embedded mode); without it (the `token` and
+ * `rotate-*` tools) everything but the PDF certificate. `deno task poll` starts with `bootstrapPoller`.
  */
 export async function bootstrap(
   modules: LoadedModules,
   env: Record<string, string | undefined> = Deno.env.toObject(),
   opts: { serve?: boolean } = {},
 ): Promise<Runtime> {
-  const parsed = parseEnv(env, { pdfSigning: opts.serve === true });
+  const serve = opts.serve === true;
+  const st = await start(modules, env, serve ? "serve" : "admin", serve);
+  const { parsed, db, registry, secrets } = st;
+  let pdfSigning = serve ? pdfSigningFromEnv(parsed) : null;
+  if (st.storedPdfSigning) pdfSigning = { kind: "pem", ...st.storedPdfSigning };
+  const config: Config = { ...parsed, ...secrets, pdfSigning, extraCa: st.extraCa };
+  let services: Services;
+  try {
+    services = await buildServices(config, db, registry);
+    await services.signatures.register();
+    await services.pdfCertificates.register();
+  } catch (e) {
+    await db.close();
+    st.release();
+    throw e;
+  }
+  started(registry, db);
+  const close = async () => {
+    await services.pdf.close();
+    await db.close();
+    st.release();
+  };
+  return { config, db, registry, services, close, [Symbol.asyncDispose]: close };
+}
+
+/**
+ * `deno task poll`: the same wiring with only what a poller uses. With DATABASE_URL it requires the
+ * credential key alone; the admin token, the report signing key and the PDF signing material are neither
+ * required nor kept (not in its configuration, by type and at run time) even when the environment has them.
+ */
+export async function bootstrapPoller(
+  modules: LoadedModules,
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): Promise<PollRuntime> {
+  const st = await start(modules, env, "poll", false);
+  const { parsed, db, registry } = st;
+  const config = pollConfig(parsed, st.secrets.DUT_CRED_ENC_KEY, st.extraCa);
+  let services: PollServices;
+  try {
+    services = await buildPollServices(config, db, registry);
+  } catch (e) {
+    await db.close();
+    st.release();
+    throw e;
+  }
+  started(registry, db);
+  const close = async () => {
+    await db.close();
+    st.release();
+  };
+  return { config, db, registry, services, close, [Symbol.asyncDispose]: close };
+}
+
+async function start<E extends Entry>(
+  modules: LoadedModules,
+  env: Record<string, string | undefined>,
+  entry: E,
+  pdfCertificate: boolean,
+): Promise<Started<E>> {
+  const parsed = parseEnv(env, { entry });
   await setupLogging({ format: parsed.DUT_LOG_FORMAT, level: parsed.DUT_LOG_LEVEL });
   const log = logger("startup");
   const registry = buildRegistry(modules);
@@ -56,12 +146,11 @@ export async function bootstrap(
     }
   }
   let release = () => {};
-  let adminToken = parsed.ADMIN_TOKEN;
-  let credKey = parsed.DUT_CRED_ENC_KEY;
-  let signingKey = parsed.DUT_REPORT_SIGNING_KEY;
-  let pdfSigning = opts.serve ? pdfSigningFromEnv(parsed) : null;
+  let secrets: SecretsOf<E>;
+  let storedPdfSigning: Started<E>["storedPdfSigning"] = null;
   let db: Db;
-  if (parsed.DATABASE_URL) {
+  if (parsed.DATABASE_URL !== undefined) {
+    secrets = parsed;
     db = await openDatabase({ url: parsed.DATABASE_URL });
   } else {
     const lock = await lockDataDir(parsed.DUT_DATA_DIR);
@@ -70,18 +159,20 @@ export async function bootstrap(
       const s = await loadOrCreateSecrets(
         parsed.DUT_DATA_DIR,
         parsed,
-        opts.serve && !pdfSigning ? { labName: parsed.DUT_LAB_NAME } : undefined,
+        pdfCertificate && !pdfSigningFromEnv(parsed) ? { labName: parsed.DUT_LAB_NAME } : undefined,
       );
-      if (s.pdfSigning) pdfSigning = { kind: "pem", ...s.pdfSigning };
+      secrets = secretsOf(entry, {
+        ADMIN_TOKEN: s.adminToken,
+        DUT_CRED_ENC_KEY: s.credEncKey,
+        DUT_REPORT_SIGNING_KEY: s.reportSigningKey,
+      });
+      storedPdfSigning = s.pdfSigning;
       if (s.generatedPdfCertificate) {
         log.info("Generated a self-signed PDF signing certificate for {lab} in {path}", {
           lab: parsed.DUT_LAB_NAME,
           path: s.path,
         });
       }
-      adminToken = s.adminToken;
-      credKey = s.credEncKey;
-      signingKey = s.reportSigningKey;
       if (s.generatedAdminToken) {
         log.info("Generated an admin token; read it from {path} (key adminToken)", { path: s.path });
       }
@@ -91,14 +182,6 @@ export async function bootstrap(
       throw e;
     }
   }
-  const config: Config = {
-    ...parsed,
-    ADMIN_TOKEN: adminToken!,
-    DUT_CRED_ENC_KEY: credKey!,
-    DUT_REPORT_SIGNING_KEY: signingKey!,
-    pdfSigning,
-    extraCa,
-  };
   try {
     const applied = await migrate(db.kysely);
     if (applied.length) log.info("Applied migrations: {applied}", { applied: applied.join(", ") });
@@ -115,17 +198,17 @@ export async function bootstrap(
     release();
     throw e;
   }
-  let services: Services;
-  try {
-    services = await buildServices(config, db, registry);
-  } catch (e) {
-    await db.close();
-    release();
-    throw e;
-  }
-  await services.signatures.register();
-  await services.pdfCertificates.register();
+  return { parsed, db, registry, extraCa, secrets, storedPdfSigning, release };
+}
 
+/** Of the data directory's secrets, those `entry` uses (a poller keeps no admin token nor signing key). */
+function secretsOf<E extends Entry>(entry: E, all: SecretsOf<"admin">): SecretsOf<E> {
+  return Object.fromEntries(ENTRY_SECRETS[entry].map((k) => [k, all[k]])) as SecretsOf<E>;
+}
+
+/** The start-up summary line, and a warning for checks no enabled adapter serves. */
+function started(registry: Registry, db: Db): void {
+  const log = logger("startup");
   log.info("dutlab core {version}: {vendors} vendor(s), {checks} check(s), database {kind}", {
     version: CORE_VERSION,
     vendors: registry.vendors.length,
@@ -139,12 +222,6 @@ export async function bootstrap(
       { checks: registry.unservedChecks.join(", ") },
     );
   }
-  const close = async () => {
-    await services.pdf.close();
-    await db.close();
-    release();
-  };
-  return { config, db, registry, services, close, [Symbol.asyncDispose]: close };
 }
 
 /**
@@ -199,7 +276,7 @@ export async function openForTool(
   env: Record<string, string | undefined> = Deno.env.toObject(),
   opts: { migrate?: boolean } = {},
 ): Promise<ToolDatabase> {
-  const parsed = parseEnv(env, { secrets: false });
+  const parsed = parseEnv(env, { entry: "database" });
   await setupLogging({ format: parsed.DUT_LOG_FORMAT, level: parsed.DUT_LOG_LEVEL });
   let release = () => {};
   let db: Db;
@@ -253,7 +330,7 @@ export async function migrateOnly(
  * With DUT_CRED_ENC_KEY_PREVIOUS set, re-encrypt old credentials with the current key in the background
  * (`serve` and `poll` call it; every instance may, rows are swapped only if unchanged).
  */
-export function finishKeyRotation(rt: Runtime): void {
+export function finishKeyRotation(rt: PollRuntime): void {
   if (!rt.config.DUT_CRED_ENC_KEY_PREVIOUS) return;
   reencryptCredentials(rt.db.kysely, rt.services.keys).catch((e) =>
     logger("keys").error("Credential re-encryption failed: {error}", { error: String(e) })
@@ -317,7 +394,7 @@ export function onShutdown(stop: () => Promise<void>): void {
 }
 
 /** Start the polling worker unless disabled (one notice at start-up when it is). */
-export async function startWorker(rt: Runtime): Promise<PollWorker | null> {
+export async function startWorker(rt: PollRuntime): Promise<PollWorker | null> {
   if (rt.config.DUT_API_POLLER_DISABLE === "1") {
     logger("poller").info("Polling worker disabled by DUT_API_POLLER_DISABLE=1; manual snapshots still work");
     return null;

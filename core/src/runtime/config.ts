@@ -102,15 +102,78 @@ export const EnvSchema = z.object({
 
 export type Env = z.infer<typeof EnvSchema>;
 
-/** The validated configuration, with secrets resolved. */
+/**
+ * The entry points and the secrets each one uses, hence requires with DATABASE_URL (README "Deployment":
+ * which host holds which secret). In embedded mode the data directory's `secrets.json` gives them instead.
+ * - `serve`: the HTTP API (and its worker): the admin token, the credential key, the report signing key,
+ *   and the PDF signing certificate (checked apart, it is a pair of variables or a PKCS#12 file).
+ * - `poll`: the polling worker alone: only the credential key (it logs in to devices; it never
+ *   authenticates a request nor signs a report).
+ * - `admin`: the operator tools that build every service (`token`, `rotate-key`, `rotate-signing-key`).
+ * - `database`: `migrate`, `prune`, `backup` and `restore` (restore asks for the credential key itself,
+ *   naming the key id the archive needs).
+ */
+export const ENTRY_SECRETS = {
+  serve: ["ADMIN_TOKEN", "DUT_CRED_ENC_KEY", "DUT_REPORT_SIGNING_KEY"],
+  poll: ["DUT_CRED_ENC_KEY"],
+  admin: ["ADMIN_TOKEN", "DUT_CRED_ENC_KEY", "DUT_REPORT_SIGNING_KEY"],
+  database: [],
+} as const satisfies Record<string, readonly (keyof Env)[]>;
+export type Entry = keyof typeof ENTRY_SECRETS;
+/** The secrets an entry point requires with DATABASE_URL, as present strings. */
+export type SecretsOf<E extends Entry> = { [K in (typeof ENTRY_SECRETS)[E][number]]: string };
+/**
+ * The parsed environment of an entry point: with DATABASE_URL every secret it uses is present (its type says
+ * so); without, the embedded data directory gives them.
+ */
+export type ParsedEnv<E extends Entry> =
+  | (Env & { DATABASE_URL: string } & SecretsOf<E>)
+  | (Env & { DATABASE_URL?: undefined });
+
+/** Every variable that carries a secret `poll` never uses. */
+type ServeOnlySecret =
+  | "ADMIN_TOKEN"
+  | "DUT_REPORT_SIGNING_KEY"
+  | "DUT_PDF_SIGNING_CERT"
+  | "DUT_PDF_SIGNING_KEY"
+  | "DUT_PDF_SIGNING_P12"
+  | "DUT_PDF_SIGNING_P12_PASSWORD";
+const SERVE_ONLY_SECRETS: readonly ServeOnlySecret[] = [
+  "ADMIN_TOKEN",
+  "DUT_REPORT_SIGNING_KEY",
+  "DUT_PDF_SIGNING_CERT",
+  "DUT_PDF_SIGNING_KEY",
+  "DUT_PDF_SIGNING_P12",
+  "DUT_PDF_SIGNING_P12_PASSWORD",
+];
+
+/**
+ * The configuration of a poller (`deno task poll`): the settings and the credential key, and by its type
+ * no admin token, report signing key or PDF signing material (`pollConfig` drops them even when the
+ * environment gives them).
+ */
+export type PollConfig = Omit<Env, ServeOnlySecret> & {
+  DUT_CRED_ENC_KEY: string;
+  /** PEM text of `DUT_TLS_CA_FILE`, when set. */
+  extraCa: string[];
+};
+
+/** A poller's configuration from the parsed environment and its credential key, without any other secret. */
+export function pollConfig(parsed: Env, credKey: string, extraCa: string[]): PollConfig {
+  const c: Record<string, unknown> = { ...parsed, DUT_CRED_ENC_KEY: credKey, extraCa };
+  for (const k of SERVE_ONLY_SECRETS) delete c[k];
+  return c as PollConfig;
+}
+
+/** The validated configuration of `serve` and the admin tools, with every secret resolved. */
 export interface Config extends Env {
   ADMIN_TOKEN: string;
   DUT_CRED_ENC_KEY: string;
   /** Ed25519 private key signing reports (base64 PKCS#8 DER or PEM). */
   DUT_REPORT_SIGNING_KEY: string;
   /**
-   * The certificate and key signing report PDFs (`serve` only; null in `poll`, `migrate` and tools): from
-   * the `DUT_PDF_SIGNING_*` variables, or generated in embedded mode.
+   * The certificate and key signing report PDFs (`serve` only; null in the tools): from the
+   * `DUT_PDF_SIGNING_*` variables, or generated in embedded mode.
    */
   pdfSigning: PdfSigningMaterial | null;
   /** PEM text of `DUT_TLS_CA_FILE`, when set. */
@@ -119,14 +182,15 @@ export interface Config extends Env {
 
 /**
  * Parse the environment; throws a StartupError listing one line per problem. Never echoes values.
- * `secrets: false` (the `migrate` command) does not require ADMIN_TOKEN and DUT_CRED_ENC_KEY with
- * DATABASE_URL: a command asks only for what it uses. `pdfSigning: true` (`serve`) requires the PDF signing
- * certificate with DATABASE_URL (`poll` never signs a PDF).
+ * With DATABASE_URL, `entry` decides which secrets are required: exactly those it uses (`ENTRY_SECRETS`;
+ * the default, `admin`, is every key but the PDF certificate). `serve` also requires the PDF signing
+ * certificate. A secret an entry does not use is still validated when given, never required.
  */
-export function parseEnv(
+export function parseEnv<E extends Entry = "admin">(
   env: Record<string, string | undefined>,
-  opts: { secrets?: boolean; pdfSigning?: boolean } = {},
-): Env {
+  opts: { entry?: E } = {},
+): ParsedEnv<E> {
+  const entry: Entry = opts.entry ?? "admin";
   const clean = Object.fromEntries(
     Object.keys(EnvSchema.shape).map((k) => [k, env[k] === "" ? undefined : env[k]]),
   );
@@ -135,22 +199,23 @@ export function parseEnv(
     const lines = r.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
     throw new StartupError("BAD_CONFIG", lines.join("\n"));
   }
-  const lines = pdfSigningProblems(r.data, opts.pdfSigning === true && !!r.data.DATABASE_URL);
-  if (r.data.DATABASE_URL && opts.secrets !== false) {
-    const missing = (["ADMIN_TOKEN", "DUT_CRED_ENC_KEY", "DUT_REPORT_SIGNING_KEY"] as const).filter((k) =>
-      !r.data[k]
-    );
+  const lines = pdfSigningProblems(r.data, entry === "serve" && !!r.data.DATABASE_URL);
+  if (r.data.DATABASE_URL) {
+    const missing = ENTRY_SECRETS[entry].filter((k) => !r.data[k]);
     lines.unshift(
       ...missing.map((k) =>
-        `${k}: required when DATABASE_URL is set (a shared database needs the same secret on every ` +
-        `instance); generate one with: ${
+        `${k}: required by ${
+          entry === "admin" ? "this command" : entry
+        } when DATABASE_URL is set (a shared ` +
+        `database needs the same secret on every instance that uses it); generate one with: ${
           k === "DUT_REPORT_SIGNING_KEY" ? GENERATE_SIGNING_KEY : GENERATE_SECRET
         }`
       ),
     );
   }
   if (lines.length) throw new StartupError("BAD_CONFIG", lines.join("\n"));
-  return r.data;
+  // Checked above: with DATABASE_URL, every secret of ENTRY_SECRETS[entry] is present.
+  return r.data as ParsedEnv<E>;
 }
 
 /** How the `DUT_PDF_SIGNING_*` variables combine: a certificate with its key, or a PKCS#12 file. */

@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { GENERATE_SECRET, GENERATE_SIGNING_KEY, parseEnv } from "./config.ts";
+import {
+  type Entry,
+  ENTRY_SECRETS,
+  GENERATE_SECRET,
+  GENERATE_SIGNING_KEY,
+  parseEnv,
+  pollConfig,
+} from "./config.ts";
 import { StartupError } from "../errors.ts";
 
 const lines = (env: Record<string, string>) => {
@@ -42,13 +49,13 @@ Deno.test("a bad key, port or flag gives one line per problem naming the variabl
 Deno.test("DATABASE_URL without secrets is refused; error lines never echo a secret", () => {
   const l = lines({ DATABASE_URL: "postgres://u@h/db" });
   assert.equal(l.length, 3);
-  assert.match(l[0]!, /^ADMIN_TOKEN: required when DATABASE_URL is set/);
-  assert.match(l[1]!, /^DUT_CRED_ENC_KEY: required when DATABASE_URL is set/);
-  assert.match(l[2]!, /^DUT_REPORT_SIGNING_KEY: required when DATABASE_URL is set/);
+  assert.match(l[0]!, /^ADMIN_TOKEN: required by this command when DATABASE_URL is set/);
+  assert.match(l[1]!, /^DUT_CRED_ENC_KEY: required by this command when DATABASE_URL is set/);
+  assert.match(l[2]!, /^DUT_REPORT_SIGNING_KEY: required by this command when DATABASE_URL is set/);
   for (const line of l.slice(0, 2)) assert.ok(line.endsWith(`generate one with: ${GENERATE_SECRET}`), line);
   assert.ok(l[2]!.endsWith(`generate one with: ${GENERATE_SIGNING_KEY}`), l[2]!);
-  // migrate uses neither secret
-  assert.doesNotThrow(() => parseEnv({ DATABASE_URL: "postgres://u@h/db" }, { secrets: false }));
+  // migrate, prune, backup and restore use none of them
+  assert.doesNotThrow(() => parseEnv({ DATABASE_URL: "postgres://u@h/db" }, { entry: "database" }));
   const secret = "tooshort-secret";
   const msg = lines({ ADMIN_TOKEN: secret, DUT_CRED_ENC_KEY: "deadbeef-not-a-key" }).join("\n");
   assert.ok(!msg.includes(secret) && !msg.includes("deadbeef"));
@@ -154,7 +161,7 @@ Deno.test("serve with DATABASE_URL needs a PDF signing certificate; poll does no
   };
   const serve = (env: Record<string, string>) => {
     try {
-      parseEnv(env, { pdfSigning: true });
+      parseEnv(env, { entry: "serve" });
       return [];
     } catch (e) {
       assert.ok(e instanceof StartupError && e.code === "BAD_CONFIG");
@@ -165,7 +172,7 @@ Deno.test("serve with DATABASE_URL needs a PDF signing certificate; poll does no
   assert.equal(missing.length, 1);
   assert.match(missing[0]!, /^DUT_PDF_SIGNING_CERT: required when DATABASE_URL is set/);
   assert.match(missing[0]!, /make one with: openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256/);
-  assert.deepEqual(lines(base), [], "poll (no pdfSigning) does not ask for it");
+  assert.deepEqual(lines(base), [], "the admin tools do not ask for it");
   assert.deepEqual(
     serve({ ...base, DUT_PDF_SIGNING_CERT: TEST_PDF_CERT, DUT_PDF_SIGNING_KEY: TEST_PDF_KEY }),
     [],
@@ -199,4 +206,66 @@ Deno.test("serve with DATABASE_URL needs a PDF signing certificate; poll does no
     serve({ ...base, DUT_PDF_SIGNING_CERT: btoa(TEST_PDF_CERT), DUT_PDF_SIGNING_KEY: btoa(TEST_PDF_KEY) }),
     [],
   );
+});
+
+Deno.test("each entry point requires exactly the secrets it uses with DATABASE_URL", async () => {
+  const { TEST_PDF_CERT, TEST_PDF_KEY } = await import("../../testing/app.ts");
+  const failing = (env: Record<string, string>, entry: Entry) => {
+    try {
+      parseEnv(env, { entry });
+      return [];
+    } catch (e) {
+      assert.ok(e instanceof StartupError && e.code === "BAD_CONFIG");
+      return e.message.split("\n");
+    }
+  };
+  const db = { DATABASE_URL: "postgres://u@h/db" };
+  const all = {
+    ...db,
+    ADMIN_TOKEN: "x".repeat(32),
+    DUT_CRED_ENC_KEY: KEY,
+    DUT_REPORT_SIGNING_KEY: SIGNING_KEY,
+    DUT_PDF_SIGNING_CERT: TEST_PDF_CERT,
+    DUT_PDF_SIGNING_KEY: TEST_PDF_KEY,
+  };
+  // poll: the credential key and nothing else.
+  assert.deepEqual(failing({ ...db, DUT_CRED_ENC_KEY: KEY }, "poll"), []);
+  const poll = failing(db, "poll");
+  assert.equal(poll.length, 1);
+  assert.match(poll[0]!, /^DUT_CRED_ENC_KEY: required by poll when DATABASE_URL is set/);
+  assert.ok(poll[0]!.endsWith(`generate one with: ${GENERATE_SECRET}`));
+  // A secret poll does not use is still validated when given (a typo is not silently carried along).
+  assert.match(failing({ ...db, DUT_CRED_ENC_KEY: KEY, ADMIN_TOKEN: "short" }, "poll")[0]!, /^ADMIN_TOKEN: /);
+  // migrate, prune, backup, restore: none.
+  assert.deepEqual(failing(db, "database"), []);
+  // serve: refuses without each of its secrets, one clear line naming it.
+  assert.deepEqual(failing(all, "serve"), []);
+  const why: Record<string, RegExp> = {
+    ADMIN_TOKEN: /^ADMIN_TOKEN: required by serve when DATABASE_URL is set/,
+    DUT_CRED_ENC_KEY: /^DUT_CRED_ENC_KEY: required by serve when DATABASE_URL is set/,
+    DUT_REPORT_SIGNING_KEY: /^DUT_REPORT_SIGNING_KEY: required by serve when DATABASE_URL is set/,
+    DUT_PDF_SIGNING_CERT: /^DUT_PDF_SIGNING_CERT: required when DATABASE_URL is set \(serve signs/,
+  };
+  for (const [name, re] of Object.entries(why)) {
+    const env: Record<string, string> = { ...all };
+    delete env[name];
+    if (name === "DUT_PDF_SIGNING_CERT") delete env.DUT_PDF_SIGNING_KEY; // the pair, else "required with"
+    const l = failing(env, "serve");
+    assert.equal(l.length, 1, `${name}: ${l.join(" | ")}`);
+    assert.match(l[0]!, re);
+  }
+  assert.deepEqual(ENTRY_SECRETS.poll, ["DUT_CRED_ENC_KEY"]);
+  // A poller's configuration keeps none of serve's secrets, even when its environment has them.
+  const pc = pollConfig(parseEnv({ ...all, DUT_PDF_SIGNING_P12_PASSWORD: "pw" }, { entry: "poll" }), KEY, []);
+  assert.equal(pc.DUT_CRED_ENC_KEY, KEY);
+  for (
+    const k of [
+      "ADMIN_TOKEN",
+      "DUT_REPORT_SIGNING_KEY",
+      "DUT_PDF_SIGNING_CERT",
+      "DUT_PDF_SIGNING_KEY",
+      "DUT_PDF_SIGNING_P12",
+      "DUT_PDF_SIGNING_P12_PASSWORD",
+    ]
+  ) assert.ok(!(k in pc), k);
 });

@@ -1,4 +1,4 @@
-import type { Config } from "./config.ts";
+import type { Config, PollConfig } from "./config.ts";
 import type { Db } from "../db/open.ts";
 import type { Registry } from "../registry.ts";
 import { DeviceStore, type KeyRing } from "../devices/store.ts";
@@ -18,9 +18,13 @@ import { StartupError } from "../errors.ts";
 import { RunService } from "../runs/service.ts";
 import { decryptAlertWriter } from "../runs/alerts.ts";
 
-/** Everything the HTTP app and the worker share. Built once per process by `bootstrap`. */
-export interface Services {
-  config: Config;
+/**
+ * What a poller uses (`deno task poll`): devices and their credentials, the poll cycle with its write hooks
+ * (decrypt alerts), metrics and live events. It holds no token store and no signing key: a poller host
+ * needs only DATABASE_URL and DUT_CRED_ENC_KEY (README "Deployment").
+ */
+export interface PollServices {
+  config: PollConfig;
   db: Db;
   registry: Registry;
   keys: KeyRing;
@@ -28,18 +32,27 @@ export interface Services {
   devices: DeviceStore;
   poller: PollService;
   metrics: Metrics;
+  /** Live events (SSE at GET /api/events; a poller publishes them through the database). */
+  events: EventBus;
+  limits: TransportLimits;
+  /** Log out every parked session (shutdown; the device store's `releaseAllParked`). */
+  releaseAllParked(): Promise<void>;
+  /** Whether this process holds the poll lock (for /metrics). */
+  worker?: { holdsLock: boolean };
+}
+
+/** Everything the HTTP app and its worker share (`serve`, and the admin tools). Built once per process. */
+export interface Services extends PollServices {
+  config: Config;
   /** Named API tokens with roles (and the ADMIN_TOKEN as bootstrap admin). */
   tokens: TokenStore;
   /** The append-only audit log of state-changing requests. */
   audit: AuditLog;
-  /** Live events (SSE at GET /api/events). */
-  events: EventBus;
-  limits: TransportLimits;
   /** Report signing key and stored signatures (README "Signatures"). */
   signatures: ReportSignatures;
   /**
    * The lab's X.509 certificate and key signing every report.pdf (PAdES B-B); null in a process that serves
-   * no PDF (`poll`).
+   * no PDF (the admin tools).
    */
   pdfSigner: PdfSigner | null;
   /** Every PDF signing certificate the service has used (listed by GET /api/report-keys). */
@@ -48,10 +61,6 @@ export interface Services {
   pdf: PdfRenderer;
   /** Test runs: start, finish (the report frozen once), reads. Built once here, used by every route. */
   runs: RunService;
-  /** Log out every parked session (shutdown; the device store's `releaseAllParked`). */
-  releaseAllParked(): Promise<void>;
-  /** Whether this process holds the poll lock (for /metrics). */
-  worker?: { holdsLock: boolean };
 }
 
 export async function buildKeyRing(current: string, previous?: string): Promise<KeyRing> {
@@ -61,7 +70,7 @@ export async function buildKeyRing(current: string, previous?: string): Promise<
   return { current: cur, all };
 }
 
-export function transportLimits(config: Config): TransportLimits {
+export function transportLimits(config: PollConfig): TransportLimits {
   return {
     connectTimeoutMs: config.DUT_DEVICE_CONNECT_TIMEOUT_MS,
     requestTimeoutMs: config.DUT_DEVICE_REQUEST_TIMEOUT_MS,
@@ -71,7 +80,12 @@ export function transportLimits(config: Config): TransportLimits {
   };
 }
 
-export async function buildServices(config: Config, db: Db, registry: Registry): Promise<Services> {
+/** The services of a poller: only the credential key is read (a `Config` fits too: `serve` builds on it). */
+export async function buildPollServices(
+  config: PollConfig,
+  db: Db,
+  registry: Registry,
+): Promise<PollServices> {
   const keys = await buildKeyRing(config.DUT_CRED_ENC_KEY, config.DUT_CRED_ENC_KEY_PREVIOUS);
   const sessions = new SessionRegistry();
   const limits = transportLimits(config);
@@ -90,6 +104,23 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     writeHooks: [decryptAlertWriter(registry)],
     events,
   });
+  return {
+    config,
+    db,
+    registry,
+    keys,
+    sessions,
+    devices,
+    poller,
+    metrics,
+    events,
+    limits,
+    releaseAllParked: () => devices.releaseAllParked(),
+  };
+}
+
+export async function buildServices(config: Config, db: Db, registry: Registry): Promise<Services> {
+  const base = await buildPollServices(config, db, registry);
   const signatures = new ReportSignatures(
     db.kysely,
     await ReportSigningKey.fromText(config.DUT_REPORT_SIGNING_KEY),
@@ -110,18 +141,10 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     }
   }
   const svc: Services = {
+    ...base,
     config,
-    db,
-    registry,
-    keys,
-    sessions,
-    devices,
-    poller,
-    metrics,
     tokens: new TokenStore(db.kysely, config.ADMIN_TOKEN),
     audit: new AuditLog(db.kysely),
-    events,
-    limits,
     signatures,
     pdfSigner,
     pdfCertificates: new PdfCertificates(db.kysely, pdfSigner?.info ?? null),
@@ -131,7 +154,6 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
       concurrency: config.DUT_PDF_CONCURRENCY,
       timeoutMs: config.DUT_PDF_TIMEOUT_SECONDS * 1000,
     }),
-    releaseAllParked: () => devices.releaseAllParked(),
   };
   return svc;
 }

@@ -5,8 +5,10 @@
  * `keepOnePer`, in UTC) a prune keeps:
  * - every snapshot cited anywhere: linked to a run (`test_run_execution_id`), named by a run's alert, or named
  *   (`snapshotId`, `startSnapshotId`, …) in a run's start state, pre-flight result or report annexes (the
- *   inventory, the pre-flight evidence, the linked snapshots, the drift diffs), and for an active run the
- *   snapshot of each device and label its drift will start from;
+ *   inventory, the pre-flight evidence, the linked snapshots, the drift diffs);
+ * - every snapshot a run's evidence bundle reads by time: of each device of its lab and each label, the last
+ *   one at or before its pre-flight, its start and its end (the inferred and the drift's reads; an active
+ *   run: of every device, at its start), so that each finished run's bundle still replays;
  * - every real change (`payload_changed` and `stable_changed` not false: a change, or one not known to be
  *   volatile-only) and the snapshot just before it;
  * - the newest snapshot of each device and label;
@@ -82,6 +84,12 @@ export interface PruneOptions extends PrunePolicy {
   /** A running prune whose heartbeat is older than this is taken over and finished (default 120 s). */
   staleAfterMs?: number;
   onProgress?: (p: PruneProgress) => void;
+  /**
+   * Prune as if it were this instant: the cut-off is `olderThanDays` before it (default: the database's
+   * `now()`). For tests of what a prune keeps of a lab that cannot be back-dated (a finished run's signed
+   * report fixes its times), and for planning; the routes and the command always use `now()`.
+   */
+  asOf?: Date;
   /** Stop after this many batches, leaving the prune running (tests of resumption). */
   stopAfterBatches?: number;
 }
@@ -116,34 +124,55 @@ function collect(v: unknown, out: Citations, depth = 0): void {
 }
 
 /**
- * Every snapshot id and payload hash a run cites: its alerts, the snapshot ids and payload hashes named in its
- * start state, pre-flight result and report (annex bodies included), and for an active run the last snapshot
- * of each device and label at its start (where the drift of its report will start). Snapshots linked to a run
- * (`test_run_execution_id`) are kept by the prune's own condition and are not listed here.
+ * Every snapshot id and payload hash a run cites or its evidence bundle reads: its alerts, the snapshot ids and
+ * payload hashes named in its start state, pre-flight result and report (annex bodies included), and the
+ * snapshots its replay resolves by time (README "Replay"): for each device of the run's lab and each label, the
+ * last snapshot collected at or before the pre-flight (a check's `alsoReads`, "inferred"), the run's start and,
+ * once finished, its end (the drift's reads). Nothing newer than such a snapshot and collected before that
+ * instant can appear, so after a prune the same lookups resolve to the same snapshots. For an active run every
+ * device's last snapshot at its start is kept (where the drift of its report will start). Snapshots linked to a
+ * run (`test_run_execution_id`) are kept by the prune's own condition and are not listed here.
  */
 export async function citedSnapshots(db: Kysely<Database>): Promise<Citations> {
   const out: Citations = { ids: new Set(), hashes: new Set() };
   const runs = await db.selectFrom("test_runs").select([
     "status",
     "started_at",
+    "ended_at",
     "start_state_json",
     "preflight_json",
     "report_json",
   ]).execute();
   for (const r of runs) {
-    collect(jsonValue(r.start_state_json), out);
-    collect(jsonValue(r.preflight_json), out);
+    const startState = jsonValue<{ devices?: Array<{ id?: unknown }> } | null>(r.start_state_json);
+    const preflight = jsonValue<{ ranAt?: unknown; checks?: Array<{ deviceId?: unknown }> } | null>(
+      r.preflight_json,
+    );
+    collect(startState, out);
+    collect(preflight, out);
     if (r.report_json) collect(JSON.parse(r.report_json), out);
-    if (r.status === "active") {
-      const startedAt = new Date(r.started_at);
-      const basis = await sql<{ id: string }>`
+    const active = r.status === "active";
+    // The devices the replay reads: the lab at start (the drift) and the pre-flight's (inferred reads).
+    const devices = [
+      ...new Set(
+        [...(startState?.devices ?? []).map((d) => d.id), ...(preflight?.checks ?? []).map((c) => c.deviceId)]
+          .filter((x): x is string => typeof x === "string"),
+      ),
+    ];
+    const instants = [new Date(r.started_at)];
+    if (typeof preflight?.ranAt === "string") instants.push(new Date(preflight.ranAt));
+    if (!active && r.ended_at) instants.push(new Date(r.ended_at));
+    for (const at of instants) {
+      if (Number.isNaN(at.getTime())) continue;
+      const reads = await sql<{ id: string }>`
         select x.id::text as id from snapshot_latest l cross join lateral (
           select s.id from snapshots s
           where s.device_id = l.device_id and s.endpoint_label = l.endpoint_label
-            and s.collected_at <= ${startedAt}
+            and s.collected_at <= ${at}
           order by s.id desc limit 1
-        ) x`.execute(db);
-      for (const b of basis.rows) out.ids.add(b.id);
+        ) x
+        where ${active}::boolean or l.device_id::text = any(${devices}::text[])`.execute(db);
+      for (const b of reads.rows) out.ids.add(b.id);
     }
   }
   const alerts = await db.selectFrom("run_alerts").select(sql<string>`snapshot_id::text`.as("id")).execute();
@@ -229,7 +258,13 @@ const isForeignKeyViolation = (e: unknown) => (e as { code?: string })?.code ===
 export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): Promise<PruneResult> {
   const batchSize = opts.batchSize ?? 2000;
   const t0 = await sql<{ cutoff: Date | string; end_id: string }>`
-    select date_trunc(${opts.keepOnePer}, now() - make_interval(days => ${opts.olderThanDays}::int), 'UTC')
+    select date_trunc(
+        ${opts.keepOnePer},
+        coalesce(${
+    opts.asOf ?? null
+  }::timestamptz, now()) - make_interval(days => ${opts.olderThanDays}::int),
+        'UTC'
+      )
       as cutoff, coalesce((select max(id) from snapshots), 0)::text as end_id`.execute(db);
   let cutoff = new Date(t0.rows[0]!.cutoff);
   let endId = t0.rows[0]!.end_id;
