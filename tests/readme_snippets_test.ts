@@ -350,6 +350,19 @@ async function runReadme(kind: "pglite" | "postgres") {
       /^OK reportSha256 [0-9a-f]{64} signed by /m,
       "dutlab report verify: every hash and the signature checked against the service's keys",
     );
+    // "Every endpoint with curl": the connection test, the scratch device deleted, the token revoked, the
+    // stream read from id 0, the report replayed, the print page through its share link without a token.
+    for (
+      const [re, what] of [
+        [/^\{"ok":true,"detail":/m, "POST devices/{id}/test"],
+        [/^\{"ok":true\}$/m, "DELETE devices/{id}"],
+        [/^\{"name":"example-\d+","revokedAt":"[^"]+"\}$/m, "DELETE tokens/{id}"],
+        [/^event: /m, "GET /api/events from Last-Event-ID 0"],
+        [/^\{"reproduced":true,"exitCode":0\}$/m, "POST runs/{id}/replay"],
+        [/^200 text\/html\b.*\n200 text\/html\b/m, "the share link's print page, then /runs/compare"],
+        [/^200 text\/css\b.* \/api\/docs\/assets\/swagger-ui\.css$/m, "GET /api/docs/assets/{file}"],
+      ] as const
+    ) assert.match(out, re, `${what}:\n${out.slice(-4000)}`);
     // The operator workflow's pre-flight with curl.
     assert.match(out, /^200$/m, "the operator workflow's pre-flight answers 200");
     assert.match(out, /^true$/m, "the recomputed snapshot hash matches");
