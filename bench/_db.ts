@@ -1,5 +1,6 @@
 /** Fresh benchmark databases (a new PostgreSQL schema, or PGlite in a temp data dir) and services. */
-import postgres from "postgres";
+// deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/lockfiles_test.ts)
+import postgres from "npm:postgres@3.4.9";
 import { Migrator } from "kysely/migration";
 import { type Db, migrate, openDatabase } from "../core/src/db/open.ts";
 import { migrationProvider } from "../core/src/db/migrations/mod.ts";

@@ -5,7 +5,8 @@
  * files are judged by `xmllint --schema` with the published windyroad JUnit XSD.
  */
 import assert from "node:assert/strict";
-import { marked } from "marked";
+// deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/lockfiles_test.ts)
+import { marked } from "npm:marked@18.2.1";
 import { childEnv, dbTest, TEST_ADMIN_TOKEN } from "@dutlab/core/testing";
 import { ServeProcess } from "./_service_process.ts";
 import { commandHelp } from "../cli/_main.ts";

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import { Validator } from "@seriousme/openapi-schema-validator";
+// deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/lockfiles_test.ts)
+import { Validator } from "npm:@seriousme/openapi-schema-validator@2.11.0";
 
 const ADMIN_ROUTES: Array<[string, string]> = [
   ["GET", "/api/admin/dut/devices"],

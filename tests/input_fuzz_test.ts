@@ -5,7 +5,8 @@
  * so routes added later are covered) finds no 5xx, with refused requests changing no stored data.
  */
 import assert from "node:assert/strict";
-import fc from "fast-check";
+// deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/lockfiles_test.ts)
+import fc from "npm:fast-check@4.10.2";
 import { sql } from "kysely";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { dbTest, TEST_ADMIN_TOKEN, testServices } from "@dutlab/core/testing";

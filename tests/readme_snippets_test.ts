@@ -332,15 +332,43 @@ async function runReadme(kind: "pglite" | "postgres") {
     const err = new TextDecoder().decode(run.stderr);
     const context = `\n${out}\n${err}\n--- serve:\n${serve.out}\n--- lab:\n${lab.out}`;
     assert.equal(run.code, 0, `README snippets failed:${context}`);
-    assert.match(out, /^200$/m, "the tour's pre-flight answers 200");
+    // The tour (`dutlab`): every device snapshot ok, pre-flight passed, the alert of the run, the verdict the
+    // tour lets through (exit 1 for `inconclusive`, nothing else), the report verified with its signature.
+    assert.match(out, /^(\d+) devices: \1 ok, 0 failed$/m, "dutlab snapshot --all: every poll ok");
+    assert.match(out, /^PASS /m, "the tour's pre-flight passed (dutlab preflight: PASS, exit 0)");
     assert.match(
       out,
       /"name":"TLSDecryptModeChanged","deviceHostname":"lab-vendor-a-ngfw","from":"on","to":"off"/,
     );
+    assert.match(
+      out,
+      /ngfw-throughput-decrypt-on finished: verdict invalid\b/,
+      `the tour's verdict: invalid (decryption went off during the run), the one code the tour lets through:\n${out}`,
+    );
+    assert.match(
+      out,
+      /^OK reportSha256 [0-9a-f]{64} signed by /m,
+      "dutlab report verify: every hash and the signature checked against the service's keys",
+    );
+    // "Every endpoint with curl": the connection test, the scratch device deleted, the token revoked, the
+    // stream read from id 0, the report replayed, the print page through its share link without a token.
+    for (
+      const [re, what] of [
+        [/^\{"ok":true,"detail":/m, "POST devices/{id}/test"],
+        [/^\{"ok":true\}$/m, "DELETE devices/{id}"],
+        [/^\{"name":"example-\d+","revokedAt":"[^"]+"\}$/m, "DELETE tokens/{id}"],
+        [/^event: /m, "GET /api/events from Last-Event-ID 0"],
+        [/^\{"reproduced":true,"exitCode":0\}$/m, "POST runs/{id}/replay"],
+        [/^200 text\/html\b.*\n200 text\/html\b/m, "the share link's print page, then /runs/compare"],
+        [/^200 text\/css\b.* \/api\/docs\/assets\/swagger-ui\.css$/m, "GET /api/docs/assets/{file}"],
+      ] as const
+    ) assert.match(out, re, `${what}:\n${out.slice(-4000)}`);
+    // The operator workflow's pre-flight with curl.
+    assert.match(out, /^200$/m, "the operator workflow's pre-flight answers 200");
     assert.match(out, /^true$/m, "the recomputed snapshot hash matches");
     assert.match(out + err, /Signature Verified Successfully/, "OpenSSL verifies the envelope's signature");
     if (kind === "postgres") {
-      assert.match(out, /^dut_[A-Za-z0-9_-]{43}$/m, "`task token create` printed a token");
+      assert.match(out, /^dut_[A-Za-z0-9_-]{43}$/m, `\`task token create\` printed a token:\n${out}`);
     }
 
     // Issue 33 point 6: no runtime notice and no ignored-build-scripts box in what `serve` prints.

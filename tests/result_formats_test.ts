@@ -4,8 +4,10 @@
  * windyroad JUnit XSD (tests/testdata/junit), marked's GFM lexer for the Markdown table, csv-parse for RFC 4180.
  */
 import assert from "node:assert/strict";
-import { parse as parseCsv } from "csv-parse/sync";
-import { marked, type Tokens } from "marked";
+// deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/lockfiles_test.ts)
+import { parse as parseCsv } from "npm:csv-parse@7.0.3/sync";
+// deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/lockfiles_test.ts)
+import { marked, type Tokens } from "npm:marked@18.2.1";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import { preflightResultSet, renderResultSet } from "../core/src/formats/results.ts";
