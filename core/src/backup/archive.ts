@@ -50,6 +50,8 @@ export interface Manifest {
   tables: ManifestTable[];
 }
 
+/** SHA-256 of no bytes: the manifest entry of an empty table. */
+const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 /** A backup or restore step, for progress lines. */
 export type Progress = (line: string) => void;
 
@@ -146,7 +148,9 @@ export async function writeBackup(
         credentialKeys: keys,
         tables,
       };
-      files.unshift({ name: "manifest.json", data: enc.encode(JSON.stringify(manifest, null, 2) + "\n") });
+      // The manifest goes last: nanotar's reader drops an empty file that ends the archive (an empty last
+      // table, e.g. volatile_path_sets on a fresh database), and the manifest is never empty.
+      files.push({ name: "manifest.json", data: enc.encode(JSON.stringify(manifest, null, 2) + "\n") });
       return { archive: await createTarGzip(files), manifest };
     },
   );
@@ -202,8 +206,12 @@ export async function readBackup(archive: Uint8Array): Promise<OpenedBackup> {
   const text = new Map<string, string[]>();
   for (const t of manifest.tables) {
     const f = byName.get(t.file);
-    if (!f) throw new RestoreRefused(`The archive lacks ${t.file}`);
-    const data = f.data ?? new Uint8Array(); // an empty table's file has no data
+    // nanotar's reader drops an empty file that ends the archive (archives written before the manifest went
+    // last): an empty table whose manifest entry says so is read as empty.
+    if (!f && !(t.rows === 0 && t.sha256 === EMPTY_SHA256)) {
+      throw new RestoreRefused(`The archive lacks ${t.file}`);
+    }
+    const data = f?.data ?? new Uint8Array(); // an empty table's file has no data
     const sha = await sha256Hex(data);
     if (sha !== t.sha256) {
       throw new RestoreRefused(`${t.file} is damaged: SHA-256 ${sha}, the manifest says ${t.sha256}`);
