@@ -81,6 +81,9 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
   const perNaive = end.naive / stored;
   const margDedup = (end.dedup - mid!.dedup) / (end.n - mid!.n);
   const margNaive = (end.naive - mid!.naive) / (end.n - mid!.n);
+  // What one more unchanged snapshot costs: the `snapshots` table alone (heap, TOAST, every index), since an
+  // unchanged payload adds no payload row.
+  const margRow = (end.snapshotsTable - mid!.snapshotsTable) / (end.n - mid!.n);
   const p = {
     backend: "postgres",
     devices,
@@ -127,6 +130,15 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       value: round(margDedup),
       unit: "B",
       params: { ...p, fromSnapshots: mid!.n },
+    },
+    {
+      ...base,
+      name: "marginal bytes per unchanged snapshot: the snapshots table alone (second half)",
+      value: round(margRow),
+      unit: "B",
+      params: { ...p, fromSnapshots: mid!.n },
+      target: "≤ 150 B (issue 31 point 2)",
+      pass: margRow <= 150,
     },
     {
       ...base,

@@ -51,7 +51,9 @@ export interface SnapshotsTable {
   payload_changed: Generated<boolean>;
   /**
    * SHA-256 of the payload without the adapter's volatile paths, the pattern set included in what is hashed
-   * (`stableSha256`, core/src/snapshots/volatile.ts); null when the writer did not compute it.
+   * (`stableSha256`, core/src/snapshots/volatile.ts); null when the writer did not compute it. Stored as ''
+   * when it equals the payload hash (a label without volatile paths): the insert trigger of migration 0015
+   * writes that marker and reads it as the payload hash; rows written before keep the full hash.
    */
   stable_sha256: string | null;
   /**
