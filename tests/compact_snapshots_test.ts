@@ -10,7 +10,7 @@ import { Migrator } from "kysely/migration";
 import { dbTest } from "@dutlab/core/testing";
 import { migrationProvider } from "../core/src/db/migrations/mod.ts";
 import type { Database } from "../core/src/db/schema.ts";
-import { listSnapshots } from "../core/src/snapshots/store.ts";
+import { getSnapshot, listSnapshots } from "../core/src/snapshots/store.ts";
 
 const BEFORE = "2026_11_25_0014_snapshot_prunes";
 
@@ -103,12 +103,41 @@ dbTest(
     assert.deepEqual((await stableOf(k, 3)).slice(-2), [h("c"), ""]);
     // Still append-only.
     await assert.rejects(sql`update snapshots set stable_sha256 = 'x'`.execute(k), /append-only/);
+    // The adapter release: rows written before carry the text, rows since a reference to one shared row.
+    const adapters = await sql<{ d: string; m: string | null; v: string | null; r: number | null }>`
+      select device_id::text as d, adapter_module as m, adapter_version as v, adapter_release_id as r
+      from snapshots order by id`.execute(k);
+    const released = adapters.rows.filter((r) => r.r !== null);
+    assert.equal(released.length, SEQUENCE.length + 5);
+    assert.ok(released.every((r) => r.m === null && r.v === null && r.r === released[0]!.r));
+    assert.ok(
+      adapters.rows.filter((r) => r.r === null).every((r) =>
+        r.m === "@dutlab/adapter-fixture" && r.v === "1.0.0"
+      ),
+    );
+    assert.deepEqual(
+      (await sql<{ module: string; version: string }>`select module, version from adapter_releases`.execute(
+        k,
+      ))
+        .rows,
+      [{ module: "@dutlab/adapter-fixture", version: "1.0.0" }],
+    );
+    // A row must name its adapter one way or the other.
+    await assert.rejects(
+      sql`insert into snapshots (device_id, endpoint_label, payload_sha256, collected_at)
+        values (${dev(1)}::uuid, 'a', ${h("1")}, now())`.execute(k),
+      /snapshots_adapter_known/,
+    );
     // Down restores the index and the trigger; the marker then reads as a hash of its own (a change).
     await ok(m.migrateTo(BEFORE));
     const idx = await sql<{ n: string }>`select indexname as n from pg_indexes
       where schemaname = current_schema() and tablename = 'snapshots' and indexname = 'snapshots_device_id'`
       .execute(k);
     assert.equal(idx.rows.length, 1);
+    // Down puts the text back in every row.
+    const back = await sql<{ n: string }>`select count(*)::text as n from snapshots
+      where adapter_module = '@dutlab/adapter-fixture' and adapter_version = '1.0.0'`.execute(k);
+    assert.equal(back.rows[0]!.n, String(adapters.rows.length));
     await ok(m.migrateToLatest());
   },
 );
@@ -152,6 +181,15 @@ dbTest(
     const [s] = one.snapshots;
     assert.ok(s && /^[0-9]{64}$/.test(s.payloadSha256) && typeof s.payloadJson === "object");
     assert.equal(s.adapterModule, "@dutlab/adapter-fixture");
+    assert.equal(s.adapterVersion, "1.0.0");
+    assert.deepEqual(await getSnapshot(k, s.id), s);
+    const all = await listSnapshots(k, { limit: 1000 });
+    assert.ok(!("badCursor" in all) && all.snapshots.length > 300);
+    assert.ok(
+      all.snapshots.every((x) =>
+        x.adapterModule === "@dutlab/adapter-fixture" && x.adapterVersion === "1.0.0"
+      ),
+    );
     assert.deepEqual(await listSnapshots(k, { deviceId: dev(1), cursor: "nope" }), { badCursor: true });
     // No index on (device_id, id) is left, and the listing does not read the table in full.
     await sql`analyze snapshots`.execute(k);

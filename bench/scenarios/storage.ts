@@ -48,9 +48,9 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
   };
   const fillNaive = () =>
     raw.unsafe(`insert into naive_snapshots (device_id, endpoint_label, payload_sha256, collected_at,
-        test_run_execution_id, adapter_module, adapter_version, payload)
+        test_run_execution_id, adapter_module, adapter_version, adapter_release_id, payload)
       select s.device_id, s.endpoint_label, s.payload_sha256, s.collected_at, s.test_run_execution_id,
-        s.adapter_module, s.adapter_version, p.payload
+        s.adapter_module, s.adapter_version, s.adapter_release_id, p.payload
       from snapshots s join snapshot_payloads p on p.sha256 = s.payload_sha256
       where s.id > coalesce((select max(id) from naive_snapshots), 0) order by s.id`);
   const w = await replayWorker(db, svc);

@@ -30,7 +30,10 @@ function decodeSnapshotCursor(c: string): string | null {
   return id !== null && /^\d{1,19}$/.test(id) && BigInt(id) <= MAX_ID ? id : null;
 }
 
-/** The columns of a snapshot as the API shows it (snapshots `s` joined with its payload `p`). */
+/**
+ * The columns of a snapshot as the API shows it (snapshots `s` joined with its payload `p` and, left, its
+ * adapter release `r`).
+ */
 const SNAPSHOT_COLUMNS = [
   sql<string>`s.id::text`.as("id"),
   "s.device_id",
@@ -39,8 +42,9 @@ const SNAPSHOT_COLUMNS = [
   "s.payload_sha256",
   "s.collected_at",
   "s.test_run_execution_id",
-  "s.adapter_module",
-  "s.adapter_version",
+  // Rows written since migration 0015 name their adapter release by reference (`adapter_releases r`).
+  sql<string>`coalesce(s.adapter_module, r.module)`.as("adapter_module"),
+  sql<string>`coalesce(s.adapter_version, r.version)`.as("adapter_version"),
 ] as const;
 
 /** Snapshots newest first (by storage order), filtered, paged with an opaque cursor. */
@@ -58,6 +62,7 @@ export async function listSnapshots(
     return pageOf(await listDeviceSnapshots(db, f.deviceId, before, limit + 1), limit);
   }
   let q = db.selectFrom("snapshots as s").innerJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256")
+    .leftJoin("adapter_releases as r", "r.id", "s.adapter_release_id")
     .select(SNAPSHOT_COLUMNS);
   if (f.deviceId) q = q.where("s.device_id", "=", f.deviceId);
   if (f.endpointLabel) q = q.where("s.endpoint_label", "=", f.endpointLabel);
@@ -102,12 +107,14 @@ async function listDeviceSnapshots(
         from labels l where l.label is not null
     )
     select s.id::text as id, s.device_id, s.endpoint_label, p.payload, s.payload_sha256, s.collected_at,
-      s.test_run_execution_id, s.adapter_module, s.adapter_version
+      s.test_run_execution_id, coalesce(s.adapter_module, r.module) as adapter_module,
+      coalesce(s.adapter_version, r.version) as adapter_version
     from labels l
     cross join lateral (select x.* from snapshots x
       where x.device_id = ${deviceId} and x.endpoint_label = l.label ${below}
       order by x.id desc limit ${n}) s
     join snapshot_payloads p on p.sha256 = s.payload_sha256
+    left join adapter_releases r on r.id = s.adapter_release_id
     where l.label is not null
     order by s.id desc limit ${n}`.execute(db);
   return r.rows;
@@ -118,6 +125,7 @@ export async function getSnapshot(db: Kysely<Database>, id: string): Promise<Sna
   if (!/^\d{1,19}$/.test(id) || BigInt(id) > MAX_ID) return undefined;
   const row = await db.selectFrom("snapshots as s")
     .innerJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256")
+    .leftJoin("adapter_releases as r", "r.id", "s.adapter_release_id")
     .select(SNAPSHOT_COLUMNS).where(sql`s.id`, "=", sql`${id}::bigint`).executeTakeFirst();
   return row ? toSnapshotView(row) : undefined;
 }
@@ -152,6 +160,7 @@ export async function latestSnapshots(db: Kysely<Database>, deviceIds: string[])
   return await db.selectFrom("snapshot_latest as l")
     .innerJoin("snapshots as s", (j) => j.on(sql`s.id`, "=", sql.ref("l.snapshot_id")))
     .innerJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256")
+    .leftJoin("adapter_releases as r", "r.id", "s.adapter_release_id")
     .select(SNAPSHOT_COLUMNS)
     .where("l.device_id", "in", deviceIds).execute();
 }
