@@ -4,11 +4,16 @@
  * `snapshots` of 100 devices × 7 labels in poll order (SQL, as bench/_store_sql.ts does), then runs the
  * remaining migrations while another connection inserts one snapshot every 5 ms through the insert trigger,
  * and prints the migration's duration, the slowest insert meanwhile and the writer's errors (issue 31 point 2).
+ * Before and after, it times a device's listing (first page of 100, and the page 5,000 snapshots back) and a
+ * device-and-label listing, median of 30 calls each: before, the query `listSnapshots` made until this
+ * migration (read by `snapshots_device_id`); after, `listSnapshots` itself.
  *
  * @module
  */
 import postgres from "postgres";
 import { migrate, migrateUpTo, openDatabase } from "../core/src/db/open.ts";
+import { listSnapshots } from "../core/src/snapshots/store.ts";
+import { encodeCursor } from "../core/src/util/paging.ts";
 
 const URL = Deno.env.get("BENCH_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/test";
 const n = Number(Deno.args[0] ?? 1_000_000);
@@ -42,6 +47,47 @@ try {
   await raw.unsafe(`vacuum analyze snapshots`);
   const [c] = await raw.unsafe<[{ n: string }]>(`select count(*)::text as n from snapshots`);
   console.log(`built ${c.n} snapshots in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  const dev = (i: number) => `00000000-0000-4000-8000-${String(1 + (i % 100)).padStart(12, "0")}`;
+  const [deep] = await raw.unsafe<[{ id: string }]>(`select id::text as id from snapshots
+    where device_id = '${dev(0)}' order by id desc offset 5000 limit 1`);
+  const median = async (f: (i: number) => Promise<unknown>) => {
+    const t: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      const s = performance.now();
+      await f(i);
+      t.push(performance.now() - s);
+    }
+    return Number(t.sort((a, b) => a - b)[15]!.toFixed(2));
+  };
+  // The listing query as it was before migration 0015 (core/src/snapshots/store.ts at 0014).
+  const oldList = (d: string, below: string | null, label: string | null) =>
+    raw.unsafe(
+      `select s.id::text as id, s.device_id, s.endpoint_label, p.payload, s.payload_sha256, s.collected_at,
+        s.test_run_execution_id, s.adapter_module, s.adapter_version
+      from snapshots s join snapshot_payloads p on p.sha256 = s.payload_sha256
+      where s.device_id = $1 ${label ? "and s.endpoint_label = $3" : ""}
+        and ($2::bigint is null or s.id < $2::bigint)
+      order by s.id desc limit 101`,
+      label ? [d, below, label] : [d, below],
+    );
+  const listings = async (current: boolean) => {
+    const k = db.kysely;
+    const cursor = encodeCursor("s", deep!.id);
+    return {
+      deviceFirstPageMs: await median((i) =>
+        current ? listSnapshots(k, { deviceId: dev(i), limit: 100 }) : oldList(dev(i), null, null)
+      ),
+      deviceDeepPageMs: await median(() =>
+        current ? listSnapshots(k, { deviceId: dev(0), limit: 100, cursor }) : oldList(dev(0), deep!.id, null)
+      ),
+      deviceLabelPageMs: await median((i) =>
+        current
+          ? listSnapshots(k, { deviceId: dev(i), endpointLabel: "label_3", limit: 100 })
+          : oldList(dev(i), null, "label_3")
+      ),
+    };
+  };
+  const before = await listings(false);
   // The writer: one snapshot every 5 ms through the production trigger, timed.
   let stop = false, errors = 0, writes = 0, slowest = 0;
   const writer = (async () => {
@@ -73,8 +119,11 @@ try {
   await new Promise((r) => setTimeout(r, 500));
   stop = true;
   await writer;
+  const after = await listings(true);
   console.log(JSON.stringify({
     snapshots: Number(c.n),
+    before,
+    after,
     applied,
     migrationMs: Math.round(ms),
     writesDuring: writes,
