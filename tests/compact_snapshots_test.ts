@@ -202,9 +202,12 @@ dbTest(
       dev(2)
     }::uuid and x.endpoint_label > l.label order by x.endpoint_label limit 1)
         from labels l where l.label is not null)
-    select s.id from labels l cross join lateral (select x.* from snapshots x
-      where x.device_id = ${dev(2)}::uuid and x.endpoint_label = l.label order by x.id desc limit 101) s
-    where l.label is not null order by s.id desc limit 101`.execute(k)).rows.map((r) => r["QUERY PLAN"])
+    select s.id from (select x.id from labels l cross join lateral (select x.id from snapshots x
+      where x.device_id = ${dev(2)}::uuid and x.endpoint_label = l.label order by x.id desc limit 101) x
+      where l.label is not null order by x.id desc limit 101) page
+    join snapshots s on s.id = page.id order by s.id desc limit 101`.execute(k)).rows.map((r) =>
+      r["QUERY PLAN"]
+    )
       .join("\n");
     assert.match(plan, /snapshots_device_label_id/, plan);
     assert.doesNotMatch(plan, /Seq Scan on snapshots|snapshots_device_id\b/, plan);

@@ -86,9 +86,10 @@ function pageOf(rows: SnapshotRow[], limit: number) {
 /**
  * A device's snapshots newest first, below `before`, at most `n`, without an index on (device, id): the
  * device's labels by a skip scan of `snapshots_device_label_id (device_id, endpoint_label, id desc)` (one
- * descent per label), then per label its newest `n` rows from the same index, merged by id. A device has a
- * handful of labels, so this reads at most labels × n index entries (migration 2026_11_25_0015 dropped
- * `snapshots_device_id`, 69 B per snapshot).
+ * descent per label), then per label the ids of its newest `n` rows from the same index (index-only where
+ * the visibility map allows), merged by id; only the page's `n` rows are then read with their payloads. A
+ * device has a handful of labels, so this reads at most labels × n index entries (migration 2026_11_25_0015
+ * dropped `snapshots_device_id`, 69 B per snapshot).
  */
 async function listDeviceSnapshots(
   db: Kysely<Database>,
@@ -109,13 +110,15 @@ async function listDeviceSnapshots(
     select s.id::text as id, s.device_id, s.endpoint_label, p.payload, s.payload_sha256, s.collected_at,
       s.test_run_execution_id, coalesce(s.adapter_module, r.module) as adapter_module,
       coalesce(s.adapter_version, r.version) as adapter_version
-    from labels l
-    cross join lateral (select x.* from snapshots x
-      where x.device_id = ${deviceId} and x.endpoint_label = l.label ${below}
-      order by x.id desc limit ${n}) s
+    from (select x.id from labels l
+      cross join lateral (select x.id from snapshots x
+        where x.device_id = ${deviceId} and x.endpoint_label = l.label ${below}
+        order by x.id desc limit ${n}) x
+      where l.label is not null
+      order by x.id desc limit ${n}) page
+    join snapshots s on s.id = page.id
     join snapshot_payloads p on p.sha256 = s.payload_sha256
     left join adapter_releases r on r.id = s.adapter_release_id
-    where l.label is not null
     order by s.id desc limit ${n}`.execute(db);
   return r.rows;
 }
