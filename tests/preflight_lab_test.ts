@@ -271,8 +271,12 @@ dbTest("an old system_info snapshot fails snapshot-fresh", async (db) => {
   // Snapshots are append-only (UPDATE refused), so the old reading is a row of its own: the device's
   // system_info as collected two hours ago, made the latest of its label the way the poll cycle does.
   const two = new Date(Date.now() - 2 * 3600_000);
-  const [cur] = await db.kysely.selectFrom("snapshots").selectAll()
-    .where("device_id", "=", dev.id).where("endpoint_label", "=", "system_info").execute();
+  const [cur] = await db.kysely.selectFrom("snapshots as s")
+    .leftJoin("adapter_releases as r", "r.id", "s.adapter_release_id")
+    .select(["s.device_id", "s.payload_sha256"])
+    .select(sql<string>`coalesce(s.adapter_module, r.module)`.as("adapter_module"))
+    .select(sql<string>`coalesce(s.adapter_version, r.version)`.as("adapter_version"))
+    .where("s.device_id", "=", dev.id).where("s.endpoint_label", "=", "system_info").execute();
   assert.ok(cur, "the device has a system_info snapshot");
   const { id } = await db.kysely.insertInto("snapshots").values({
     device_id: cur.device_id,

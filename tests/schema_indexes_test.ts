@@ -30,12 +30,11 @@ async function ok(p: Promise<{ error?: unknown }>) {
 }
 
 dbTest(
-  "snapshots carry the indexes of migrations 0003, 0009 and 0011: snapshots_label instead of snapshots_label_id",
+  "snapshots carry the indexes of migrations 0003, 0009, 0011 and 0015: snapshots_label instead of snapshots_label_id, no snapshots_device_id",
   async (db) => {
     const idx = await snapshotIndexes(db.kysely);
     assert.deepEqual(Object.keys(idx), [
       "snapshots_device_changed",
-      "snapshots_device_id",
       "snapshots_device_label_id",
       "snapshots_device_stable_changed",
       "snapshots_label",

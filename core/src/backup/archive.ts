@@ -50,8 +50,6 @@ export interface Manifest {
   tables: ManifestTable[];
 }
 
-/** SHA-256 of no bytes: the manifest entry of an empty table. */
-const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 /** A backup or restore step, for progress lines. */
 export type Progress = (line: string) => void;
 
@@ -95,6 +93,8 @@ async function columnsOf(db: Kysely<Database> | Transaction<Database>, table: st
 }
 
 const PAGE = 5000;
+/** SHA-256 of no bytes: the manifest's hash of an empty table's file. */
+const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 /**
  * Write the archive of everything in `db` (one consistent read). The archive is built in memory (about the
@@ -148,8 +148,9 @@ export async function writeBackup(
         credentialKeys: keys,
         tables,
       };
-      // The manifest goes last: nanotar's reader drops an empty file that ends the archive (an empty last
-      // table, e.g. volatile_path_sets on a fresh database), and the manifest is never empty.
+      // The manifest goes last: npm nanotar pads a tar to 10,240 bytes without always leaving the end-of-archive
+      // blocks, and its reader skips a header in the last 512 bytes, so an empty table's file written last was
+      // lost whenever the size fell on that boundary. The manifest is never empty, so its header never is there.
       files.push({ name: "manifest.json", data: enc.encode(JSON.stringify(manifest, null, 2) + "\n") });
       return { archive: await createTarGzip(files), manifest };
     },
@@ -205,13 +206,12 @@ export async function readBackup(archive: Uint8Array): Promise<OpenedBackup> {
   const dec = new TextDecoder("utf-8", { fatal: true });
   const text = new Map<string, string[]>();
   for (const t of manifest.tables) {
-    const f = byName.get(t.file);
-    // nanotar's reader drops an empty file that ends the archive (archives written before the manifest went
-    // last): an empty table whose manifest entry says so is read as empty.
-    if (!f && !(t.rows === 0 && t.sha256 === EMPTY_SHA256)) {
-      throw new RestoreRefused(`The archive lacks ${t.file}`);
-    }
-    const data = f?.data ?? new Uint8Array(); // an empty table's file has no data
+    // An archive written before the manifest went last may have lost the file of an empty table (see writeBackup):
+    // a table the manifest lists with no rows and the hash of no bytes is read as empty.
+    const f = byName.get(t.file) ??
+      (t.rows === 0 && t.sha256 === EMPTY_SHA256 ? { data: undefined } : undefined);
+    if (!f) throw new RestoreRefused(`The archive lacks ${t.file}`);
+    const data = f.data ?? new Uint8Array(); // an empty table's file has no data
     const sha = await sha256Hex(data);
     if (sha !== t.sha256) {
       throw new RestoreRefused(`${t.file} is damaged: SHA-256 ${sha}, the manifest says ${t.sha256}`);

@@ -42,8 +42,15 @@ export interface SnapshotsTable {
   payload_sha256: string;
   collected_at: Timestamp;
   test_run_execution_id: string | null;
-  adapter_module: string;
-  adapter_version: string;
+  /**
+   * The adapter's module name and version as the writer gave them; null in rows written since migration 0015,
+   * whose insert trigger moves them to `adapter_releases` (`adapter_release_id`). Read
+   * `coalesce(adapter_module, r.module)` (core/src/snapshots/store.ts).
+   */
+  adapter_module: ColumnType<string | null, string, never>;
+  adapter_version: ColumnType<string | null, string, never>;
+  /** The adapter release (migration 0015), set by the insert trigger; null in rows written before. */
+  adapter_release_id: ColumnType<number | null, never, never>;
   /**
    * The payload hash differs from the one of the snapshot just before (same device and label); false for the
    * first. Set by a trigger at insert (migration 0009); the change history reads only these rows.
@@ -51,7 +58,9 @@ export interface SnapshotsTable {
   payload_changed: Generated<boolean>;
   /**
    * SHA-256 of the payload without the adapter's volatile paths, the pattern set included in what is hashed
-   * (`stableSha256`, core/src/snapshots/volatile.ts); null when the writer did not compute it.
+   * (`stableSha256`, core/src/snapshots/volatile.ts); null when the writer did not compute it. Stored as ''
+   * when it equals the payload hash (a label without volatile paths): the insert trigger of migration 0015
+   * writes that marker and reads it as the payload hash; rows written before keep the full hash.
    */
   stable_sha256: string | null;
   /**
@@ -61,6 +70,13 @@ export interface SnapshotsTable {
    * `volatile_path_sets`). The change history reads only rows that are not false.
    */
   stable_changed: Generated<boolean | null>;
+}
+
+/** One adapter module and version that wrote snapshots (migration 0015): what `snapshots` rows reference. */
+export interface AdapterReleasesTable {
+  id: Generated<number>;
+  module: string;
+  version: string;
 }
 
 /** The newest snapshot per device and label, maintained by the poll cycle (pre-flight reads it). */
@@ -254,4 +270,5 @@ export interface Database {
   run_attestations: RunAttestationsTable;
   volatile_path_sets: VolatilePathSetsTable;
   snapshot_prunes: SnapshotPrunesTable;
+  adapter_releases: AdapterReleasesTable;
 }
