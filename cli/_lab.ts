@@ -141,7 +141,8 @@ async function plan(ctx: Ctx, svc: Service, l: Loaded): Promise<LabPlan> {
     .filter((e) => !l.errors.some((c) => c.field === e.field));
   const all = [...server, ...l.errors];
   if (!res.ok && !all.length) throw new CliError(problemLine(res.status, body), exitFor(res.status));
-  fail(l.file, all, res.ok ? EXIT.usage : exitFor(res.status));
+  // The service's own findings decide the code (2 schema, 1 rules); the client's alone are usage errors.
+  fail(l.file, all, server.length ? exitFor(res.status) : EXIT.usage);
 }
 
 const show = (v: unknown) => typeof v === "string" ? v : v === null ? "null" : JSON.stringify(v);
