@@ -999,10 +999,7 @@ export interface components {
         };
         LabPlanRequest: {
             lab: components["schemas"]["LabFile"];
-            /**
-             * @description The password of each credential the file names, by credential name, resolved by the client from the file's references. Write-only: never returned, logged or stored in plaintext.
-             * @default {}
-             */
+            /** @description The password of each credential the file names, by credential name, resolved by the client from the file's references. Write-only: never returned, logged or stored in plaintext. */
             secrets: {
                 [key: string]: string;
             };
@@ -1011,11 +1008,8 @@ export interface components {
              * @enum {string}
              */
             prune?: "disable" | "delete";
-            /**
-             * @description Take over a device of a listed hostname that no lab manages (else a conflict)
-             * @default false
-             */
-            adopt: boolean;
+            /** @description Take over a device of a listed hostname that no lab manages (else a conflict) */
+            adopt?: boolean;
         };
         /** @description A lab file (README "The lab as code"); its JSON Schema is GET /api/lab.schema.json */
         LabFile: {
@@ -1082,10 +1076,7 @@ export interface components {
         };
         LabApplyRequest: {
             lab: components["schemas"]["LabFile"];
-            /**
-             * @description The password of each credential the file names, by credential name, resolved by the client from the file's references. Write-only: never returned, logged or stored in plaintext.
-             * @default {}
-             */
+            /** @description The password of each credential the file names, by credential name, resolved by the client from the file's references. Write-only: never returned, logged or stored in plaintext. */
             secrets: {
                 [key: string]: string;
             };
@@ -1094,20 +1085,14 @@ export interface components {
              * @enum {string}
              */
             prune?: "disable" | "delete";
-            /**
-             * @description Take over a device of a listed hostname that no lab manages (else a conflict)
-             * @default false
-             */
-            adopt: boolean;
+            /** @description Take over a device of a listed hostname that no lab manages (else a conflict) */
+            adopt?: boolean;
             /** @description The lab's generation the client's plan was made on (`generation` of the plan): another one answers 412 */
             expectedGeneration: number;
             /** @description The `planHash` of the client's plan: when the registry changed since, the apply answers 412 */
             planHash?: string;
-            /**
-             * @description Allow an empty `devices` list and a prune of more than half of the lab's devices
-             * @default false
-             */
-            force: boolean;
+            /** @description Allow an empty `devices` list and a prune of more than half of the lab's devices */
+            force?: boolean;
         };
         ApiTokenCreated: components["schemas"]["ApiToken"] & {
             /**
@@ -2353,6 +2338,15 @@ export interface operations {
                     "application/schema+json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Request body over DUT_BODY_LIMIT_BYTES (also on a GET) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };

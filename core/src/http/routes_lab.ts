@@ -18,7 +18,7 @@ import { logger } from "../runtime/log.ts";
 const tags = ["Lab"];
 const log = logger("lab");
 
-const secrets = z.record(z.string(), z.string().min(1, "must not be empty").max(8192)).default({}).openapi({
+const secrets = z.record(z.string(), z.string().min(1, "must not be empty").max(8192)).openapi({
   description: "The password of each credential the file names, by credential name, resolved by the client " +
     "from the file's references. Write-only: never returned, logged or stored in plaintext.",
   writeOnly: true,
@@ -34,7 +34,7 @@ const LabPlanRequest = z.object({
       "snapshots and the reports citing them stay) or delete them (409 for a device in an active run). " +
       "Without it they are only listed in `notInFile`.",
   }),
-  adopt: z.boolean().default(false).openapi({
+  adopt: z.boolean().optional().openapi({
     description: "Take over a device of a listed hostname that no lab manages (else a conflict)",
   }),
 }).strict().openapi("LabPlanRequest");
@@ -49,7 +49,7 @@ const LabApplyRequest = LabPlanRequest.extend({
     description:
       "The `planHash` of the client's plan: when the registry changed since, the apply answers 412",
   }),
-  force: z.boolean().default(false).openapi({
+  force: z.boolean().optional().openapi({
     description: "Allow an empty `devices` list and a prune of more than half of the lab's devices",
   }),
 }).strict().openapi("LabApplyRequest");
@@ -132,6 +132,7 @@ export function labRoutes(app: OpenAPIHono, svc: Services) {
           description: "The JSON Schema",
           content: { "application/schema+json": { schema: z.object({}).passthrough() } },
         },
+        413: problemResponse("Request body over DUT_BODY_LIMIT_BYTES (also on a GET)"),
       },
     }),
     (c) => c.body(schemaText, 200, { "content-type": "application/schema+json" }) as never,
