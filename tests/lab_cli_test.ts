@@ -246,3 +246,84 @@ dbTest(
     }
   },
 );
+
+/** `deno task lab … args` in the lab's data directory; its stdout. */
+async function labTool(env: Record<string, string>, ...args: string[]): Promise<string> {
+  const o = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "tools/lab.ts", ...args],
+    cwd: ROOT,
+    clearEnv: true,
+    env: childEnv(env),
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(o.code, 0, dec.decode(o.stderr));
+  return dec.decode(o.stdout);
+}
+
+dbTest(
+  "the simulated lab as a lab file: applied, every simulator polls ok, then diff is clean",
+  async (_db, t) => {
+    const work = await Deno.makeTempDir({ prefix: "dutlab-simlab-" });
+    const labEnv = { DUT_DATA_DIR: `${work}/lab-data` };
+    const lab = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "tools/lab.ts"],
+      cwd: ROOT,
+      clearEnv: true,
+      env: childEnv(labEnv),
+      stdin: "null",
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const svc = new ServeProcess(null, { DUT_DATA_DIR: `${work}/serve-data`, DUT_API_POLLER_DISABLE: "1" });
+    try {
+      const reader = lab.stdout.pipeThrough(new TextDecoderStream()).getReader();
+      let text = "";
+      while (!text.includes("simulator(s) running")) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`lab exited: ${text}`);
+        text += value;
+      }
+      reader.releaseLock();
+      lab.stdout.cancel().catch(() => {});
+      await ready(svc.base, svc);
+      const file = await labTool(labEnv, "file");
+      await Deno.writeTextFile(`${work}/sim.yaml`, file);
+      const shown = JSON.parse(await labTool(labEnv, "show")) as Array<{ password: string }>;
+      for (const d of shown) assert.ok(!file.includes(d.password), "the lab file holds no password");
+      const env: Record<string, string> = { DUT_URL: svc.base, DUT_TOKEN: TEST_ADMIN_TOKEN };
+      for (const line of (await labTool(labEnv, "file", "--env")).trim().split("\n")) {
+        const m = line.match(/^export ([A-Z0-9_]+)='(.*)'$/);
+        assert.ok(m, line);
+        env[m[1]!] = m[2]!.replaceAll("'\\''", "'");
+      }
+      const run = async (...args: string[]) => {
+        const o = await new Deno.Command(Deno.execPath(), {
+          args: ["run", "-A", "--config", `${ROOT}deno.json`, `${ROOT}cli/main.ts`, ...args],
+          cwd: work,
+          clearEnv: true,
+          env: childEnv(env, { remove: ["DUT_URL", "DUT_TOKEN"] }),
+          stdin: "null",
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        return { code: o.code, stdout: dec.decode(o.stdout), stderr: dec.decode(o.stderr) };
+      };
+      await t.step("apply, poll, diff", async () => {
+        const a = await run("lab", "apply", "-f", "sim.yaml", "--yes");
+        assert.equal(a.code, 0, a.stderr);
+        const snap = await run("snapshot", "--all");
+        assert.equal(snap.code, 0, snap.stdout + snap.stderr);
+        const d = await run("lab", "diff", "-f", "sim.yaml", "--exit-code");
+        assert.equal(d.code, 0, d.stdout);
+        assert.match(d.stdout, /^Plan: 0 to create, 0 to update, 0 to remove$/m);
+      });
+    } finally {
+      lab.kill("SIGTERM");
+      await lab.status;
+      await svc.stop();
+      await Deno.remove(work, { recursive: true });
+    }
+  },
+  { only: ["pglite"] },
+);
