@@ -40,6 +40,8 @@ export interface Command {
   flags?: Record<string, Flag>;
   /** More help text (exit codes, examples). */
   more?: string;
+  /** Rewrites the arguments before parsing (e.g. a bare `--prune` to `--prune=disable`). */
+  preparse?: (argv: string[]) => string[];
   run(ctx: Ctx): Promise<number>;
 }
 
@@ -93,7 +95,7 @@ export async function runCommand(cmd: Command, argv: string[]): Promise<number> 
   let parsed;
   try {
     parsed = parseArgs({
-      args: argv,
+      args: cmd.preparse ? cmd.preparse(argv) : argv,
       options: Object.fromEntries(
         Object.entries(all).map(([n, f]) => [n, {
           type: f.type,

@@ -210,6 +210,34 @@ dbTest("a generated client calls every operation of the document", async (db) =>
     assert.deepEqual(prunes.data?.prunes, [], "a dry run is not recorded");
     const backup = await client.GET("/api/admin/backup", { parseAs: "arrayBuffer" });
     assert.ok((backup.data as ArrayBuffer).byteLength > 0);
+    const schema = await client.GET("/api/lab.schema.json", { parseAs: "json" });
+    assert.equal(
+      (schema.data as { $schema?: string }).$schema,
+      "https://json-schema.org/draft/2020-12/schema",
+    );
+    const lab = {
+      apiVersion: "dutlab/v1" as const,
+      kind: "Lab" as const,
+      metadata: { name: "client-lab" },
+      credentials: { admin: { username: "admin", password: "env:CLIENT_LAB_PASSWORD" } },
+      devices: [{
+        hostname: "client-lab-fw",
+        vendor: "fixture-fw",
+        baseUrl: "https://127.0.0.1:9",
+        credential: "admin",
+      }],
+    };
+    const plan = await client.POST("/api/admin/dut/lab/plan", { body: { lab, secrets: { admin: "pw" } } });
+    assert.equal(plan.data?.summary.create, 1);
+    const applied = await client.POST("/api/admin/dut/lab/apply", {
+      body: {
+        lab,
+        secrets: { admin: "pw" },
+        expectedGeneration: plan.data!.generation,
+        planHash: plan.data!.planHash,
+      },
+    });
+    assert.equal(applied.data?.generation, 1);
   } finally {
     await sim.sim.close();
   }

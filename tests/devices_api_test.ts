@@ -56,12 +56,14 @@ dbTest("the device list reads every column of the API view and never the credent
     .executeTakeFirstOrThrow();
   assert.ok(stored.password_enc.length > 0);
   // Exactly the stored columns but the credential, with the stored values.
-  const { password_enc: _, ...expected } = stored;
+  const { password_enc: _, password_fp: _fp, ...expected } = stored;
   assert.deepEqual(rows[0], expected);
   assert.ok(!("password_enc" in rows[0]));
+  assert.ok(!("password_fp" in rows[0]));
   const list = await (await app.request("/api/admin/dut/devices", { headers: auth })).json();
   assert.deepEqual(list.devices.map((d: { hostname: string }) => d.hostname), ["fw-a", "fw-b"]);
   assert.ok(!JSON.stringify(list).includes(stored.password_enc));
+  assert.ok(!JSON.stringify(list).includes(stored.password_fp!.split(".")[1]!));
 });
 
 dbTest(

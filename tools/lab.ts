@@ -16,6 +16,10 @@
  *   `deploy=ok|pending|failed`, `ha=active|standby|failed`, `ntp=on|off`). The lab names no vendor.
  * - `deno task lab show`: the running lab's devices, the settings applied (`settings`) and the settings
  *   each accepts with their values (`controls`).
+ * - `deno task lab file [--env]`: the running lab as a lab file (README "The lab as code"; YAML, metadata.name
+ *   `sim`), each simulator's password by reference (`env:LAB_PASSWORD_<VENDOR>`); `--env` prints instead the
+ *   `export LAB_PASSWORD_…=…` lines that set them (the simulators' own, made-up passwords), for
+ *   `eval "$(npx -y deno@2.9.6 task -q lab file --env)"`.
  *
  * Runs until Ctrl-C.
  * @module
@@ -101,6 +105,48 @@ async function apply(
 }
 
 // ---------------------------------------------------------------- client commands
+
+/** The environment variable a lab file names for a simulator's password. */
+const passwordVar = (vendor: string) => `LAB_PASSWORD_${vendor.toUpperCase().replace(/[^A-Z0-9]+/g, "_")}`;
+
+if (Deno.args[0] === "file") {
+  const st = await readState();
+  const devices = st.controlPort
+    ? await fetch(`http://127.0.0.1:${st.controlPort}/devices`).then((r) => r.json()).catch(() => null)
+    : null;
+  if (!Array.isArray(devices)) {
+    console.error("The lab is not running: start it with `deno task lab`");
+    Deno.exit(2);
+  }
+  const sims = devices as Array<
+    { vendor: string; hostname: string; url: string; username: string; password: string }
+  >;
+  if (Deno.args.includes("--env")) {
+    for (const d of sims) {
+      console.log(`export ${passwordVar(d.vendor)}='${d.password.replaceAll("'", "'\\''")}'`);
+    }
+    Deno.exit(0);
+  }
+  const { stringify } = await import("yaml");
+  console.log(
+    stringify({
+      apiVersion: "dutlab/v1",
+      kind: "Lab",
+      metadata: { name: "sim" },
+      defaults: { tlsVerifyMode: "self-signed", pollIntervalSeconds: 30, tags: ["lab:sim"] },
+      credentials: Object.fromEntries(
+        sims.map((d) => [d.vendor, { username: d.username, password: `env:${passwordVar(d.vendor)}` }]),
+      ),
+      devices: sims.map((d) => ({
+        hostname: d.hostname,
+        vendor: d.vendor,
+        baseUrl: d.url,
+        credential: d.vendor,
+      })),
+    }, { lineWidth: 0 }).trimEnd(),
+  );
+  Deno.exit(0);
+}
 
 if (Deno.args[0] === "set" || Deno.args[0] === "show") {
   const st = await readState();

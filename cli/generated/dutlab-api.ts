@@ -90,6 +90,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/lab.schema.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The JSON Schema of a lab file
+         * @description JSON Schema draft 2020-12, generated from the same zod schemas as the device API (committed as schemas/lab.schema.json). Public: it holds no data.
+         */
+        get: operations["getLabSchema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/dut/lab/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Plan a lab file (dry run)
+         * @description What applying the lab file would change, one entry per device: create, update (field, old, new), remove (with `prune`), unchanged, conflict (a listed hostname registered outside any lab, without `adopt`, or managed by another lab). Changes nothing. A credential shows only `changed` or `unchanged`. Errors name JSON paths into the file: 400 for the schema, then 422 for the service's rules (vendor available, role valid, required fields, credentials named and resolved). Admin only: the credential comparison would otherwise let a reader test passwords.
+         */
+        post: operations["planLab"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/dut/lab/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply a lab file in one transaction
+         * @description Recomputes the plan under a lock of the lab's row and writes all of it in one database transaction: all of it or nothing (the generation included). 412 when the lab is not at `expectedGeneration` or the plan's hash is not `planHash` (a concurrent apply, or a stale plan); 409 for conflicts and for `prune: delete` of a device in an active run; 422 for an empty `devices` list or a prune of more than half of the lab without `force`. Devices it writes carry `managedBy` = the lab's name. Each apply is one audit entry with its plan hash and counts. Admin only.
+         */
+        post: operations["applyLab"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/tokens": {
         parameters: {
             query?: never;
@@ -821,6 +881,8 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            /** @description The lab file (its `metadata.name`) that manages the device; null when no lab does (README "The lab as code") */
+            managedBy: string | null;
         };
         VendorEntry: {
             key: string;
@@ -899,6 +961,138 @@ export interface components {
             lastPollError: string;
             /** Format: date-time */
             lastPollAt: string;
+        };
+        LabPlan: {
+            lab: string;
+            generation: number;
+            planHash: string;
+            /** @enum {string|null} */
+            prune: "disable" | "delete" | null;
+            adopt: boolean;
+            summary: {
+                create: number;
+                update: number;
+                remove: number;
+                unchanged: number;
+                conflict: number;
+            };
+            devices: {
+                hostname: string;
+                /** @enum {string} */
+                action: "create" | "update" | "remove" | "unchanged" | "conflict";
+                /** Format: uuid */
+                deviceId: string | null;
+                movedFrom: string | null;
+                changes: {
+                    field: string;
+                    old?: unknown;
+                    new?: unknown;
+                }[];
+                /**
+                 * @description Whether the password differs from the stored one (compared by keyed fingerprint, never in plaintext); never the password
+                 * @enum {string|null}
+                 */
+                credential: "set" | "changed" | "unchanged" | null;
+                reason: string | null;
+            }[];
+            notInFile: string[];
+        };
+        LabPlanRequest: {
+            lab: components["schemas"]["LabFile"];
+            /** @description The password of each credential the file names, by credential name, resolved by the client from the file's references. Write-only: never returned, logged or stored in plaintext. */
+            secrets: {
+                [key: string]: string;
+            };
+            /**
+             * @description Remove the devices this lab manages that the file no longer lists: disable them (their snapshots and the reports citing them stay) or delete them (409 for a device in an active run). Without it they are only listed in `notInFile`.
+             * @enum {string}
+             */
+            prune?: "disable" | "delete";
+            /** @description Take over a device of a listed hostname that no lab manages (else a conflict) */
+            adopt?: boolean;
+        };
+        /** @description A lab file (README "The lab as code"); its JSON Schema is GET /api/lab.schema.json */
+        LabFile: {
+            /** @enum {string} */
+            apiVersion: "dutlab/v1";
+            /** @enum {string} */
+            kind: "Lab";
+            metadata: {
+                /** @description The lab's name: the scope of what it owns (a device's managedBy) */
+                name: string;
+            };
+            /** @description Values every device takes unless it sets its own (nothing else inherits) */
+            defaults?: {
+                /** @description A vendor key whose adapter is available (GET /api/admin/dut/devices lists them) */
+                vendor?: string;
+                /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
+                deviceRole?: string;
+                /** @description The management URL, https:// only */
+                baseUrl?: string;
+                /** @enum {string} */
+                tlsVerifyMode?: "strict" | "self-signed" | "insecure";
+                pollIntervalSeconds?: number;
+                notes?: string | null;
+                /** @description Tags (each 1-64 characters of [A-Za-z0-9._:-], case-sensitive; at most 32 distinct). Duplicates are folded and the set is stored sorted. On PATCH the list replaces the device's tags (`[]` clears them). */
+                tags?: string[];
+                enabled?: boolean;
+                /** @description The name of an entry of `credentials` */
+                credential?: string;
+            };
+            credentials?: {
+                [key: string]: {
+                    username: string;
+                    /** @description A reference to the password: env:NAME (an environment variable of the client) or file:relative/path (relative to the lab file; refused when group- or world-readable) */
+                    password: string;
+                };
+            };
+            devices: {
+                hostname: string;
+                /** @description A vendor key whose adapter is available (GET /api/admin/dut/devices lists them) */
+                vendor?: string;
+                /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
+                deviceRole?: string;
+                /** @description The management URL, https:// only */
+                baseUrl?: string;
+                /** @enum {string} */
+                tlsVerifyMode?: "strict" | "self-signed" | "insecure";
+                pollIntervalSeconds?: number;
+                notes?: string | null;
+                /** @description Tags (each 1-64 characters of [A-Za-z0-9._:-], case-sensitive; at most 32 distinct). Duplicates are folded and the set is stored sorted. On PATCH the list replaces the device's tags (`[]` clears them). */
+                tags?: string[];
+                enabled?: boolean;
+                /** @description The name of an entry of `credentials` */
+                credential?: string;
+                /** @description Hostnames this device had before: a rename that keeps the device's id and history */
+                movedFrom?: string[];
+            }[];
+        };
+        LabApplied: {
+            ok: boolean;
+            changed: boolean;
+            /** @description The lab's generation after the apply */
+            generation: number;
+            plan: components["schemas"]["LabPlan"];
+        };
+        LabApplyRequest: {
+            lab: components["schemas"]["LabFile"];
+            /** @description The password of each credential the file names, by credential name, resolved by the client from the file's references. Write-only: never returned, logged or stored in plaintext. */
+            secrets: {
+                [key: string]: string;
+            };
+            /**
+             * @description Remove the devices this lab manages that the file no longer lists: disable them (their snapshots and the reports citing them stay) or delete them (409 for a device in an active run). Without it they are only listed in `notInFile`.
+             * @enum {string}
+             */
+            prune?: "disable" | "delete";
+            /** @description Take over a device of a listed hostname that no lab manages (else a conflict) */
+            adopt?: boolean;
+            /** @description The lab's generation the client's plan was made on (`generation` of the plan): another one answers 412 */
+            expectedGeneration: number;
+            /** @description The `planHash` of the client's plan: when the registry changed since, the apply answers 412 */
+            planHash?: string;
+            /** @description Allow an empty `devices` list and a prune of more than half of the lab's devices */
+            force?: boolean;
         };
         ApiTokenCreated: components["schemas"]["ApiToken"] & {
             /**
@@ -2108,6 +2302,211 @@ export interface operations {
             };
             /** @description Request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getLabSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The JSON Schema */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/schema+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Request body over DUT_BODY_LIMIT_BYTES (also on a GET) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    planLab: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LabPlanRequest"];
+            };
+        };
+        responses: {
+            /** @description The plan */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LabPlan"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Well-formed but not acceptable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    applyLab: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LabApplyRequest"];
+            };
+        };
+        responses: {
+            /** @description Applied (or nothing to change) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LabApplied"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The lab changed since the plan (its generation or the registry): plan again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Well-formed but not acceptable */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -87,6 +87,14 @@ export class ConflictError extends DomainError {
 }
 
 /**
+ * A precondition of the request does not hold any more (a lab apply made from another generation of the lab,
+ * or from a plan the registry has moved away from). HTTP: 412.
+ */
+export class PreconditionFailedError extends DomainError {
+  override name = "PreconditionFailedError";
+}
+
+/**
  * The input names something the domain does not accept. HTTP: 400 validation problem; 422 when
  * `unprocessable` (well-formed and known, but not actionable, e.g. a vendor without an adapter).
  *

@@ -48,6 +48,12 @@ const tlsVerifyMode = z.enum(["strict", "self-signed", "insecure"]);
 const pollInterval = z.number({ message: "must be a whole number of seconds" }).int("must be a whole number")
   .min(30, "must be at least 30").max(86_400, "must be at most 86400");
 
+/**
+ * The field schemas of a device as the API takes them, reused by the lab file (core/src/lab/file.ts) so a
+ * lab file and a request to the device API accept exactly the same values.
+ */
+export const DEVICE_FIELDS = { hostname, deviceRole, baseUrl, tags, tlsVerifyMode, pollInterval } as const;
+
 /** Vendor conventions of the device user name (README "Devices"). */
 const USERNAME_DESCRIPTION =
   'The device user name. Two vendors read a reserved name as "the password field ' +
@@ -109,6 +115,10 @@ export const Device = z.object({
   tags: z.array(z.string()).openapi({ description: 'The device\'s tags, sorted (README "Devices")' }),
   createdAt: z.string().openapi({ format: "date-time" }),
   updatedAt: z.string().openapi({ format: "date-time" }),
+  managedBy: z.string().nullable().openapi({
+    description:
+      'The lab file (its `metadata.name`) that manages the device; null when no lab does (README "The lab as code")',
+  }),
 }).openapi("Device");
 
 export const VendorEntry = z.object({

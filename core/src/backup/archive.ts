@@ -22,7 +22,8 @@
  * @module
  */
 import { type Kysely, sql, type Transaction } from "kysely";
-import { createTarGzip, parseTarGzip } from "nanotar";
+import { createTar, type ParsedTarFileItem, parseTar } from "nanotar";
+import { gunzipSync, gzipSync } from "node:zlib";
 import type { Database } from "../db/schema.ts";
 import { migrationProvider } from "../db/migrations/mod.ts";
 import { sha256Hex } from "../util/hash.ts";
@@ -152,9 +153,25 @@ export async function writeBackup(
       // blocks, and its reader skips a header in the last 512 bytes, so an empty table's file written last was
       // lost whenever the size fell on that boundary. The manifest is never empty, so its header never is there.
       files.push({ name: "manifest.json", data: enc.encode(JSON.stringify(manifest, null, 2) + "\n") });
-      return { archive: await createTarGzip(files), manifest };
+      return { archive: tarGzip(files), manifest };
     },
   );
+}
+
+/**
+ * One tar record (10,240 bytes) of zeros: the end-of-archive marker (at least two zero blocks). npm nanotar
+ * 0.3.0's `createTar` leaves it out when the entries fill the last record exactly, and its `parseTar` then
+ * skips an empty last file (its loop stops 512 bytes before the end): an archive with one more table (the
+ * labs of migration 0016) hit it. Written after the entries, and added on reading for archives made before.
+ */
+const END_OF_ARCHIVE = new Uint8Array(10_240);
+
+function tarGzip(files: Array<{ name: string; data: Uint8Array }>): Uint8Array {
+  return new Uint8Array(gzipSync(concat([createTar(files), END_OF_ARCHIVE])));
+}
+
+function untarGzip(archive: Uint8Array): ParsedTarFileItem[] {
+  return parseTar(concat([new Uint8Array(gunzipSync(archive)), END_OF_ARCHIVE]));
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {
@@ -178,7 +195,7 @@ export interface OpenedBackup {
 export async function readBackup(archive: Uint8Array): Promise<OpenedBackup> {
   let files;
   try {
-    files = await parseTarGzip(archive);
+    files = untarGzip(archive);
   } catch (e) {
     throw new RestoreRefused(`Not a dutlab backup (not a tar.gz archive: ${(e as Error).message})`);
   }

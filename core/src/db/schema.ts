@@ -23,6 +23,17 @@ export interface DevicesTable {
   tags: ColumnType<string[], string[] | undefined, string[]>;
   created_at: Generated<Timestamp>;
   updated_at: Generated<Timestamp>;
+  /** The lab (its `metadata.name`) that manages the device; null when no lab does (migration 0015). */
+  managed_by: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Keyed fingerprint of the password, `<key id>.<HMAC-SHA256 b64url>` (migration 0015); never shown. */
+  password_fp: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** A lab kept as code (migration 0015): its name and the generation every changing apply raises. */
+export interface LabsTable {
+  name: string;
+  generation: ColumnType<string | number, number | undefined, number | string>;
+  updated_at: Generated<Timestamp>;
 }
 
 /** Content-addressed payloads: one row per distinct canonical payload. */
@@ -271,4 +282,5 @@ export interface Database {
   volatile_path_sets: VolatilePathSetsTable;
   snapshot_prunes: SnapshotPrunesTable;
   adapter_releases: AdapterReleasesTable;
+  labs: LabsTable;
 }

@@ -7,14 +7,61 @@ const fromHex = (h: string) => Uint8Array.from(h.match(/../g)!, (x) => parseInt(
 export interface CredentialKey {
   id: string;
   key: CryptoKey;
+  /** HMAC-SHA256 key of the password fingerprints, derived from the same key with HKDF. */
+  fingerprintKey: CryptoKey;
 }
 
-/** Import a 64-hex-character AES-256 key. */
+/** HKDF `info` of the fingerprint key: a key derived for one purpose only. */
+const FINGERPRINT_INFO = new TextEncoder().encode("dutlab password fingerprint v1");
+
+/** Import a 64-hex-character AES-256 key (and derive its fingerprint key). */
 export async function importCredentialKey(hex: string): Promise<CredentialKey> {
   const raw = fromHex(hex);
   const id = (await sha256Hex(raw)).slice(0, 8);
   const key = await crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]);
-  return { id, key };
+  const ikm = await crypto.subtle.importKey("raw", raw, "HKDF", false, ["deriveKey"]);
+  const fingerprintKey = await crypto.subtle.deriveKey(
+    { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(32), info: FINGERPRINT_INFO },
+    ikm,
+    { name: "HMAC", hash: "SHA-256", length: 256 },
+    false,
+    ["sign"],
+  );
+  return { id, key, fingerprintKey };
+}
+
+/**
+ * The keyed fingerprint of a device's password, `<key id>.<HMAC-SHA256 b64url>` over the device id and the
+ * password: equal passwords of two devices have different fingerprints, and without the credential key a
+ * fingerprint tells nothing about the password (README "The lab as code").
+ */
+export async function passwordFingerprint(
+  k: CredentialKey,
+  deviceId: string,
+  password: string,
+): Promise<string> {
+  const mac = await crypto.subtle.sign(
+    "HMAC",
+    k.fingerprintKey,
+    new TextEncoder().encode(`${deviceId}\0${password}`),
+  );
+  return `${k.id}.${base64url(new Uint8Array(mac))}`;
+}
+
+/**
+ * Whether `password` is the one `stored` fingerprints, with whichever of `keys` made it (constant time).
+ * False when there is no fingerprint or its key is not configured: the credential then shows as changed.
+ */
+export async function fingerprintMatches(
+  keys: CredentialKey[],
+  deviceId: string,
+  password: string,
+  stored: string | null,
+): Promise<boolean> {
+  if (!stored) return false;
+  const k = keys.find((x) => x.id === stored.split(".")[0]);
+  if (!k) return false;
+  return timingSafeEqual(await passwordFingerprint(k, deviceId, password), stored);
 }
 
 /**

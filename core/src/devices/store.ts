@@ -1,7 +1,13 @@
 import { type Kysely, type Selectable, sql } from "kysely";
 import type { Database, DevicesTable } from "../db/schema.ts";
 import type { AdapterDefinition, TlsVerifyMode } from "../adapter.ts";
-import { CredentialError, type CredentialKey, decryptSecret, encryptSecret } from "./credentials.ts";
+import {
+  CredentialError,
+  type CredentialKey,
+  decryptSecret,
+  encryptSecret,
+  passwordFingerprint,
+} from "./credentials.ts";
 import { type ConnectedDevice, openDeviceSession, releaseDeviceSession } from "./connect.ts";
 import { DEFAULT_LIMITS, type TransportLimits } from "../transport/transport.ts";
 import type { RegisteredAdapter, Registry } from "../registry.ts";
@@ -29,7 +35,7 @@ export interface DeviceFilter {
 
 export type DeviceRow = Selectable<DevicesTable>;
 /** A device row without its credential: what the API view is made from. */
-export type DeviceListRow = Omit<DeviceRow, "password_enc">;
+export type DeviceListRow = Omit<DeviceRow, "password_enc" | "password_fp">;
 
 /** The columns of `DeviceListRow`: every column the API view shows, never `password_enc`. */
 const VIEW_COLUMNS = [
@@ -50,6 +56,7 @@ const VIEW_COLUMNS = [
   "tags",
   "created_at",
   "updated_at",
+  "managed_by",
 ] as const satisfies ReadonlyArray<keyof DeviceListRow>;
 
 /** The API form of a device (spec 2.2): every field but the password. */
@@ -73,6 +80,8 @@ export interface DeviceView {
   tags: string[];
   createdAt: string;
   updatedAt: string;
+  /** The lab that manages the device (README "The lab as code"); null when none does. */
+  managedBy: string | null;
 }
 
 const iso = (d: Date | string | null | unknown) => (d === null ? null : new Date(d as string).toISOString());
@@ -99,6 +108,7 @@ export function toView(r: DeviceListRow): DeviceView {
     tags: r.tags ?? [],
     createdAt: iso(r.created_at)!,
     updatedAt: iso(r.updated_at)!,
+    managedBy: r.managed_by ?? null,
   };
 }
 
@@ -241,6 +251,7 @@ export class DeviceStore {
     const id = crypto.randomUUID();
     const role = input.deviceRole ?? this.registry.adapters.get(input.vendor)?.adapter.deviceRoles[0] ?? null;
     const password_enc = await encryptSecret(this.keys.current, id, input.password);
+    const password_fp = await passwordFingerprint(this.keys.current, id, input.password);
     try {
       await this.db.insertInto("devices").values({
         id,
@@ -250,6 +261,7 @@ export class DeviceStore {
         base_url: input.baseUrl,
         username: input.username,
         password_enc,
+        password_fp,
         tls_verify_mode: input.tlsVerifyMode,
         poll_interval_seconds: input.pollIntervalSeconds,
         notes: input.notes ?? null,
@@ -288,6 +300,7 @@ export class DeviceStore {
     if (patch.username !== undefined) set.username = patch.username;
     if (patch.password !== undefined) {
       set.password_enc = await encryptSecret(this.keys.current, id, patch.password);
+      set.password_fp = await passwordFingerprint(this.keys.current, id, patch.password);
     }
     if (patch.tlsVerifyMode !== undefined) set.tls_verify_mode = patch.tlsVerifyMode;
     if (patch.pollIntervalSeconds !== undefined) set.poll_interval_seconds = patch.pollIntervalSeconds;

@@ -20,6 +20,7 @@ import {
   zodFieldErrors,
 } from "./problem.ts";
 import { deviceRoutes } from "./routes_devices.ts";
+import { labRoutes } from "./routes_lab.ts";
 import { snapshotRoutes } from "./routes_snapshots.ts";
 import { diffRoutes } from "./routes_diffs.ts";
 import { testRunRoutes } from "./routes_runs.ts";
@@ -172,6 +173,7 @@ export function createApp(svc: Services): OpenAPIHono {
   app.use("/api/events", auth);
 
   deviceRoutes(app, svc);
+  labRoutes(app, svc);
   accessRoutes(app, svc);
   eventRoutes(app, svc);
   snapshotRoutes(app, svc);

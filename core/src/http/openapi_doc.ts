@@ -17,6 +17,12 @@ const TAGS = [
     name: "Devices",
     description: "Devices under test: registration, credentials, connection tests, manual polls",
   },
+  {
+    name: "Lab",
+    description:
+      "The lab as code: a lab file's JSON Schema, its plan (dry run) and its apply in one transaction " +
+      '(README "The lab as code")',
+  },
   { name: "Snapshots", description: "Append-only, hashed snapshots the poller collects" },
   { name: "Test runs", description: "Test-plan catalog, pre-flight, runs and their frozen reports" },
   { name: "Reports", description: "Human-readable report pages" },

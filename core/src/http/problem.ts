@@ -1,7 +1,14 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ZodError } from "zod";
-import { ConflictError, type DomainError, HttpProblem, InvalidInputError, NotFoundError } from "../errors.ts";
+import {
+  ConflictError,
+  type DomainError,
+  HttpProblem,
+  InvalidInputError,
+  NotFoundError,
+  PreconditionFailedError,
+} from "../errors.ts";
 import { logger } from "../runtime/log.ts";
 import { isDatabaseUnavailable } from "../db/open.ts";
 
@@ -60,6 +67,9 @@ export function domainProblem(err: unknown): HttpProblem | undefined {
   }
   if (err instanceof ConflictError) {
     return new HttpProblem(409, "conflict", "Conflict", err.message, members(err));
+  }
+  if (err instanceof PreconditionFailedError) {
+    return new HttpProblem(412, "precondition-failed", "Precondition failed", err.message, members(err));
   }
   if (err instanceof InvalidInputError) {
     return err.unprocessable

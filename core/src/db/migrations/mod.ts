@@ -13,6 +13,7 @@ import * as m0012 from "./2026_11_25_0012_pdf_certificates_attestations.ts";
 import * as m0013 from "./2026_11_25_0013_device_tags_start_gate.ts";
 import * as m0014 from "./2026_11_25_0014_snapshot_prunes.ts";
 import * as m0015 from "./2026_11_25_0015_compact_snapshots.ts";
+import * as m0016 from "./2026_11_25_0016_labs.ts";
 
 /** Static migration provider: every migration, by its date-prefixed name. */
 export const migrationProvider: MigrationProvider = {
@@ -32,6 +33,7 @@ export const migrationProvider: MigrationProvider = {
       "2026_11_25_0013_device_tags_start_gate": m0013,
       "2026_11_25_0014_snapshot_prunes": m0014,
       "2026_11_25_0015_compact_snapshots": m0015,
+      "2026_11_25_0016_labs": m0016,
     });
   },
 };
