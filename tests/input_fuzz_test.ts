@@ -320,7 +320,11 @@ function fromSchema(
       else if (s.format === "date-time") {
         alts.push(fc.date({ noInvalidDate: true }).map((d) => d.toISOString()));
       } else if (typeof s.pattern === "string") {
-        alts.push(fc.stringMatching(new RegExp(s.pattern)).filter((x) => x.length >= min && x.length <= max));
+        // The schema's own length bounds, not the 40-character cap: a pattern of 64 hex digits (a plan hash)
+        // never yields a string of at most 40, and a filter that never passes never returns.
+        const lo = Number(s.minLength ?? 0);
+        const hi = Number(s.maxLength ?? Infinity);
+        alts.push(fc.stringMatching(new RegExp(s.pattern)).filter((x) => x.length >= lo && x.length <= hi));
       } else if (/url/i.test(name)) {
         alts.push(fc.constantFrom("https://127.0.0.1:1", "https://127.0.0.1:1/x?y=z"));
       } else alts.push(fc.string({ minLength: min, maxLength: max }));
