@@ -1,4 +1,5 @@
 /** Small helpers shared by the benchmark scenarios: statistics, /proc readings, child processes. */
+import { TEST_PDF_CERT, TEST_PDF_KEY } from "../core/testing/app.ts";
 
 /** One measured figure, with the command that produced it. */
 export interface Figure {
@@ -231,6 +232,9 @@ export function serverEnv(port: number, extra: Record<string, string> = {}): Rec
     ADMIN_TOKEN: TOKEN,
     DUT_CRED_ENC_KEY: CRED_KEY,
     DUT_REPORT_SIGNING_KEY: SIGNING_KEY,
+    // serve signs report.pdf with an X.509 certificate, configuration with DATABASE_URL (README "PDF").
+    DUT_PDF_SIGNING_CERT: TEST_PDF_CERT,
+    DUT_PDF_SIGNING_KEY: TEST_PDF_KEY,
     HOST: "127.0.0.1",
     PORT: String(port),
     ...extra,
