@@ -173,13 +173,6 @@ async function until(
   }
 }
 
-/** The lab printed "N simulator(s) running" and one `<how> lab-…: HTTP` line per simulator (any vendor count). */
-function labRegistered(out: string, how: RegExp): boolean {
-  const n = /(\d+) simulator\(s\) running/.exec(out);
-  const lines = out.split("\n").filter((l) => new RegExp(`^${how.source} lab-\\S+: HTTP`).test(l));
-  return n !== null && lines.length === Number(n[1]);
-}
-
 /** The script of every runnable block, the background lines, and what was left out (with reasons). */
 function plan(readme: string, kind: "pglite" | "postgres") {
   const blocks = shellBlocks(readme);
@@ -249,8 +242,8 @@ async function runReadme(kind: "pglite" | "postgres") {
   const readme = await Deno.readTextFile(`${ROOT}/README.md`);
   const { script, background } = plan(readme, kind);
   const serveLine = background.find((l) => / task serve$/.test(l));
-  const labLine = background.find((l) => / task lab --register$/.test(l));
-  assert.ok(serveLine && labLine, `the README starts serve and lab --register: ${background.join(" | ")}`);
+  const labLine = background.find((l) => / task lab$/.test(l));
+  assert.ok(serveLine && labLine, `the README starts serve and lab: ${background.join(" | ")}`);
 
   const scratch = await Deno.makeTempDir({ prefix: "dutlab-readme-" });
   const work = `${scratch}/clone`;
@@ -316,9 +309,10 @@ async function runReadme(kind: "pglite" | "postgres") {
     const devices = async () =>
       (await (await fetch(`${url}/api/admin/dut/devices`, { headers: auth })).json()).devices;
     lab = new Background(labLine!, work, env);
-    await until("lab --register", () => labRegistered(lab!.out, /registered/), 120_000, () => lab!.out);
-    const simulators = Number(/(\d+) simulator\(s\) running/.exec(lab.out)![1]);
-    assert.equal((await devices()).length, simulators, lab.out);
+    const running = () => /(\d+) simulator\(s\) running/.exec(lab!.out);
+    await until("lab", () => running() !== null, 120_000, () => lab!.out);
+    const simulators = Number(running()![1]);
+    assert.equal((await devices()).length, 0, "the tour registers the lab itself (lab apply)");
 
     const run = await new Deno.Command("bash", {
       args: ["-c", ["set -euo pipefail", ...script].join("\n")],
@@ -332,6 +326,16 @@ async function runReadme(kind: "pglite" | "postgres") {
     const err = new TextDecoder().decode(run.stderr);
     const context = `\n${out}\n${err}\n--- serve:\n${serve.out}\n--- lab:\n${lab.out}`;
     assert.equal(run.code, 0, `README snippets failed:${context}`);
+    assert.match(
+      out + err,
+      new RegExp(`Plan: ${simulators} to create`),
+      "the tour's lab apply created the lab",
+    );
+    assert.ok(
+      (await devices()).filter((d: { managedBy: string | null }) => d.managedBy === "sim").length ===
+        simulators,
+      "every simulator is registered by the lab file (managedBy sim)",
+    );
     // The tour (`dutlab`): every device snapshot ok, pre-flight passed, the alert of the run, the verdict the
     // tour lets through (exit 1 for `inconclusive`, nothing else), the report verified with its signature.
     assert.match(out, /^(\d+) devices: \1 ok, 0 failed$/m, "dutlab snapshot --all: every poll ok");
@@ -381,11 +385,10 @@ async function runReadme(kind: "pglite" | "postgres") {
     }
     assert.deepEqual(left, [], "files the README's blocks left in the clone");
 
-    // The lab restarts on the same ports and certificates: --register updates (no 409), devices stay ok.
+    // The lab restarts on the same ports and certificates: the registered devices stay ok.
     await lab.stop();
     lab = new Background(labLine!, work, env);
-    await until("lab restart", () => labRegistered(lab!.out, /updated/), 120_000, () => lab!.out);
-    assert.doesNotMatch(lab.out, /HTTP 409|registered lab-/, lab.out);
+    await until("lab restart", () => running() !== null, 120_000, () => lab!.out);
     for (const d of await devices()) {
       const r = await fetch(`${url}/api/admin/dut/devices/${d.id}/snapshot`, {
         method: "POST",
