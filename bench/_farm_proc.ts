@@ -10,7 +10,16 @@ import type { Ctx } from "./main.ts";
 /** The farm process: devices as JSON lines, a `stats` command, stops at end of stdin. */
 export async function startFarm(ctx: Ctx, n: number) {
   const captures = `${ctx.tmp}/captures.json`;
-  const args = ["run", "-A", "bench/_farm.ts", "--n", String(n), "--captures", captures];
+  const args = [
+    "run",
+    "-A",
+    "--lock=deno.dev.lock",
+    "bench/_farm.ts",
+    "--n",
+    String(n),
+    "--captures",
+    captures,
+  ];
   const child = new Deno.Command(Deno.execPath(), { args, stdin: "piped", stdout: "piped", stderr: "piped" })
     .spawn();
   const errTail = drainTo(child.stderr, `${ctx.tmp}/farm.log`);

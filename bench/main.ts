@@ -95,7 +95,17 @@ const all: Figure[] = [];
 const runs: Array<{ scenario: string; seconds: number; ok: boolean; error?: string }> = [];
 for (const name of selected) {
   const t0 = performance.now();
-  const cmdArgs = ["run", "-A", "bench/main.ts", "--scenario", name, ...(quick ? ["--quick"] : [])];
+  // The scenario runs with the bench task's lockfile (deno.dev.lock): its test-only packages must not reach
+  // deno.lock, the product's lockfile.
+  const cmdArgs = [
+    "run",
+    "-A",
+    "--lock=deno.dev.lock",
+    "bench/main.ts",
+    "--scenario",
+    name,
+    ...(quick ? ["--quick"] : []),
+  ];
   if (args.keep) cmdArgs.push("--keep");
   const child = new Deno.Command(Deno.execPath(), {
     args: cmdArgs,
