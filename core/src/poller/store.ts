@@ -197,36 +197,19 @@ export class PollStore {
   /** One transaction for the batch: per job, what it stored or the error it gets. */
   async #transaction(batch: Job[]): Promise<Array<Stored | Error>> {
     return await this.db.transaction().execute(async (tx) => {
-      const out: Array<Stored | Error | null> = batch.map(() => null);
-      // Each distinct guard (the worker's lock check) once, inside this transaction.
-      const guards = new Map<WriteGuard, boolean>();
-      for (const j of batch) {
-        if (j.guard && !guards.has(j.guard)) guards.set(j.guard, await j.guard(tx));
-      }
+      const out: Array<Stored | Error | null> = await checkGuards(tx, batch);
       const { now } = (await sql<{ now: Date | string }>`select now() as now`.execute(tx)).rows[0]!; // one row
       const at = new Date(now);
-      batch.forEach((j, i) => {
-        if (j.guard && !guards.get(j.guard)) {
-          out[i] = new LostLockError("Poll lock lost; not writing poll results");
-        }
-      });
       const live = batch.map((j, i) => ({ j, i })).filter(({ i }) => out[i] === null);
       if (!live.length) return out as Array<Stored | Error>;
-      // Lock the devices in id order (concurrent writers never wait on each other in a cycle); a device
-      // deleted while it was polled records nothing.
-      const ids = [...new Set(live.map(({ j }) => j.row.id))].sort();
-      const existing = new Set(
-        (await tx.selectFrom("devices").select("id").where("id", "in", ids).orderBy("id").forUpdate()
-          .execute())
-          .map((r) => r.id),
-      );
+      const existing = await lockDevices(tx, live.map(({ j }) => j.row.id));
       const writes: Array<{ j: Job; i: number }> = [];
       for (const w of live) {
         if (existing.has(w.j.row.id)) writes.push(w);
         else out[w.i] = { at, newPayloads: 0 };
       }
       const withSnapshots = writes.filter(({ j }) => j.outcome.snapshots.length > 0);
-      const newPayloads = new Map<number, number>();
+      let newPayloads = new Map<number, number>();
       let byDevice = new Map<string, Array<{ id: string; endpoint_label: string }>>();
       let executionId: string | null = null;
       if (withSnapshots.length) {
@@ -234,70 +217,10 @@ export class PollStore {
         const run = await tx.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
           .forShare().executeTakeFirst();
         executionId = run?.execution_id ?? null;
-        // In hash order, so concurrent writers sharing payloads take their row locks in one order.
-        const owner = new Map<string, { h: HashedSnapshot; i: number }>();
-        for (const { j, i } of withSnapshots) {
-          for (const h of j.outcome.snapshots) if (!owner.has(h.sha256)) owner.set(h.sha256, { h, i });
-        }
-        const unique = [...owner.values()].sort((a, b) => a.h.sha256 < b.h.sha256 ? -1 : 1);
-        const inserted = await tx.insertInto("snapshot_payloads")
-          .values(unique.map(({ h }) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
-          .onConflict((oc) => oc.column("sha256").doNothing()).returning("sha256").execute();
-        // A prune (core/src/snapshots/prune.ts) may free a payload between the insert above, which found it,
-        // and the snapshots' foreign-key check below: hold every payload (FOR KEY SHARE, what that check takes)
-        // and write again the few that went meanwhile.
-        const held = new Set(
-          (await tx.selectFrom("snapshot_payloads").select("sha256")
-            .where("sha256", "in", unique.map(({ h }) => h.sha256)).orderBy("sha256").forKeyShare().execute())
-            .map((r) => r.sha256),
-        );
-        const gone = unique.filter(({ h }) => !held.has(h.sha256));
-        if (gone.length) {
-          inserted.push(
-            ...await tx.insertInto("snapshot_payloads")
-              .values(gone.map(({ h }) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
-              .onConflict((oc) => oc.column("sha256").doNothing()).returning("sha256").execute(),
-          );
-        }
-        for (const { sha256 } of inserted) {
-          const i = owner.get(sha256)!.i;
-          newPayloads.set(i, (newPayloads.get(i) ?? 0) + 1);
-        }
-        const rows = await tx.insertInto("snapshots").values(
-          withSnapshots.flatMap(({ j }) =>
-            j.outcome.snapshots.map((h) => ({
-              device_id: j.row.id,
-              endpoint_label: h.label,
-              payload_sha256: h.sha256,
-              stable_sha256: h.stableSha256 ?? null,
-              collected_at: at,
-              test_run_execution_id: run?.execution_id ?? null,
-              adapter_module: j.module!.name,
-              adapter_version: j.module!.version,
-            }))
-          ),
-        ).returning([sql<string>`id::text`.as("id"), "device_id", "endpoint_label"]).execute();
-        // A device appears once per batch (one poll per device at a time), so (device, label) is unique.
-        byDevice = new Map<string, Array<{ id: string; endpoint_label: string }>>();
-        for (const r of rows) {
-          const list = byDevice.get(r.device_id) ?? [];
-          list.push({ id: r.id, endpoint_label: r.endpoint_label });
-          byDevice.set(r.device_id, list);
-        }
-        await tx.insertInto("snapshot_latest")
-          .values(
-            rows.map((r) => ({
-              device_id: r.device_id,
-              endpoint_label: r.endpoint_label,
-              snapshot_id: r.id,
-            })),
-          )
-          .onConflict((oc) =>
-            oc.columns(["device_id", "endpoint_label"]).doUpdateSet({
-              snapshot_id: sql`excluded.snapshot_id`,
-            })
-          )
-          .execute();
+        newPayloads = await writePayloads(tx, withSnapshots);
+        const rows = await insertSnapshots(tx, withSnapshots, at, executionId);
+        byDevice = groupByDevice(rows);
+        await writeLatest(tx, rows);
         const polls = withSnapshots.map(({ j }) => ({
           device: j.row,
           rows: byDevice.get(j.row.id) ?? [],
@@ -305,13 +228,7 @@ export class PollStore {
         }));
         for (const hook of this.#hooks) await hook({ tx, at, executionId, polls });
       }
-      if (writes.length) {
-        const values = writes.map(({ j }) =>
-          sql`(${j.row.id}::uuid, ${j.outcome.status}::text, ${j.outcome.error}::text)`
-        );
-        await sql`update devices set last_poll_at = ${at}, last_poll_status = v.status, last_poll_error = v.error
-          from (values ${sql.join(values)}) as v(id, status, error) where devices.id = v.id`.execute(tx);
-      }
+      await updateDevices(tx, writes.map(({ j }) => j), at);
       for (const { i, j } of writes) {
         out[i] = {
           at,
@@ -323,4 +240,123 @@ export class PollStore {
       return out as Array<Stored | Error>;
     });
   }
+}
+
+type Tx = Kysely<Database>;
+type SnapshotRef = { id: string; device_id: string; endpoint_label: string };
+
+/**
+ * Each distinct guard (the worker's lock check) once, inside the transaction: per job, a
+ * {@link LostLockError} when its guard failed, else null (still to be written).
+ */
+async function checkGuards(tx: Tx, batch: Job[]): Promise<Array<Stored | Error | null>> {
+  const guards = new Map<WriteGuard, boolean>();
+  for (const j of batch) {
+    if (j.guard && !guards.has(j.guard)) guards.set(j.guard, await j.guard(tx));
+  }
+  return batch.map((j) =>
+    j.guard && !guards.get(j.guard) ? new LostLockError("Poll lock lost; not writing poll results") : null
+  );
+}
+
+/**
+ * Locks the devices in id order (concurrent writers never wait on each other in a cycle) and returns those
+ * that still exist: a device deleted while it was polled records nothing.
+ */
+async function lockDevices(tx: Tx, deviceIds: string[]): Promise<Set<string>> {
+  const ids = [...new Set(deviceIds)].sort();
+  const rows = await tx.selectFrom("devices").select("id").where("id", "in", ids).orderBy("id").forUpdate()
+    .execute();
+  return new Set(rows.map((r) => r.id));
+}
+
+/** Inserts the batch's payloads that are not stored yet; per job index, how many it added. */
+async function writePayloads(
+  tx: Tx,
+  withSnapshots: Array<{ j: Job; i: number }>,
+): Promise<Map<number, number>> {
+  // In hash order, so concurrent writers sharing payloads take their row locks in one order.
+  const owner = new Map<string, { h: HashedSnapshot; i: number }>();
+  for (const { j, i } of withSnapshots) {
+    for (const h of j.outcome.snapshots) if (!owner.has(h.sha256)) owner.set(h.sha256, { h, i });
+  }
+  const unique = [...owner.values()].sort((a, b) => a.h.sha256 < b.h.sha256 ? -1 : 1);
+  const insert = (list: typeof unique) =>
+    tx.insertInto("snapshot_payloads")
+      .values(list.map(({ h }) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
+      .onConflict((oc) => oc.column("sha256").doNothing()).returning("sha256").execute();
+  const inserted = await insert(unique);
+  // A prune (core/src/snapshots/prune.ts) may free a payload between the insert above, which found it,
+  // and the snapshots' foreign-key check that follows: hold every payload (FOR KEY SHARE, what that check
+  // takes) and write again the few that went meanwhile.
+  const held = new Set(
+    (await tx.selectFrom("snapshot_payloads").select("sha256")
+      .where("sha256", "in", unique.map(({ h }) => h.sha256)).orderBy("sha256").forKeyShare().execute())
+      .map((r) => r.sha256),
+  );
+  const gone = unique.filter(({ h }) => !held.has(h.sha256));
+  if (gone.length) inserted.push(...await insert(gone));
+  const added = new Map<number, number>();
+  for (const { sha256 } of inserted) {
+    const i = owner.get(sha256)!.i;
+    added.set(i, (added.get(i) ?? 0) + 1);
+  }
+  return added;
+}
+
+/** Inserts one snapshot row per collected label, stamped with the database clock and the active run. */
+async function insertSnapshots(
+  tx: Tx,
+  withSnapshots: Array<{ j: Job }>,
+  at: Date,
+  executionId: string | null,
+): Promise<SnapshotRef[]> {
+  return await tx.insertInto("snapshots").values(
+    withSnapshots.flatMap(({ j }) =>
+      j.outcome.snapshots.map((h) => ({
+        device_id: j.row.id,
+        endpoint_label: h.label,
+        payload_sha256: h.sha256,
+        stable_sha256: h.stableSha256 ?? null,
+        collected_at: at,
+        test_run_execution_id: executionId,
+        adapter_module: j.module!.name,
+        adapter_version: j.module!.version,
+      }))
+    ),
+  ).returning([sql<string>`id::text`.as("id"), "device_id", "endpoint_label"]).execute();
+}
+
+/** The stored snapshots (id and label) per device. */
+function groupByDevice(rows: SnapshotRef[]): Map<string, Array<{ id: string; endpoint_label: string }>> {
+  // A device appears once per batch (one poll per device at a time), so (device, label) is unique.
+  const byDevice = new Map<string, Array<{ id: string; endpoint_label: string }>>();
+  for (const r of rows) {
+    const list = byDevice.get(r.device_id) ?? [];
+    list.push({ id: r.id, endpoint_label: r.endpoint_label });
+    byDevice.set(r.device_id, list);
+  }
+  return byDevice;
+}
+
+/** Points each (device, label)'s latest snapshot at the row just stored. */
+async function writeLatest(tx: Tx, rows: SnapshotRef[]): Promise<void> {
+  await tx.insertInto("snapshot_latest")
+    .values(
+      rows.map((r) => ({ device_id: r.device_id, endpoint_label: r.endpoint_label, snapshot_id: r.id })),
+    )
+    .onConflict((oc) =>
+      oc.columns(["device_id", "endpoint_label"]).doUpdateSet({ snapshot_id: sql`excluded.snapshot_id` })
+    )
+    .execute();
+}
+
+/** Records each written poll's time, status and error on its device, in one statement. */
+async function updateDevices(tx: Tx, jobs: Job[], at: Date): Promise<void> {
+  if (!jobs.length) return;
+  const values = jobs.map((j) =>
+    sql`(${j.row.id}::uuid, ${j.outcome.status}::text, ${j.outcome.error}::text)`
+  );
+  await sql`update devices set last_poll_at = ${at}, last_poll_status = v.status, last_poll_error = v.error
+    from (values ${sql.join(values)}) as v(id, status, error) where devices.id = v.id`.execute(tx);
 }
