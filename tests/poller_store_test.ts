@@ -141,8 +141,9 @@ dbTest("when a shared transaction fails, each poll is written on its own", async
   for (const i of [0, 2, 3]) assert.equal(await count(db, "snapshots", rows[i]!.id), 3);
 });
 
+// Per-device locks exist on PostgreSQL only: without TEST_DATABASE_URL this test shows as ignored.
 dbTest("per-device locks taken together are held per device across instances", async (db) => {
-  if (db.kind !== "postgres") return; // per-device locks exist on PostgreSQL only
+  assert.equal(db.kind, "postgres");
   const a = new DeviceLocks(db);
   const b = new DeviceLocks(db);
   try {
@@ -161,7 +162,7 @@ dbTest("per-device locks taken together are held per device across instances", a
     await a.close();
     await b.close();
   }
-});
+}, { only: ["postgres"] });
 
 dbTest("write hooks run inside the store's transaction with what was stored, in order", async (db) => {
   const { svc } = await setup(db);
