@@ -4,13 +4,18 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
-import { hashSnapshot, LostLockError, type Outcome, PollStore } from "../core/src/poller/store.ts";
-import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
-import { DeviceLocks } from "../core/src/poller/device_locks.ts";
+import {
+  type Db,
+  dbTest,
+  decryptAlertWriter,
+  DeviceLocks,
+  hashSnapshot,
+  LostLockError,
+  type Outcome,
+  PollStore,
+  type Services,
+} from "@dutlab/core/testing";
 import { addDevice, count, setup } from "../core/testing/poller_lab.ts";
-import type { Db } from "../core/src/db/open.ts";
-import type { Services } from "../core/src/runtime/services.ts";
 
 const MODULE = { name: "@dutlab/adapter-fixture", version: "0.0.1" };
 

@@ -18,3 +18,9 @@ export * from "./replay.ts";
 export * from "./facts.ts";
 export * from "./volatile.ts";
 export * from "./check_fixture.ts";
+// Internals the repository's tests use, one re-export a line (paths follow core/src when files move).
+export type { Db } from "../src/db/open.ts";
+export type { Services } from "../src/runtime/services.ts";
+export { hashSnapshot, LostLockError, type Outcome, PollStore } from "../src/poller/store.ts";
+export { DeviceLocks } from "../src/poller/device_locks.ts";
+export { decryptAlertWriter } from "../src/runs/alerts.ts";
