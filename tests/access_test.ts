@@ -7,7 +7,7 @@ import { sql } from "kysely";
 import { dbTest, jsonReq, TEST_ADMIN_TOKEN, TEST_CRED_KEY, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { openDatabase } from "../core/src/db/open.ts";
+import { openDatabase } from "@dutlab/core/testing";
 import { TokenStore } from "../core/src/access/tokens.ts";
 
 type Auth = Record<string, string>;

@@ -8,7 +8,7 @@ import {
   testBackends,
   testServices,
 } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import { readBackup, restoreBackup, RestoreRefused, writeBackup } from "../core/src/backup/archive.ts";
 import { decryptSecret, importCredentialKey } from "../core/src/devices/credentials.ts";

@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { childEnv, dbTest, TEST_CRED_KEY } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
-import { appliedMigrations, migrateUpTo, openDatabase } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
+import { appliedMigrations, migrateUpTo, openDatabase } from "@dutlab/core/testing";
 import { migrationProvider } from "../core/src/db/migrations/mod.ts";
 import { encryptSecret, importCredentialKey } from "../core/src/devices/credentials.ts";
 import { hashSnapshot } from "../core/src/poller/store.ts";

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { type KyselyPlugin, sql } from "kysely";
 import { defineCheck } from "@dutlab/core";
 import { dbTest, testServices } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import type { CheckDefinition } from "../core/src/check.ts";
 import { buildRegistry, type Registry } from "../core/src/registry.ts";

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 import { sql } from "kysely";
 import {
   latestAsOfSql,

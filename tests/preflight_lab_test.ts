@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { type KyselyPlugin, sql } from "kysely";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 import { payloadCache, runPreflight } from "../core/src/preflight/engine.ts";
 import { RunService } from "../core/src/runs/service.ts";
 import type { CheckResult, PreflightResult } from "../core/src/preflight/engine.ts";

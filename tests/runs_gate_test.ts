@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 import type { PreflightResult } from "../core/src/preflight/engine.ts";
 import type { ReportData } from "../core/src/report/types.ts";
 import { verifyReportBytes } from "../core/src/report/verify.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import { hashSnapshot } from "../core/src/poller/store.ts";
 import { sha256Hex } from "../core/src/util/hash.ts";

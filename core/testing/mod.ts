@@ -24,3 +24,7 @@ export type { Services } from "../src/runtime/services.ts";
 export { hashSnapshot, LostLockError, type Outcome, PollStore } from "../src/poller/store.ts";
 export { DeviceLocks } from "../src/poller/device_locks.ts";
 export { decryptAlertWriter } from "../src/runs/alerts.ts";
+export { openDatabase } from "../src/db/open.ts";
+export { migrate } from "../src/db/open.ts";
+export { appliedMigrations } from "../src/db/open.ts";
+export { migrateUpTo } from "../src/db/open.ts";
