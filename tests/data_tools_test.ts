@@ -12,7 +12,7 @@ import { appliedMigrations, migrateUpTo, openDatabase } from "@dutlab/core/testi
 import { migrationProvider } from "../core/src/db/migrations/mod.ts";
 import { encryptSecret, importCredentialKey } from "../core/src/devices/credentials.ts";
 import { hashSnapshot } from "../core/src/poller/store.ts";
-import { sha256Hex } from "../core/src/util/hash.ts";
+import { sha256Hex } from "@dutlab/core";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 

@@ -15,7 +15,7 @@ import { buildRegistry } from "../core/src/registry.ts";
 import { replayReport } from "../core/src/report/replay.ts";
 import { readBundleArchive, replayInputsOf } from "../core/src/report/evidence_read.ts";
 import { sealReport } from "../core/src/report/build.ts";
-import type { ReportData } from "../core/src/report/types.ts";
+import type { ReportData } from "@dutlab/core/testing";
 import {
   closeAll,
   finishRun,

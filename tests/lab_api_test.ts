@@ -7,7 +7,7 @@ import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { buildKeyRing } from "../core/src/runtime/services.ts";
 import { reencryptCredentials } from "../core/src/devices/key_rotation.ts";
 import { labJsonSchemaText } from "../core/src/lab/file.ts";
-import { sha256Hex } from "../core/src/util/hash.ts";
+import { sha256Hex } from "@dutlab/core";
 import type { Db } from "@dutlab/core/testing";
 
 const CANARY = "canary-Pw-7f3e9b1c-d0d0";

@@ -14,7 +14,7 @@ import {
   type PreflightResult,
   runPreflight,
 } from "../core/src/preflight/engine.ts";
-import type { ReportData } from "../core/src/report/types.ts";
+import type { ReportData } from "@dutlab/core/testing";
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { startSimulatedDevice as startNgfwB } from "@dutlab/adapter-vendor-b-ngfw/sim";
 import { startSimulatedDevice as startSwitch } from "@dutlab/adapter-vendor-a-switch/sim";

@@ -25,7 +25,7 @@ import { startSimulatedDevice as startNgfwB } from "@dutlab/adapter-vendor-b-ngf
 import { startSimulatedDevice as startSwitch } from "@dutlab/adapter-vendor-a-switch/sim";
 import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/sim";
 import { modules } from "../modules.gen.ts";
-import type { ReportData } from "../core/src/report/types.ts";
+import type { ReportData } from "@dutlab/core/testing";
 import {
   closeAll,
   fetchReport,

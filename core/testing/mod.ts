@@ -28,3 +28,6 @@ export { openDatabase } from "../src/db/open.ts";
 export { migrate } from "../src/db/open.ts";
 export { appliedMigrations } from "../src/db/open.ts";
 export { migrateUpTo } from "../src/db/open.ts";
+export { verifyReport } from "../src/report/verify.ts";
+export { verifyReportBytes } from "../src/report/verify.ts";
+export type { DecryptAlert, ReportData } from "../src/report/types.ts";
