@@ -12,7 +12,7 @@ import { dbTest } from "@dutlab/core/testing";
 import { type HashedSnapshot, hashSnapshot, PollStore } from "../core/src/poller/store.ts";
 import { listChanges } from "../core/src/snapshots/diff.ts";
 import { reconcilePatternSets } from "../core/src/snapshots/stable.ts";
-import { buildRegistry } from "../core/src/registry.ts";
+import { buildRegistry } from "@dutlab/core/testing";
 import { migrationProvider } from "../core/src/db/migrations/mod.ts";
 import type { Database } from "../core/src/db/schema.ts";
 import { addDevice, fixtureDevice, setup } from "../core/testing/poller_lab.ts";

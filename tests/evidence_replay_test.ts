@@ -11,7 +11,7 @@ import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngf
 import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/sim";
 import { modules } from "../modules.gen.ts";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import { buildRegistry } from "../core/src/registry.ts";
+import { buildRegistry } from "@dutlab/core/testing";
 import { replayReport } from "../core/src/report/replay.ts";
 import { readBundleArchive, replayInputsOf } from "../core/src/report/evidence_read.ts";
 import { sealReport } from "../core/src/report/build.ts";

@@ -13,7 +13,7 @@ import {
   type PreflightPlan,
   type PreflightResult,
   runPreflight,
-} from "../core/src/preflight/engine.ts";
+} from "@dutlab/core/testing";
 import type { ReportData } from "@dutlab/core/testing";
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { startSimulatedDevice as startNgfwB } from "@dutlab/adapter-vendor-b-ngfw/sim";

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import type { Db } from "@dutlab/core/testing";
-import type { PreflightResult } from "../core/src/preflight/engine.ts";
+import type { PreflightResult } from "@dutlab/core/testing";
 import type { ReportData } from "@dutlab/core/testing";
 import { verifyReportBytes } from "@dutlab/core/testing";
 import { renderReportPage } from "../core/src/report/page.tsx";

@@ -5,7 +5,7 @@ import { fixtureModules, fixturePlugin, startFixtureDevice } from "../core/testi
 import { jcsSha256 } from "@dutlab/core";
 import { verifyReport } from "@dutlab/core/testing";
 import type { ReportData } from "@dutlab/core/testing";
-import type { LoadedModules } from "../core/src/registry.ts";
+import type { LoadedModules } from "@dutlab/core/testing";
 import {
   type App,
   type Auth,
