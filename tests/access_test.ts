@@ -8,7 +8,7 @@ import { dbTest, jsonReq, TEST_ADMIN_TOKEN, TEST_CRED_KEY, testServices } from "
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { openDatabase } from "@dutlab/core/testing";
-import { TokenStore } from "../core/src/access/tokens.ts";
+import { TokenStore } from "@dutlab/core/testing";
 
 type Auth = Record<string, string>;
 const bearer = (t: string): Auth => ({ authorization: `Bearer ${t}` });

@@ -9,9 +9,9 @@ import { sql } from "kysely";
 import { childEnv, dbTest, TEST_CRED_KEY } from "@dutlab/core/testing";
 import type { Db } from "@dutlab/core/testing";
 import { appliedMigrations, migrateUpTo, openDatabase } from "@dutlab/core/testing";
-import { migrationProvider } from "../core/src/db/migrations/mod.ts";
+import { migrationProvider } from "@dutlab/core/testing";
 import { encryptSecret, importCredentialKey } from "../core/src/devices/credentials.ts";
-import { hashSnapshot } from "../core/src/poller/store.ts";
+import { hashSnapshot } from "@dutlab/core/testing";
 import { sha256Hex } from "@dutlab/core";
 
 const ROOT = new URL("..", import.meta.url).pathname;

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest, jsonReq, TEST_CRED_KEY, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import { buildKeyRing } from "../core/src/runtime/services.ts";
+import { buildKeyRing } from "@dutlab/core/testing";
 import { reencryptCredentials } from "../core/src/devices/key_rotation.ts";
 import { labJsonSchemaText } from "../core/src/lab/file.ts";
 import { sha256Hex } from "@dutlab/core";

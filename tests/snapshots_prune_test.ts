@@ -3,7 +3,7 @@ import { sql } from "kysely";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import type { Db } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import { hashSnapshot } from "../core/src/poller/store.ts";
+import { hashSnapshot } from "@dutlab/core/testing";
 import { sha256Hex } from "@dutlab/core";
 import { verifyReportBytes } from "@dutlab/core/testing";
 import { citedSnapshots, pruneSnapshots } from "../core/src/snapshots/prune.ts";
