@@ -7,8 +7,8 @@ import { sql } from "kysely";
 import { dbTest, jsonReq, TEST_ADMIN_TOKEN, TEST_CRED_KEY, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { openDatabase } from "../core/src/db/open.ts";
-import { TokenStore } from "../core/src/access/tokens.ts";
+import { openDatabase } from "@dutlab/core/testing";
+import { TokenStore } from "@dutlab/core/testing";
 
 type Auth = Record<string, string>;
 const bearer = (t: string): Auth => ({ authorization: `Bearer ${t}` });

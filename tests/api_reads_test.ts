@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 
 const device = (hostname: string, over: Record<string, unknown> = {}) => ({
   hostname,

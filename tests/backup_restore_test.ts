@@ -8,12 +8,12 @@ import {
   testBackends,
   testServices,
 } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import { readBackup, restoreBackup, RestoreRefused, writeBackup } from "../core/src/backup/archive.ts";
 import { decryptSecret, importCredentialKey } from "../core/src/devices/credentials.ts";
-import { sha256Hex } from "../core/src/util/hash.ts";
-import { verifyReportBytes } from "../core/src/report/verify.ts";
+import { sha256Hex } from "@dutlab/core";
+import { verifyReportBytes } from "@dutlab/core/testing";
 import { type App, type Auth, fetchReport, finishRun, register, snapshot, startRun } from "./_runs_lab.ts";
 
 const OTHER_KEY = "ff".repeat(32);

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { modules } from "../modules.gen.ts";
-import { buildRegistry } from "../core/src/registry.ts";
+import { buildRegistry } from "@dutlab/core/testing";
 import { CONTROLLER, FIREWALL, serves } from "../core/src/capability.ts";
 import { checkApplies } from "../core/testing/mod.ts";
 import { defineCheck } from "../core/mod.ts";

@@ -9,12 +9,12 @@ import assert from "node:assert/strict";
 import { type Kysely, sql } from "kysely";
 import { Migrator } from "kysely/migration";
 import { dbTest } from "@dutlab/core/testing";
-import { type HashedSnapshot, hashSnapshot, PollStore } from "../core/src/poller/store.ts";
+import { type HashedSnapshot, hashSnapshot, PollStore } from "@dutlab/core/testing";
 import { listChanges } from "../core/src/snapshots/diff.ts";
 import { reconcilePatternSets } from "../core/src/snapshots/stable.ts";
-import { buildRegistry } from "../core/src/registry.ts";
-import { migrationProvider } from "../core/src/db/migrations/mod.ts";
-import type { Database } from "../core/src/db/schema.ts";
+import { buildRegistry } from "@dutlab/core/testing";
+import { migrationProvider } from "@dutlab/core/testing";
+import type { Database } from "@dutlab/core/testing";
 import { addDevice, fixtureDevice, setup } from "../core/testing/poller_lab.ts";
 import { fixtureAdapter, fixtureModules } from "../core/testing/fixture_modules.ts";
 

@@ -11,8 +11,8 @@ import { createTarGzip, parseTarGzip } from "nanotar";
 import { dbTest, testServices } from "@dutlab/core/testing";
 import { readBackup } from "../core/src/backup/archive.ts";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import { migrationProvider } from "../core/src/db/migrations/mod.ts";
-import type { Database } from "../core/src/db/schema.ts";
+import { migrationProvider } from "@dutlab/core/testing";
+import type { Database } from "@dutlab/core/testing";
 import { getSnapshot, listSnapshots } from "../core/src/snapshots/store.ts";
 
 const BEFORE = "2026_11_25_0014_snapshot_prunes";

@@ -7,12 +7,12 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { childEnv, dbTest, TEST_CRED_KEY } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
-import { appliedMigrations, migrateUpTo, openDatabase } from "../core/src/db/open.ts";
-import { migrationProvider } from "../core/src/db/migrations/mod.ts";
+import type { Db } from "@dutlab/core/testing";
+import { appliedMigrations, migrateUpTo, openDatabase } from "@dutlab/core/testing";
+import { migrationProvider } from "@dutlab/core/testing";
 import { encryptSecret, importCredentialKey } from "../core/src/devices/credentials.ts";
-import { hashSnapshot } from "../core/src/poller/store.ts";
-import { sha256Hex } from "../core/src/util/hash.ts";
+import { hashSnapshot } from "@dutlab/core/testing";
+import { sha256Hex } from "@dutlab/core";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import pg from "pg";
 import { sql } from "kysely";
 import { dbTest, testServices } from "@dutlab/core/testing";
-import { type Db, migrate, openDatabase } from "../core/src/db/open.ts";
+import { type Db, migrate, openDatabase } from "@dutlab/core/testing";
 import { startSimulatedDevice, type VendorSim } from "../adapters/vendor-b-ngfw/sim.ts";
 import { modules } from "../modules.gen.ts";
 import { until } from "../core/testing/poller_lab.ts";

@@ -3,7 +3,7 @@ import { sql } from "kysely";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import { reencryptCredentials } from "../core/src/devices/key_rotation.ts";
-import { buildKeyRing } from "../core/src/runtime/services.ts";
+import { buildKeyRing } from "@dutlab/core/testing";
 import { keyIdOf } from "../core/src/devices/credentials.ts";
 import { modules } from "../modules.gen.ts";
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";

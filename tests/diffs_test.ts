@@ -5,13 +5,13 @@
 import assert from "node:assert/strict";
 import { applyPatch } from "rfc6902";
 import { dbTest } from "@dutlab/core/testing";
-import { hashSnapshot, PollStore } from "../core/src/poller/store.ts";
+import { hashSnapshot, PollStore } from "@dutlab/core/testing";
 import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
 import { stripVolatile } from "../core/src/snapshots/volatile.ts";
-import { requiredRole } from "../core/src/access/tokens.ts";
+import { requiredRole } from "@dutlab/core/testing";
 import { addDevice, setup } from "../core/testing/poller_lab.ts";
 import { fixtureAdapter, fixtureModules } from "../core/testing/fixture_modules.ts";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 
 const MODULE = { name: "@dutlab/adapter-fixture-fw", version: "0.0.1" };
 const VOLATILE = { system_info: ["/uptime"], ntp_config: ["/peers/*/lastPoll"] };

@@ -10,8 +10,8 @@ import {
   fixturePlugin,
   startFixtureDevice,
 } from "../core/testing/fixture_modules.ts";
-import { verifyReport } from "../core/src/report/verify.ts";
-import type { ReportData } from "../core/src/report/types.ts";
+import { verifyReport } from "@dutlab/core/testing";
+import type { ReportData } from "@dutlab/core/testing";
 import { fetchReport, finishRun, register, snapshot, startRun } from "./_runs_lab.ts";
 
 /** The fixture plan, depending on the firewalls' NTP and decrypt configuration as the catalog's plans do. */

@@ -7,9 +7,9 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { childEnv, dbTest } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
-import { sha256Hex } from "../core/src/util/hash.ts";
-import { verifyReportBytes } from "../core/src/report/verify.ts";
+import type { Db } from "@dutlab/core/testing";
+import { sha256Hex } from "@dutlab/core";
+import { verifyReportBytes } from "@dutlab/core/testing";
 import { freePort } from "./_service_process.ts";
 import { k6SummaryExport } from "./_runs_lab.ts";
 

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest, testServices } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 
 /** Insert `n` events straight into the table (as another instance would, without waking this one). */

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import { openDatabase } from "../core/src/db/open.ts";
+import { openDatabase } from "@dutlab/core/testing";
 import { fixtureDevice } from "../core/testing/poller_lab.ts";
 
 interface Received {

@@ -11,11 +11,11 @@ import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngf
 import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/sim";
 import { modules } from "../modules.gen.ts";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import { buildRegistry } from "../core/src/registry.ts";
+import { buildRegistry } from "@dutlab/core/testing";
 import { replayReport } from "../core/src/report/replay.ts";
 import { readBundleArchive, replayInputsOf } from "../core/src/report/evidence_read.ts";
 import { sealReport } from "../core/src/report/build.ts";
-import type { ReportData } from "../core/src/report/types.ts";
+import type { ReportData } from "@dutlab/core/testing";
 import {
   closeAll,
   finishRun,

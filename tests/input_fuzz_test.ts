@@ -10,7 +10,7 @@ import fc from "npm:fast-check@4.10.2";
 import { sql } from "kysely";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { dbTest, TEST_ADMIN_TOKEN, testServices } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 import { INPUT_LIMITS } from "../core/src/http/input_guard.ts";
 import { modules } from "../modules.gen.ts";
 import { closedPort } from "../core/testing/poller_lab.ts";

@@ -4,11 +4,11 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest, jsonReq, TEST_CRED_KEY, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import { buildKeyRing } from "../core/src/runtime/services.ts";
+import { buildKeyRing } from "@dutlab/core/testing";
 import { reencryptCredentials } from "../core/src/devices/key_rotation.ts";
 import { labJsonSchemaText } from "../core/src/lab/file.ts";
-import { sha256Hex } from "../core/src/util/hash.ts";
-import type { Db } from "../core/src/db/open.ts";
+import { sha256Hex } from "@dutlab/core";
+import type { Db } from "@dutlab/core/testing";
 
 const CANARY = "canary-Pw-7f3e9b1c-d0d0";
 

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import { refusedRoles, ROLES } from "../core/src/access/tokens.ts";
+import { refusedRoles, ROLES } from "@dutlab/core/testing";
 
 interface Op {
   operationId: string;

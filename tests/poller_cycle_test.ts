@@ -8,7 +8,7 @@ import { dbTest, jsonReq, startSimulator } from "@dutlab/core/testing";
 import { defineAdapter } from "@dutlab/core";
 import { fixtureAdapter, fixtureModules } from "../core/testing/fixture_modules.ts";
 import { LostLockError } from "../core/src/poller/cycle.ts";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 import {
   addDevice,
   captureLogs,

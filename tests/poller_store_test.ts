@@ -4,13 +4,18 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
-import { hashSnapshot, LostLockError, type Outcome, PollStore } from "../core/src/poller/store.ts";
-import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
-import { DeviceLocks } from "../core/src/poller/device_locks.ts";
+import {
+  type Db,
+  dbTest,
+  decryptAlertWriter,
+  DeviceLocks,
+  hashSnapshot,
+  LostLockError,
+  type Outcome,
+  PollStore,
+  type Services,
+} from "@dutlab/core/testing";
 import { addDevice, count, setup } from "../core/testing/poller_lab.ts";
-import type { Db } from "../core/src/db/open.ts";
-import type { Services } from "../core/src/runtime/services.ts";
 
 const MODULE = { name: "@dutlab/adapter-fixture", version: "0.0.1" };
 
@@ -141,8 +146,9 @@ dbTest("when a shared transaction fails, each poll is written on its own", async
   for (const i of [0, 2, 3]) assert.equal(await count(db, "snapshots", rows[i]!.id), 3);
 });
 
+// Per-device locks exist on PostgreSQL only: without TEST_DATABASE_URL this test shows as ignored.
 dbTest("per-device locks taken together are held per device across instances", async (db) => {
-  if (db.kind !== "postgres") return; // per-device locks exist on PostgreSQL only
+  assert.equal(db.kind, "postgres");
   const a = new DeviceLocks(db);
   const b = new DeviceLocks(db);
   try {
@@ -161,7 +167,7 @@ dbTest("per-device locks taken together are held per device across instances", a
     await a.close();
     await b.close();
   }
-});
+}, { only: ["postgres"] });
 
 dbTest("write hooks run inside the store's transaction with what was stored, in order", async (db) => {
   const { svc } = await setup(db);

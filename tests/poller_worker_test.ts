@@ -7,7 +7,7 @@ import { sql } from "kysely";
 import { dbTest, jsonReq } from "@dutlab/core/testing";
 import { startWorker } from "../core/src/runtime/bootstrap.ts";
 import { dueDevices, PollWorker } from "../core/src/poller/worker.ts";
-import type { Services } from "../core/src/runtime/services.ts";
+import type { Services } from "@dutlab/core/testing";
 import {
   addDevice,
   captureLogs,

@@ -7,9 +7,9 @@ import { defineCheck } from "@dutlab/core";
 import { checkApplies, dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import type { LoadedModules } from "@dutlab/core/runtime";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import { runPreflight } from "../core/src/preflight/engine.ts";
-import type { PreflightResult } from "../core/src/preflight/engine.ts";
-import { buildRegistry } from "../core/src/registry.ts";
+import { runPreflight } from "@dutlab/core/testing";
+import type { PreflightResult } from "@dutlab/core/testing";
+import { buildRegistry } from "@dutlab/core/testing";
 import { modules } from "../modules.gen.ts";
 import catalogPlugin from "@dutlab/plugin-plan-catalog";
 

@@ -8,17 +8,11 @@ import assert from "node:assert/strict";
 import { type KyselyPlugin, sql } from "kysely";
 import { defineCheck } from "@dutlab/core";
 import { dbTest, testServices } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import type { CheckDefinition } from "../core/src/check.ts";
-import { buildRegistry, type Registry } from "../core/src/registry.ts";
-import {
-  evaluateCheck,
-  PayloadCache,
-  payloadCache,
-  runPreflight,
-  summarize,
-} from "../core/src/preflight/engine.ts";
+import { buildRegistry, type Registry } from "@dutlab/core/testing";
+import { evaluateCheck, PayloadCache, payloadCache, runPreflight, summarize } from "@dutlab/core/testing";
 import { latestSnapshots } from "../core/src/snapshots/store.ts";
 import { webSha256Hex as sha256Hex } from "../core/testing/poller_lab.ts";
 

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 import { sql } from "kysely";
 import {
   latestAsOfSql,
@@ -13,8 +13,8 @@ import {
   type PreflightPlan,
   type PreflightResult,
   runPreflight,
-} from "../core/src/preflight/engine.ts";
-import type { ReportData } from "../core/src/report/types.ts";
+} from "@dutlab/core/testing";
+import type { ReportData } from "@dutlab/core/testing";
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { startSimulatedDevice as startNgfwB } from "@dutlab/adapter-vendor-b-ngfw/sim";
 import { startSimulatedDevice as startSwitch } from "@dutlab/adapter-vendor-a-switch/sim";

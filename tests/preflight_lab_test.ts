@@ -7,10 +7,10 @@
 import assert from "node:assert/strict";
 import { type KyselyPlugin, sql } from "kysely";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
-import { payloadCache, runPreflight } from "../core/src/preflight/engine.ts";
+import type { Db } from "@dutlab/core/testing";
+import { payloadCache, runPreflight } from "@dutlab/core/testing";
 import { RunService } from "../core/src/runs/service.ts";
-import type { CheckResult, PreflightResult } from "../core/src/preflight/engine.ts";
+import type { CheckResult, PreflightResult } from "@dutlab/core/testing";
 import { defineCheck, serves } from "@dutlab/core";
 import { FIREWALL } from "../core/src/capability.ts";
 import { modules } from "../modules.gen.ts";

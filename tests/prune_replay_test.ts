@@ -16,7 +16,7 @@ import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/s
 import { modules } from "../modules.gen.ts";
 import { readBundleArchive, replayInputsOf } from "../core/src/report/evidence_read.ts";
 import type { ReplayInputs } from "../core/src/report/replay.ts";
-import { verifyReportBytes } from "../core/src/report/verify.ts";
+import { verifyReportBytes } from "@dutlab/core/testing";
 import { pruneSnapshots } from "../core/src/snapshots/prune.ts";
 import {
   type App,

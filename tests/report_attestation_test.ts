@@ -11,7 +11,7 @@ import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { pae } from "../core/src/report/sign.ts";
 import { type App, type Auth, finishRun, startRun } from "./_runs_lab.ts";
-import { sha256Hex } from "../core/src/util/hash.ts";
+import { sha256Hex } from "@dutlab/core";
 
 const PLAN = "fixture-plan";
 const TEST_RESULT = "https://in-toto.io/attestation/test-result/v0.1";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { dbTest, testServices } from "@dutlab/core/testing";
 import { defineAdapter } from "../core/mod.ts";
 import { fixtureAdapter, fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import type { ReportData } from "../core/src/report/types.ts";
+import type { ReportData } from "@dutlab/core/testing";
 import { fetchReport, finishRun, register, snapshot, startRun } from "./_runs_lab.ts";
 
 /** The fixture firewall as an older adapter release would be: no inventory fact. */

@@ -10,7 +10,7 @@ import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { findChromium, pdfPages, squash } from "../core/testing/chromium.ts";
 import { type App, type Auth, finishRun, startRun } from "./_runs_lab.ts";
-import { sha256Hex } from "../core/src/util/hash.ts";
+import { sha256Hex } from "@dutlab/core";
 import { generatePdfSigningMaterial } from "../core/src/report/pdf_sign.ts";
 
 const chromium = findChromium();

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import { verifyReport } from "../core/src/report/verify.ts";
-import type { ReportData } from "../core/src/report/types.ts";
+import { verifyReport } from "@dutlab/core/testing";
+import type { ReportData } from "@dutlab/core/testing";
 import {
   type App,
   type Auth,

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { relative } from "node:path";
 import { childEnv, dbTest, TEST_ADMIN_TOKEN, testServices } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import { verifyReport, verifyReportBytes } from "../core/src/report/verify.ts";
-import { canonicalJson, jcsSha256, sha256Hex } from "../core/src/util/hash.ts";
-import type { ReportData } from "../core/src/report/types.ts";
+import { verifyReport, verifyReportBytes } from "@dutlab/core/testing";
+import { canonicalJson, jcsSha256, sha256Hex } from "@dutlab/core";
+import type { ReportData } from "@dutlab/core/testing";
 import { type App, type Auth, fetchReport, finishRun, register, snapshot, startRun } from "./_runs_lab.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;

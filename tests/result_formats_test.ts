@@ -11,7 +11,7 @@ import { marked, type Tokens } from "npm:marked@18.2.1";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import { preflightResultSet, renderResultSet } from "../core/src/formats/results.ts";
-import type { PreflightResult } from "../core/src/preflight/engine.ts";
+import type { PreflightResult } from "@dutlab/core/testing";
 
 const XSD = new URL("./testdata/junit/JUnit.xsd", import.meta.url).pathname;
 

@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { assertReportPages, findChromium, pdfPages, printToPdf, squash } from "@dutlab/core/testing/chromium";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import { jcsSha256 } from "../core/src/util/hash.ts";
+import { jcsSha256 } from "@dutlab/core";
 import type { Comparison } from "../core/src/runs/compare.ts";
-import type { ReportData } from "../core/src/report/types.ts";
+import type { ReportData } from "@dutlab/core/testing";
 import {
   type App,
   type Auth,

@@ -3,8 +3,8 @@ import { dbTest, testServices } from "@dutlab/core/testing";
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { startSimulatedDevice as startNgfwB } from "@dutlab/adapter-vendor-b-ngfw/sim";
 import { modules } from "../modules.gen.ts";
-import type { DecryptAlert, ReportData } from "../core/src/report/types.ts";
-import { verifyReport } from "../core/src/report/verify.ts";
+import type { DecryptAlert, ReportData } from "@dutlab/core/testing";
+import { verifyReport } from "@dutlab/core/testing";
 import {
   type App,
   type Auth,

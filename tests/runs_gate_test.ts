@@ -5,10 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
-import type { PreflightResult } from "../core/src/preflight/engine.ts";
-import type { ReportData } from "../core/src/report/types.ts";
-import { verifyReportBytes } from "../core/src/report/verify.ts";
+import type { Db } from "@dutlab/core/testing";
+import type { PreflightResult } from "@dutlab/core/testing";
+import type { ReportData } from "@dutlab/core/testing";
+import { verifyReportBytes } from "@dutlab/core/testing";
 import { renderReportPage } from "../core/src/report/page.tsx";
 import { startSimulatedDevice as startSwitch } from "@dutlab/adapter-vendor-a-switch/sim";
 import { modules } from "../modules.gen.ts";

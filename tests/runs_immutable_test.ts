@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import { verifyReport } from "../core/src/report/verify.ts";
+import { verifyReport } from "@dutlab/core/testing";
 import { fetchReport, finishRun, startRun } from "./_runs_lab.ts";
 
 const PLAN = "fixture-plan";

@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules, fixturePlugin, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import { jcsSha256 } from "../core/src/util/hash.ts";
-import { verifyReport } from "../core/src/report/verify.ts";
-import type { ReportData } from "../core/src/report/types.ts";
-import type { LoadedModules } from "../core/src/registry.ts";
+import { jcsSha256 } from "@dutlab/core";
+import { verifyReport } from "@dutlab/core/testing";
+import type { ReportData } from "@dutlab/core/testing";
+import type { LoadedModules } from "@dutlab/core/testing";
 import {
   type App,
   type Auth,

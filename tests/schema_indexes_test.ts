@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { type Kysely, sql } from "kysely";
 import { Migrator, NO_MIGRATIONS } from "kysely/migration";
 import { dbTest } from "@dutlab/core/testing";
-import { migrationProvider } from "../core/src/db/migrations/mod.ts";
-import type { Database } from "../core/src/db/schema.ts";
+import { migrationProvider } from "@dutlab/core/testing";
+import type { Database } from "@dutlab/core/testing";
 
 /** The definition of every index on `snapshots`, by name, without the schema. */
 async function snapshotIndexes(db: Kysely<Database>): Promise<Record<string, string>> {

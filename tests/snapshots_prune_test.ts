@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
-import type { Db } from "../core/src/db/open.ts";
+import type { Db } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import { hashSnapshot } from "../core/src/poller/store.ts";
-import { sha256Hex } from "../core/src/util/hash.ts";
-import { verifyReportBytes } from "../core/src/report/verify.ts";
+import { hashSnapshot } from "@dutlab/core/testing";
+import { sha256Hex } from "@dutlab/core";
+import { verifyReportBytes } from "@dutlab/core/testing";
 import { citedSnapshots, pruneSnapshots } from "../core/src/snapshots/prune.ts";
 import { type App, type Auth, fetchReport, finishRun, register, snapshot, startRun } from "./_runs_lab.ts";
 

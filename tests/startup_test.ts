@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { childEnv, TEST_PDF_CERT, TEST_PDF_KEY, TEST_SIGNING_KEY } from "@dutlab/core/testing";
-import { openDatabase } from "../core/src/db/open.ts";
-import { buildRegistry } from "../core/src/registry.ts";
+import { openDatabase } from "@dutlab/core/testing";
+import { buildRegistry } from "@dutlab/core/testing";
 import { patternSetKey, volatileFor } from "../core/src/snapshots/volatile.ts";
 import { modules } from "../modules.gen.ts";
 
