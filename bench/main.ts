@@ -9,6 +9,7 @@
  */
 import { parseArgs } from "node:util";
 import { type Figure, lines, machine } from "./_util.ts";
+import { compareFigures, formatCompare, readFigures } from "./_compare.ts";
 
 /** What a scenario gets. */
 export interface Ctx {
@@ -46,6 +47,9 @@ const { values: args } = parseArgs({
     scenario: { type: "string" },
     out: { type: "string" },
     keep: { type: "boolean", default: false },
+    compare: { type: "string" },
+    against: { type: "string" },
+    threshold: { type: "string", default: "0.2" },
   },
 });
 
@@ -67,6 +71,19 @@ async function runScenario(name: Scenario, quick: boolean): Promise<Figure[]> {
     if (!args.keep) await Deno.remove(tmp, { recursive: true }).catch(() => {});
     else console.error(`[${name}] kept ${tmp}`);
   }
+}
+
+async function printCompare(newFigures: Figure[]): Promise<number> {
+  const rows = compareFigures(await readFigures(args.compare!), newFigures, Number(args.threshold));
+  console.log(`\n== compare with ${args.compare} (worse beyond ${Number(args.threshold) * 100} %)`);
+  for (const l of formatCompare(rows)) console.log(l);
+  return rows.filter((r) => r.worse).length;
+}
+
+if (args.compare && args.against) {
+  // Compare two results files without running anything.
+  const worse = await printCompare(await readFigures(args.against));
+  Deno.exit(worse ? 1 : 0);
 }
 
 if (args.scenario) {
@@ -150,7 +167,8 @@ const out = args.out ?? `bench/results/${startedAt.toISOString().replace(/[:.]/g
 await Deno.mkdir(out.replace(/\/[^/]+$/, ""), { recursive: true });
 await Deno.writeTextFile(out, JSON.stringify(report, null, 2) + "\n");
 console.log(`\nWrote ${out} (${all.length} figures, ${report.seconds} s)`);
-if (runs.some((r) => !r.ok)) Deno.exit(1);
+const worseCount = args.compare ? await printCompare(all) : 0;
+if (runs.some((r) => !r.ok) || worseCount) Deno.exit(1);
 
 function printTable(name: string, figures: Figure[]) {
   const rows = figures.map((f) => [

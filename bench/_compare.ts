@@ -1,0 +1,95 @@
+/**
+ * `deno task bench --compare OLD.json [--against NEW.json]`: every figure of a results file beside the same
+ * figure (scenario, name and scalar params) of a previous run, with the ratio new ÷ old, marking the figures
+ * worse beyond a threshold. Rates (`…/s`) are better higher; every other unit is better lower.
+ *
+ * @module
+ */
+import type { Figure } from "./_util.ts";
+
+/** One compared figure. */
+export interface CompareRow {
+  key: string;
+  unit: string;
+  old: number | null;
+  new: number | null;
+  /** new ÷ old; null when either side is missing or old is 0. */
+  ratio: number | null;
+  /** Worse than the old figure by more than the threshold. */
+  worse: boolean;
+}
+
+/** Whether a larger value of this unit is better (throughputs). */
+export const higherIsBetter = (unit: string): boolean => unit.endsWith("/s");
+
+/** The identity of a figure across runs: scenario, name and its scalar params. */
+export function figureKey(f: Figure): string {
+  const params = Object.entries(f.params ?? {}).filter(([, v]) => typeof v !== "object")
+    .sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(" ");
+  return `${f.scenario} / ${f.name}${params ? ` [${params}]` : ""}`;
+}
+
+/**
+ * Compare two runs' figures; `threshold` 0.2 marks figures more than 20 % worse. Figures pair by scenario, name
+ * and scalar params; a figure left unpaired (a param that is itself measured, e.g. a wall time) pairs with the
+ * only unpaired figure of the same scenario and name on the other side.
+ */
+export function compareFigures(oldFigs: Figure[], newFigs: Figure[], threshold = 0.2): CompareRow[] {
+  const olds = new Map(oldFigs.map((f) => [figureKey(f), f]));
+  const pairs: Array<[string, Figure | undefined, Figure | undefined]> = [];
+  const unpairedNew: Figure[] = [];
+  for (const n of newFigs) {
+    const key = figureKey(n);
+    const o = olds.get(key);
+    if (o) {
+      olds.delete(key);
+      pairs.push([key, o, n]);
+    } else unpairedNew.push(n);
+  }
+  const byName = (f: Figure) => `${f.scenario} / ${f.name}`;
+  for (const n of unpairedNew) {
+    const sameNew = unpairedNew.filter((x) => byName(x) === byName(n));
+    const sameOld = [...olds.entries()].filter(([, o]) => byName(o) === byName(n));
+    if (sameNew.length === 1 && sameOld.length === 1) {
+      olds.delete(sameOld[0]![0]);
+      pairs.push([figureKey(n), sameOld[0]![1], n]);
+    } else pairs.push([figureKey(n), undefined, n]);
+  }
+  for (const [key, o] of olds) pairs.push([key, o, undefined]);
+  return pairs.map(([key, o, n]) => row(key, (n ?? o)!.unit, o?.value ?? null, n?.value ?? null, threshold));
+}
+
+function row(key: string, unit: string, o: number | null, n: number | null, threshold: number): CompareRow {
+  const ratio = o !== null && n !== null && o !== 0 ? n / o : null;
+  const worse = ratio !== null &&
+    (higherIsBetter(unit) ? ratio < 1 / (1 + threshold) : ratio > 1 + threshold);
+  return { key, unit, old: o, new: n, ratio, worse };
+}
+
+/** The compare table as text lines. */
+export function formatCompare(rows: CompareRow[]): string[] {
+  const cells = rows.map((r) => [
+    r.key,
+    r.unit,
+    r.old === null ? "—" : String(r.old),
+    r.new === null ? "—" : String(r.new),
+    r.ratio === null ? "—" : `${r.ratio.toFixed(2)}×`,
+    r.worse ? "WORSE" : "",
+  ]);
+  const head = ["figure", "unit", "old", "new", "new/old", ""];
+  const widths = head.map((h, i) => Math.min(90, Math.max(h.length, ...cells.map((c) => c[i]!.length))));
+  const fmt = (c: string[]) =>
+    c.map((s, i) => (i >= 2 && i <= 4 ? s.padStart(widths[i]!) : s.padEnd(widths[i]!)));
+  return [
+    fmt(head).join("  ").trimEnd(),
+    widths.map((w) => "-".repeat(w)).join("  "),
+    ...cells.map((c) => fmt(c).join("  ").trimEnd()),
+  ];
+}
+
+/** Read the figures of a results file written by `bench/main.ts`. */
+export async function readFigures(path: string): Promise<Figure[]> {
+  const data = JSON.parse(await Deno.readTextFile(path)) as { figures?: Figure[] };
+  if (!Array.isArray(data.figures)) throw new Error(`${path}: no "figures" array (not a bench results file)`);
+  return data.figures;
+}
