@@ -1,7 +1,7 @@
 /**
  * Test helpers for module authors: HTTPS device simulators, a replay server for captured device answers,
- * certificates, the adapter contract kit (with its facts step), database fixtures (PGlite and PostgreSQL)
- * and an in-process app.
+ * certificates, the adapter contract kit (with its facts step), database fixtures (PGlite and PostgreSQL),
+ * an in-process app and sealed report fixtures (the v1 report and one built by the current code).
  *
  * @module
  */
@@ -18,3 +18,5 @@ export * from "./replay.ts";
 export * from "./facts.ts";
 export * from "./volatile.ts";
 export * from "./check_fixture.ts";
+export * from "./report_fixture.ts";
+export * from "./report_fixture_current.ts";
