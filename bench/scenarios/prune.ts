@@ -26,7 +26,7 @@ import { pruneSnapshots } from "../../core/src/snapshots/prune.ts";
 import { listSnapshots } from "../../core/src/snapshots/store.ts";
 import { listChanges } from "../../core/src/snapshots/diff.ts";
 import { reportFixture } from "../../core/testing/report_fixture.ts";
-import { jsonAnnex, sealReport } from "../../core/src/report/build.ts";
+import { jsonAnnex, sealReport } from "../../core/src/report/seal.ts";
 import { verifyReport } from "../../core/src/report/verify.ts";
 import { readBackup, restoreBackup, writeBackup } from "../../core/src/backup/archive.ts";
 import { buildRegistry } from "../../core/src/registry.ts";

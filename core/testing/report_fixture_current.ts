@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { jsonAnnex, licenseTexts, sealReport } from "../src/report/build.ts";
+import { jsonAnnex, licenseTexts, sealReport } from "../src/report/seal.ts";
 import type { DecryptAlert, ReportData } from "../src/report/types.ts";
 import type { Plan } from "../src/plan.ts";
 import type { PreflightResult } from "../src/preflight/engine.ts";

@@ -13,7 +13,7 @@ import { currentReportFixture } from "../../testing/report_fixture_current.ts";
 import { verifyReport } from "./verify.ts";
 import { renderReportPage } from "./page.tsx";
 import { breakable } from "./page/annexes.tsx";
-import { sealReport } from "./build.ts";
+import { sealReport } from "./seal.ts";
 import type { ReportData } from "./types.ts";
 
 const decode = (s: string) =>
