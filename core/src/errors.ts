@@ -95,6 +95,27 @@ export class PreconditionFailedError extends DomainError {
 }
 
 /**
+ * Something the request needs is not available now; the caller may try later (e.g. PDF rendering without
+ * Chromium, or busy). HTTP: 503 `<service>-unavailable` with `title`, and `retryAfterSeconds` when given.
+ */
+export class UnavailableError extends DomainError {
+  override name = "UnavailableError";
+  constructor(
+    /** The unavailable service, as the problem type names it (`pdf` → `pdf-unavailable`). */
+    readonly service: string,
+    /** The problem's title. */
+    readonly title: string,
+    message: string,
+    options: { cause?: unknown; retryAfterSeconds?: number } = {},
+  ) {
+    super(message, {
+      cause: options.cause,
+      extra: options.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: options.retryAfterSeconds },
+    });
+  }
+}
+
+/**
  * The input names something the domain does not accept. HTTP: 400 validation problem; 422 when
  * `unprocessable` (well-formed and known, but not actionable, e.g. a vendor without an adapter).
  *

@@ -8,6 +8,7 @@ import {
   InvalidInputError,
   NotFoundError,
   PreconditionFailedError,
+  UnavailableError,
 } from "../errors.ts";
 import { logger } from "../runtime/log.ts";
 import { isDatabaseUnavailable } from "../db/open.ts";
@@ -57,13 +58,16 @@ const log = logger("http");
 
 /**
  * The one place where domain errors become HTTP: `NotFoundError` → 404 `not-found`, `ConflictError` → 409
- * `conflict`, `InvalidInputError` → 400 `validation` (422 `unprocessable` when the input is well-formed but
+ * `conflict`, `UnavailableError` → 503 `<service>-unavailable`, `InvalidInputError` → 400 `validation` (422 `unprocessable` when the input is well-formed but
  * not actionable), each with the error's `errors` and further members. Other errors: undefined.
  */
 export function domainProblem(err: unknown): HttpProblem | undefined {
   const members = (e: DomainError) => ({ ...(e.errors ? { errors: e.errors } : {}), ...e.extra });
   if (err instanceof NotFoundError) {
     return new HttpProblem(404, "not-found", "Not found", err.message, members(err));
+  }
+  if (err instanceof UnavailableError) {
+    return new HttpProblem(503, `${err.service}-unavailable`, err.title, err.message, members(err));
   }
   if (err instanceof ConflictError) {
     return new HttpProblem(409, "conflict", "Conflict", err.message, members(err));
