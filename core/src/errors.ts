@@ -37,20 +37,6 @@ export class StartupError extends Error {
   }
 }
 
-/** An error that maps to an RFC 9457 problem response. */
-export class HttpProblem extends Error {
-  override name = "HttpProblem";
-  constructor(
-    readonly status: number,
-    readonly slug: string,
-    readonly title: string,
-    readonly detail?: string,
-    readonly extra: Record<string, unknown> = {},
-  ) {
-    super(detail ?? title);
-  }
-}
-
 /** A field and what is wrong with it, as a problem's `errors` member lists it. */
 export interface FieldError {
   field: string;

@@ -4,7 +4,6 @@ import type { ZodError } from "zod";
 import {
   ConflictError,
   type DomainError,
-  HttpProblem,
   InvalidInputError,
   NotFoundError,
   PreconditionFailedError,
@@ -55,6 +54,20 @@ export function validationProblem(c: Context, errors: Array<{ field: string; mes
 }
 
 const log = logger("http");
+
+/** An error that maps to an RFC 9457 problem response. */
+export class HttpProblem extends Error {
+  override name = "HttpProblem";
+  constructor(
+    readonly status: number,
+    readonly slug: string,
+    readonly title: string,
+    readonly detail?: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(detail ?? title);
+  }
+}
 
 /**
  * The one place where domain errors become HTTP: `NotFoundError` → 404 `not-found`, `ConflictError` → 409

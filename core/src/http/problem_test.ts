@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { ConflictError, HttpProblem, InvalidInputError, NotFoundError, UnavailableError } from "../errors.ts";
-import { domainProblem } from "./problem.ts";
+import { ConflictError, InvalidInputError, NotFoundError, UnavailableError } from "../errors.ts";
+import { domainProblem, HttpProblem } from "./problem.ts";
 
 Deno.test("domain errors carry their cause and map to one problem each", () => {
   const cause = new Error("unique violation");
