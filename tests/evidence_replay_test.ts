@@ -14,7 +14,7 @@ import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { buildRegistry } from "@dutlab/core/testing";
 import { replayReport } from "../core/src/report/replay.ts";
 import { readBundleArchive, replayInputsOf } from "../core/src/report/evidence_read.ts";
-import { sealReport } from "../core/src/report/build.ts";
+import { sealReport } from "../core/src/report/seal.ts";
 import type { ReportData } from "@dutlab/core/testing";
 import {
   closeAll,

@@ -7,7 +7,8 @@
 import { z } from "zod";
 import { bootstrap, exitOnStartupError } from "@dutlab/core/runtime";
 import { ROLES } from "../core/src/access/tokens.ts";
-import { DomainError, HttpProblem } from "../core/src/errors.ts";
+import { DomainError } from "../core/src/errors.ts";
+import { HttpProblem } from "../core/src/http/problem.ts";
 import { modules } from "../modules.gen.ts";
 
 const USAGE =

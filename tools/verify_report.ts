@@ -1316,7 +1316,7 @@ async function driftOf(source, registry, devices, startedAt, endedAt) {
   return out;
 }
 
-// core/src/report/build.ts
+// core/src/report/seal.ts
 function licenseTexts(id, who = {
   lab: "dutlab test lab"
 }) {

@@ -16,7 +16,7 @@ import { benchServices, freshDb } from "../_db.ts";
 import { prng, registerDevices, replayModules, replayWorker } from "../_replay.ts";
 import { renderReportPage } from "../../core/src/report/page.tsx";
 import type { ReportData } from "../../core/src/report/types.ts";
-import { reportFixture } from "../../core/src/report/fixture.ts";
+import { reportFixture } from "../../core/testing/report_fixture.ts";
 import { findChromium, printToPdf } from "../../core/testing/chromium.ts";
 import { PDFDocument } from "pdf-lib";
 import { attachEvidence, PdfRenderer } from "../../core/src/report/pdf.ts";

@@ -37,20 +37,6 @@ export class StartupError extends Error {
   }
 }
 
-/** An error that maps to an RFC 9457 problem response. */
-export class HttpProblem extends Error {
-  override name = "HttpProblem";
-  constructor(
-    readonly status: number,
-    readonly slug: string,
-    readonly title: string,
-    readonly detail?: string,
-    readonly extra: Record<string, unknown> = {},
-  ) {
-    super(detail ?? title);
-  }
-}
-
 /** A field and what is wrong with it, as a problem's `errors` member lists it. */
 export interface FieldError {
   field: string;
@@ -92,6 +78,27 @@ export class ConflictError extends DomainError {
  */
 export class PreconditionFailedError extends DomainError {
   override name = "PreconditionFailedError";
+}
+
+/**
+ * Something the request needs is not available now; the caller may try later (e.g. PDF rendering without
+ * Chromium, or busy). HTTP: 503 `<service>-unavailable` with `title`, and `retryAfterSeconds` when given.
+ */
+export class UnavailableError extends DomainError {
+  override name = "UnavailableError";
+  constructor(
+    /** The unavailable service, as the problem type names it (`pdf` → `pdf-unavailable`). */
+    readonly service: string,
+    /** The problem's title. */
+    readonly title: string,
+    message: string,
+    options: { cause?: unknown; retryAfterSeconds?: number } = {},
+  ) {
+    super(message, {
+      cause: options.cause,
+      extra: options.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: options.retryAfterSeconds },
+    });
+  }
 }
 
 /**

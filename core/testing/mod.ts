@@ -1,7 +1,7 @@
 /**
  * Test helpers for module authors: HTTPS device simulators, a replay server for captured device answers,
- * certificates, the adapter contract kit (with its facts step), database fixtures (PGlite and PostgreSQL)
- * and an in-process app.
+ * certificates, the adapter contract kit (with its facts step), database fixtures (PGlite and PostgreSQL),
+ * an in-process app and sealed report fixtures (the v1 report and one built by the current code).
  *
  * @module
  */
@@ -47,3 +47,5 @@ export { TokenStore } from "../src/access/tokens.ts";
 export { refusedRoles } from "../src/access/tokens.ts";
 export { requiredRole } from "../src/access/tokens.ts";
 export { ROLES } from "../src/access/tokens.ts";
+export * from "./report_fixture.ts";
+export * from "./report_fixture_current.ts";

@@ -7,7 +7,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { ConflictError, NotFoundError } from "../errors.ts";
-import { isUniqueViolation } from "../devices/store.ts";
+import { isUniqueViolation } from "../db/errors.ts";
 import { isUuid } from "../util/ids.ts";
 import { decodeCursor, encodeCursor } from "../util/paging.ts";
 import { base64url } from "../util/encoding.ts";

@@ -17,6 +17,7 @@ import { ConflictError, DeviceError, InvalidInputError, NotFoundError, type Poll
 import { Batcher } from "../util/batcher.ts";
 import { isUuid } from "../util/ids.ts";
 import { decodeCursor, encodeCursor } from "../util/paging.ts";
+import { isUniqueViolation } from "../db/errors.ts";
 
 /** Filters and paging of the device list (README "Paging and filters"). */
 export interface DeviceFilter {
@@ -457,8 +458,3 @@ export function foldTags(tags: readonly string[]): string[] {
 
 /** A text[] parameter (the drivers bind a JS array; the cast names its type). */
 const textArray = (values: readonly string[]) => sql<string[]>`cast(${[...values]} as text[])`;
-
-export function isUniqueViolation(e: unknown): boolean {
-  const err = e as { code?: string; message?: string };
-  return err?.code === "23505" || /duplicate key value violates unique constraint/i.test(err?.message ?? "");
-}

@@ -4,10 +4,10 @@ import type { ZodError } from "zod";
 import {
   ConflictError,
   type DomainError,
-  HttpProblem,
   InvalidInputError,
   NotFoundError,
   PreconditionFailedError,
+  UnavailableError,
 } from "../errors.ts";
 import { logger } from "../runtime/log.ts";
 import { isDatabaseUnavailable } from "../db/open.ts";
@@ -55,15 +55,32 @@ export function validationProblem(c: Context, errors: Array<{ field: string; mes
 
 const log = logger("http");
 
+/** An error that maps to an RFC 9457 problem response. */
+export class HttpProblem extends Error {
+  override name = "HttpProblem";
+  constructor(
+    readonly status: number,
+    readonly slug: string,
+    readonly title: string,
+    readonly detail?: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(detail ?? title);
+  }
+}
+
 /**
  * The one place where domain errors become HTTP: `NotFoundError` → 404 `not-found`, `ConflictError` → 409
- * `conflict`, `InvalidInputError` → 400 `validation` (422 `unprocessable` when the input is well-formed but
+ * `conflict`, `UnavailableError` → 503 `<service>-unavailable`, `InvalidInputError` → 400 `validation` (422 `unprocessable` when the input is well-formed but
  * not actionable), each with the error's `errors` and further members. Other errors: undefined.
  */
 export function domainProblem(err: unknown): HttpProblem | undefined {
   const members = (e: DomainError) => ({ ...(e.errors ? { errors: e.errors } : {}), ...e.extra });
   if (err instanceof NotFoundError) {
     return new HttpProblem(404, "not-found", "Not found", err.message, members(err));
+  }
+  if (err instanceof UnavailableError) {
+    return new HttpProblem(503, `${err.service}-unavailable`, err.title, err.message, members(err));
   }
   if (err instanceof ConflictError) {
     return new HttpProblem(409, "conflict", "Conflict", err.message, members(err));

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { ConflictError, HttpProblem, InvalidInputError, NotFoundError } from "../errors.ts";
-import { domainProblem } from "./problem.ts";
+import { ConflictError, InvalidInputError, NotFoundError, UnavailableError } from "../errors.ts";
+import { domainProblem, HttpProblem } from "./problem.ts";
 
 Deno.test("domain errors carry their cause and map to one problem each", () => {
   const cause = new Error("unique violation");
@@ -23,5 +23,12 @@ Deno.test("domain errors carry their cause and map to one problem each", () => {
   const active = domainProblem(new ConflictError("active", { extra: { activeExecutionId: "x" } }))!;
   assert.deepEqual(active.extra, { activeExecutionId: "x" });
   assert.ok(p404 instanceof HttpProblem);
+  const p503 = domainProblem(
+    new UnavailableError("pdf", "PDF rendering unavailable", "busy", { retryAfterSeconds: 30 }),
+  )!;
+  assert.deepEqual(
+    [p503.status, p503.slug, p503.title, p503.detail, p503.extra],
+    [503, "pdf-unavailable", "PDF rendering unavailable", "busy", { retryAfterSeconds: 30 }],
+  );
   assert.equal(domainProblem(new Error("other")), undefined);
 });

@@ -19,7 +19,7 @@ import {
   unprocessableResponse,
 } from "./openapi_util.ts";
 import { toView } from "../devices/store.ts";
-import { testConnection } from "../devices/test_connection.ts";
+import { testConnection } from "../devices/probe.ts";
 import { DeviceListQuery } from "../api/schemas_query.ts";
 import { DeviceListCache } from "./list_cache.ts";
 import { problems } from "./problem.ts";

@@ -16,7 +16,7 @@ import { ExecutionIdParam } from "../api/schemas.ts";
 import { pageAccess, renderReportPdf, verifierSource } from "./routes_report_keys.ts";
 import { collectReplayInputs, evidenceBundle, type EvidenceServices } from "../report/evidence.ts";
 import { replayReport } from "../report/replay.ts";
-import { HttpProblem } from "../errors.ts";
+import { HttpProblem } from "./problem.ts";
 import { logger } from "../runtime/log.ts";
 
 const ReplayLine = z.object({

@@ -28,7 +28,7 @@ import type { ReportData } from "../report/types.ts";
 import { attachEvidence } from "../report/pdf.ts";
 import type { PdfCertificateInfo } from "../report/pdf_certificates.ts";
 import { logger } from "../runtime/log.ts";
-import { HttpProblem } from "../errors.ts";
+import { HttpProblem } from "./problem.ts";
 
 const ExecParam = z.object({
   executionId: z.string().openapi({

@@ -1,7 +1,7 @@
 /**
  * Report assembly: from a run's stored row, the submitted results and the lab at the end, the ReportData
  * that `RunService.finish` freezes (spec 4.11). Aggregation, figures, verdict, topology, TLS decryption and
- * the annexes are put together here; sealing (the hash) is build.ts's. The caller owns the transaction and
+ * the annexes are put together here; sealing (the hash) is seal.ts's. The caller owns the transaction and
  * the lab state reads, so this file holds no run life cycle, only what the report says.
  *
  * @module
@@ -28,7 +28,7 @@ import { k6Figures, rawFigures } from "../runs/figures.ts";
 import { driftForVerdict, VERDICT_RULE, VERDICT_RULES } from "../runs/verdict.ts";
 import { dbDriftSource, driftOf, type DriftSource } from "../runs/drift.ts";
 import type { RunResults } from "../api/schemas.ts";
-import { jsonAnnex, licenseTexts, sealReport } from "./build.ts";
+import { jsonAnnex, licenseTexts, sealReport } from "./seal.ts";
 import type { DecryptAlert, ReportData, StartGate } from "./types.ts";
 
 /**

@@ -8,12 +8,12 @@ import {
   printToPdf,
   squash,
 } from "../../testing/chromium.ts";
-import { reportFixture } from "./fixture.ts";
-import { currentReportFixture } from "./fixture_current.ts";
+import { reportFixture } from "../../testing/report_fixture.ts";
+import { currentReportFixture } from "../../testing/report_fixture_current.ts";
 import { verifyReport } from "./verify.ts";
 import { renderReportPage } from "./page.tsx";
 import { breakable } from "./page/annexes.tsx";
-import { sealReport } from "./build.ts";
+import { sealReport } from "./seal.ts";
 import type { ReportData } from "./types.ts";
 
 const decode = (s: string) =>

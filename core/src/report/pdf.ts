@@ -9,7 +9,7 @@
 // puppeteer-core and pdf-lib are loaded on the first PDF, not at start-up: together they add about 0.27 s
 // to every start of the service (BENCHMARKS.md section 7).
 import type { Browser, Page } from "puppeteer-core";
-import { HttpProblem } from "../errors.ts";
+import { UnavailableError } from "../errors.ts";
 import { logger } from "../runtime/log.ts";
 import type { PdfSignatureFields, PdfSigner } from "./pdf_sign.ts";
 
@@ -68,7 +68,7 @@ class Slots {
 }
 
 const unavailable = (detail: string) =>
-  new HttpProblem(503, "pdf-unavailable", "PDF rendering unavailable", detail, { retryAfterSeconds: 30 });
+  new UnavailableError("pdf", "PDF rendering unavailable", detail, { retryAfterSeconds: 30 });
 
 /**
  * Prints HTML to PDF in one warm headless Chromium. The browser starts at the first render and is
@@ -162,7 +162,7 @@ export class PdfRenderer {
     try {
       return await Promise.race([work, abort]);
     } catch (e) {
-      if (e instanceof HttpProblem) throw e;
+      if (e instanceof UnavailableError) throw e;
       if (signal.aborted || (e as Error).name === "TimeoutError") throw timedOut();
       throw unavailable(`Chromium failed to print the page (${(e as Error).message.split("\n")[0]})`);
     } finally {
@@ -175,7 +175,7 @@ export class PdfRenderer {
     try {
       browser = await this.#launch();
     } catch (e) {
-      if (e instanceof HttpProblem) throw e;
+      if (e instanceof UnavailableError) throw e;
       throw unavailable(`Chromium did not start (${(e as Error).message.split("\n")[0]})`);
     }
     let page = this.#idle.pop();

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { PDFDocument } from "pdf-lib";
 import { PdfRenderer } from "./pdf.ts";
-import { HttpProblem } from "../errors.ts";
+import { UnavailableError } from "../errors.ts";
 import { findChromium } from "../../testing/chromium.ts";
 
 const chromium = findChromium();
@@ -36,10 +36,10 @@ Deno.test(
     const slow = new PdfRenderer({ concurrency: 1, timeoutMs: 1 });
     try {
       const e = await slow.render(html(1)).then(() => null, (e) => e);
-      assert.ok(e instanceof HttpProblem);
-      assert.equal(e.status, 503);
-      assert.equal(e.slug, "pdf-unavailable");
-      assert.match(e.detail!, /took longer than 1 ms/);
+      assert.ok(e instanceof UnavailableError);
+      assert.equal(e.service, "pdf");
+      assert.equal(e.extra.retryAfterSeconds, 30);
+      assert.match(e.message, /took longer than 1 ms/);
     } finally {
       await slow.close();
     }
@@ -50,8 +50,8 @@ Deno.test("without Chromium: a 503 problem naming the path, no process started",
   const none = new PdfRenderer({ executablePath: "/nonexistent/chromium", concurrency: 1, timeoutMs: 5_000 });
   assert.equal(none.chromiumPath(), null);
   const e = await none.render(html(1)).then(() => null, (e) => e);
-  assert.ok(e instanceof HttpProblem);
-  assert.equal(e.status, 503);
-  assert.match(e.detail!, /No Chromium found at \/nonexistent\/chromium/);
+  assert.ok(e instanceof UnavailableError);
+  assert.equal(e.service, "pdf");
+  assert.match(e.message, /No Chromium found at \/nonexistent\/chromium/);
   await none.close();
 });

@@ -9,7 +9,7 @@ import { labStateOf, labStateWants } from "./lab_state.ts";
 import type { StartState } from "./alerts.ts";
 import { assembleReport, labDecryptState } from "../report/assemble.ts";
 import type { DecryptAlert, ReportData, StartGate, VerdictReason, VerdictValue } from "../report/types.ts";
-import { isUniqueViolation } from "../devices/store.ts";
+import { isUniqueViolation } from "../db/errors.ts";
 import { isUuid } from "../util/ids.ts";
 import { jsonValue } from "../db/json.ts";
 import type { FinishRunInput, StartRunInput } from "../api/schemas.ts";

@@ -3,7 +3,7 @@
  * (`AdapterDefinition.volatilePaths`). Patterns are JSON Pointers (RFC 6901) in which a segment that is
  * exactly `*` matches any one object key or array index.
  */
-import type { Registry } from "../registry.ts";
+import type { AdapterDefinition } from "../adapter.ts";
 import { canonicalJson, sha256Hex } from "../util/hash.ts";
 
 /** Why `pattern` is not a volatile-path pattern, or null when it is one. */
@@ -47,8 +47,16 @@ function strip(v: unknown, patterns: string[][]): unknown {
   return Array.isArray(v) ? out.map(([, x]) => x) : Object.fromEntries(out);
 }
 
+/**
+ * The adapters as `volatileFor` reads them: the registry's map by vendor (`Registry` fits; named by shape so this
+ * room does not import the registry, which imports it).
+ */
+export interface VolatileSource {
+  readonly adapters: ReadonlyMap<string, { readonly adapter: Pick<AdapterDefinition, "volatilePaths"> }>;
+}
+
 /** The volatile-path patterns of a vendor's adapter for a label (none when the vendor has no adapter now). */
-export function volatileFor(registry: Registry, vendor: string, label: string): readonly string[] {
+export function volatileFor(registry: VolatileSource, vendor: string, label: string): readonly string[] {
   return registry.adapters.get(vendor)?.adapter.volatilePaths?.[label] ?? [];
 }
 

@@ -7,17 +7,17 @@
  *
  * @module
  */
-import { jsonAnnex, licenseTexts, sealReport } from "./build.ts";
-import type { DecryptAlert, ReportData } from "./types.ts";
-import type { Plan } from "../plan.ts";
-import type { PreflightResult } from "../preflight/engine.ts";
-import type { InventoryEntry, StartState } from "../runs/alerts.ts";
-import { aggregateK6, budgetBurnedPct, shareAboveK6 } from "../runs/aggregate.ts";
-import { readK6 } from "../runs/k6.ts";
-import { k6Figures } from "../runs/figures.ts";
-import { computeVerdict, driftForVerdict } from "../runs/verdict.ts";
-import type { DriftAnnex } from "../runs/drift.ts";
-import { sha256Hex } from "../util/hash.ts";
+import { jsonAnnex, licenseTexts, sealReport } from "../src/report/seal.ts";
+import type { DecryptAlert, ReportData } from "../src/report/types.ts";
+import type { Plan } from "../src/plan.ts";
+import type { PreflightResult } from "../src/preflight/engine.ts";
+import type { InventoryEntry, StartState } from "../src/runs/alerts.ts";
+import { aggregateK6, budgetBurnedPct, shareAboveK6 } from "../src/runs/aggregate.ts";
+import { readK6 } from "../src/runs/k6.ts";
+import { k6Figures } from "../src/runs/figures.ts";
+import { computeVerdict, driftForVerdict } from "../src/runs/verdict.ts";
+import type { DriftAnnex } from "../src/runs/drift.ts";
+import { sha256Hex } from "../src/util/hash.ts";
 
 /** Options of {@link currentReportFixture}; every default is the troubled run of the issue. */
 export interface CurrentFixtureOptions {

@@ -5,16 +5,16 @@
  *
  * @example
  * ```ts
- * import { reportFixture } from "./fixture.ts";
+ * import { reportFixture } from "@dutlab/core/testing";
  * const ok = await reportFixture();
  * const invalidated = await reportFixture({ decryptChanged: true });
  * ```
  *
  * @module
  */
-import type { Plan } from "../plan.ts";
-import { jcsSha256, sha256Hex } from "../util/hash.ts";
-import type { Annex, DecryptAlert, ReportData } from "./types.ts";
+import type { Plan } from "../src/plan.ts";
+import { jcsSha256, sha256Hex } from "../src/util/hash.ts";
+import type { Annex, DecryptAlert, ReportData } from "../src/report/types.ts";
 
 /** Options of {@link reportFixture}. */
 export interface ReportFixtureOptions {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { connectionDetail } from "./test_connection.ts";
+import { connectionDetail } from "./probe.ts";
 
 Deno.test("a connection test without a CPU figure does not claim a CPU monitor", () => {
   const none = connectionDetail(
