@@ -72,7 +72,7 @@ export interface PlanDependency {
  * The shape of {@link Plan.dependsOn}, checked when the registry loads a plan catalog (a bad entry stops
  * the start-up with PLAN_CATALOG rather than silently never counting drift).
  */
-export const PlanDependsOnSchema = z.array(
+export const PlanDependsOnSchema: z.ZodType<PlanDependency[]> = z.array(
   z.object({
     deviceRole: z.string().min(1),
     labels: z.array(z.string().min(1)).min(1).refine((l) => new Set(l).size === l.length, {

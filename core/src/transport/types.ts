@@ -4,7 +4,10 @@ export interface DeviceRequest {
   method?: string;
   /** Path with optional query string, e.g. `/api/mo/sys.json?rsp-subtree=full`. A same-origin absolute URL is accepted. */
   path: string;
-  /** Request headers; unless given here, the transport adds the content type of a `json` or `form` body and the cookies. */
+  /**
+   * Request headers; unless given here, the transport adds the content type of a `json` or `form` body and
+   * the session's cookies.
+   */
   headers?: Record<string, string>;
   /** Sent as `application/json`. */
   json?: unknown;
