@@ -10,7 +10,9 @@ export const POLL_STATUSES = [
   "adapter_error",
   "credential_error",
 ] as const;
+/** One of {@link POLL_STATUSES}. */
 export type PollStatus = typeof POLL_STATUSES[number];
+/** A poll status other than `ok`: the classification a {@link DeviceError} carries. */
 export type FailureStatus = Exclude<PollStatus, "ok">;
 
 /**
@@ -23,7 +25,13 @@ export type FailureStatus = Exclude<PollStatus, "ok">;
  * ```
  */
 export class DeviceError extends Error {
+  /** `"DeviceError"`: how logs and stack traces name the error. */
   override name = "DeviceError";
+  /**
+   * @param status The failure class, stored as the device's `lastPollStatus`.
+   * @param message What failed, stored as `lastPollError`; never put credentials in it.
+   * @param options `cause`: the underlying error, if any.
+   */
   constructor(readonly status: FailureStatus, message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
@@ -31,7 +39,12 @@ export class DeviceError extends Error {
 
 /** Coded start-up error: bad configuration, bad module, database in use. */
 export class StartupError extends Error {
+  /** `"StartupError"`: how logs and stack traces name the error. */
   override name = "StartupError";
+  /**
+   * @param code Stable error code (e.g. `MODULE_CORE_VERSION`, `PLAN_CATALOG`), printed before the message.
+   * @param message What is wrong and how to fix it.
+   */
   constructor(readonly code: string, message: string) {
     super(message);
   }
@@ -39,6 +52,7 @@ export class StartupError extends Error {
 
 /** An error that maps to an RFC 9457 problem response. */
 export class HttpProblem extends Error {
+  /** `"HttpProblem"`: how logs and stack traces name the error. */
   override name = "HttpProblem";
   constructor(
     readonly status: number,
@@ -53,7 +67,9 @@ export class HttpProblem extends Error {
 
 /** A field and what is wrong with it, as a problem's `errors` member lists it. */
 export interface FieldError {
+  /** The field's name or path in the request (e.g. `vendor`). */
   field: string;
+  /** What is wrong with its value. */
   message: string;
 }
 
@@ -78,11 +94,13 @@ export abstract class DomainError extends Error {
 
 /** The thing asked for does not exist (a device, a plan, a run, a report). HTTP: 404. */
 export class NotFoundError extends DomainError {
+  /** `"NotFoundError"`: how logs and stack traces name the error. */
   override name = "NotFoundError";
 }
 
 /** The request contradicts the current state (a taken hostname, an active run). HTTP: 409. */
 export class ConflictError extends DomainError {
+  /** `"ConflictError"`: how logs and stack traces name the error. */
   override name = "ConflictError";
 }
 
@@ -91,6 +109,7 @@ export class ConflictError extends DomainError {
  * or from a plan the registry has moved away from). HTTP: 412.
  */
 export class PreconditionFailedError extends DomainError {
+  /** `"PreconditionFailedError"`: how logs and stack traces name the error. */
   override name = "PreconditionFailedError";
 }
 
@@ -106,6 +125,7 @@ export class PreconditionFailedError extends DomainError {
  * ```
  */
 export class InvalidInputError extends DomainError {
+  /** `"InvalidInputError"`: how logs and stack traces name the error. */
   override name = "InvalidInputError";
   readonly unprocessable: boolean;
   constructor(
