@@ -31,6 +31,8 @@ var DeviceError = class extends Error {
   /** `"DeviceError"`: how logs and stack traces name the error. */
   name;
   /**
+   * Classify a device-side failure.
+   *
    * @param status The failure class, stored as the device's `lastPollStatus`.
    * @param message What failed, stored as `lastPollError`; never put credentials in it.
    * @param options `cause`: the underlying error, if any.
@@ -44,6 +46,8 @@ var StartupError = class extends Error {
   /** `"StartupError"`: how logs and stack traces name the error. */
   name;
   /**
+   * A start-up error with its code.
+   *
    * @param code Stable error code (e.g. `MODULE_CORE_VERSION`, `PLAN_CATALOG`), printed before the message.
    * @param message What is wrong and how to fix it.
    */

@@ -28,6 +28,8 @@ export class DeviceError extends Error {
   /** `"DeviceError"`: how logs and stack traces name the error. */
   override name = "DeviceError";
   /**
+   * Classify a device-side failure.
+   *
    * @param status The failure class, stored as the device's `lastPollStatus`.
    * @param message What failed, stored as `lastPollError`; never put credentials in it.
    * @param options `cause`: the underlying error, if any.
@@ -42,6 +44,8 @@ export class StartupError extends Error {
   /** `"StartupError"`: how logs and stack traces name the error. */
   override name = "StartupError";
   /**
+   * A start-up error with its code.
+   *
    * @param code Stable error code (e.g. `MODULE_CORE_VERSION`, `PLAN_CATALOG`), printed before the message.
    * @param message What is wrong and how to fix it.
    */
@@ -54,6 +58,15 @@ export class StartupError extends Error {
 export class HttpProblem extends Error {
   /** `"HttpProblem"`: how logs and stack traces name the error. */
   override name = "HttpProblem";
+  /**
+   * A problem to answer with (RFC 9457, type `urn:dutlab:problem:<slug>`).
+   *
+   * @param status HTTP status of the problem response.
+   * @param slug Last segment of the problem `type` URI (e.g. `validation`).
+   * @param title Short summary of the problem type.
+   * @param detail This occurrence's explanation (also the error message); default: `title`.
+   * @param extra Further members of the problem body.
+   */
   constructor(
     readonly status: number,
     readonly slug: string,
@@ -82,6 +95,12 @@ export abstract class DomainError extends Error {
   readonly errors?: FieldError[];
   /** Further members the problem answer carries (e.g. `activeExecutionId`). */
   readonly extra: Record<string, unknown>;
+  /**
+   * A domain error.
+   *
+   * @param message What went wrong, in the domain's words (the problem's `detail`).
+   * @param options `cause`; `errors`: the offending fields; `extra`: further problem members.
+   */
   constructor(
     message: string,
     options: { cause?: unknown; errors?: FieldError[]; extra?: Record<string, unknown> } = {},
@@ -127,7 +146,14 @@ export class PreconditionFailedError extends DomainError {
 export class InvalidInputError extends DomainError {
   /** `"InvalidInputError"`: how logs and stack traces name the error. */
   override name = "InvalidInputError";
+  /** True: answer 422 (well-formed and known, but not actionable) rather than 400. */
   readonly unprocessable: boolean;
+  /**
+   * Refuse input, naming each offending field in `options.errors`.
+   *
+   * @param message What is wrong, in the domain's words.
+   * @param options `errors`: the offending fields; `unprocessable`: answer 422 instead of 400; `cause`.
+   */
   constructor(
     message: string,
     options: { cause?: unknown; errors: FieldError[]; unprocessable?: boolean },
