@@ -28,14 +28,29 @@ function definePlugin(def) {
 // core/src/errors.ts
 var DeviceError = class extends Error {
   status;
+  /** `"DeviceError"`: how logs and stack traces name the error. */
   name;
+  /**
+   * Classify a device-side failure.
+   *
+   * @param status The failure class, stored as the device's `lastPollStatus`.
+   * @param message What failed, stored as `lastPollError`; never put credentials in it.
+   * @param options `cause`: the underlying error, if any.
+   */
   constructor(status, message2, options) {
     super(message2, options), this.status = status, this.name = "DeviceError";
   }
 };
 var StartupError = class extends Error {
   code;
+  /** `"StartupError"`: how logs and stack traces name the error. */
   name;
+  /**
+   * A start-up error with its code.
+   *
+   * @param code Stable error code (e.g. `MODULE_CORE_VERSION`, `PLAN_CATALOG`), printed before the message.
+   * @param message What is wrong and how to fix it.
+   */
   constructor(code, message2) {
     super(message2), this.code = code, this.name = "StartupError";
   }

@@ -6,12 +6,19 @@ export type TlsVerifyMode = "strict" | "self-signed" | "insecure";
 
 /** What an adapter knows about the device it talks to. Never includes the password. */
 export interface AdapterDevice {
+  /** Device id (UUID). */
   id: string;
+  /** The device's host name as registered. */
   hostname: string;
+  /** Vendor key (the adapter's own `vendorKey`). */
   vendor: string;
+  /** The device's role, null when none is recorded. */
   deviceRole: string | null;
+  /** Base URL of the device's management API (`https://...`). */
   baseUrl: string;
+  /** The login user name (the password comes only in `AdapterContext.credentials`). */
   username: string;
+  /** How the transport verifies the device's TLS certificate. */
   tlsVerifyMode: TlsVerifyMode;
 }
 
@@ -27,6 +34,7 @@ export interface SessionStore {
 
 /** Everything one adapter session gets from core for one connection or poll cycle. */
 export interface AdapterContext {
+  /** The device this session talks to. */
   device: AdapterDevice;
   /** Decrypted for this cycle only; dropped by core when the cycle ends. */
   credentials: { readonly username: string; readonly password: string };
@@ -34,13 +42,17 @@ export interface AdapterContext {
   http: DeviceHttp;
   /** Session state kept across cycles for this device and credential. */
   sessions: SessionStore;
+  /** Logger in the adapter's category (`adapter`, then the vendor key). */
   log: Logger;
+  /** Aborted when core gives up on the cycle (device time-out, or the caller cancels); pass it to long waits. */
   signal: AbortSignal;
 }
 
 /** One collected data set: a label and the device's JSON for it. */
 export interface CollectedSnapshot {
+  /** One of the adapter's `labels`. */
   label: string;
+  /** The device's JSON for that label, stored as the snapshot payload. */
   payload: unknown;
 }
 
@@ -104,8 +116,11 @@ export interface AdapterFacts {
 
 /** What a device says about itself, for a report's device inventory. */
 export interface DeviceInventory {
+  /** Hardware model, null when the device does not say. */
   model: string | null;
+  /** Running software version, null when the device does not say. */
   softwareVersion: string | null;
+  /** Serial number, null when the device does not say. */
   serialNumber: string | null;
 }
 
@@ -115,6 +130,7 @@ export interface AdapterDefinition {
   kind: "adapter";
   /** Vendor key, e.g. `vendor-a-switch`. */
   vendorKey: string;
+  /** Human-readable vendor and product name shown in the UI and reports. */
   displayName: string;
   /** Caret range of `@dutlab/core` versions the adapter is written for, e.g. `^1.0.0`. */
   coreVersion: string;
@@ -122,6 +138,10 @@ export interface AdapterDefinition {
   deviceRoles: readonly string[];
   /** Labels collected on every successful poll, in order. Their count is the snapshot count per poll. */
   labels: readonly string[];
+  /**
+   * Readings of this vendor's payloads that checks and reports call; a check applies only where its `needs`
+   * are offered.
+   */
   facts?: AdapterFacts;
   /** The label whose payload `facts.inventory` reads (required when `facts.inventory` is given). */
   inventoryLabel?: string;

@@ -4,20 +4,31 @@ import type { Plan } from "./plan.ts";
 
 /** The device a check is asked about. */
 export interface CheckDevice {
+  /** Device id (UUID). */
   id: string;
+  /** The device's host name as registered. */
   hostname: string;
+  /** Vendor key of the device's adapter. */
   vendor: string;
+  /** The device's role (`ngfw`, `switch`, `bmc`, ...), null when none is recorded. */
   deviceRole: string | null;
 }
 
 /** The snapshot a check evaluates: the latest one of its label for the device. */
 export interface CheckSnapshot {
+  /** Snapshot id (UUID). */
   id: string;
+  /** Id of the device the snapshot was collected from. */
   deviceId: string;
+  /** The label the snapshot was collected under (e.g. `ntp_config`). */
   endpointLabel: string;
+  /** Vendor key of the adapter that collected it (selects the facts that read `payload`). */
   vendor: string;
+  /** The collected payload, as the adapter returned it; read it through `ctx.facts`. */
   payload: unknown;
+  /** SHA-256 of the stored payload (cited as evidence). */
   payloadSha256: string;
+  /** When the poller collected the snapshot. */
   collectedAt: Date;
 }
 
@@ -36,7 +47,9 @@ export interface CheckContext {
 
 /** Outcome of one evaluation. A fail is a value; throwing means the payload could not be read. */
 export interface CheckOutcome {
+  /** True when the device meets the check. */
   pass: boolean;
+  /** One line saying what was found, shown in the result and the report. */
   detail: string;
 }
 
@@ -50,8 +63,14 @@ export interface CheckOutcome {
 export interface CheckDefinition {
   /** Set by {@link defineCheck}; the registry refuses a module listed as a check without it. */
   kind: "check";
+  /** The check id: the name of its folder under `checks/`. */
   id: string;
+  /** What the check asserts, in one line (shown with every result). */
   description: string;
+  /**
+   * Semver range of `@dutlab/core` the check is written for; start-up fails (MODULE_CORE_VERSION) when this
+   * core does not satisfy it.
+   */
   coreVersion: string;
   /** The snapshot label the check needs. */
   label: string;
@@ -69,6 +88,10 @@ export interface CheckDefinition {
   optIn?: boolean;
   /** Optional further narrowing over device and plan, after the plan and capability tests. */
   appliesTo?(device: CheckDevice, plan: Plan): boolean;
+  /**
+   * Evaluate the check on the device's latest `label` snapshot under `plan`. Returns the outcome (a fail is a
+   * value); throws when the payload cannot be read, which the engine reports as status `error`.
+   */
   evaluate(snapshot: CheckSnapshot, plan: Plan, ctx: CheckContext): CheckOutcome;
 }
 

@@ -10,7 +10,9 @@ export const POLL_STATUSES = [
   "adapter_error",
   "credential_error",
 ] as const;
+/** One of {@link POLL_STATUSES}. */
 export type PollStatus = typeof POLL_STATUSES[number];
+/** A poll status other than `ok`: the classification a {@link DeviceError} carries. */
 export type FailureStatus = Exclude<PollStatus, "ok">;
 
 /**
@@ -23,7 +25,15 @@ export type FailureStatus = Exclude<PollStatus, "ok">;
  * ```
  */
 export class DeviceError extends Error {
+  /** `"DeviceError"`: how logs and stack traces name the error. */
   override name = "DeviceError";
+  /**
+   * Classify a device-side failure.
+   *
+   * @param status The failure class, stored as the device's `lastPollStatus`.
+   * @param message What failed, stored as `lastPollError`; never put credentials in it.
+   * @param options `cause`: the underlying error, if any.
+   */
   constructor(readonly status: FailureStatus, message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
@@ -31,7 +41,14 @@ export class DeviceError extends Error {
 
 /** Coded start-up error: bad configuration, bad module, database in use. */
 export class StartupError extends Error {
+  /** `"StartupError"`: how logs and stack traces name the error. */
   override name = "StartupError";
+  /**
+   * A start-up error with its code.
+   *
+   * @param code Stable error code (e.g. `MODULE_CORE_VERSION`, `PLAN_CATALOG`), printed before the message.
+   * @param message What is wrong and how to fix it.
+   */
   constructor(readonly code: string, message: string) {
     super(message);
   }
@@ -39,7 +56,9 @@ export class StartupError extends Error {
 
 /** A field and what is wrong with it, as a problem's `errors` member lists it. */
 export interface FieldError {
+  /** The field's name or path in the request (e.g. `vendor`). */
   field: string;
+  /** What is wrong with its value. */
   message: string;
 }
 
@@ -52,6 +71,12 @@ export abstract class DomainError extends Error {
   readonly errors?: FieldError[];
   /** Further members the problem answer carries (e.g. `activeExecutionId`). */
   readonly extra: Record<string, unknown>;
+  /**
+   * A domain error.
+   *
+   * @param message What went wrong, in the domain's words (the problem's `detail`).
+   * @param options `cause`; `errors`: the offending fields; `extra`: further problem members.
+   */
   constructor(
     message: string,
     options: { cause?: unknown; errors?: FieldError[]; extra?: Record<string, unknown> } = {},
@@ -64,11 +89,13 @@ export abstract class DomainError extends Error {
 
 /** The thing asked for does not exist (a device, a plan, a run, a report). HTTP: 404. */
 export class NotFoundError extends DomainError {
+  /** `"NotFoundError"`: how logs and stack traces name the error. */
   override name = "NotFoundError";
 }
 
 /** The request contradicts the current state (a taken hostname, an active run). HTTP: 409. */
 export class ConflictError extends DomainError {
+  /** `"ConflictError"`: how logs and stack traces name the error. */
   override name = "ConflictError";
 }
 
@@ -77,6 +104,7 @@ export class ConflictError extends DomainError {
  * or from a plan the registry has moved away from). HTTP: 412.
  */
 export class PreconditionFailedError extends DomainError {
+  /** `"PreconditionFailedError"`: how logs and stack traces name the error. */
   override name = "PreconditionFailedError";
 }
 
@@ -113,8 +141,16 @@ export class UnavailableError extends DomainError {
  * ```
  */
 export class InvalidInputError extends DomainError {
+  /** `"InvalidInputError"`: how logs and stack traces name the error. */
   override name = "InvalidInputError";
+  /** True: answer 422 (well-formed and known, but not actionable) rather than 400. */
   readonly unprocessable: boolean;
+  /**
+   * Refuse input, naming each offending field in `options.errors`.
+   *
+   * @param message What is wrong, in the domain's words.
+   * @param options `errors`: the offending fields; `unprocessable`: answer 422 instead of 400; `cause`.
+   */
   constructor(
     message: string,
     options: { cause?: unknown; errors: FieldError[]; unprocessable?: boolean },

@@ -2,7 +2,9 @@ import { z } from "zod";
 
 /** One phase of a test plan's load profile. */
 export interface PlanPhase {
+  /** Phase name shown in the report (e.g. `ramp`, `sustained peak`). */
   name: string;
+  /** Duration of the phase, in seconds. */
   durationS: number;
   /** Offered load, e.g. `{ "connectionsPerSecond": 2000, "throughputGbps": 8 }`. */
   load: Record<string, number | string>;
@@ -10,18 +12,24 @@ export interface PlanPhase {
 
 /** A test plan from the catalog. Parameters are frozen into a run at its start. */
 export interface Plan {
+  /** Stable key of the plan in its catalog (what requests and runs name). */
   identifier: string;
+  /** Human-readable name shown in the UI and the report. */
   displayName: string;
+  /** What the plan tests, in a sentence or two. */
   description: string;
   /** Whether the firewalls must decrypt TLS during the run. */
   tlsDecrypt: "on" | "off";
+  /** Service-level target for the 99th-percentile request latency, in milliseconds. */
   sloTargetP99Ms: number;
   /**
    * Highest acceptable share of failed requests, in percent, for the run's verdict (README "Verdict").
    * Absent: the plan sets no error-rate threshold.
    */
   maxErrorRatePct?: number;
+  /** How the firewalls sit in the path (catalog wording, e.g. `inline-routed`); the report's topology shows it. */
   deploymentMode: string;
+  /** The load profile, in the order the phases run. */
   phases: PlanPhase[];
   /**
    * Optional narrowing to vendors: when present, only enabled devices of these vendor keys take part. Absent
@@ -64,7 +72,7 @@ export interface PlanDependency {
  * The shape of {@link Plan.dependsOn}, checked when the registry loads a plan catalog (a bad entry stops
  * the start-up with PLAN_CATALOG rather than silently never counting drift).
  */
-export const PlanDependsOnSchema = z.array(
+export const PlanDependsOnSchema: z.ZodType<PlanDependency[]> = z.array(
   z.object({
     deviceRole: z.string().min(1),
     labels: z.array(z.string().min(1)).min(1).refine((l) => new Set(l).size === l.length, {
@@ -77,7 +85,9 @@ export const PlanDependsOnSchema = z.array(
 
 /** A plan catalog, contributed by a plugin. */
 export interface PlanCatalog {
+  /** Version of the catalog; frozen into each run started from it. */
   catalogVersion: number;
+  /** The plans, each with a unique `identifier`. */
   plans: Plan[];
 }
 
@@ -85,7 +95,12 @@ export interface PlanCatalog {
 export interface PluginDefinition {
   /** Set by {@link definePlugin}; the registry refuses a module listed as a plugin without it. */
   kind: "plugin";
+  /** The plugin's name, as the manifest lists it. */
   name: string;
+  /**
+   * Semver range of `@dutlab/core` the plugin is written for; start-up fails (MODULE_CORE_VERSION) when this
+   * core does not satisfy it.
+   */
   coreVersion: string;
   /** A plugin may contribute the test-plan catalog (at most one enabled plugin does). */
   planCatalog?: PlanCatalog;

@@ -17,18 +17,26 @@ export interface Evidence {
 
 /** One check result (spec 2.4). */
 export interface CheckResult {
+  /** Id of the check that was evaluated. */
   checkId: string;
+  /** The check's one-line description. */
   description: string;
+  /** Id of the device it was evaluated on (UUID). */
   deviceId: string;
+  /** That device's host name. */
   deviceHostname: string;
+  /** That device's vendor key. */
   vendor: string;
+  /** True only for status `pass`. */
   pass: boolean;
   /**
    * `pass`; `fail`; `skipped` (no snapshot of the label: `evidence` null); `error` (the check threw, met a
    * payload it cannot read or returned no valid outcome: a fail whose detail starts with `check error:`).
    */
   status: "pass" | "fail" | "skipped" | "error";
+  /** One line: what the check found, or why it was skipped or could not read the payload. */
   detail: string;
+  /** The snapshot the result rests on; null when skipped. */
   evidence: Evidence | null;
 }
 
