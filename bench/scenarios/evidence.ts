@@ -12,12 +12,9 @@ import type { Ctx } from "../main.ts";
 import { captureVendors } from "../_capture.ts";
 import { benchServices, freshDb } from "../_db.ts";
 import { prng, registerDevices, replayModules, replayWorker } from "../_replay.ts";
-import {
-  collectReplayInputs,
-  evidenceBundle,
-  type EvidenceServices,
-} from "../../core/src/report/evidence.ts";
+import { collectReplayInputs, evidenceBundle } from "../../core/src/report/evidence.ts";
 import { replayReport } from "../../core/src/report/replay.ts";
+import { evidenceServices } from "../../core/src/runtime/services.ts";
 
 export async function run(ctx: Ctx): Promise<Figure[]> {
   const captures = await captureVendors();
@@ -36,14 +33,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
   const samples = Array.from({ length: 100_000 }, () => 5 + rand() * 40 + (rand() < 0.01 ? 200 : 0));
   await svc.runs.finish(started.executionId, { outcome: "passed", results: { latencySamplesMs: samples } });
   const id = started.executionId;
-  const es: EvidenceServices = {
-    db: svc.db.kysely,
-    registry: svc.registry,
-    runs: svc.runs,
-    signatures: svc.signatures,
-    pdfCertificates: svc.pdfCertificates,
-    labName: svc.config.DUT_LAB_NAME,
-  };
+  const es = evidenceServices(svc);
   const verifier = await Deno.readTextFile(new URL("../../tools/verify_report.ts", import.meta.url));
   const n = ctx.quick ? 3 : 10;
 

@@ -10,11 +10,11 @@
  * @module
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Services } from "../runtime/services.ts";
+import { evidenceServices, type Services } from "../runtime/services.ts";
 import { json, problemResponse, problemResponses } from "./openapi_util.ts";
 import { ExecutionIdParam } from "../api/schemas.ts";
 import { pageAccess, renderReportPdf, verifierSource } from "./routes_report_keys.ts";
-import { collectReplayInputs, evidenceBundle, type EvidenceServices } from "../report/evidence.ts";
+import { collectReplayInputs, evidenceBundle } from "../report/evidence.ts";
 import { replayReport } from "../report/replay.ts";
 import { HttpProblem } from "./problem.ts";
 import { logger } from "../runtime/log.ts";
@@ -41,15 +41,6 @@ const ReplayResult = z.object({
   }),
   lines: z.array(ReplayLine),
 }).openapi("ReplayResult");
-
-const evidenceServices = (svc: Services): EvidenceServices => ({
-  db: svc.db.kysely,
-  registry: svc.registry,
-  runs: svc.runs,
-  signatures: svc.signatures,
-  pdfCertificates: svc.pdfCertificates,
-  labName: svc.config.DUT_LAB_NAME,
-});
 
 export function evidenceRoutes(app: OpenAPIHono, svc: Services) {
   const tags = ["Test runs"];

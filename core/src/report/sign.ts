@@ -283,38 +283,55 @@ export class ReportSignatures {
    * current key (a report frozen before signing existed is signed when first asked for). 404 for an
    * unknown or unfinished run.
    */
-  async envelope(executionId: string): Promise<{ text: string; keyId: string }> {
-    const first = () =>
-      this.db.selectFrom("report_signatures").select(["envelope_json", "key_id"])
-        .where("execution_id", "=", executionId).orderBy("id").limit(1).executeTakeFirst();
-    if (!isUuid(executionId)) throw new NotFoundError(`No test run with executionId "${executionId}"`);
-    const found = await first();
-    if (found) return { text: found.envelope_json, keyId: found.key_id };
-    const run = await this.db.selectFrom("test_runs").select(["report_json"])
-      .where("execution_id", "=", executionId).executeTakeFirst();
-    if (!run) throw new NotFoundError(`No test run with executionId "${executionId}"`);
-    if (!run.report_json) {
-      throw new NotFoundError(`Run "${executionId}" has not finished; its report does not exist yet`);
-    }
-    const text = await signReport(this.key, run.report_json);
-    await this.db.insertInto("report_signatures")
-      .values({ execution_id: executionId, key_id: this.key.keyId, envelope_json: text })
-      .onConflict((oc) => oc.columns(["execution_id", "key_id"]).doNothing()).execute();
-    const stored = await first();
-    return { text: stored!.envelope_json, keyId: stored!.key_id };
+  envelope(executionId: string): Promise<{ text: string; keyId: string }> {
+    return this.#firstOrSigned(executionId, {
+      first: () =>
+        this.db.selectFrom("report_signatures").select(["envelope_json", "key_id"])
+          .where("execution_id", "=", executionId).orderBy("id").limit(1).executeTakeFirst(),
+      sign: (reportJson) => signReport(this.key, reportJson),
+      store: async (text) => {
+        await this.db.insertInto("report_signatures")
+          .values({ execution_id: executionId, key_id: this.key.keyId, envelope_json: text })
+          .onConflict((oc) => oc.columns(["execution_id", "key_id"]).doNothing()).execute();
+      },
+    });
   }
 
   /**
    * The test-result attestation of a finished run: the first one stored, else signed now with the current
    * key and stored (append-only `run_attestations`). 404 for an unknown or unfinished run.
    */
-  async testResultEnvelope(executionId: string): Promise<{ text: string; keyId: string }> {
-    const first = () =>
-      this.db.selectFrom("run_attestations").select(["envelope_json", "key_id"])
-        .where("execution_id", "=", executionId).where("predicate_type", "=", TEST_RESULT_PREDICATE_TYPE)
-        .orderBy("id").limit(1).executeTakeFirst();
+  testResultEnvelope(executionId: string): Promise<{ text: string; keyId: string }> {
+    return this.#firstOrSigned(executionId, {
+      first: () =>
+        this.db.selectFrom("run_attestations").select(["envelope_json", "key_id"])
+          .where("execution_id", "=", executionId).where("predicate_type", "=", TEST_RESULT_PREDICATE_TYPE)
+          .orderBy("id").limit(1).executeTakeFirst(),
+      sign: (reportJson) => signTestResult(this.key, reportJson),
+      store: async (text) => {
+        await this.db.insertInto("run_attestations")
+          .values({
+            execution_id: executionId,
+            predicate_type: TEST_RESULT_PREDICATE_TYPE,
+            key_id: this.key.keyId,
+            envelope_json: text,
+          })
+          .onConflict((oc) => oc.columns(["execution_id", "predicate_type", "key_id"]).doNothing()).execute();
+      },
+    });
+  }
+
+  /**
+   * The one path of both envelopes: the first stored, else signed now from the frozen report and stored
+   * (a concurrent signer may win the insert; the first stored row is what every caller gets).
+   */
+  async #firstOrSigned(executionId: string, envelope: {
+    first: () => Promise<{ envelope_json: string; key_id: string } | undefined>;
+    sign: (reportJson: string) => Promise<string>;
+    store: (text: string) => Promise<void>;
+  }): Promise<{ text: string; keyId: string }> {
     if (!isUuid(executionId)) throw new NotFoundError(`No test run with executionId "${executionId}"`);
-    const found = await first();
+    const found = await envelope.first();
     if (found) return { text: found.envelope_json, keyId: found.key_id };
     const run = await this.db.selectFrom("test_runs").select(["report_json"])
       .where("execution_id", "=", executionId).executeTakeFirst();
@@ -322,16 +339,8 @@ export class ReportSignatures {
     if (!run.report_json) {
       throw new NotFoundError(`Run "${executionId}" has not finished; its report does not exist yet`);
     }
-    const text = await signTestResult(this.key, run.report_json);
-    await this.db.insertInto("run_attestations")
-      .values({
-        execution_id: executionId,
-        predicate_type: TEST_RESULT_PREDICATE_TYPE,
-        key_id: this.key.keyId,
-        envelope_json: text,
-      })
-      .onConflict((oc) => oc.columns(["execution_id", "predicate_type", "key_id"]).doNothing()).execute();
-    const stored = await first();
+    await envelope.store(await envelope.sign(run.report_json));
+    const stored = await envelope.first();
     return { text: stored!.envelope_json, keyId: stored!.key_id };
   }
 

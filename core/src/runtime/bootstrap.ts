@@ -337,21 +337,31 @@ export function finishKeyRotation(rt: PollRuntime): void {
   );
 }
 
+/** Whether errors written outside the log (start-up, shutdown) are JSON lines (DUT_LOG_FORMAT=json). */
+function jsonErrors(): boolean {
+  return Deno.env.get("DUT_LOG_FORMAT")?.trim() === "json";
+}
+
+/** One error as a JSON line shaped like the log's, for start-up and shutdown failures. */
+function errorLine(loggerName: string, message: string, properties: Record<string, unknown>): string {
+  return JSON.stringify({
+    "@timestamp": new Date().toISOString(),
+    level: "ERROR",
+    message,
+    logger: loggerName,
+    properties,
+  });
+}
+
 /**
  * Print a start-up error as one clear line per problem and exit non-zero (2). With DUT_LOG_FORMAT=json each
  * line is a JSON object like the log's, so a JSON-lines collector reads it too; any other error is then
  * one JSON line as well (exit 1) instead of Deno's text trace.
  */
 export function exitOnStartupError(e: unknown): never {
-  const json = Deno.env.get("DUT_LOG_FORMAT")?.trim() === "json";
+  const json = jsonErrors();
   const jsonLine = (message: string, properties: Record<string, unknown>) =>
-    JSON.stringify({
-      "@timestamp": new Date().toISOString(),
-      level: "ERROR",
-      message,
-      logger: "dutlab.startup",
-      properties,
-    });
+    errorLine("dutlab.startup", message, properties);
   if (e instanceof StartupError) {
     for (const line of e.message.split("\n")) {
       console.error(json ? jsonLine(`${e.code}: ${line}`, { code: e.code }) : `dutlab: ${e.code}: ${line}`);
@@ -374,15 +384,10 @@ export function onShutdown(stop: () => Promise<void>): void {
     logger("shutdown").info("Shutting down");
     stop().then(() => Deno.exit(0), (e) => {
       // Written synchronously (a log sink may not flush before exit), as a JSON line in JSON mode.
-      const json = Deno.env.get("DUT_LOG_FORMAT")?.trim() === "json";
       console.error(
-        json
-          ? JSON.stringify({
-            "@timestamp": new Date().toISOString(),
-            level: "ERROR",
-            message: `Shutdown failed: ${String(e)}`,
-            logger: "dutlab.shutdown",
-            properties: { stack: (e as Error)?.stack ?? null },
+        jsonErrors()
+          ? errorLine("dutlab.shutdown", `Shutdown failed: ${String(e)}`, {
+            stack: (e as Error)?.stack ?? null,
           })
           : e,
       );

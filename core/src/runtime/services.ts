@@ -11,6 +11,7 @@ import { importCredentialKey } from "../devices/credentials.ts";
 import { AuditLog, TokenStore } from "../access/tokens.ts";
 import { EventBus } from "./events.ts";
 import { ReportSignatures, ReportSigningKey } from "../report/sign.ts";
+import type { EvidenceServices } from "../report/evidence.ts";
 import { PdfRenderer } from "../report/pdf.ts";
 import { MAKE_PDF_CERTIFICATE, PdfCertificates } from "../report/pdf_certificates.ts";
 import type { PdfSigner } from "../report/pdf_sign.ts";
@@ -156,4 +157,16 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     }),
   };
   return svc;
+}
+
+/** What the evidence bundle and replay read, taken from the service's `Services` (the API and the bench build it here). */
+export function evidenceServices(svc: Services): EvidenceServices {
+  return {
+    db: svc.db.kysely,
+    registry: svc.registry,
+    runs: svc.runs,
+    signatures: svc.signatures,
+    pdfCertificates: svc.pdfCertificates,
+    labName: svc.config.DUT_LAB_NAME,
+  };
 }
