@@ -1,3 +1,4 @@
+import type http from "node:http";
 import https from "node:https";
 import tls from "node:tls";
 import { Buffer } from "node:buffer";
@@ -124,6 +125,264 @@ function parseSetCookie(jar: Map<string, string>, header: string) {
   else jar.set(name, value);
 }
 
+/** Where a transport connects: parsed once from the device's base URL. */
+interface Endpoint {
+  base: URL;
+  host: string;
+  port: number;
+  basePath: string;
+  /** `host:port` as shown in messages. */
+  where: string;
+}
+
+/** The certificate state of one transport: the pin in force and the last presented leaf's hash. */
+interface CertState {
+  pin: string | null;
+  presented: string | null;
+}
+
+/** The raw answer to one request, before cookies and JSON parsing. */
+interface RawResponse {
+  status: number;
+  headers: Headers;
+  setCookies: string[];
+  text: string;
+}
+
+/** An outgoing request resolved against the endpoint: method, path, headers and body. */
+interface PreparedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: string | undefined;
+}
+
+function endpointOf(baseUrl: string): Endpoint {
+  const base = new URL(baseUrl);
+  if (base.protocol !== "https:") {
+    throw new DeviceError("protocol_error", `Refusing non-HTTPS base URL ${base.origin}`);
+  }
+  return {
+    base,
+    host: base.hostname.replace(/^\[|\]$/g, ""),
+    port: Number(base.port || 443),
+    basePath: base.pathname.replace(/\/+$/, ""),
+    where: `${base.host}`,
+  };
+}
+
+/** Check the leaf certificate a device presented: record its hash; pin it or compare with the pin. */
+async function verifyPeer(
+  socket: tls.TLSSocket,
+  ep: Endpoint,
+  mode: TlsVerifyMode,
+  cert: CertState,
+  hooks: TransportHooks,
+): Promise<void> {
+  const raw = socket.getPeerCertificate(true)?.raw as Uint8Array | undefined;
+  if (!raw) throw new DeviceError("tls_error", `${ep.where} presented no certificate`);
+  const presented = await sha256Hex(new Uint8Array(raw));
+  cert.presented = presented;
+  if (mode !== "self-signed") return;
+  if (cert.pin === null) {
+    cert.pin = presented;
+    await hooks.onPin?.(presented);
+  } else if (presented !== cert.pin) {
+    throw new DeviceError(
+      "tls_error",
+      `Certificate of ${ep.where} changed: presented sha256 ${presented}, pinned ${cert.pin}; ` +
+        `clear the pinned hash to accept the new certificate`,
+    );
+  }
+}
+
+/**
+ * Open a TLS connection to the device (trust store and hostname check in `strict` mode, plus
+ * `extraCa`) and hand it to `cb` only once its certificate passed `verifyPeer`.
+ */
+function connectVerified(
+  ep: Endpoint,
+  target: TransportTarget,
+  limits: TransportLimits,
+  cert: CertState,
+  hooks: TransportHooks,
+  cb?: (err: Error | null, socket?: tls.TLSSocket) => void,
+): void {
+  let done = false;
+  const finish = (err: Error | null, s?: tls.TLSSocket) => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    cb?.(err, s);
+  };
+  const strict = target.tlsVerifyMode === "strict";
+  const socket = tls.connect({
+    host: ep.host,
+    port: ep.port,
+    servername: strict && !isIp(ep.host) ? ep.host : undefined,
+    rejectUnauthorized: strict,
+    ca: strict && limits.extraCa?.length ? [...tls.rootCertificates, ...limits.extraCa] : undefined,
+    ALPNProtocols: ["http/1.1"],
+  });
+  const timer = setTimeout(() => {
+    socket.destroy();
+    finish(
+      new DeviceError("timeout", `Timed out after ${limits.connectTimeoutMs} ms connecting to ${ep.where}`),
+    );
+  }, limits.connectTimeoutMs);
+  socket.setNoDelay(true);
+  socket.once("error", (err) => finish(classifyNetworkError(err, ep.where)));
+  socket.once("secureConnect", () => {
+    verifyPeer(socket, ep, target.tlsVerifyMode, cert, hooks).then(() => finish(null, socket), (err) => {
+      socket.destroy();
+      finish(err instanceof DeviceError ? err : classifyNetworkError(err, ep.where));
+    });
+  });
+}
+
+/** A request path on the device: relative to the base path, or absolute on the same origin only. */
+function resolvePath(ep: Endpoint, p: string): string {
+  if (/^https?:\/\//i.test(p)) {
+    const u = new URL(p);
+    if (u.protocol !== ep.base.protocol || u.host !== ep.base.host) {
+      throw new DeviceError(
+        "protocol_error",
+        `Device referred to another origin (${u.origin}); not followed`,
+      );
+    }
+    return u.pathname + u.search;
+  }
+  return ep.basePath + (p.startsWith("/") ? p : `/${p}`);
+}
+
+/** Method, path, headers (with the cookie jar) and encoded body of a request. */
+function prepareRequest(ep: Endpoint, req: DeviceRequest, cookies: Map<string, string>): PreparedRequest {
+  const method = (req.method ?? "GET").toUpperCase();
+  const path = resolvePath(ep, req.path);
+  const headers: Record<string, string> = { accept: "application/json", ...lower(req.headers ?? {}) };
+  let body: string | undefined;
+  if (req.json !== undefined) {
+    body = JSON.stringify(req.json);
+    headers["content-type"] ??= "application/json";
+  } else if (req.form) {
+    body = new URLSearchParams(req.form).toString();
+    headers["content-type"] ??= "application/x-www-form-urlencoded";
+  } else if (req.body !== undefined) body = req.body;
+  if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
+  if (cookies.size && !headers["cookie"]) {
+    headers["cookie"] = [...cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+  }
+  return { method, path, headers, body };
+}
+
+function rawResponse(resp: http.IncomingMessage, chunks: Uint8Array[]): RawResponse {
+  const h = new Headers();
+  for (const [k, v] of Object.entries(resp.headers)) {
+    if (Array.isArray(v)) v.forEach((x) => h.append(k, x));
+    else if (v !== undefined) h.set(k, String(v));
+  }
+  const sc = resp.headers["set-cookie"];
+  const setCookies = Array.isArray(sc) ? sc : sc ? [String(sc)] : [];
+  return {
+    status: resp.statusCode ?? 0,
+    headers: h,
+    setCookies,
+    text: Buffer.concat(chunks).toString("utf8"),
+  };
+}
+
+/** Send one prepared request over `agent`, bounded by the timeout, the size limit and the cancel signal. */
+function send(
+  ep: Endpoint,
+  agent: https.Agent,
+  prep: PreparedRequest,
+  timeoutMs: number,
+  limits: TransportLimits,
+  signal: AbortSignal | undefined,
+): Promise<RawResponse> {
+  const { method, path, headers, body } = prep;
+  return new Promise<RawResponse>((resolve, reject) => {
+    let settled = false;
+    const settle = () => {
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    };
+    const fail = (e: Error) => {
+      if (settled) return;
+      settle();
+      r.destroy();
+      reject(e);
+    };
+    const onAbort = () =>
+      fail(new DeviceError("timeout", `Poll of ${ep.where} was cancelled (${method} ${path})`));
+    const timer = setTimeout(
+      () => fail(new DeviceError("timeout", `Timed out after ${timeoutMs} ms waiting for ${method} ${path}`)),
+      timeoutMs,
+    );
+    const r = https.request({ host: ep.host, port: ep.port, path, method, agent, headers }, (resp) => {
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      resp.on("data", (c: Uint8Array) => {
+        size += c.length;
+        if (size > limits.maxResponseBytes) {
+          fail(
+            new DeviceError(
+              "protocol_error",
+              `Response to ${method} ${path} exceeds ${limits.maxResponseBytes} bytes`,
+            ),
+          );
+          return;
+        }
+        chunks.push(c);
+      });
+      resp.on("error", (e) => fail(classifyNetworkError(e, ep.where)));
+      resp.on("end", () => {
+        if (settled) return;
+        settle();
+        resolve(rawResponse(resp, chunks));
+      });
+    });
+    r.on("error", (e) => fail(classifyNetworkError(e, ep.where)));
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (body !== undefined) r.write(body);
+    r.end();
+  });
+}
+
+/** The device response: the raw answer plus a `json()` that bounds parse errors and nesting depth. */
+function deviceResponse(
+  res: RawResponse,
+  method: string,
+  path: string,
+  limits: TransportLimits,
+): DeviceResponse {
+  return {
+    ...res,
+    method,
+    path,
+    json<T>(): T {
+      let v: unknown;
+      try {
+        v = JSON.parse(res.text);
+      } catch {
+        throw new DeviceError(
+          "protocol_error",
+          `Unparseable JSON from ${method} ${path} (HTTP ${res.status}, ${res.text.length} bytes)`,
+        );
+      }
+      if (jsonDepthExceeds(v, limits.maxJsonDepth)) {
+        throw new DeviceError(
+          "protocol_error",
+          `JSON from ${method} ${path} nests deeper than ${limits.maxJsonDepth}`,
+        );
+      }
+      return v as T;
+    },
+  };
+}
+
 /**
  * Open a transport to one device. HTTPS only. In `strict` mode the system trust store (plus
  * `extraCa`) and hostname verification apply; in `self-signed` mode the leaf certificate's SHA-256 is
@@ -136,202 +395,34 @@ export function openTransport(
   limits: TransportLimits = DEFAULT_LIMITS,
   hooks: TransportHooks = {},
 ): DeviceTransport {
-  const base = new URL(target.baseUrl);
-  if (base.protocol !== "https:") {
-    throw new DeviceError("protocol_error", `Refusing non-HTTPS base URL ${base.origin}`);
-  }
-  const host = base.hostname.replace(/^\[|\]$/g, "");
-  const port = Number(base.port || 443);
-  const basePath = base.pathname.replace(/\/+$/, "");
-  const where = `${base.host}`;
-  let pin = target.pinnedCertSha256;
-  let presented: string | null = null;
-  let pinning: Promise<void> | null = null;
+  const ep = endpointOf(target.baseUrl);
+  const cert: CertState = { pin: target.pinnedCertSha256, presented: null };
   const cookies = new Map<string, string>();
 
   class VerifyingAgent extends https.Agent {
     // deno-lint-ignore no-explicit-any
     override createConnection(_options: any, cb?: (err: Error | null, socket: any) => void): any {
-      let done = false;
-      const finish = (err: Error | null, s?: tls.TLSSocket) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        cb?.(err, s);
-      };
-      const strict = target.tlsVerifyMode === "strict";
-      const socket = tls.connect({
-        host,
-        port,
-        servername: strict && !isIp(host) ? host : undefined,
-        rejectUnauthorized: strict,
-        ca: strict && limits.extraCa?.length ? [...tls.rootCertificates, ...limits.extraCa] : undefined,
-        ALPNProtocols: ["http/1.1"],
-      });
-      const timer = setTimeout(() => {
-        socket.destroy();
-        finish(
-          new DeviceError("timeout", `Timed out after ${limits.connectTimeoutMs} ms connecting to ${where}`),
-        );
-      }, limits.connectTimeoutMs);
-      socket.setNoDelay(true);
-      socket.once("error", (err) => finish(classifyNetworkError(err, where)));
-      socket.once("secureConnect", () => {
-        const verify = async () => {
-          const raw = socket.getPeerCertificate(true)?.raw as Uint8Array | undefined;
-          if (!raw) throw new DeviceError("tls_error", `${where} presented no certificate`);
-          presented = await sha256Hex(new Uint8Array(raw));
-          if (target.tlsVerifyMode === "self-signed") {
-            if (pin === null) {
-              pin = presented;
-              pinning = Promise.resolve(hooks.onPin?.(presented));
-              await pinning;
-            } else if (presented !== pin) {
-              throw new DeviceError(
-                "tls_error",
-                `Certificate of ${where} changed: presented sha256 ${presented}, pinned ${pin}; ` +
-                  `clear the pinned hash to accept the new certificate`,
-              );
-            }
-          }
-        };
-        verify().then(() => finish(null, socket), (err) => {
-          socket.destroy();
-          finish(err instanceof DeviceError ? err : classifyNetworkError(err, where));
-        });
-      });
+      connectVerified(ep, target, limits, cert, hooks, cb);
       return undefined;
     }
   }
   const agent = new VerifyingAgent({ keepAlive: true, maxSockets: 4 });
 
-  function resolvePath(p: string): string {
-    if (/^https?:\/\//i.test(p)) {
-      const u = new URL(p);
-      if (u.protocol !== base.protocol || u.host !== base.host) {
-        throw new DeviceError(
-          "protocol_error",
-          `Device referred to another origin (${u.origin}); not followed`,
-        );
-      }
-      return u.pathname + u.search;
-    }
-    return basePath + (p.startsWith("/") ? p : `/${p}`);
-  }
-
   async function request(req: DeviceRequest): Promise<DeviceResponse> {
-    const method = (req.method ?? "GET").toUpperCase();
-    const path = resolvePath(req.path);
-    const headers: Record<string, string> = { accept: "application/json", ...lower(req.headers ?? {}) };
-    let body: string | undefined;
-    if (req.json !== undefined) {
-      body = JSON.stringify(req.json);
-      headers["content-type"] ??= "application/json";
-    } else if (req.form) {
-      body = new URLSearchParams(req.form).toString();
-      headers["content-type"] ??= "application/x-www-form-urlencoded";
-    } else if (req.body !== undefined) body = req.body;
-    if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
-    if (cookies.size && !headers["cookie"]) {
-      headers["cookie"] = [...cookies].map(([k, v]) => `${k}=${v}`).join("; ");
-    }
-    const timeoutMs = req.timeoutMs ?? limits.requestTimeoutMs;
-    const res = await new Promise<{ status: number; headers: Headers; setCookies: string[]; text: string }>(
-      (resolve, reject) => {
-        let settled = false;
-        const fail = (e: Error) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          hooks.signal?.removeEventListener("abort", onAbort);
-          r.destroy();
-          reject(e);
-        };
-        const onAbort = () =>
-          fail(new DeviceError("timeout", `Poll of ${where} was cancelled (${method} ${path})`));
-        const timer = setTimeout(
-          () =>
-            fail(new DeviceError("timeout", `Timed out after ${timeoutMs} ms waiting for ${method} ${path}`)),
-          timeoutMs,
-        );
-        const r = https.request({ host, port, path, method, agent, headers }, (resp) => {
-          const chunks: Uint8Array[] = [];
-          let size = 0;
-          resp.on("data", (c: Uint8Array) => {
-            size += c.length;
-            if (size > limits.maxResponseBytes) {
-              fail(
-                new DeviceError(
-                  "protocol_error",
-                  `Response to ${method} ${path} exceeds ${limits.maxResponseBytes} bytes`,
-                ),
-              );
-              return;
-            }
-            chunks.push(c);
-          });
-          resp.on("error", (e) => fail(classifyNetworkError(e, where)));
-          resp.on("end", () => {
-            if (settled) return;
-            settled = true;
-            clearTimeout(timer);
-            hooks.signal?.removeEventListener("abort", onAbort);
-            const h = new Headers();
-            for (const [k, v] of Object.entries(resp.headers)) {
-              if (Array.isArray(v)) v.forEach((x) => h.append(k, x));
-              else if (v !== undefined) h.set(k, String(v));
-            }
-            const sc = resp.headers["set-cookie"];
-            const setCookies = Array.isArray(sc) ? sc : sc ? [String(sc)] : [];
-            resolve({
-              status: resp.statusCode ?? 0,
-              headers: h,
-              setCookies,
-              text: Buffer.concat(chunks).toString("utf8"),
-            });
-          });
-        });
-        r.on("error", (e) => fail(classifyNetworkError(e, where)));
-        if (hooks.signal?.aborted) return onAbort();
-        hooks.signal?.addEventListener("abort", onAbort, { once: true });
-        if (body !== undefined) r.write(body);
-        r.end();
-      },
-    );
+    const prep = prepareRequest(ep, req, cookies);
+    const res = await send(ep, agent, prep, req.timeoutMs ?? limits.requestTimeoutMs, limits, hooks.signal);
     for (const c of res.setCookies) parseSetCookie(cookies, c);
-    return {
-      ...res,
-      method,
-      path,
-      json<T>(): T {
-        let v: unknown;
-        try {
-          v = JSON.parse(res.text);
-        } catch {
-          throw new DeviceError(
-            "protocol_error",
-            `Unparseable JSON from ${method} ${path} (HTTP ${res.status}, ${res.text.length} bytes)`,
-          );
-        }
-        if (jsonDepthExceeds(v, limits.maxJsonDepth)) {
-          throw new DeviceError(
-            "protocol_error",
-            `JSON from ${method} ${path} nests deeper than ${limits.maxJsonDepth}`,
-          );
-        }
-        return v as T;
-      },
-    };
+    return deviceResponse(res, prep.method, prep.path, limits);
   }
 
   return {
     request,
     cookies,
     get presentedCertSha256() {
-      return presented;
+      return cert.presented;
     },
     get pinnedCertSha256() {
-      return pin;
+      return cert.pin;
     },
     close() {
       agent.destroy();
