@@ -1,21 +1,15 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { type Db, queryWithin, type ReservedSession } from "../db/open.ts";
+import type { Db } from "../db/open.ts";
 import type { Metrics } from "./metrics.ts";
-import {
-  DeviceBusyError,
-  LostLockError,
-  PollCancelledError,
-  type PollService,
-  type WriteGuard,
-} from "./cycle.ts";
+import { DeviceBusyError, LostLockError, PollCancelledError, type PollService } from "./cycle.ts";
+import { PollLeader } from "./leader.ts";
 import { logger } from "../runtime/log.ts";
 import { NotFoundError } from "../errors.ts";
 
 const log = logger("poller");
 
-/** Advisory lock class id of the poller (the object id is derived from the schema name). */
-export const POLL_LOCK_CLASS = 20261121;
+export { POLL_LOCK_CLASS, pollLockKey } from "./leader.ts";
 
 /**
  * How long after a device's due time the scan that waits for it starts: the due rule is strict
@@ -23,45 +17,26 @@ export const POLL_LOCK_CLASS = 20261121;
  */
 export const WAKE_MARGIN_MS = 50;
 
-/** Longest wait for a query on the lock session before it is given up as broken. */
-const LOCK_QUERY_TIMEOUT_MS = 10_000;
-
-/** The advisory lock object id for a schema: instances sharing a schema share the poll lock. */
-export function pollLockKey(schema: string): number {
-  let h = 2166136261;
-  for (const c of new TextEncoder().encode(schema)) h = Math.imul(h ^ c, 16777619) >>> 0;
-  return h & 0x7fffffff;
-}
-
-/** Whether `pid` holds the poll lock `key` (two-key advisory locks show as objsubid 2). */
-const HELD_BY = `exists(select 1 from pg_locks where locktype = 'advisory' and classid = $1 and objid = $2
-  and objsubid = 2 and granted and pid = pg_backend_pid())`;
-
 export interface WorkerOptions {
   scanSeconds: number;
   concurrency: number;
 }
 
 /**
- * The polling worker: a scan every `scanSeconds` selects due devices and polls them with bounded
- * concurrency. On PostgreSQL only the holder of an advisory lock polls. The lock is a session lock on
- * a connection of its own; the holder keeps it while it lives, and the others try once per scan, so a
- * due device is polled by the next scan however many instances run, and a killed holder is replaced
- * within one scan. Before writing, each cycle re-checks inside its transaction that the lock is still
- * held by this instance's session; a lost lock stops all writing until the lock is taken again.
+ * The polling worker schedules only: a scan every `scanSeconds` selects due devices and polls them with
+ * bounded concurrency, when this instance leads. Leadership is the `PollLeader`'s (leader.ts): the worker
+ * asks it once per scan, so a due device is polled by the next scan however many instances run, and a
+ * killed leader is replaced within one scan. Before writing, each cycle re-checks leadership inside its
+ * transaction (the leader's guard); on lost leadership the worker drops its queue and writes nothing
+ * until leadership is taken again.
  */
 export class PollWorker {
   #timer: ReturnType<typeof setTimeout> | undefined;
-  /** The dedicated lock session (PostgreSQL), kept while the worker runs. */
-  #session: ReservedSession | null = null;
-  /** Backend pid of the session that holds the lock; null when this instance does not hold it. */
-  #lockPid: number | null = null;
-  #lockKey: number | null = null;
+  #leader: PollLeader;
   /** Due devices selected by the latest scan and not started yet, oldest poll first. */
   #queue: string[] = [];
   #active = 0;
   #stopping = false;
-  #stopped = false;
   #selecting: Promise<boolean> | null = null;
   #abort = new AbortController();
   /** Ends a tick's wait for the next due device early (stop). */
@@ -76,17 +51,21 @@ export class PollWorker {
     private poller: PollService,
     private metrics: Metrics,
     private opts: WorkerOptions,
-  ) {}
+  ) {
+    this.#leader = new PollLeader(db, metrics);
+    this.#leader.subscribe((leader) => {
+      if (!leader) this.#queue = [];
+    });
+  }
 
   /** Whether this instance holds the poll lock (always, on embedded PGlite: one process by construction). */
   get holdsLock(): boolean {
-    if (this.#stopped) return false;
-    return this.db.kind === "pglite" || this.#lockPid !== null;
+    return this.#leader.isLeader;
   }
 
   /** Start scanning: the first scan now, then one every `scanSeconds`. */
   async start(): Promise<void> {
-    if (this.db.kind === "postgres") await this.#key();
+    await this.#leader.start();
     log.info("Polling worker started: scan every {scan} s, concurrency {concurrency}", {
       scan: this.opts.scanSeconds,
       concurrency: this.opts.concurrency,
@@ -157,7 +136,7 @@ export class PollWorker {
     const t0 = performance.now();
     if (this.#selecting || this.#stopping) return;
     this.#selecting = (async () => {
-      if (!(await this.#ensureLock())) return false;
+      if (!(await this.#leader.ensure())) return false;
       const due = await dueDevices(this.db.kysely);
       if (this.#stopping || !this.holdsLock) return false;
       // Replace, not append: devices still waiting from an earlier scan are re-validated by this read.
@@ -177,7 +156,7 @@ export class PollWorker {
 
   async #pump(): Promise<void> {
     const workers: Promise<void>[] = [];
-    const guard = this.#guard();
+    const guard = this.#leader.guard();
     while (this.#queue.length && this.#active < this.opts.concurrency && !this.#stopping) {
       this.#active++;
       workers.push((async () => {
@@ -206,104 +185,10 @@ export class PollWorker {
     await Promise.all(workers);
   }
 
-  async #key(): Promise<number> {
-    if (this.#lockKey === null) {
-      // One row by construction, as for the lock queries below (a select without from).
-      const { s } = (await sql<{ s: string }>`select current_schema() as s`.execute(this.db.kysely)).rows[0]!;
-      this.#lockKey = pollLockKey(s);
-    }
-    return this.#lockKey;
-  }
-
-  /** Inside the write transaction: is the lock still held by the session this instance took it on? */
-  #guard(): WriteGuard | undefined {
-    if (this.db.kind === "pglite") return undefined;
-    return async (tx: Kysely<Database>) => {
-      const pid = this.#lockPid;
-      if (pid === null) return false;
-      const r = await sql<{ held: boolean }>`select exists(select 1 from pg_locks where locktype = 'advisory'
-        and classid = ${POLL_LOCK_CLASS} and objid = ${this.#lockKey} and objsubid = 2 and pid = ${pid}
-        and granted) as held`.execute(tx);
-      const held = r.rows[0]?.held === true;
-      if (!held && this.#lockPid === pid) this.#lostLock();
-      return held;
-    };
-  }
-
-  async #lockQuery<T>(text: string, params: unknown[]): Promise<T[]> {
-    const kept = this.#session;
-    this.#session ??= await this.db.reserve();
-    try {
-      return await queryWithin<T>(this.#session, LOCK_QUERY_TIMEOUT_MS, text, params);
-    } catch (e) {
-      if (!kept) throw e;
-      // The kept session broke (database restarted, backend terminated): once more on a new session, so
-      // that polling resumes in the first scan after the database is back, not the second.
-      log.debug("Poll lock session lost ({error}); opening a new one", { error: String(e) });
-      this.#dropSession();
-      this.#session = await this.db.reserve();
-      return await queryWithin<T>(this.#session, LOCK_QUERY_TIMEOUT_MS, text, params);
-    }
-  }
-
-  /** Confirm the lock (the holder keeps it) or try to take it (once per scan). */
-  async #ensureLock(): Promise<boolean> {
-    if (this.db.kind === "pglite") {
-      this.metrics.lockHeld.set(1);
-      return true;
-    }
-    try {
-      const key = [POLL_LOCK_CLASS, await this.#key()];
-      // The session may have been re-established under us (a new backend holds no lock): ask it.
-      const { pid, held } = (await this.#lockQuery<{ pid: number; held: boolean }>(
-        `select pg_backend_pid() as pid, ${HELD_BY} as held`,
-        key,
-      ))[0]!;
-      if (held) {
-        this.#lockPid = pid;
-        return true;
-      }
-      if (this.#lockPid !== null) this.#lostLock();
-      if (this.#stopping) return false;
-      const { ok } = (await this.#lockQuery<{ ok: boolean }>(
-        "select pg_try_advisory_lock($1, $2) as ok",
-        key,
-      ))[0]!;
-      if (ok) {
-        this.#lockPid = pid;
-        this.metrics.lockHeld.set(1);
-        log.info("Took the poll lock (session {pid})", { pid });
-        return true;
-      }
-      log.debug("The poll lock is held by another instance; trying again next scan");
-    } catch (e) {
-      log.warn("Could not check the poll lock: {error}", { error: String(e) });
-      this.#lostLock();
-      this.#dropSession();
-    }
-    this.metrics.lockHeld.set(0);
-    return false;
-  }
-
-  /** Stop polling: nothing more is started or written until the lock is taken again. */
-  #lostLock() {
-    this.#queue = [];
-    if (this.#lockPid === null) return;
-    log.warn("Lost the poll lock; no poll results are written until it is taken again");
-    this.#lockPid = null;
-    this.metrics.lockHeld.set(0);
-  }
-
-  /** Give up a session that failed: a broken connection is never reused (a fresh one next scan). */
-  #dropSession() {
-    const s = this.#session;
-    this.#session = null;
-    s?.release().catch(() => {});
-  }
-
   /** Stop scanning, let running polls finish within `graceMs`, then release the lock. */
   async stop(graceMs: number): Promise<void> {
     this.#stopping = true;
+    this.#leader.resign();
     clearTimeout(this.#timer);
     this.#wake?.();
     this.#queue = [];
@@ -322,18 +207,7 @@ export class PollWorker {
       this.#abort.abort();
       await drained;
     }
-    if (this.#session) {
-      if (this.#lockPid !== null) {
-        await this.#lockQuery("select pg_advisory_unlock($1, $2)", [POLL_LOCK_CLASS, this.#lockKey])
-          .catch(() => {});
-        log.info("Released the poll lock");
-      }
-      await this.#session.release().catch(() => {});
-      this.#session = null;
-    }
-    this.#lockPid = null;
-    this.#stopped = true;
-    this.metrics.lockHeld.set(0);
+    await this.#leader.stop();
   }
 }
 
