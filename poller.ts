@@ -13,13 +13,8 @@ import { modules } from "./modules.gen.ts";
 
 const rt = await bootstrapPoller(modules).catch(exitOnStartupError);
 finishKeyRotation(rt);
-const worker = await startWorker(rt);
-if (!worker) {
+if (!(await startWorker(rt))) {
   await rt.close();
   Deno.exit(0);
 }
-onShutdown(async () => {
-  await worker.stop(rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000);
-  await rt.services.releaseAllParked();
-  await rt.close();
-});
+onShutdown(() => rt.close());

@@ -12,7 +12,7 @@ import { modules } from "./modules.gen.ts";
 
 const rt = await bootstrap(modules, Deno.env.toObject(), { serve: true }).catch(exitOnStartupError);
 finishKeyRotation(rt);
-const worker = await startWorker(rt);
+await startWorker(rt);
 const app = createApp(rt.services);
 const ac = new AbortController();
 const server = Deno.serve({
@@ -22,7 +22,7 @@ const server = Deno.serve({
   onListen: ({ hostname, port }) =>
     logger("http").info("dutlab listening on {url}", { url: `http://${hostname}:${port}` }),
 }, app.fetch);
-onShutdown(async () => {
+rt.defer(async () => {
   ac.abort();
   // End the live event streams, so that the server can finish (clients resume with Last-Event-ID).
   await rt.services.events.close();
@@ -33,7 +33,5 @@ onShutdown(async () => {
     new Promise((r) => (timer = setTimeout(r, rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000))),
   ]);
   clearTimeout(timer);
-  await worker?.stop(rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000);
-  await rt.services.releaseAllParked();
-  await rt.close();
 });
+onShutdown(() => rt.close());

@@ -25,9 +25,7 @@ const logs = await captureLogs();
 
 /** A worker over test services that scans only when the test calls `scan()`. */
 function manualWorker(svc: Services, concurrency = 8) {
-  const w = new PollWorker(svc.db, svc.poller, svc.metrics, { scanSeconds: 3600, concurrency });
-  svc.worker = w;
-  return w;
+  return new PollWorker(svc.db, svc.poller, svc.metrics, { scanSeconds: 3600, concurrency });
 }
 
 const ntpHits = (d: { sim: { requests: Array<{ path: string }> } }) =>
@@ -102,7 +100,6 @@ dbTest(
     const notices = logs.filter((r) => /DUT_API_POLLER_DISABLE=1/.test(messageOf(r)));
     assert.equal(notices.length, 1);
     assert.equal(notices[0]!.level, "info");
-    assert.equal(svc.worker, undefined);
     assert.match(await (await app.request("/metrics")).text(), /^dutlab_poll_lock_held 0$/m);
     await new Promise((r) => setTimeout(r, 1500)); // more than one scan period: still never polled
     assert.equal((await view(svc, id)).lastPollAt, null);
@@ -119,15 +116,17 @@ dbTest("without the disable switch startWorker polls due devices on its own", as
   const { svc, app } = await setup(db, { DUT_POLL_SCAN_SECONDS: "1" });
   await using dev = await fixtureDevice();
   const id = await addDevice(svc, dev.sim.url);
-  const w = await startWorker(runtimeOf(svc));
+  const rt = runtimeOf(svc);
+  const w = await startWorker(rt);
   assert.ok(w);
   try {
-    assert.equal(svc.worker, w);
     await until("the worker polled the device", async () => (await view(svc, id)).lastPollStatus === "ok");
     assert.match(await (await app.request("/metrics")).text(), /^dutlab_poll_lock_held 1$/m);
   } finally {
-    await w.stop(5000);
+    await rt.close(); // the runtime's one shutdown path stops the worker it started
   }
+  assert.equal(w.holdsLock, false);
+  assert.match(await (await app.request("/metrics")).text(), /^dutlab_poll_lock_held 0$/m);
 });
 
 dbTest("PATCH enabled false suspends scheduled polls; manual snapshots still work", async (db) => {
@@ -192,7 +191,6 @@ dbTest(
     const ids = [await addDevice(svc, hung.sim.url), await addDevice(svc, hung.sim.url)];
     logs.length = 0;
     const w = new PollWorker(svc.db, svc.poller, svc.metrics, { scanSeconds: 1, concurrency: 1 });
-    svc.worker = w;
     await w.start();
     try {
       await until("an overrun", () => w.overruns >= 1);

@@ -74,12 +74,15 @@ export async function makeDue(db: Db, ids: string[] = []): Promise<void> {
 
 /** A Runtime over test services, for `startWorker`. */
 export function runtimeOf(svc: Services): Runtime {
-  const close = () => Promise.resolve();
+  // What is deferred (the worker's stop) runs at close; the services and database stay the test's.
+  const stack = new AsyncDisposableStack();
+  const close = () => stack.disposeAsync();
   return {
     config: svc.config,
     db: svc.db,
     registry: svc.registry,
     services: svc,
+    defer: (stop) => void stack.defer(stop),
     close,
     [Symbol.asyncDispose]: close,
   };

@@ -150,7 +150,6 @@ export function createApp(svc: Services): OpenAPIHono {
     }
   });
   app.get("/metrics", async (c) => {
-    svc.metrics.lockHeld.set(svc.worker?.holdsLock ? 1 : 0);
     return c.text(await svc.metrics.render(), 200, { "content-type": svc.metrics.contentType });
   });
 

@@ -18,7 +18,6 @@ async function instance(db: Db) {
   const own = await openDatabase({ url, schema, poolSize: 3 });
   const { svc, app, auth } = await setup(own);
   const worker = new PollWorker(own, svc.poller, svc.metrics, { scanSeconds: 3600, concurrency: 8 });
-  svc.worker = worker;
   return {
     svc,
     app,

@@ -37,6 +37,15 @@ export interface PollRuntime extends AsyncDisposable {
   db: Db;
   registry: Registry;
   services: PollServices;
+  /**
+   * Have `stop` run when the runtime closes, before what was deferred earlier (last in, first out): the
+   * runtime owns the one shutdown path of its process, and what an entry point starts joins it here.
+   */
+  defer(stop: () => Promise<void>): void;
+  /**
+   * The one shutdown path: what was deferred (the polling worker, within the grace period), then the
+   * logout of parked device sessions, the PDF printer and the database.
+   */
   close(): Promise<void>;
 }
 
@@ -88,12 +97,8 @@ export async function bootstrap(
     throw e;
   }
   started(registry, db);
-  const close = async () => {
-    await services.pdf.close();
-    await db.close();
-    st.release();
-  };
-  return { config, db, registry, services, close, [Symbol.asyncDispose]: close };
+  const stack = closeStack(st, db, services, () => services.pdf.close());
+  return runtime(stack, { config, db, registry, services });
 }
 
 /**
@@ -117,11 +122,41 @@ export async function bootstrapPoller(
     throw e;
   }
   started(registry, db);
-  const close = async () => {
+  return runtime(closeStack(st, db, services), { config, db, registry, services });
+}
+
+/**
+ * The runtime's shutdown stack, opened with what every runtime closes, unwound in this order: the logout
+ * of parked sessions, `closeServices` (the PDF printer of `serve`), the database and the data directory lock.
+ */
+function closeStack(
+  st: { release(): void },
+  db: Db,
+  services: PollServices,
+  closeServices?: () => Promise<void>,
+): AsyncDisposableStack {
+  const stack = new AsyncDisposableStack();
+  stack.defer(async () => {
     await db.close();
     st.release();
+  });
+  if (closeServices) stack.defer(closeServices);
+  stack.defer(() => services.releaseAllParked());
+  return stack;
+}
+
+/** A runtime whose `close()` (and `await using`) unwinds `stack` once. */
+function runtime<R extends Omit<PollRuntime, "defer" | "close" | typeof Symbol.asyncDispose>>(
+  stack: AsyncDisposableStack,
+  parts: R,
+): R & PollRuntime {
+  const close = () => stack.disposeAsync();
+  return {
+    ...parts,
+    defer: (stop) => void stack.defer(stop),
+    close,
+    [Symbol.asyncDispose]: close,
   };
-  return { config, db, registry, services, close, [Symbol.asyncDispose]: close };
 }
 
 async function start<E extends Entry>(
@@ -398,7 +433,10 @@ export function onShutdown(stop: () => Promise<void>): void {
   Deno.addSignalListener("SIGTERM", handler);
 }
 
-/** Start the polling worker unless disabled (one notice at start-up when it is). */
+/**
+ * Start the polling worker unless disabled (one notice at start-up when it is); the runtime's `close()`
+ * stops it first, letting running polls finish within DUT_SHUTDOWN_GRACE_SECONDS.
+ */
 export async function startWorker(rt: PollRuntime): Promise<PollWorker | null> {
   if (rt.config.DUT_API_POLLER_DISABLE === "1") {
     logger("poller").info("Polling worker disabled by DUT_API_POLLER_DISABLE=1; manual snapshots still work");
@@ -408,7 +446,7 @@ export async function startWorker(rt: PollRuntime): Promise<PollWorker | null> {
     scanSeconds: rt.config.DUT_POLL_SCAN_SECONDS,
     concurrency: rt.config.DUT_POLL_CONCURRENCY,
   });
-  rt.services.worker = worker;
+  rt.defer(() => worker.stop(rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000));
   await worker.start();
   return worker;
 }

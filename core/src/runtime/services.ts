@@ -38,8 +38,6 @@ export interface PollServices {
   limits: TransportLimits;
   /** Log out every parked session (shutdown; the device store's `releaseAllParked`). */
   releaseAllParked(): Promise<void>;
-  /** Whether this process holds the poll lock (for /metrics). */
-  worker?: { holdsLock: boolean };
 }
 
 /** Everything the HTTP app and its worker share (`serve`, and the admin tools). Built once per process. */
