@@ -4,7 +4,6 @@
 // deno-lint-ignore-file
 // @ts-nocheck: bundled JavaScript (the source is type-checked).
 // tools/verify_report_src.ts
-import canonicalize2 from "npm:canonicalize@5.1.0";
 import { getDocumentProxy } from "npm:unpdf@1.8.1";
 import * as pdfLib from "npm:pdf-lib@1.17.1";
 
@@ -2050,6 +2049,95 @@ function describeReplay(lines) {
   });
 }
 
+// core/src/report/verify.ts
+var HEX64 = /^[0-9a-f]{64}$/;
+var isObj5 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+async function verifyReport(report) {
+  if (!isObj5(report) || typeof report.reportSha256 !== "string") {
+    return {
+      ok: false,
+      findings: [
+        {
+          what: "shape",
+          ok: false,
+          actual: "not a ReportData object (no reportSha256 string)"
+        }
+      ]
+    };
+  }
+  const findings = [];
+  const shape = (what, ok2, actual) => {
+    if (!ok2) findings.push({
+      what,
+      ok: ok2,
+      actual
+    });
+  };
+  shape("version", report.version === 1, `version ${JSON.stringify(report.version)}, expected 1`);
+  const { reportSha256, ...rest } = report;
+  const whole = await jcsSha256(rest);
+  findings.push({
+    what: "reportSha256",
+    ok: whole === reportSha256,
+    expected: reportSha256,
+    actual: whole
+  });
+  const meta = isObj5(report.meta) ? report.meta : void 0;
+  shape("meta", meta !== void 0, "meta is not an object");
+  if (report.plan === void 0) {
+    findings.push({
+      what: "meta.planSnapshotSha256",
+      ok: false,
+      actual: "the report has no plan"
+    });
+  } else {
+    const plan = await jcsSha256(report.plan);
+    findings.push({
+      what: "meta.planSnapshotSha256",
+      ok: meta?.planSnapshotSha256 === plan,
+      expected: String(meta?.planSnapshotSha256),
+      actual: plan
+    });
+  }
+  if (!Array.isArray(report.annexes)) {
+    findings.push({
+      what: "annexes",
+      ok: false,
+      actual: "annexes is not an array"
+    });
+  } else {
+    for (const [i, a] of report.annexes.entries()) {
+      const name = `annex ${isObj5(a) && typeof a.id === "string" ? JSON.stringify(a.id) : `#${i}`}`;
+      if (!isObj5(a) || typeof a.body !== "string" || typeof a.sha256 !== "string") {
+        findings.push({
+          what: name,
+          ok: false,
+          actual: "not {id, title, sha256, body} with string body"
+        });
+        continue;
+      }
+      const h = await sha256Hex(a.body);
+      findings.push({
+        what: `${name} sha256`,
+        ok: h === a.sha256,
+        expected: a.sha256,
+        actual: h
+      });
+    }
+  }
+  for (const f of findings) {
+    if (f.expected !== void 0 && f.ok && !HEX64.test(f.expected)) {
+      f.ok = false;
+      f.actual = "not 64 lowercase hex characters";
+    }
+  }
+  return {
+    ok: findings.every((f) => f.ok),
+    reportSha256,
+    findings
+  };
+}
+
 // core/src/report/evidence_read.ts
 import { parseTarGzip } from "npm:nanotar@0.3.0";
 var MANIFEST = "SHA256SUMS";
@@ -3713,16 +3801,16 @@ var adapter3 = defineAdapter({
 var mod_default3 = adapter3;
 
 // adapters/vendor-b-ngfw/_facts.ts
-var isObj5 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+var isObj6 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
 function results(envelope, what) {
-  if (!isObj5(envelope) || !("results" in envelope)) {
+  if (!isObj6(envelope) || !("results" in envelope)) {
     throw new Error(`Cannot read ${what}: expected a FortiOS envelope with "results"`);
   }
   return envelope.results;
 }
 function table(envelope, what) {
   const r = results(envelope, what);
-  if (!Array.isArray(r) || !r.every(isObj5)) throw new Error(`Cannot read ${what}: "results" is not a table`);
+  if (!Array.isArray(r) || !r.every(isObj6)) throw new Error(`Cannot read ${what}: "results" is not a table`);
   return r;
 }
 var BUILT_IN_DEEP = /* @__PURE__ */ new Set([
@@ -3730,8 +3818,8 @@ var BUILT_IN_DEEP = /* @__PURE__ */ new Set([
   "custom-deep-inspection"
 ]);
 function profileIsDeep(profile) {
-  const ssl = isObj5(profile.ssl) ? profile.ssl : {};
-  const https = isObj5(profile.https) ? profile.https : {};
+  const ssl = isObj6(profile.ssl) ? profile.ssl : {};
+  const https = isObj6(profile.https) ? profile.https : {};
   return ssl["inspect-all"] === "deep-inspection" || https.status === "deep-inspection";
 }
 function vdomTable(answer, what) {
@@ -3739,7 +3827,7 @@ function vdomTable(answer, what) {
     answer
   ];
   return envelopes.flatMap((env) => {
-    const vdom = isObj5(env) && typeof env.vdom === "string" ? env.vdom : "root";
+    const vdom = isObj6(env) && typeof env.vdom === "string" ? env.vdom : "root";
     return table(env, what).map((row) => ({
       vdom,
       row
@@ -3747,7 +3835,7 @@ function vdomTable(answer, what) {
   });
 }
 function decryptingPolicies(payload) {
-  if (!isObj5(payload) || !("policies" in payload) || !("sslSshProfiles" in payload)) {
+  if (!isObj6(payload) || !("policies" in payload) || !("sslSshProfiles" in payload)) {
     throw new Error("Cannot read decrypt_policy: expected { policies, sslSshProfiles }");
   }
   const policies = vdomTable(payload.policies, "decrypt_policy.policies");
@@ -3778,7 +3866,7 @@ function decryptRuleCount2(payload) {
 }
 function ntpServers4(payload) {
   const r = results(payload, "ntp_config");
-  if (!isObj5(r) || typeof r.ntpsync !== "string") {
+  if (!isObj6(r) || typeof r.ntpsync !== "string") {
     throw new Error('Cannot read ntp_config: "results.ntpsync" is missing');
   }
   if (r.ntpsync !== "enable") return [];
@@ -3787,13 +3875,13 @@ function ntpServers4(payload) {
   ];
   const list2 = r.ntpserver ?? [];
   if (!Array.isArray(list2)) throw new Error('Cannot read ntp_config: "results.ntpserver" is not a list');
-  return list2.map((s) => isObj5(s) && typeof s.server === "string" ? s.server.trim() : "").filter((s) => s.length > 0);
+  return list2.map((s) => isObj6(s) && typeof s.server === "string" ? s.server.trim() : "").filter((s) => s.length > 0);
 }
 var text4 = (v) => typeof v === "string" && v.trim() !== "" ? v.trim() : typeof v === "number" ? String(v) : null;
 function inventory4(payload) {
   const r = results(payload, "system_info");
   const env = payload;
-  const res = isObj5(r) ? r : {};
+  const res = isObj6(r) ? r : {};
   const name = text4(res.model_name);
   const number = text4(res.model_number);
   const version = text4(env.version);
@@ -3864,7 +3952,7 @@ var LABELS4 = [
   "interfaces",
   "license_status"
 ];
-var isObj6 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+var isObj7 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
 var SESSION_COOKIE = /^(session_key_|ccsrf_?token|APSCOOKIE_)/i;
 var RestV2Session = class {
   #ctx;
@@ -3958,7 +4046,7 @@ var RestV2Session = class {
       body
     ];
     for (const env of envelopes) {
-      if (!isObj6(env) || !("results" in env)) {
+      if (!isObj7(env) || !("results" in env)) {
         throw new DeviceError("protocol_error", `${call} answered without a REST API v2 envelope ("results" missing)`);
       }
       if (env.status !== void 0 && env.status !== "success") {
@@ -4047,8 +4135,8 @@ var RestV2Session = class {
     } catch {
       body = void 0;
     }
-    const message2 = isObj6(body) ? body.status_message : void 0;
-    const code = isObj6(body) ? body.status_code ?? body.status : void 0;
+    const message2 = isObj7(body) ? body.status_message : void 0;
+    const code = isObj7(body) ? body.status_code ?? body.status : void 0;
     if (typeof message2 !== "string" && typeof code !== "number") {
       return {
         ok: false,
@@ -4135,14 +4223,14 @@ var parser = new XMLParser({
   trimValues: true,
   isArray: (name) => LIST_ELEMENTS.has(name)
 });
-var isObj7 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+var isObj8 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
 function parseXml(text6) {
   return parser.parse(text6);
 }
 function messageText(msg) {
   if (typeof msg === "string") return msg;
   if (Array.isArray(msg)) return msg.map(messageText).filter(Boolean).join("; ");
-  if (isObj7(msg)) {
+  if (isObj8(msg)) {
     return Object.entries(msg).filter(([k]) => !k.startsWith("@")).map(([, v]) => messageText(v)).filter(Boolean).join("; ");
   }
   return "";
@@ -4172,13 +4260,13 @@ function readEnvelope(res, call, secrets, allowCodes = []) {
   }
   const doc = parseXml(res.text);
   const response = doc.response;
-  if (!isObj7(response)) {
+  if (!isObj8(response)) {
     throw new DeviceError("protocol_error", `${call} answered XML without the XML API's <response> element`);
   }
   const status = response["@status"];
   const code = typeof response["@code"] === "string" ? response["@code"] : void 0;
   if (status !== "success") {
-    const text6 = scrub(messageText(response.msg ?? (isObj7(response.result) ? response.result.msg : void 0)));
+    const text6 = scrub(messageText(response.msg ?? (isObj8(response.result) ? response.result.msg : void 0)));
     if (code === "403" || code === "22") {
       throw new DeviceError("auth_failed", `API key or credentials refused by ${call}: code ${code}${text6 ? ` (${text6})` : ""}`);
     }
@@ -4193,13 +4281,13 @@ function readEnvelope(res, call, secrets, allowCodes = []) {
 
 // adapters/vendor-c-ngfw/_facts.ts
 function result(envelope, what) {
-  if (!isObj7(envelope) || !isObj7(envelope.response)) {
+  if (!isObj8(envelope) || !isObj8(envelope.response)) {
     throw new Error(`Cannot read ${what}: expected an XML API <response>`);
   }
   return envelope.response.result;
 }
 function part(payload, key, what) {
-  if (!isObj7(payload) || !(key in payload)) throw new Error(`Cannot read ${what}: "${key}" is missing`);
+  if (!isObj8(payload) || !(key in payload)) throw new Error(`Cannot read ${what}: "${key}" is missing`);
   return payload[key];
 }
 var list = (v) => Array.isArray(v) ? v : v === void 0 || v === "" ? [] : [
@@ -4217,15 +4305,15 @@ var DECRYPTING_ACTIONS = /* @__PURE__ */ new Set([
 function decryptingRules(payload) {
   const r = result(payload, "decrypt_policy");
   if (r === void 0 || r === "") return [];
-  if (!isObj7(r)) throw new Error("Cannot read decrypt_policy: <result> is not an element");
+  if (!isObj8(r)) throw new Error("Cannot read decrypt_policy: <result> is not an element");
   const out = [];
   list(r.decryption).forEach((rb, i) => {
     if (rb === "") return;
-    if (!isObj7(rb)) throw new Error("Cannot read decrypt_policy: a <decryption> is not an element");
+    if (!isObj8(rb)) throw new Error("Cannot read decrypt_policy: a <decryption> is not an element");
     const rules = rb.rules === void 0 || rb.rules === "" ? {} : rb.rules;
-    if (!isObj7(rules)) throw new Error("Cannot read decrypt_policy: <rules> is not an element");
+    if (!isObj8(rules)) throw new Error("Cannot read decrypt_policy: <rules> is not an element");
     for (const e of list(rules.entry)) {
-      if (!isObj7(e)) throw new Error("Cannot read decrypt_policy: a rule is not an <entry>");
+      if (!isObj8(e)) throw new Error("Cannot read decrypt_policy: a rule is not an <entry>");
       const action = typeof e.action === "string" ? e.action.trim() : "";
       if (!DECRYPTING_ACTIONS.has(action) || e.disabled === "yes") continue;
       out.push({
@@ -4248,20 +4336,20 @@ function ntpServers5(payload) {
   };
   const conf = result(part(payload, "servers", "ntp_config"), "ntp_config.servers");
   if (conf !== void 0 && conf !== "") {
-    if (!isObj7(conf)) throw new Error("Cannot read ntp_config.servers: <result> is not an element");
-    const ntp = isObj7(conf["ntp-servers"]) ? conf["ntp-servers"] : {};
+    if (!isObj8(conf)) throw new Error("Cannot read ntp_config.servers: <result> is not an element");
+    const ntp = isObj8(conf["ntp-servers"]) ? conf["ntp-servers"] : {};
     for (const k of [
       "primary-ntp-server",
       "secondary-ntp-server"
     ]) {
       const s = ntp[k];
-      if (isObj7(s)) add(s["ntp-server-address"]);
+      if (isObj8(s)) add(s["ntp-server-address"]);
     }
   }
   if (out.length > 0) return out;
   const status = result(part(payload, "status", "ntp_config"), "ntp_config.status");
-  if (isObj7(status)) {
-    for (const [k, v] of Object.entries(status)) if (/^ntp-server-\d+$/.test(k) && isObj7(v)) add(v.name);
+  if (isObj8(status)) {
+    for (const [k, v] of Object.entries(status)) if (/^ntp-server-\d+$/.test(k) && isObj8(v)) add(v.name);
   }
   return out;
 }
@@ -4274,15 +4362,15 @@ var HA_MAP2 = {
 };
 function haState2(payload) {
   const r = result(payload, "ha_status");
-  if (!isObj7(r) || typeof r.enabled !== "string") {
+  if (!isObj8(r) || typeof r.enabled !== "string") {
     throw new Error('Cannot read ha_status: "result.enabled" is missing');
   }
   if (r.enabled !== "yes") return {
     raw: "standalone",
     mapped: "ACTIVE"
   };
-  const group = isObj7(r.group) ? r.group : {};
-  const local = isObj7(group["local-info"]) ? group["local-info"] : {};
+  const group = isObj8(r.group) ? r.group : {};
+  const local = isObj8(group["local-info"]) ? group["local-info"] : {};
   const state = text5(local.state);
   if (state === null) throw new Error('Cannot read ha_status: "group.local-info.state" is missing');
   return {
@@ -4305,12 +4393,12 @@ function deployState2(payload) {
     throw new Error('Cannot read deploy_status.pending: expected "yes" or "no"');
   }
   const jobs = result(part(payload, "jobs", "deploy_status"), "deploy_status.jobs");
-  if (jobs !== void 0 && jobs !== "" && !isObj7(jobs)) {
+  if (jobs !== void 0 && jobs !== "" && !isObj8(jobs)) {
     throw new Error("Cannot read deploy_status.jobs: <result> is not an element");
   }
   let newest = null;
-  for (const j of list(isObj7(jobs) ? jobs.job : void 0)) {
-    if (!isObj7(j)) throw new Error("Cannot read deploy_status.jobs: a <job> is not an element");
+  for (const j of list(isObj8(jobs) ? jobs.job : void 0)) {
+    if (!isObj8(j)) throw new Error("Cannot read deploy_status.jobs: a <job> is not an element");
     if (!COMMIT_JOB.test(text5(j.type) ?? "")) continue;
     if (newest === null || Number(j.id) > Number(newest.id)) newest = j;
   }
@@ -4321,7 +4409,7 @@ function deployState2(payload) {
 }
 function inventory5(payload) {
   const r = result(payload, "system_info");
-  if (!isObj7(r) || !isObj7(r.system)) throw new Error('Cannot read system_info: "result.system" is missing');
+  if (!isObj8(r) || !isObj8(r.system)) throw new Error('Cannot read system_info: "result.system" is missing');
   const s = r.system;
   return {
     model: text5(s.model),
@@ -4405,7 +4493,7 @@ function query(call) {
   return q.toString();
 }
 function cpuPercent(envelope) {
-  const result2 = isObj7(envelope) && isObj7(envelope.response) ? envelope.response.result : void 0;
+  const result2 = isObj8(envelope) && isObj8(envelope.response) ? envelope.response.result : void 0;
   if (typeof result2 !== "string") return null;
   const idle = /%Cpu\(s\):.*?([0-9.]+)\s*id\b/.exec(result2)?.[1];
   if (idle === void 0) return null;
@@ -4532,7 +4620,7 @@ var XmlApiSession = class {
       throw e;
     }
     const result2 = env.response.result;
-    const key = isObj7(result2) && typeof result2.key === "string" ? result2.key.trim() : "";
+    const key = isObj8(result2) && typeof result2.key === "string" ? result2.key.trim() : "";
     if (key === "") throw new DeviceError("protocol_error", "type=keygen answered success without a <key>");
     return key;
   }
@@ -5037,19 +5125,14 @@ var modules = {
 var USAGE = "Usage: verify_report.ts <report.json|report.dsse.json|report.pdf|url> [--key <key.pem|jwk.json|keys.json|keys-url>] [--envelope <report.dsse.json>] [--report <report.json>] [--expect <sha256>]\n       verify_report.ts --replay <evidence.tar.gz|folder> [--key <key>] [--expect <sha256>]";
 var PAYLOAD_TYPE = "application/vnd.in-toto+json";
 var STATEMENT_TYPE = "https://in-toto.io/Statement/v1";
-var HEX64 = /^[0-9a-f]{64}$/;
+var HEX642 = /^[0-9a-f]{64}$/;
 var enc = new TextEncoder();
 var dec2 = new TextDecoder("utf-8", {
   fatal: true
 });
-var isObj8 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+var isObj9 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
 var hex = (b) => Array.from(new Uint8Array(b), (x) => x.toString(16).padStart(2, "0")).join("");
 var sha256 = async (data) => hex(await crypto.subtle.digest("SHA-256", typeof data === "string" ? enc.encode(data) : data));
-var canonical = (v) => {
-  const s = canonicalize2(v);
-  if (s === void 0) throw new TypeError("value has no canonical JSON form");
-  return s;
-};
 var unb64 = (s) => Uint8Array.fromBase64(s.replace(/-/g, "+").replace(/_/g, "/").replace(/\s+/g, ""));
 function pae(payloadType, payload) {
   const head = enc.encode(`DSSEv1 ${enc.encode(payloadType).length} ${payloadType} ${payload.length} `);
@@ -5059,103 +5142,25 @@ function pae(payloadType, payload) {
   return out;
 }
 async function checkReport(report) {
-  if (!isObj8(report) || typeof report.reportSha256 !== "string") {
-    return {
-      findings: [
-        {
-          what: "shape",
-          ok: false,
-          actual: "not a ReportData object (no reportSha256 string)"
-        }
-      ]
-    };
-  }
-  const findings = [];
-  if (report.version !== 1) {
-    findings.push({
-      what: "version",
-      ok: false,
-      actual: `version ${JSON.stringify(report.version)}, expected 1`
-    });
-  }
-  const { reportSha256, ...rest } = report;
-  const whole = await sha256(canonical(rest));
-  findings.push({
-    what: "reportSha256",
-    ok: whole === reportSha256,
-    expected: reportSha256,
-    actual: whole
-  });
-  const meta = isObj8(report.meta) ? report.meta : void 0;
-  if (!meta) findings.push({
-    what: "meta",
-    ok: false,
-    actual: "meta is not an object"
-  });
-  if (report.plan === void 0) {
-    findings.push({
-      what: "meta.planSnapshotSha256",
-      ok: false,
-      actual: "the report has no plan"
-    });
-  } else {
-    const plan = await sha256(canonical(report.plan));
-    findings.push({
-      what: "meta.planSnapshotSha256",
-      ok: meta?.planSnapshotSha256 === plan,
-      expected: String(meta?.planSnapshotSha256),
-      actual: plan
-    });
-  }
-  if (!Array.isArray(report.annexes)) {
-    findings.push({
-      what: "annexes",
-      ok: false,
-      actual: "annexes is not an array"
-    });
-  } else {
-    for (const [i, a] of report.annexes.entries()) {
-      const name = `annex ${isObj8(a) && typeof a.id === "string" ? JSON.stringify(a.id) : `#${i}`}`;
-      if (!isObj8(a) || typeof a.body !== "string" || typeof a.sha256 !== "string") {
-        findings.push({
-          what: name,
-          ok: false,
-          actual: "not {id, title, sha256, body} with string body"
-        });
-        continue;
-      }
-      const h = await sha256(a.body);
-      findings.push({
-        what: `${name} sha256`,
-        ok: h === a.sha256,
-        expected: a.sha256,
-        actual: h
-      });
-    }
-  }
-  for (const f of findings) {
-    if (f.expected !== void 0 && f.ok && !HEX64.test(f.expected)) {
-      f.ok = false;
-      f.actual = "not 64 lowercase hex characters";
-    }
-  }
+  const { findings, reportSha256 } = await verifyReport(report);
+  const whole = findings.find((f) => f.what === "reportSha256");
   return {
     findings,
-    reportSha256: whole === reportSha256 ? reportSha256 : void 0
+    reportSha256: whole?.ok ? reportSha256 : void 0
   };
 }
 function notAReport(v) {
-  if (isObj8(v) && typeof v.reportSha256 === "string" && isObj8(v.meta) && "plan" in v && Array.isArray(v.annexes)) {
+  if (isObj9(v) && typeof v.reportSha256 === "string" && isObj9(v.meta) && "plan" in v && Array.isArray(v.annexes)) {
     return null;
   }
-  if (isObj8(v) && typeof v.type === "string" && typeof v.title === "string" && typeof v.status === "number") {
+  if (isObj9(v) && typeof v.type === "string" && typeof v.title === "string" && typeof v.status === "number") {
     return `an error answer (problem+json), not a report: HTTP ${v.status} ${v.title}` + (typeof v.detail === "string" ? `: ${v.detail}` : "") + (v.status === 401 ? " (is ADMIN_TOKEN the service's token?)" : "");
   }
-  if (isObj8(v) && typeof v.executionId === "string" && typeof v.status === "string" && !("annexes" in v)) {
+  if (isObj9(v) && typeof v.executionId === "string" && typeof v.status === "string" && !("annexes" in v)) {
     return `a test run's JSON (GET /api/test-runs/${v.executionId}), not its report: the report is at /api/test-runs/${v.executionId}/report.json` + (v.status === "finished" ? "" : " once the run has finished");
   }
-  if (isObj8(v) && "payloadType" in v) return "a DSSE envelope, not a report: pass it with --envelope";
-  return `not a report: ${isObj8(v) ? `a JSON object without reportSha256, meta, plan and annexes (members: ${Object.keys(v).slice(0, 6).join(", ") || "none"})` : `JSON ${Array.isArray(v) ? "array" : typeof v}`}`;
+  if (isObj9(v) && "payloadType" in v) return "a DSSE envelope, not a report: pass it with --envelope";
+  return `not a report: ${isObj9(v) ? `a JSON object without reportSha256, meta, plan and annexes (members: ${Object.keys(v).slice(0, 6).join(", ") || "none"})` : `JSON ${Array.isArray(v) ? "array" : typeof v}`}`;
 }
 async function importSpki(spki) {
   const key = await crypto.subtle.importKey("spki", spki, {
@@ -5189,24 +5194,24 @@ async function loadKeys(text6) {
     await importSpki(unb64(pem))
   ];
   const v = JSON.parse(text6);
-  if (isObj8(v) && Array.isArray(v.keys)) {
+  if (isObj9(v) && Array.isArray(v.keys)) {
     const out = [];
     for (const k of v.keys) {
-      if (!isObj8(k)) continue;
-      if (isObj8(k.publicKeyJwk)) out.push(await importJwk(k.publicKeyJwk));
-      else if (isObj8(k) && k.kty === "OKP") out.push(await importJwk(k));
+      if (!isObj9(k)) continue;
+      if (isObj9(k.publicKeyJwk)) out.push(await importJwk(k.publicKeyJwk));
+      else if (isObj9(k) && k.kty === "OKP") out.push(await importJwk(k));
       else if (typeof k.publicKeyPem === "string") out.push(...await loadKeys(k.publicKeyPem));
     }
     return out;
   }
-  if (isObj8(v)) return [
+  if (isObj9(v)) return [
     await importJwk(v)
   ];
   throw new Error("not a PEM public key, a JWK or a key list");
 }
 async function checkEnvelope(envelope, keys, report) {
   const findings = [];
-  if (!isObj8(envelope) || typeof envelope.payload !== "string" || typeof envelope.payloadType !== "string" || !Array.isArray(envelope.signatures)) {
+  if (!isObj9(envelope) || typeof envelope.payload !== "string" || typeof envelope.payloadType !== "string" || !Array.isArray(envelope.signatures)) {
     return {
       findings: [
         {
@@ -5228,7 +5233,7 @@ async function checkEnvelope(envelope, keys, report) {
   try {
     payload = unb64(envelope.payload);
     const parsed = JSON.parse(dec2.decode(payload));
-    if (!isObj8(parsed)) throw new Error("the Statement is not an object");
+    if (!isObj9(parsed)) throw new Error("the Statement is not an object");
     statement = parsed;
   } catch (e) {
     findings.push({
@@ -5246,14 +5251,14 @@ async function checkEnvelope(envelope, keys, report) {
     expected: STATEMENT_TYPE,
     actual: String(statement._type)
   });
-  const subjects = Array.isArray(statement.subject) ? statement.subject.filter(isObj8) : [];
+  const subjects = Array.isArray(statement.subject) ? statement.subject.filter(isObj9) : [];
   const digestOf = (suffix) => {
     const s = subjects.find((x) => typeof x.name === "string" && x.name.endsWith(suffix));
-    return s && isObj8(s.digest) && typeof s.digest.sha256 === "string" ? s.digest.sha256 : void 0;
+    return s && isObj9(s.digest) && typeof s.digest.sha256 === "string" ? s.digest.sha256 : void 0;
   };
   const canonicalDigest = digestOf(".canonical.json");
   const fileSubject = subjects.find((s) => typeof s.name === "string" && s.name.endsWith(".json") && !s.name.endsWith(".canonical.json"));
-  const fileSha = fileSubject && isObj8(fileSubject.digest) && typeof fileSubject.digest.sha256 === "string" ? fileSubject.digest.sha256 : void 0;
+  const fileSha = fileSubject && isObj9(fileSubject.digest) && typeof fileSubject.digest.sha256 === "string" ? fileSubject.digest.sha256 : void 0;
   if (!canonicalDigest) {
     findings.push({
       what: "statement subject",
@@ -5295,7 +5300,7 @@ async function checkEnvelope(envelope, keys, report) {
   let signedBy;
   const tried = [];
   for (const s of envelope.signatures) {
-    if (!isObj8(s) || typeof s.sig !== "string") continue;
+    if (!isObj9(s) || typeof s.sig !== "string") continue;
     const candidates = keys.filter((k) => !s.keyid || k.keyId === s.keyid);
     tried.push(String(s.keyid ?? "(no keyid)"));
     for (const k of candidates) {
@@ -5424,7 +5429,7 @@ function kindOf(bytes) {
     const json = JSON.parse(new TextDecoder("utf-8", {
       fatal: true
     }).decode(bytes));
-    if (isObj8(json) && "payloadType" in json && "signatures" in json) return {
+    if (isObj9(json) && "payloadType" in json && "signatures" in json) return {
       kind: "envelope",
       json
     };
@@ -5453,14 +5458,14 @@ async function main(args) {
   }
   const expect = opt.expect?.toLowerCase();
   if (opt.replay !== void 0) {
-    if (rest.length || opt.envelope || opt.report || expect !== void 0 && !HEX64.test(expect) || !opt.replay) {
+    if (rest.length || opt.envelope || opt.report || expect !== void 0 && !HEX642.test(expect) || !opt.replay) {
       console.error(USAGE);
       return 2;
     }
     return await replayMain(opt.replay, opt.key, expect);
   }
   const target = rest[0];
-  if (rest.length !== 1 || target === void 0 || expect !== void 0 && !HEX64.test(expect) || Object.values(opt).includes("")) {
+  if (rest.length !== 1 || target === void 0 || expect !== void 0 && !HEX642.test(expect) || Object.values(opt).includes("")) {
     console.error(USAGE);
     return 2;
   }
@@ -5557,7 +5562,7 @@ async function main(args) {
       const r = await checkReport(json);
       findings.push(...r.findings);
       reportSha256 = r.reportSha256;
-      stated = isObj8(json) && typeof json.reportSha256 === "string" ? json.reportSha256 : void 0;
+      stated = isObj9(json) && typeof json.reportSha256 === "string" ? json.reportSha256 : void 0;
     }
   } else if (!pdfInfo) {
     findings.push({

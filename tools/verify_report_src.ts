@@ -49,14 +49,13 @@
 // The built file is self-contained (a customer saves this one file anywhere): pinned npm: specifiers, no
 // import map; the core modules below are bundled in by `deno task gen:verifier`.
 // deno-lint-ignore no-import-prefix
-import canonicalize from "npm:canonicalize@5.1.0";
-// deno-lint-ignore no-import-prefix
 import { getDocumentProxy } from "npm:unpdf@1.8.1";
 // deno-lint-ignore no-import-prefix
 import * as pdfLib from "npm:pdf-lib@1.17.1";
 import { buildRegistry } from "../core/src/registry.ts";
 import { describeReplay, replayReport } from "../core/src/report/replay.ts";
 import type { ReportData } from "../core/src/report/types.ts";
+import { verifyReport } from "../core/src/report/verify.ts";
 import {
   type BundleFiles,
   checkManifest,
@@ -94,11 +93,6 @@ const sha256 = async (data: Uint8Array | string) =>
   hex(
     await crypto.subtle.digest("SHA-256", typeof data === "string" ? enc.encode(data) : data as BufferSource),
   );
-const canonical = (v: unknown) => {
-  const s = canonicalize(v);
-  if (s === undefined) throw new TypeError("value has no canonical JSON form");
-  return s;
-};
 // The built-in decoder core/src/util/encoding.ts wraps; not imported from there because this tool must stay
 // runnable on its own, outside the repository. Either alphabet is accepted, as signed reports use both.
 const unb64 = (s: string) =>
@@ -113,57 +107,14 @@ export function pae(payloadType: string, payload: Uint8Array): Uint8Array<ArrayB
   return out;
 }
 
-/** Recompute every hash of a parsed report. */
+/**
+ * Recompute every hash of a parsed report: core's `verifyReport` (the rules the service seals with). The
+ * `reportSha256` returned is the stated one when it matches the recomputed hash, else none.
+ */
 export async function checkReport(report: unknown): Promise<{ findings: Finding[]; reportSha256?: string }> {
-  if (!isObj(report) || typeof report.reportSha256 !== "string") {
-    return {
-      findings: [{ what: "shape", ok: false, actual: "not a ReportData object (no reportSha256 string)" }],
-    };
-  }
-  const findings: Finding[] = [];
-  if (report.version !== 1) {
-    findings.push({
-      what: "version",
-      ok: false,
-      actual: `version ${JSON.stringify(report.version)}, expected 1`,
-    });
-  }
-  const { reportSha256, ...rest } = report;
-  const whole = await sha256(canonical(rest));
-  findings.push({ what: "reportSha256", ok: whole === reportSha256, expected: reportSha256, actual: whole });
-  const meta = isObj(report.meta) ? report.meta : undefined;
-  if (!meta) findings.push({ what: "meta", ok: false, actual: "meta is not an object" });
-  if (report.plan === undefined) {
-    findings.push({ what: "meta.planSnapshotSha256", ok: false, actual: "the report has no plan" });
-  } else {
-    const plan = await sha256(canonical(report.plan));
-    findings.push({
-      what: "meta.planSnapshotSha256",
-      ok: meta?.planSnapshotSha256 === plan,
-      expected: String(meta?.planSnapshotSha256),
-      actual: plan,
-    });
-  }
-  if (!Array.isArray(report.annexes)) {
-    findings.push({ what: "annexes", ok: false, actual: "annexes is not an array" });
-  } else {
-    for (const [i, a] of report.annexes.entries()) {
-      const name = `annex ${isObj(a) && typeof a.id === "string" ? JSON.stringify(a.id) : `#${i}`}`;
-      if (!isObj(a) || typeof a.body !== "string" || typeof a.sha256 !== "string") {
-        findings.push({ what: name, ok: false, actual: "not {id, title, sha256, body} with string body" });
-        continue;
-      }
-      const h = await sha256(a.body);
-      findings.push({ what: `${name} sha256`, ok: h === a.sha256, expected: a.sha256, actual: h });
-    }
-  }
-  for (const f of findings) {
-    if (f.expected !== undefined && f.ok && !HEX64.test(f.expected)) {
-      f.ok = false;
-      f.actual = "not 64 lowercase hex characters";
-    }
-  }
-  return { findings, reportSha256: whole === reportSha256 ? reportSha256 : undefined };
+  const { findings, reportSha256 } = await verifyReport(report);
+  const whole = findings.find((f) => f.what === "reportSha256");
+  return { findings, reportSha256: whole?.ok ? reportSha256 : undefined };
 }
 
 /**
