@@ -1,8 +1,7 @@
-import type { DeviceHttp } from "./transport/types.ts";
+import type { DeviceHttp, TlsVerifyMode } from "./transport/types.ts";
 import type { Logger } from "./runtime/log.ts";
 
-/** TLS verification mode of a device (spec 2.2). */
-export type TlsVerifyMode = "strict" | "self-signed" | "insecure";
+export type { TlsVerifyMode } from "./transport/types.ts";
 
 /** What an adapter knows about the device it talks to. Never includes the password. */
 export interface AdapterDevice {

@@ -2,8 +2,7 @@ import https from "node:https";
 import tls from "node:tls";
 import { Buffer } from "node:buffer";
 import { DeviceError } from "../errors.ts";
-import type { TlsVerifyMode } from "../adapter.ts";
-import type { DeviceHttp, DeviceRequest, DeviceResponse } from "./types.ts";
+import type { DeviceHttp, DeviceRequest, DeviceResponse, TlsVerifyMode } from "./types.ts";
 import { sha256Hex } from "../util/hash.ts";
 
 /** Limits applied to every device connection. */
