@@ -157,9 +157,9 @@ const CONTRACT = new Set(["adapter", "capability", "check"]);
 function roomOf(path: string): string | null {
   const src = `${root}core/src/`;
   if (!path.startsWith(src)) return null;
-  const parts = path.slice(src.length).split("/");
-  if (parts.length > 1) return parts[0];
-  const name = parts[0].replace(/\.tsx?$/, "");
+  const [top, ...rest] = path.slice(src.length).split("/") as [string, ...string[]];
+  if (rest.length) return top;
+  const name = top.replace(/\.tsx?$/, "");
   return CONTRACT.has(name) ? "contract" : name;
 }
 
