@@ -108,6 +108,25 @@ Deno.test("the boundary check fails on rooms of one floor importing each other, 
   assert.match(r.err, /core\/src room "gadgets" is on no floor/);
 });
 
+Deno.test("an allow-listed pending climb is listed, not failed; an entry whose file lost the import fails", async () => {
+  // report/pdf.ts -> ../runtime/log.ts is in PENDING_MOVES (the logger moves to util/): allowed while it is there.
+  const listed = await boundariesOver({
+    "core/src/report/pdf.ts": 'import type { Logger } from "../runtime/log.ts";\n',
+    "core/src/runtime/log.ts": "export type Logger = unknown;\n",
+  });
+  assert.equal(listed.code, 0, listed.err);
+  // Once the move lands, the entry must go: the file exists without the import.
+  const stale = await boundariesOver({
+    "core/src/report/pdf.ts": 'import type { Logger } from "../util/log.ts";\n',
+    "core/src/util/log.ts": "export type Logger = unknown;\n",
+  });
+  assert.equal(stale.code, 1);
+  assert.match(
+    stale.err,
+    /allow-list entry "core\/src\/report\/pdf.ts -> ..\/runtime\/log.ts" matches no import/,
+  );
+});
+
 Deno.test("the boundary check fails when the CLI imports core or a member (HTTP API only)", async () => {
   const r = await boundariesOver({
     "cli/_a.ts": 'import { runPreflight } from "../core/src/preflight/engine.ts";\n',
