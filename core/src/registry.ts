@@ -24,8 +24,11 @@ export interface LoadedModule<T = unknown> {
 
 /** What the manifest enables. */
 export interface LoadedModules {
+  /** The enabled adapter members. */
   adapters: LoadedModule[];
+  /** The enabled check members. */
   checks: LoadedModule[];
+  /** The enabled plugin members. */
   plugins: LoadedModule[];
   /** Vendors listed without an adapter (`available: false`). */
   vendorsWithoutAdapter: Array<{ key: string; displayName: string }>;
@@ -54,11 +57,17 @@ export interface RegisteredCheck {
 
 /** The validated set of modules a process runs with. */
 export interface Registry {
+  /** Every vendor (spec 2.1), with or without an adapter. */
   vendors: VendorEntry[];
+  /** Adapters by vendor key. */
   adapters: Map<string, RegisteredAdapter>;
+  /** Enabled checks, in manifest order. */
   checks: RegisteredCheck[];
+  /** Enabled plugins with their member name and version. */
   plugins: Array<{ name: string; version: string; plugin: PluginDefinition }>;
+  /** The test-plan catalog the plugins provide. */
   planCatalog: PlanCatalog;
+  /** The catalog's plan with this identifier, or undefined. */
   plan(identifier: string): Plan | undefined;
   /** Device roles accepted at registration: every enabled adapter's `deviceRoles`, first seen first. */
   deviceRoles: string[];

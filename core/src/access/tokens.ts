@@ -12,6 +12,7 @@ import { isUuid } from "../util/ids.ts";
 import { decodeCursor, encodeCursor } from "../util/paging.ts";
 import { base64url } from "../util/encoding.ts";
 
+/** The token roles, most privileged first. */
 export const ROLES = ["admin", "operator", "viewer"] as const;
 export type Role = typeof ROLES[number];
 export interface Principal {
@@ -96,8 +97,10 @@ const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOS
 /** How long a resolved token is trusted before it is read again (a revocation elsewhere takes effect then). */
 export const TOKEN_CACHE_MS = 5_000;
 
+/** Named API tokens with roles, stored as SHA-256 of the secret; the `ADMIN_TOKEN` resolves as the bootstrap admin. Resolutions are cached for {@link TOKEN_CACHE_MS}. */
 export class TokenStore {
   #cache = new Map<string, { principal: Principal | null; until: number }>();
+  /** A store over `api_tokens`; `adminToken` is the bootstrap admin's secret (`ADMIN_TOKEN`). */
   constructor(private db: Kysely<Database>, private adminToken: string) {}
 
   /** Create a token; its secret is returned once, here, and never stored. */
@@ -126,6 +129,7 @@ export class TokenStore {
     }
   }
 
+  /** Every token (never its secret), oldest first, then by name; revoked ones included. */
   async list(): Promise<TokenView[]> {
     const rows = await this.db.selectFrom("api_tokens").selectAll().orderBy("created_at").orderBy("name")
       .execute();

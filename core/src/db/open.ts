@@ -96,7 +96,9 @@ export async function queryWithin<T>(
 
 /** An open database: Kysely plus what the poller needs from the driver. */
 export interface Db extends AsyncDisposable {
+  /** The Kysely instance over the database. */
   kysely: Kysely<Database>;
+  /** The backend: embedded PGlite or a PostgreSQL server. */
   kind: "pglite" | "postgres";
   /** A dedicated session (PostgreSQL only; PGlite is one process by construction). */
   reserve(): Promise<ReservedSession>;
@@ -111,6 +113,7 @@ export interface Db extends AsyncDisposable {
   ): Promise<() => Promise<void>>;
   /** PGlite only: the data directory as a tarball (test templates). */
   dumpDataDir?(compression?: "none" | "gzip"): Promise<Blob>;
+  /** Close the database and its connections. */
   close(): Promise<void>;
 }
 
@@ -326,6 +329,7 @@ async function upToDate(db: Kysely<Database>, schema: string | undefined): Promi
   return names.every((n) => done.has(n));
 }
 
+/** Apply every pending migration (in `schema`, default the current schema). Returns the names applied (none when up to date). Throws `StartupError` `MIGRATION_FAILED` when one fails. */
 export async function migrate(db: Kysely<Database>, schema?: string): Promise<string[]> {
   // Name our schema explicitly (search_path may select one): Kysely's table check spans all schemas.
   schema ??= (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s;

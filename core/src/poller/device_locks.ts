@@ -31,6 +31,7 @@ export class DeviceLocks {
   #locks = new Batcher<number, boolean>((keys) => this.#batch("pg_try_advisory_lock", keys));
   #unlocks = new Batcher<number, boolean>((keys) => this.#batch("pg_advisory_unlock", keys));
 
+  /** Per-device advisory locks over one reserved session of `db` (PostgreSQL). */
   constructor(private db: Db) {}
 
   /** Take the device's lock if no other instance holds it (true also when the lock session fails). */

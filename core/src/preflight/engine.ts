@@ -42,15 +42,23 @@ export interface CheckResult {
 
 /** Pre-flight result (spec 2.4). `checksRun` = `checksPassed` + `checksFailed` + `checksSkipped`. */
 export interface PreflightResult {
+  /** The plan's identifier. */
   planIdentifier: string;
+  /** When the pre-flight ran (ISO 8601). */
   ranAt: string;
+  /** Check results, one per (check, device) pair evaluated. */
   checksRun: number;
+  /** Results that passed. */
   checksPassed: number;
   /** Plain fails and errors. */
   checksFailed: number;
+  /** Results skipped (e.g. no snapshot of the check's label). */
   checksSkipped: number;
+  /** True when at least one check ran, every one passed, and a filter left out nothing the plan requires. */
   pass: boolean;
+  /** Every result, in evaluation order. */
   checks: CheckResult[];
+  /** One line for a person: the counts and whether the lab is ready for the plan. */
   summary: string;
   /**
    * The moment the lab was evaluated as of (request `asOf`): the newest snapshot at or before it per device
@@ -350,8 +358,10 @@ export class PayloadCache {
   #entries = new Map<string, PayloadEntry>();
   #bytes = 0;
 
+  /** A cache holding at most `budgetBytes` of payload text (UTF-16 code units). */
   constructor(readonly budgetBytes: number) {}
 
+  /** Whether a payload with this SHA-256 is cached (does not mark it used). */
   has(sha: string): boolean {
     return this.#entries.has(sha);
   }
@@ -381,14 +391,17 @@ export class PayloadCache {
     return e;
   }
 
+  /** Payload text cached, in UTF-16 code units. */
   get bytes(): number {
     return this.#bytes;
   }
 
+  /** Number of payloads cached. */
   get size(): number {
     return this.#entries.size;
   }
 
+  /** Drop every entry. */
   clear(): void {
     this.#entries.clear();
     this.#bytes = 0;
@@ -560,16 +573,23 @@ export interface PlannedRead {
 
 /** A dry run's answer: what a pre-flight would evaluate and read, without evaluating (README "Pre-flight"). */
 export interface PreflightPlan {
+  /** The plan's identifier. */
   planIdentifier: string;
+  /** Always true: nothing was evaluated. */
   dryRun: true;
+  /** When the dry run ran (ISO 8601). */
   ranAt: string;
+  /** The moment the lab would be evaluated as of (request `asOf`); absent: now. */
   asOf?: string;
   /** Distinct (check, device) pairs that would be evaluated. */
   evaluations: number;
   /** Of those, the pairs without a snapshot of the check's label (they would be skipped). */
   wouldSkip: number;
+  /** Each snapshot each evaluation would read. */
   reads: PlannedRead[];
+  /** One line for a person: what would be evaluated. */
   summary: string;
+  /** Present when the request filtered devices, checks or tags. */
   selection?: SelectionReport;
 }
 

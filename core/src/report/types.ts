@@ -15,12 +15,19 @@ export interface Annex {
 
 /** A `TLSDecryptModeChanged` alert raised during a run (spec 6). */
 export interface DecryptAlert {
+  /** The alert's name. */
   name: "TLSDecryptModeChanged";
+  /** When the change was seen (ISO 8601). */
   at: string;
+  /** The firewall's device id. */
   deviceId: string;
+  /** The firewall's hostname. */
   deviceHostname: string;
+  /** Decrypt mode before the change. */
   from: "on" | "off";
+  /** Decrypt mode after the change. */
   to: "on" | "off";
+  /** The snapshot that showed the change. */
   snapshotId: string;
 }
 
@@ -84,10 +91,13 @@ export interface StartGate {
 
 /** ReportData version 1 (spec 2.5). */
 export interface ReportData {
+  /** Format version. */
   version: 1;
+  /** When the report was built (ISO 8601). */
   generatedAt: string;
   /** SHA-256 of the RFC 8785 canonical JSON of this object without `reportSha256`. */
   reportSha256: string;
+  /** The run: ids, plan, timing (`durationS` in seconds; times ISO 8601), outcome and notes. */
   meta: {
     runId: string;
     executionId: string;
@@ -103,6 +113,7 @@ export interface ReportData {
     outcome: string;
     notes: string | null;
   };
+  /** The report's license: who may use it and under which restrictions (in each report language). */
   license: {
     id: string;
     name: string;
@@ -114,7 +125,9 @@ export interface ReportData {
     licensee?: string | null;
     restrictions: { en: string; "pt-BR": string; es: string };
   };
+  /** The plan as it was at the run's start. */
   plan: Plan;
+  /** The lab under test: deployment mode, UCS count and devices. */
   topology: {
     deploymentMode: string;
     ucsCount: number;
@@ -122,6 +135,7 @@ export interface ReportData {
     /** Device inventory at start, per device id (model, software version, serial number). */
     inventory?: Record<string, InventoryEntry>;
   };
+  /** TLS decryption: the mode the plan requires, what the firewalls showed at start and end, alerts. */
   tlsDecrypt: {
     required: "on" | "off";
     /** `on`/`off` when every firewall with a known state agrees, `mixed` when they differ. */
@@ -131,6 +145,7 @@ export interface ReportData {
     /** True when a decrypt-mode change during the run invalidated the results. */
     resultsInvalidated: boolean;
   };
+  /** The load results: where they came from and their aggregate latency figures. */
   results: {
     source: "latencySamplesMs" | "k6-summary";
     aggregate: Aggregate;
@@ -144,6 +159,7 @@ export interface ReportData {
     /** The load generator's own thresholds, when given. */
     thresholds?: Array<{ metric: string; expression: string; ok: boolean }>;
   };
+  /** The latency objective: target and observed p99 in ms, and whether it was met. */
   slo: {
     targetP99Ms: number;
     observedP99Ms: number;
@@ -166,5 +182,6 @@ export interface ReportData {
   verdict?: { value: VerdictValue; rule: string; reasons: VerdictReason[] };
   /** How the start was gated on pre-flight (issue 29). Absent in reports frozen before it existed. */
   startGate?: StartGate;
+  /** Evidence attached to the report (snapshots and submitted results), each with its SHA-256. */
   annexes: Annex[];
 }
