@@ -19,6 +19,7 @@ export interface LoadedModule<T = unknown> {
    * is then the only one.
    */
   coreVersion?: string;
+  /** The member's module (its default export). */
   module: T;
 }
 
@@ -36,22 +37,33 @@ export interface LoadedModules {
 
 /** Vendor entry (spec 2.1) plus the adapter module's version. */
 export interface VendorEntry {
+  /** Vendor key. */
   key: string;
+  /** Vendor name for people. */
   displayName: string;
+  /** Whether an adapter is enabled for the vendor. */
   available: boolean;
   /** Version of the adapter module, null when none is implemented. */
   version: string | null;
 }
 
+/** An enabled adapter with the name and version of its member. */
 export interface RegisteredAdapter {
+  /** Member package name (`@dutlab/adapter-<key>`). */
   name: string;
+  /** Member version. */
   version: string;
+  /** The adapter. */
   adapter: AdapterDefinition;
 }
 
+/** An enabled check with the name and version of its member. */
 export interface RegisteredCheck {
+  /** Member package name (`@dutlab/check-<id>`). */
   name: string;
+  /** Member version. */
   version: string;
+  /** The check. */
   check: CheckDefinition;
 }
 

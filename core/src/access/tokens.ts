@@ -14,9 +14,13 @@ import { base64url } from "../util/encoding.ts";
 
 /** The token roles, most privileged first. */
 export const ROLES = ["admin", "operator", "viewer"] as const;
+/** A token role: one of {@link ROLES}. */
 export type Role = typeof ROLES[number];
+/** Who a bearer token stands for: the token's name and role. */
 export interface Principal {
+  /** The token's name (`ADMIN_TOKEN` for the bootstrap admin). */
   name: string;
+  /** The token's role. */
   role: Role;
 }
 export const BOOTSTRAP_ADMIN = "bootstrap-admin";
@@ -84,11 +88,17 @@ export function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(sha256(a), sha256(b));
 }
 
+/** A token as listed: everything but its secret. */
 export interface TokenView {
+  /** Token id (UUID). */
   id: string;
+  /** Token name, unique (also after a revocation). */
   name: string;
+  /** The token's role. */
   role: Role;
+  /** When it was created (ISO 8601). */
   createdAt: string;
+  /** When it was revoked (ISO 8601), null while valid. */
   revokedAt: string | null;
 }
 

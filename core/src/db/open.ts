@@ -68,6 +68,7 @@ export interface ReservedSession {
   query<T>(text: string, params?: unknown[]): Promise<T[]>;
   /** The server-side process id of this session. */
   pid: number;
+  /** End the session (its advisory locks go with it). */
   release(): Promise<void>;
 }
 
@@ -117,6 +118,7 @@ export interface Db extends AsyncDisposable {
   close(): Promise<void>;
 }
 
+/** Options of {@link openDatabase}. */
 export interface OpenOptions {
   /** `postgres://…`; when absent, embedded PGlite. */
   url?: string;
@@ -126,6 +128,7 @@ export interface OpenOptions {
   loadDataDir?: Blob;
   /** PostgreSQL schema to use (tests isolate themselves in a fresh schema). */
   schema?: string;
+  /** PostgreSQL: most connections in the pool; default 10. */
   poolSize?: number;
   /**
    * PGlite: its `shared_buffers` (like `16MB`); default {@link PGLITE_SHARED_BUFFERS}. PGlite zeroes the

@@ -79,6 +79,7 @@ export interface Stored {
 
 /** One poll's write, as a {@link PollWriteHook} sees it. */
 export interface StoredPoll {
+  /** The polled device's row as the poll read it. */
   device: DeviceRow;
   /** The snapshots this write stored for the poll (id and label). */
   rows: Array<{ id: string; endpoint_label: string }>;

@@ -10,8 +10,11 @@ import { isUuid } from "../util/ids.ts";
 
 /** The snapshot a check result cites: the same three values the snapshot listing returns for it. */
 export interface Evidence {
+  /** Id of the cited snapshot. */
   snapshotId: string;
+  /** SHA-256 (hex) of the snapshot's payload. */
   payloadSha256: string;
+  /** When the snapshot was collected (ISO 8601). */
   collectedAt: string;
 }
 
@@ -73,7 +76,9 @@ export interface PreflightResult {
 export interface SelectionReport {
   /** The filters as given (hostnames and ids as sent), null when absent. */
   devices: string[] | null;
+  /** The check-id filter as given, null when absent. */
   checks: string[] | null;
+  /** The tag filter as given, null when absent. */
   tags: string[] | null;
   /**
    * The (check, device) pairs the whole plan evaluates that the selection left out, and the devices and checks
@@ -335,6 +340,7 @@ export class PayloadEntry {
   #text: string | null;
   #value: unknown = undefined;
 
+  /** An entry over a payload's `text`; `size` is what it counts against the cache budget. */
   constructor(text: string, readonly size: number) {
     this.#text = text;
   }
@@ -560,10 +566,15 @@ async function readLabIn(tx: Kysely<Database>, readers: LabWants[], opts: LabRea
 
 /** One (device, check, label) triple a dry run names, with the snapshot it would read. */
 export interface PlannedRead {
+  /** Id of the check. */
   checkId: string;
+  /** Id of the device. */
   deviceId: string;
+  /** Hostname of the device. */
   deviceHostname: string;
+  /** The device's vendor key. */
   vendor: string;
+  /** The endpoint label read. */
   label: string;
   /** `evidence`: the label the result cites; `related`: a further label the check reads (`alsoReads`). */
   reads: "evidence" | "related";

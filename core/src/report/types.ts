@@ -4,12 +4,15 @@ import type { InventoryEntry } from "../runs/alerts.ts";
 
 /** One annex of a report: its body is a string (JSON text for data annexes) and `sha256` hashes it. */
 export interface Annex {
+  /** Annex id. */
   id: string;
+  /** Annex title. */
   title: string;
   /** SHA-256 (lowercase hex) of the UTF-8 bytes of `body`. */
   sha256: string;
   /** Media type of `body`, e.g. `application/json`. */
   mediaType: string;
+  /** The annex content. */
   body: string;
 }
 
@@ -39,10 +42,15 @@ export type FigureSource = "load-generator" | "service";
  * generator reported it; `service`: computed by dutlab), whether it is `exact` or `estimated`, and how.
  */
 export interface Figure {
+  /** The figure's value, in `unit`. */
   value: number;
+  /** Unit of `value` (e.g. `s`, `requests`, `bytes`, `%`). */
   unit: string;
+  /** Who produced the figure. */
   source: FigureSource;
+  /** Whether the figure is exact or estimated. */
   exactness: "exact" | "estimated";
+  /** How the figure was obtained, for a person. */
   basis: string;
 }
 
@@ -50,15 +58,21 @@ export interface Figure {
 export interface ResultFigures {
   /** Duration of the load (s). */
   durationS: Figure | null;
+  /** Requests completed. */
   requests: Figure | null;
+  /** Requests per second. */
   requestsPerSecond: Figure | null;
+  /** Requests that failed. */
   failedRequests: Figure | null;
   /** Failed requests in percent of all requests. */
   errorRatePct: Figure | null;
+  /** Bytes sent by the load generator. */
   bytesSent: Figure | null;
+  /** Bytes received by the load generator. */
   bytesReceived: Figure | null;
   /** (bytes sent + bytes received) × 8 per second. */
   bitsPerSecond: Figure | null;
+  /** Iterations of the load script. */
   iterations: Figure | null;
 }
 
@@ -71,6 +85,7 @@ export interface VerdictReason {
   input: string;
   /** What this input alone would make the verdict; `none` when the input does not apply. */
   effect: VerdictValue | "none";
+  /** Why, for a person. */
   detail: string;
 }
 
