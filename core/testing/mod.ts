@@ -83,3 +83,4 @@ export type { Selection } from "../src/preflight/engine.ts";
 export type { StoredBatch } from "../src/poller/store.ts";
 export type { CredentialKey } from "../src/devices/credentials.ts";
 export type { StoredPoll } from "../src/poller/store.ts";
+export type { LatestRow } from "../src/preflight/engine.ts";

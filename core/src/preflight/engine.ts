@@ -1,4 +1,4 @@
-import { type Kysely, sql } from "kysely";
+import { type Kysely, type RawBuilder, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import type { Plan } from "../plan.ts";
@@ -478,11 +478,16 @@ export async function readLab(
 }
 
 /** One row of the lab read's snapshot statement. */
-type LatestRow = {
+export type LatestRow = {
+  /** The device's id. */
   device_id: string;
+  /** The snapshot's endpoint label. */
   endpoint_label: string;
+  /** The snapshot's id. */
   snapshot_id: string;
+  /** SHA-256 (hex) of the snapshot's payload. */
   sha256: string;
+  /** When the snapshot was collected (the driver gives a Date or a timestamp string). */
   collected_at: Date | string;
 };
 
@@ -502,7 +507,7 @@ type LatestRow = {
  * `device_id, endpoint_label, id desc`, which only `snapshots_device_label_id` provides, and both bounds are
  * its index condition.
  */
-export function latestAsOfSql(labels: string[], ids: string[], asOf: Date) {
+export function latestAsOfSql(labels: string[], ids: string[], asOf: Date): RawBuilder<LatestRow> {
   return sql<LatestRow>`select n.device_id::text, g.label as endpoint_label, s.id::text as snapshot_id,
       s.payload_sha256 as sha256, s.collected_at
     from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
