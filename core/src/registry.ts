@@ -77,7 +77,7 @@ export interface Registry {
   checks: RegisteredCheck[];
   /** Enabled plugins with their member name and version. */
   plugins: Array<{ name: string; version: string; plugin: PluginDefinition }>;
-  /** The test-plan catalog the plugins provide. */
+  /** The test-plan catalog a plugin provides (an empty one when none does). */
   planCatalog: PlanCatalog;
   /** The catalog's plan with this identifier, or undefined. */
   plan(identifier: string): Plan | undefined;

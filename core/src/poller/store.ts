@@ -50,7 +50,7 @@ export async function hashSnapshot(
 export interface Outcome {
   /** The poll's status. */
   status: PollStatus;
-  /** The poll's error text (`lastPollError`); empty on success. */
+  /** The poll's summary (`lastPollError`): on success what was collected (and notes), else the error. */
   error: string;
   /** The snapshots collected (empty unless the poll succeeded). */
   snapshots: HashedSnapshot[];
@@ -146,7 +146,7 @@ export class PollStore {
 
   #hooks: readonly PollWriteHook[];
 
-  /** A store writing to `db`; `opts.hooks` run inside each poll's write transaction. */
+  /** A store writing to `db`; `opts.hooks` run inside each batch's write transaction. */
   constructor(private db: Kysely<Database>, opts: PollStoreOptions = {}) {
     this.#hooks = opts.hooks ?? [];
   }

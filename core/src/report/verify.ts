@@ -2,7 +2,7 @@ import { jcsSha256, sha256Hex } from "../util/hash.ts";
 
 /** One verification finding: a hash as stated in the report and as recomputed, or a shape problem. */
 export interface VerifyFinding {
-  /** What was checked (e.g. `reportSha256`, an annex, `shape`). */
+  /** What was checked (e.g. `reportSha256`, `meta.planSnapshotSha256`, `shape`). */
   what: string;
   /** Whether it held. */
   ok: boolean;

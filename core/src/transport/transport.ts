@@ -8,9 +8,9 @@ import { sha256Hex } from "../util/hash.ts";
 
 /** Limits applied to every device connection. */
 export interface TransportLimits {
-  /** Time to establish the TCP and TLS connection, in ms. */
+  /** Time allowed to connect (TCP and TLS handshake), in ms. */
   connectTimeoutMs: number;
-  /** Time for one request's answer, in ms. */
+  /** Time allowed for one request's answer when the request sets no `timeoutMs`, in ms. */
   requestTimeoutMs: number;
   /** Largest response body accepted, in bytes. */
   maxResponseBytes: number;
