@@ -460,6 +460,7 @@ var PayloadEntry = class {
   size;
   #text;
   #value;
+  /** An entry over a payload's `text`; `size` is what it counts against the cache budget. */
   constructor(text6, size) {
     this.size = size;
     this.#value = void 0;
@@ -478,11 +479,13 @@ var PayloadCache = class {
   budgetBytes;
   #entries;
   #bytes;
+  /** A cache holding at most `budgetBytes` of payload text (UTF-16 code units). */
   constructor(budgetBytes) {
     this.budgetBytes = budgetBytes;
     this.#entries = /* @__PURE__ */ new Map();
     this.#bytes = 0;
   }
+  /** Whether a payload with this SHA-256 is cached (does not mark it used). */
   has(sha) {
     return this.#entries.has(sha);
   }
@@ -509,12 +512,15 @@ var PayloadCache = class {
     }
     return e;
   }
+  /** Payload text cached, in UTF-16 code units. */
   get bytes() {
     return this.#bytes;
   }
+  /** Number of payloads cached. */
   get size() {
     return this.#entries.size;
   }
+  /** Drop every entry. */
   clear() {
     this.#entries.clear();
     this.#bytes = 0;

@@ -25,9 +25,13 @@ export interface CheckFixtureOptions {
 
 /** How one snapshot differs from the fixture's default (label: the check's; id "1"; collected `now`). */
 export interface FixtureSnapshotOptions {
+  /** Snapshot label; default: the check's `reads` label. */
   label?: string;
+  /** Snapshot id; default `"1"`. */
   id?: string;
+  /** Collection time; default: the fixture's `now`. */
   collectedAt?: Date;
+  /** SHA-256 (hex) of the payload as stored; default: 64 zeros. */
   payloadSha256?: string;
 }
 
@@ -37,6 +41,7 @@ export interface FixtureRunOptions {
   plan?: Plan;
   /** Fields of the device to change (e.g. `{ deviceRole: "switch" }`). */
   device?: Partial<CheckDevice>;
+  /** How the evaluated snapshot differs from the default one. */
   snapshot?: FixtureSnapshotOptions;
   /** Payloads of the check's `alsoReads` labels, by label; null: the device has no snapshot of it yet. */
   related?: Record<string, unknown>;
@@ -48,6 +53,7 @@ export interface FixtureRunOptions {
 
 /** What {@link checkFixture} returns. */
 export interface CheckFixture {
+  /** The fixture's evaluation time (the `now` option, default 2026-11-21T10:00:00Z). */
   now: Date;
   /**
    * A plan that selects every vendor of the fixture's adapters with every role they take, and names the

@@ -68,6 +68,7 @@ export interface ReservedSession {
   query<T>(text: string, params?: unknown[]): Promise<T[]>;
   /** The server-side process id of this session. */
   pid: number;
+  /** End the session (its advisory locks go with it). */
   release(): Promise<void>;
 }
 
@@ -96,7 +97,9 @@ export async function queryWithin<T>(
 
 /** An open database: Kysely plus what the poller needs from the driver. */
 export interface Db extends AsyncDisposable {
+  /** The Kysely instance over the database. */
   kysely: Kysely<Database>;
+  /** The backend: embedded PGlite or a PostgreSQL server. */
   kind: "pglite" | "postgres";
   /** A dedicated session (PostgreSQL only; PGlite is one process by construction). */
   reserve(): Promise<ReservedSession>;
@@ -111,9 +114,11 @@ export interface Db extends AsyncDisposable {
   ): Promise<() => Promise<void>>;
   /** PGlite only: the data directory as a tarball (test templates). */
   dumpDataDir?(compression?: "none" | "gzip"): Promise<Blob>;
+  /** Close the database and its connections. */
   close(): Promise<void>;
 }
 
+/** Options of {@link openDatabase}. */
 export interface OpenOptions {
   /** `postgres://…`; when absent, embedded PGlite. */
   url?: string;
@@ -123,6 +128,7 @@ export interface OpenOptions {
   loadDataDir?: Blob;
   /** PostgreSQL schema to use (tests isolate themselves in a fresh schema). */
   schema?: string;
+  /** PostgreSQL: most connections in the pool; default 10. */
   poolSize?: number;
   /**
    * PGlite: its `shared_buffers` (like `16MB`); default {@link PGLITE_SHARED_BUFFERS}. PGlite zeroes the
@@ -326,6 +332,7 @@ async function upToDate(db: Kysely<Database>, schema: string | undefined): Promi
   return names.every((n) => done.has(n));
 }
 
+/** Apply every pending migration (in `schema`, default the current schema). Returns the names applied (none when up to date). Throws `StartupError` `MIGRATION_FAILED` when one fails. */
 export async function migrate(db: Kysely<Database>, schema?: string): Promise<string[]> {
   // Name our schema explicitly (search_path may select one): Kysely's table check spans all schemas.
   schema ??= (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s;

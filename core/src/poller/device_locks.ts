@@ -31,6 +31,7 @@ export class DeviceLocks {
   #locks = new Batcher<number, boolean>((keys) => this.#batch("pg_try_advisory_lock", keys));
   #unlocks = new Batcher<number, boolean>((keys) => this.#batch("pg_advisory_unlock", keys));
 
+  /** Locks over a reserved session of `db` (a PostgreSQL database; the session opens on first use). */
   constructor(private db: Db) {}
 
   /** Take the device's lock if no other instance holds it (true also when the lock session fails). */

@@ -71,6 +71,7 @@ export class PollWorker {
   /** Scans that found due devices of the previous scan not started yet. */
   overruns = 0;
 
+  /** A worker polling due devices of `db` with `poller`, recording into `metrics`. */
   constructor(
     private db: Db,
     private poller: PollService,

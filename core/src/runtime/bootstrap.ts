@@ -33,16 +33,23 @@ export { logger } from "./log.ts";
 
 /** A started poller (`deno task poll`): configuration, database, registry and poll services. */
 export interface PollRuntime extends AsyncDisposable {
+  /** The parsed poller configuration. */
   config: PollConfig;
+  /** The open, migrated database. */
   db: Db;
+  /** The validated modules. */
   registry: Registry;
+  /** What the poll cycle uses: device store, poll store, transport limits, metrics. */
   services: PollServices;
+  /** Release what the services hold and close the database. */
   close(): Promise<void>;
 }
 
 /** A started `serve` (or admin tool): every secret and every service, closed with `close()`. */
 export interface Runtime extends PollRuntime {
+  /** The parsed server configuration (the poller's plus secrets and HTTP settings). */
   config: Config;
+  /** Every service of the process. */
   services: Services;
 }
 
@@ -260,9 +267,11 @@ async function openEmbedded(dir: string, sharedBuffers: string | undefined): Pro
 
 /** The database alone, for a tool (prune, backup, restore): opened, migrated, closed with `close()`. */
 export interface ToolDatabase extends AsyncDisposable {
+  /** The open database. */
   db: Db;
   /** The embedded data directory (PGlite), or null on PostgreSQL. */
   dataDir: string | null;
+  /** Close the database. */
   close(): Promise<void>;
 }
 
