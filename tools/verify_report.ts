@@ -402,9 +402,14 @@ function evaluateApplicable({ check, device, plan, snapshot, view, ctx, applied 
       evidence: null
     };
   }
+  const seen = view();
+  const missing = check.needs?.find((f) => !ctx.facts[f]);
+  if (missing) {
+    return error(`could not evaluate the ${check.label} payload (vendor ${seen.vendor} offers no ${missing} reading)`);
+  }
   let r;
   try {
-    r = check.evaluate(view(), plan, ctx);
+    r = check.evaluate(seen, plan, ctx);
   } catch (e) {
     return error(`could not evaluate the ${check.label} payload (${message(e)})`);
   }
@@ -4576,7 +4581,6 @@ var mod_default6 = defineCheck({
     "deployState"
   ],
   evaluate(snapshot, _plan, { facts: facts2 }) {
-    if (!facts2.deployState) throw new Error(`vendor ${snapshot.vendor} offers no deployState reading`);
     const { state, pendingChanges } = facts2.deployState(snapshot.payload);
     const observed = `deployment state ${state}, ${pendingChanges} pending change(s)`;
     const problems = [
@@ -4607,9 +4611,6 @@ var mod_default7 = defineCheck({
     "decryptRuleCount"
   ],
   evaluate(snapshot, plan, { facts: facts2 }) {
-    if (!facts2.decryptRuleCount) {
-      throw new Error(`vendor ${snapshot.vendor} offers no decryptRuleCount reading`);
-    }
     if (plan.tlsDecrypt !== "on" && plan.tlsDecrypt !== "off") {
       throw new Error(`plan ${plan.identifier} has tlsDecrypt ${JSON.stringify(plan.tlsDecrypt)}, not on/off`);
     }
@@ -4643,7 +4644,6 @@ var mod_default8 = defineCheck({
     "ntpServers"
   ],
   evaluate(snapshot, _plan, { facts: facts2 }) {
-    if (!facts2.ntpServers) throw new Error(`vendor ${snapshot.vendor} offers no ntpServers reading`);
     const servers = facts2.ntpServers(snapshot.payload);
     return servers.length > 0 ? {
       pass: true,
@@ -4671,7 +4671,6 @@ var mod_default9 = defineCheck({
     "haState"
   ],
   evaluate(snapshot, _plan, { facts: facts2 }) {
-    if (!facts2.haState) throw new Error(`vendor ${snapshot.vendor} offers no haState reading`);
     const { raw, mapped } = facts2.haState(snapshot.payload);
     const pass = mapped !== null && SANE_HA_STATES.includes(mapped);
     return {
@@ -4726,7 +4725,6 @@ var mod_default11 = defineCheck({
     "resourceHealth"
   ],
   evaluate(snapshot, _plan, { facts: facts2, related }) {
-    if (!facts2.resourceHealth) throw new Error(`vendor ${snapshot.vendor} offers no resourceHealth reading`);
     const read = (label) => label === snapshot.endpointLabel ? snapshot : related?.[label] ?? null;
     const seen = [];
     for (const label of RESOURCES) {
@@ -4764,7 +4762,6 @@ var mod_default12 = defineCheck({
     "powerState"
   ],
   evaluate(snapshot, _plan, { facts: facts2 }) {
-    if (!facts2.powerState) throw new Error(`vendor ${snapshot.vendor} offers no powerState reading`);
     const state = facts2.powerState(snapshot.payload);
     return state === "On" ? {
       pass: true,

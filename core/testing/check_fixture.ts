@@ -45,7 +45,10 @@ export interface FixtureRunOptions {
   snapshot?: FixtureSnapshotOptions;
   /** Payloads of the check's `alsoReads` labels, by label; null: the device has no snapshot of it yet. */
   related?: Record<string, unknown>;
-  /** Facts to read with instead of the vendor's adapter's (a fixture reading). */
+  /**
+   * Facts to read with instead of the vendor's adapter's (a fixture reading). They stand for the adapter's in
+   * the capability test too, so the check does not apply (null) unless they hold every fact it `needs`.
+   */
   facts?: AdapterFacts;
   /** Evaluation time (default: the fixture's `now`). */
   now?: Date;
@@ -71,7 +74,8 @@ export interface CheckFixture {
   /**
    * Evaluate the check on a device of the vendor whose latest snapshot holds `payload`, exactly as
    * pre-flight does, reading through the vendor's adapter: null when the check does
-   * not apply; else the result with its status, detail and evidence.
+   * not apply (the adapter lacks a fact the check `needs`, among others); else the result with its status,
+   * detail and evidence. The check's `evaluate` sees each needed fact present (the engine's guarantee).
    */
   run(vendor: string, payload: unknown, options?: FixtureRunOptions): CheckResult | null;
 }

@@ -4,6 +4,7 @@ import type { Registry } from "../registry.ts";
 import type { Plan } from "../plan.ts";
 import type { CheckContext, CheckDefinition, CheckDevice, CheckSnapshot } from "../check.ts";
 import type { AdapterDefinition } from "../adapter.ts";
+import type { FactName } from "../capability.ts";
 import { planSelects, serves } from "../capability.ts";
 import { type FieldError, InvalidInputError } from "../errors.ts";
 import { isUuid } from "../util/ids.ts";
@@ -162,7 +163,8 @@ function applies(
  * `null` when the check does not apply to the device and plan (the plan does not select the device, the
  * adapter does not serve the check, or `appliesTo` says no; without `adapter`, the label counts as
  * collected and `ctx.facts` as the offered facts); `skipped` without a snapshot; `error` when
- * `appliesTo` or `evaluate` throws or `evaluate` returns no `{pass: boolean, detail: string}`; else the
+ * `appliesTo` or `evaluate` throws, `ctx.facts` lacks a fact the check `needs` (`vendor V offers no F
+ * reading`) or `evaluate` returns no `{pass: boolean, detail: string}`; else the
  * check's own pass or fail. The payload is frozen before the check sees it.
  *
  * @example
@@ -267,9 +269,19 @@ function evaluateApplicable(
       evidence: null,
     };
   }
+  const seen = view();
+  // The check's `needs` are typed as present in `ctx.facts`: a check carries no guard, the engine checks once.
+  // Reached only when `ctx.facts` is not the adapter's own (the capability test has already required them).
+  const missing = check.needs?.find((f) => !ctx.facts[f]);
+  if (missing) {
+    return error(
+      `could not evaluate the ${check.label} payload (vendor ${seen.vendor} offers no ${missing} reading)`,
+    );
+  }
   let r: unknown;
   try {
-    r = check.evaluate(view(), plan, ctx);
+    // Every fact in `needs` is present (checked above); a check reads only the facts it needs.
+    r = check.evaluate(seen, plan, ctx as CheckContext<FactName>);
   } catch (e) {
     return error(`could not evaluate the ${check.label} payload (${message(e)})`);
   }
