@@ -1,5 +1,5 @@
 import type { DeviceHttp } from "./transport/types.ts";
-import type { Logger } from "./runtime/log.ts";
+import type { Logger } from "./util/log.ts";
 
 /** TLS verification mode of a device (spec 2.2). */
 export type TlsVerifyMode = "strict" | "self-signed" | "insecure";

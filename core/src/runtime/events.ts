@@ -8,7 +8,7 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Db } from "../db/open.ts";
 import { Batcher } from "../util/batcher.ts";
-import { logger } from "./log.ts";
+import { logger } from "../util/log.ts";
 
 export const EVENT_TYPES = [
   "poll.finished",
