@@ -4,9 +4,6 @@
  */
 import { getLogger } from "@logtape/logtape";
 
-/** Properties of a log record; `{name}` placeholders in the message are filled from them. */
-export type LogProperties = Record<string, unknown>;
-
 /**
  * A structured logger (adapters get one in their context as `ctx.log`). Messages are templates whose
  * `{placeholders}` name properties; secrets never reach a log, so pass ids and hostnames only.
@@ -18,13 +15,13 @@ export type LogProperties = Record<string, unknown>;
  */
 export interface Logger {
   /** Detail useful while debugging. */
-  debug(message: string, properties?: LogProperties): void;
+  debug(message: string, properties?: Record<string, unknown>): void;
   /** A normal event worth recording. */
-  info(message: string, properties?: LogProperties): void;
+  info(message: string, properties?: Record<string, unknown>): void;
   /** Something went wrong but the work goes on. */
-  warn(message: string, properties?: LogProperties): void;
+  warn(message: string, properties?: Record<string, unknown>): void;
   /** A failure that needs attention. */
-  error(message: string, properties?: LogProperties): void;
+  error(message: string, properties?: Record<string, unknown>): void;
 }
 
 /** A logger under the `dutlab` category, e.g. `logger("poller")`. */
