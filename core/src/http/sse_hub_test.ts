@@ -3,7 +3,7 @@
  * duplicates while live events arrive, the slow-client cut-off, keep-alives, and every way a stream ends.
  */
 import assert from "node:assert/strict";
-import type { StoredEvent } from "../runtime/events.ts";
+import type { StoredEvent } from "../events/bus.ts";
 import { type EventFeed, SseHub } from "./sse_hub.ts";
 
 /** An event table and bus in memory; `read` can be held to let live events arrive during a replay. */
@@ -44,7 +44,7 @@ class FakeFeed implements EventFeed {
       id: String(id),
       at: new Date(0).toISOString(),
       type: "device.changed",
-      data: { n: id },
+      data: { deviceId: String(id), hostname: `dev-${id}`, change: "updated" },
     };
     this.stored.push(e);
     return e;

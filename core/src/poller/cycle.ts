@@ -9,7 +9,7 @@ import { logger } from "../util/log.ts";
 import type { Registry } from "../registry.ts";
 import type { DeviceLocks } from "./device_locks.ts";
 import { volatileFor } from "../snapshots/volatile.ts";
-import type { EventBus } from "../runtime/events.ts";
+import type { EventBus } from "../events/bus.ts";
 import {
   type HashedSnapshot,
   hashSnapshot,
