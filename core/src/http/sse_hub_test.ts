@@ -122,7 +122,10 @@ Deno.test("events arriving within the flush window reach every client in one wri
   for (const r of readers) {
     assert.deepEqual(r.ids(), [1, 2, 3]);
     assert.equal(r.chunks.length, 2, "stream.open, then one chunk with the three events");
-    assert.match(r.chunks[1]!, /^event: device\.changed\ndata: \{"id":"1",.*"data":\{"n":1\}\}\nid: 1\n\n/);
+    assert.match(
+      r.chunks[1]!,
+      /^event: device\.changed\ndata: \{"id":"1",.*"data":\{"deviceId":"1","hostname":"dev-1","change":"updated"\}\}\nid: 1\n\n/,
+    );
   }
   assert.equal(hub.size, 3);
   await readers[0]!.cancel();
