@@ -47,5 +47,6 @@ export { TokenStore } from "../src/access/tokens.ts";
 export { refusedRoles } from "../src/access/tokens.ts";
 export { requiredRole } from "../src/access/tokens.ts";
 export { ROLES } from "../src/access/tokens.ts";
+export { logger } from "../src/util/log.ts";
 export * from "./report_fixture.ts";
 export * from "./report_fixture_current.ts";
