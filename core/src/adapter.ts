@@ -1,5 +1,5 @@
 import type { DeviceHttp, TlsVerifyMode } from "./transport/types.ts";
-import type { Logger } from "./runtime/log.ts";
+import type { Logger } from "./util/log.ts";
 
 export type { TlsVerifyMode } from "./transport/types.ts";
 

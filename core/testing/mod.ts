@@ -47,6 +47,7 @@ export { TokenStore } from "../src/access/tokens.ts";
 export { refusedRoles } from "../src/access/tokens.ts";
 export { requiredRole } from "../src/access/tokens.ts";
 export { ROLES } from "../src/access/tokens.ts";
+export { logger } from "../src/util/log.ts";
 export * from "./report_fixture.ts";
 export * from "./report_fixture_current.ts";
 // Types the exports above name, so that the documented face names no private type.

@@ -6,7 +6,7 @@ import { PGlite } from "@electric-sql/pglite";
 import type { Database } from "./schema.ts";
 import { migrationProvider } from "./migrations/mod.ts";
 import { StartupError } from "../errors.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 
 const log = logger("db");
 
@@ -59,7 +59,7 @@ function pgConfig(url: string, schema: string | undefined): pg.ClientConfig {
 
 /** Errors on a client that no query is waiting for (its backend died while idle): logged, never thrown. */
 function quietErrors(client: pg.Client | pg.PoolClient) {
-  client.on("error", (e: Error) => log.warning("Database connection lost: {error}", { error: e.message }));
+  client.on("error", (e: Error) => log.warn("Database connection lost: {error}", { error: e.message }));
 }
 
 /** A dedicated database session (not from the pool), for advisory locks. Ending it drops its locks. */
@@ -157,7 +157,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
     const pool = new pgm.Pool({ ...config, max: opts.poolSize ?? 10, idleTimeoutMillis: 30_000 });
     pool.on(
       "error",
-      (e: Error) => log.warning("Idle database connection lost: {error}", { error: e.message }),
+      (e: Error) => log.warn("Idle database connection lost: {error}", { error: e.message }),
     );
     pool.on("connect", quietErrors);
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });

@@ -1,5 +1,5 @@
 import { type Db, queryWithin, type ReservedSession } from "../db/open.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 import { Batcher } from "../util/batcher.ts";
 
 const log = logger("poller");

@@ -2,7 +2,7 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { PollStatus } from "../errors.ts";
 import type { DeviceRow } from "../devices/store.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 import { canonicalJson, sha256Hex } from "../util/hash.ts";
 import { stableSha256 } from "../snapshots/volatile.ts";
 

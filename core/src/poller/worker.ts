@@ -9,7 +9,7 @@ import {
   type PollService,
   type WriteGuard,
 } from "./cycle.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 import { NotFoundError } from "../errors.ts";
 
 const log = logger("poller");

@@ -13,7 +13,8 @@ import { loadOrCreateSecrets, lockDataDir } from "./datadir.ts";
 import { type Db, migrate, openDatabase } from "../db/open.ts";
 import { unpackTemplate } from "../db/template.ts";
 import { StartupError } from "../errors.ts";
-import { logger, setupLogging } from "./log.ts";
+import { logger } from "../util/log.ts";
+import { setupLogging } from "./logging.ts";
 import { buildRegistry, type LoadedModules, type Registry } from "../registry.ts";
 import { buildPollServices, buildServices, type PollServices, type Services } from "./services.ts";
 import { PollWorker } from "../poller/worker.ts";
@@ -29,7 +30,7 @@ export { buildPollServices, buildServices } from "./services.ts";
 export { migrate, openDatabase } from "../db/open.ts";
 export { PollWorker } from "../poller/worker.ts";
 export { StartupError } from "../errors.ts";
-export { logger } from "./log.ts";
+export { logger } from "../util/log.ts";
 
 /** A started poller (`deno task poll`): configuration, database, registry and poll services. */
 export interface PollRuntime extends AsyncDisposable {
@@ -223,7 +224,7 @@ function started(registry: Registry, db: Db): void {
     kind: db.kind,
   });
   if (registry.unservedChecks.length) {
-    log.warning(
+    log.warn(
       "No enabled adapter serves check(s) {checks} (none collects the label and offers the facts they need); " +
         "they give no result until such an adapter is enabled",
       { checks: registry.unservedChecks.join(", ") },

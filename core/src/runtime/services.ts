@@ -9,7 +9,7 @@ import { DeviceLocks } from "../poller/device_locks.ts";
 import type { TransportLimits } from "../transport/transport.ts";
 import { importCredentialKey } from "../devices/credentials.ts";
 import { AuditLog, TokenStore } from "../access/tokens.ts";
-import { EventBus } from "./events.ts";
+import { EventBus } from "../events/bus.ts";
 import { ReportSignatures, ReportSigningKey } from "../report/sign.ts";
 import type { EvidenceServices } from "../report/evidence.ts";
 import { PdfRenderer } from "../report/pdf.ts";
