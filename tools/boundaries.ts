@@ -116,17 +116,6 @@ const SAME_FLOOR: ReadonlySet<string> = new Set<string>([]);
  * Key: "core/src/<file> -> <specifier>".
  */
 const PENDING_MOVES: ReadonlyMap<string, string> = new Map([
-  // w2-logev: the logger moves to util/log.ts, the event bus to events/.
-  ["core/src/adapter.ts -> ./runtime/log.ts", "w2-logev"],
-  ["core/src/db/open.ts -> ../runtime/log.ts", "w2-logev"],
-  ["core/src/devices/connect.ts -> ../runtime/log.ts", "w2-logev"],
-  ["core/src/devices/key_rotation.ts -> ../runtime/log.ts", "w2-logev"],
-  ["core/src/poller/cycle.ts -> ../runtime/events.ts", "w2-logev"],
-  ["core/src/poller/cycle.ts -> ../runtime/log.ts", "w2-logev"],
-  ["core/src/poller/device_locks.ts -> ../runtime/log.ts", "w2-logev"],
-  ["core/src/poller/store.ts -> ../runtime/log.ts", "w2-logev"],
-  ["core/src/poller/worker.ts -> ../runtime/log.ts", "w2-logev"],
-  ["core/src/report/pdf.ts -> ../runtime/log.ts", "w2-logev"],
   // w2-rooms: runs' result computations and compare move to report/results/, lab state to lab/.
   ["core/src/report/assemble.ts -> ../runs/aggregate.ts", "w2-rooms"],
   ["core/src/report/assemble.ts -> ../runs/alerts.ts", "w2-rooms"],
