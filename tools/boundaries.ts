@@ -137,8 +137,6 @@ const PENDING_MOVES: ReadonlyMap<string, string> = new Map([
 /** Known climbs no wave-2 move removes yet (follow-ups of issue 27); each names what would remove it. */
 const OPEN_CLIMBS: ReadonlyMap<string, string> = new Map([
   ["core/src/api/schemas.ts -> ../runs/k6.ts", "k6Issues (k6 summary validation) belongs below api/"],
-  ["core/src/registry.ts -> ./snapshots/volatile.ts", "volatilePatternError belongs below registry"],
-  ["core/src/devices/probe.ts -> ../runtime/services.ts", "probe should take what it uses, not Services"],
   ["core/src/runtime/bootstrap.ts -> ../http/app.ts", "re-export of createApp: entry points import http"],
 ]);
 

@@ -4,7 +4,7 @@ import { type Plan, type PlanCatalog, PlanDependsOnSchema, type PluginDefinition
 import { StartupError } from "./errors.ts";
 import { serves } from "./capability.ts";
 import { CORE_VERSION, coreSatisfies } from "./version.ts";
-import { volatilePatternError } from "./snapshots/volatile.ts";
+import { volatilePatternError } from "./adapter.ts";
 
 /** A module as the generated `modules.gen.ts` hands it over: its package identity and default export. */
 export interface LoadedModule<T = unknown> {
