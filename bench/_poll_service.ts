@@ -14,7 +14,7 @@ import { parseArgs } from "node:util";
 import process from "node:process";
 import { sql } from "kysely";
 import { modules } from "../modules.gen.ts";
-import { setupLogging } from "../core/src/runtime/log.ts";
+import { setupLogging } from "../core/src/runtime/logging.ts";
 import { PollWorker } from "../core/src/poller/worker.ts";
 import { type PollResult, PollService } from "../core/src/poller/cycle.ts";
 import { decryptAlertWriter } from "../core/src/runs/alerts.ts";

@@ -17,6 +17,6 @@ export {
 export * from "./src/errors.ts";
 export { canonicalJson, jcsSha256, sha256Hex } from "./src/util/hash.ts";
 export type { DeviceHttp, DeviceRequest, DeviceResponse } from "./src/transport/types.ts";
-export type { Logger } from "./src/runtime/log.ts";
+export type { Logger } from "./src/util/log.ts";
 export { CORE_VERSION } from "./src/version.ts";
 export { stripVolatile } from "./src/snapshots/volatile.ts";

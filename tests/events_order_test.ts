@@ -120,7 +120,15 @@ dbTest("events: live delivery across 9→10, 99→100, 999→1000 and a full 500
   const heard: string[] = [];
   const unsubscribe = svc.events.subscribe((e) => heard.push(e.id));
   const live = new Stream((await app.request("/api/events", { headers: auth })).body!);
-  const publishOne = (i: number) => svc.events.publish("poll.finished", { live: i });
+  const publishOne = (i: number) =>
+    svc.events.publish("poll.finished", {
+      deviceId: `live-${i}`,
+      hostname: `live-${i}`,
+      vendor: "vendor-z-test",
+      status: "ok",
+      summary: "",
+      at: new Date(0).toISOString(),
+    });
   let resumed: Stream | undefined;
   /** After each step, every event so far has reached the bus listener and both streams, once, in order. */
   const delivered = async (what: string) => {

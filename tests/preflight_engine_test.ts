@@ -3,8 +3,15 @@
  * break the contract, request validation, and the catalog as the API serves it.
  */
 import assert from "node:assert/strict";
-import { defineCheck } from "@dutlab/core";
-import { checkApplies, dbTest, jsonReq, testServices } from "@dutlab/core/testing";
+import { type AdapterFacts, defineCheck } from "@dutlab/core";
+import {
+  checkApplies,
+  checkFixture,
+  dbTest,
+  evaluateCheck,
+  jsonReq,
+  testServices,
+} from "@dutlab/core/testing";
 import type { LoadedModules } from "@dutlab/core/runtime";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import { runPreflight } from "@dutlab/core/testing";
@@ -265,4 +272,55 @@ dbTest("one evaluation time for the whole run: ranAt and every check see the inj
   assert.equal(r.ranAt, now.toISOString());
   const age = r.checks.find((c) => c.checkId === "fixture-age")!;
   assert.equal(Number(age.detail), now.getTime() - Date.parse(age.evidence!.collectedAt));
+});
+
+Deno.test("the engine, not the check, refuses an evaluation whose facts lack one the check needs", () => {
+  const registry = buildRegistry(modules);
+  const needing = registry.checks.map((c) => c.check).filter((c) => c.needs?.length);
+  // The three firewall checks whose own guards said this before the engine did, among the others.
+  for (const id of ["ngfw-ha-state-sane", "ngfw-deploy-clean", "ntp-source-configured"]) {
+    assert.ok(needing.some((c) => c.id === id), id);
+  }
+  for (const check of needing) {
+    const fact = check.needs![0]!;
+    let calls = 0;
+    // The adapter offers every needed fact (so the check applies), but the evaluation is handed none.
+    const offered = Object.fromEntries(check.needs!.map((f) => [f, () => calls++])) as AdapterFacts;
+    const fx = checkFixture(check, {
+      adapters: [{
+        vendorKey: "vendor-x",
+        labels: [check.label, ...(check.alsoReads ?? [])],
+        deviceRoles: ["ngfw"],
+        facts: offered,
+      }],
+    });
+    const snapshot = fx.snapshot("vendor-x", {});
+    const adapter = fx.adapter("vendor-x");
+    const r = evaluateCheck(
+      check,
+      fx.device("vendor-x"),
+      fx.plan,
+      snapshot,
+      { now: fx.now, facts: {} },
+      adapter,
+    );
+    assert.equal(r?.status, "error", check.id);
+    assert.equal(r?.pass, false);
+    assert.equal(
+      r?.detail,
+      `check error: could not evaluate the ${check.label} payload (vendor vendor-x offers no ${fact} reading)`,
+    );
+    assert.equal(r?.evidence?.snapshotId, snapshot.id, "the error still cites the snapshot");
+    assert.equal(calls, 0, "the check was not evaluated");
+    // Handed the facts, the same check is evaluated (whatever it makes of this stub reading).
+    const ok = evaluateCheck(
+      check,
+      fx.device("vendor-x"),
+      fx.plan,
+      snapshot,
+      { now: fx.now, facts: offered },
+      adapter,
+    );
+    assert.doesNotMatch(ok?.detail ?? "", /offers no/, check.id);
+  }
 });

@@ -102,22 +102,13 @@ function coreSatisfies(range, version = CORE_VERSION) {
   return semver.satisfies(version, r);
 }
 
-// core/src/util/hash.ts
-import canonicalize from "npm:canonicalize@5.1.0";
-import { createHash } from "node:crypto";
-function sha256Hex(data) {
-  return Promise.resolve(createHash("sha256").update(data).digest("hex"));
+// core/src/adapter.ts
+function defineAdapter(def) {
+  return {
+    ...def,
+    kind: "adapter"
+  };
 }
-function canonicalJson(value) {
-  const s = canonicalize(value);
-  if (s === void 0) throw new TypeError("Value has no canonical JSON form");
-  return s;
-}
-function jcsSha256(value) {
-  return sha256Hex(canonicalJson(value));
-}
-
-// core/src/snapshots/volatile.ts
 function volatilePatternError(pattern) {
   if (typeof pattern !== "string") return "is not a string";
   if (pattern === "") return "is empty (it would hide the whole payload)";
@@ -125,38 +116,9 @@ function volatilePatternError(pattern) {
   if (/~[^01]|~$/.test(pattern)) return "has a ~ that is not ~0 or ~1";
   return null;
 }
-function patternSegments(pattern) {
-  return pattern.slice(1).split("/").map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
-}
-var isObj = (v) => typeof v === "object" && v !== null;
-function stripVolatile(payload, patterns) {
-  if (!patterns.length) return payload;
-  const segs = patterns.map(patternSegments);
-  return strip(payload, segs);
-}
-function strip(v, patterns) {
-  if (!isObj(v) || !patterns.length) return v;
-  const entries = Array.isArray(v) ? v.map((x, i) => [
-    String(i),
-    x
-  ]) : Object.entries(v);
-  const out = [];
-  for (const [k, x] of entries) {
-    const here = patterns.filter((p) => p[0] === "*" || p[0] === k);
-    if (here.some((p) => p.length === 1)) continue;
-    out.push([
-      k,
-      strip(x, here.map((p) => p.slice(1)))
-    ]);
-  }
-  return Array.isArray(v) ? out.map(([, x]) => x) : Object.fromEntries(out);
-}
-function volatileFor(registry, vendor, label) {
-  return registry.adapters.get(vendor)?.adapter.volatilePaths?.[label] ?? [];
-}
 
 // core/src/registry.ts
-var isObj2 = (v) => typeof v === "object" && v !== null;
+var isObj = (v) => typeof v === "object" && v !== null;
 function shapeError(m, what) {
   throw new StartupError("MODULE_SHAPE", `Module ${m.name}@${m.version} is not a valid ${what}`);
 }
@@ -168,7 +130,7 @@ var HELPER = {
 function checkKind(m, expected) {
   const mod = m.module;
   const article = (k) => k === "adapter" ? "an" : "a";
-  if (!isObj2(mod)) shapeError(m, `${expected} (default export of ${HELPER[expected]})`);
+  if (!isObj(mod)) shapeError(m, `${expected} (default export of ${HELPER[expected]})`);
   const kind = mod.kind;
   if (kind !== expected && typeof kind === "string" && Object.hasOwn(HELPER, kind)) {
     throw new StartupError("MODULE_KIND", `Module ${m.name}@${m.version} is listed under "${expected}s" in modules.json, but its default export is ${article(kind)} ${kind} (made with ${HELPER[kind]}); list it under "${kind}s"`);
@@ -197,7 +159,7 @@ function validateAdapter(m) {
   }
   if (!Array.isArray(a.deviceRoles) || a.deviceRoles.length === 0 || a.deviceRoles.some((r) => typeof r !== "string" || !r)) bad("deviceRoles");
   if (typeof a.create !== "function") bad("create");
-  if (a.facts !== void 0 && !isObj2(a.facts)) bad("facts");
+  if (a.facts !== void 0 && !isObj(a.facts)) bad("facts");
   const facts2 = a.facts ?? {};
   if (facts2.inventory !== void 0 && typeof facts2.inventory !== "function") bad("facts.inventory");
   if (a.inventoryLabel !== void 0 && typeof a.inventoryLabel !== "string") bad("inventoryLabel");
@@ -205,7 +167,7 @@ function validateAdapter(m) {
     shapeError(m, `adapter: "inventoryLabel" ${JSON.stringify(a.inventoryLabel ?? null)} is not one of its labels (required when facts.inventory is given)`);
   }
   if (a.volatilePaths !== void 0) {
-    if (!isObj2(a.volatilePaths) || Array.isArray(a.volatilePaths)) bad("volatilePaths");
+    if (!isObj(a.volatilePaths) || Array.isArray(a.volatilePaths)) bad("volatilePaths");
     for (const [label, patterns] of Object.entries(a.volatilePaths)) {
       if (!a.labels.includes(label)) {
         shapeError(m, `adapter: "volatilePaths" names ${JSON.stringify(label)}, which is not one of its labels`);
@@ -240,7 +202,7 @@ function validatePlugin(m) {
   checkCore(m, p.coreVersion);
   if (p.planCatalog !== void 0) {
     const pc = p.planCatalog;
-    if (!isObj2(pc) || !Number.isInteger(pc.catalogVersion) || !Array.isArray(pc.plans)) {
+    if (!isObj(pc) || !Number.isInteger(pc.catalogVersion) || !Array.isArray(pc.plans)) {
       shapeError(m, "plugin: planCatalog needs an integer catalogVersion and a plans array");
     }
   }
@@ -401,9 +363,14 @@ function evaluateApplicable({ check, device, plan, snapshot, view, ctx, applied 
       evidence: null
     };
   }
+  const seen = view();
+  const missing = check.needs?.find((f) => !ctx.facts[f]);
+  if (missing) {
+    return error(`could not evaluate the ${check.label} payload (vendor ${seen.vendor} offers no ${missing} reading)`);
+  }
   let r;
   try {
-    r = check.evaluate(view(), plan, ctx);
+    r = check.evaluate(seen, plan, ctx);
   } catch (e) {
     return error(`could not evaluate the ${check.label} payload (${message(e)})`);
   }
@@ -459,6 +426,7 @@ var PayloadEntry = class {
   size;
   #text;
   #value;
+  /** An entry over a payload's `text`; `size` is what it counts against the cache budget. */
   constructor(text6, size) {
     this.size = size;
     this.#value = void 0;
@@ -477,11 +445,13 @@ var PayloadCache = class {
   budgetBytes;
   #entries;
   #bytes;
+  /** A cache holding at most `budgetBytes` of payload text (UTF-16 code units). */
   constructor(budgetBytes) {
     this.budgetBytes = budgetBytes;
     this.#entries = /* @__PURE__ */ new Map();
     this.#bytes = 0;
   }
+  /** Whether a payload with this SHA-256 is cached (does not mark it used). */
   has(sha) {
     return this.#entries.has(sha);
   }
@@ -508,12 +478,15 @@ var PayloadCache = class {
     }
     return e;
   }
+  /** Payload text cached, in UTF-16 code units. */
   get bytes() {
     return this.#bytes;
   }
+  /** Number of payloads cached. */
   get size() {
     return this.#entries.size;
   }
+  /** Drop every entry. */
   clear() {
     this.#entries.clear();
     this.#bytes = 0;
@@ -876,6 +849,21 @@ var VERDICT_RULES = {
   }
 };
 
+// core/src/util/hash.ts
+import canonicalize from "npm:canonicalize@5.1.0";
+import { createHash } from "node:crypto";
+function sha256Hex(data) {
+  return Promise.resolve(createHash("sha256").update(data).digest("hex"));
+}
+function canonicalJson(value) {
+  const s = canonicalize(value);
+  if (s === void 0) throw new TypeError("Value has no canonical JSON form");
+  return s;
+}
+function jcsSha256(value) {
+  return sha256Hex(canonicalJson(value));
+}
+
 // core/src/report/assemble.ts
 import { sql as sql4 } from "npm:kysely@0.29.9";
 
@@ -968,11 +956,11 @@ function budgetBurnedPct(shareSlower) {
 }
 
 // core/src/runs/k6.ts
-var isObj3 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+var isObj2 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
 var isNum = (v) => typeof v === "number" && Number.isFinite(v) && v >= 0;
 function valuesOf(metric) {
-  if (!isObj3(metric)) return null;
-  if (isObj3(metric.values)) return {
+  if (!isObj2(metric)) return null;
+  if (isObj2(metric.values)) return {
     v: metric.values,
     at: [
       "values"
@@ -1002,9 +990,9 @@ function readK6(summary) {
   const checks = valuesOf(m.checks);
   const thresholds = [];
   for (const [metric, raw] of Object.entries(m).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)) {
-    if (!isObj3(raw) || !isObj3(raw.thresholds)) continue;
+    if (!isObj2(raw) || !isObj2(raw.thresholds)) continue;
     for (const [expression, t] of Object.entries(raw.thresholds)) {
-      if (isObj3(t) && typeof t.ok === "boolean") thresholds.push({
+      if (isObj2(t) && typeof t.ok === "boolean") thresholds.push({
         metric,
         expression,
         ok: t.ok
@@ -1016,7 +1004,7 @@ function readK6(summary) {
       });
     }
   }
-  const state = isObj3(summary.state) ? summary.state : {};
+  const state = isObj2(summary.state) ? summary.state : {};
   return {
     format: d.nested ? "handleSummary" : "summary-export",
     duration: d.v,
@@ -1095,6 +1083,37 @@ function k6Figures(k, runDurationS) {
 
 // core/src/runs/drift.ts
 import { sql as sql3 } from "npm:kysely@0.29.9";
+
+// core/src/snapshots/volatile.ts
+function patternSegments(pattern) {
+  return pattern.slice(1).split("/").map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
+}
+var isObj3 = (v) => typeof v === "object" && v !== null;
+function stripVolatile(payload, patterns) {
+  if (!patterns.length) return payload;
+  const segs = patterns.map(patternSegments);
+  return strip(payload, segs);
+}
+function strip(v, patterns) {
+  if (!isObj3(v) || !patterns.length) return v;
+  const entries = Array.isArray(v) ? v.map((x, i) => [
+    String(i),
+    x
+  ]) : Object.entries(v);
+  const out = [];
+  for (const [k, x] of entries) {
+    const here = patterns.filter((p) => p[0] === "*" || p[0] === k);
+    if (here.some((p) => p.length === 1)) continue;
+    out.push([
+      k,
+      strip(x, here.map((p) => p.slice(1)))
+    ]);
+  }
+  return Array.isArray(v) ? out.map(([, x]) => x) : Object.fromEntries(out);
+}
+function volatileFor(registry, vendor, label) {
+  return registry.adapters.get(vendor)?.adapter.volatilePaths?.[label] ?? [];
+}
 
 // core/src/snapshots/diff.ts
 import { sql as sql2 } from "npm:kysely@0.29.9";
@@ -2225,14 +2244,6 @@ function replayInputsOf(files) {
     linkedSnapshots: json("inputs/linked-snapshots.json"),
     driftReads: json("inputs/drift-reads.json"),
     payloads
-  };
-}
-
-// core/src/adapter.ts
-function defineAdapter(def) {
-  return {
-    ...def,
-    kind: "adapter"
   };
 }
 
@@ -4658,7 +4669,6 @@ var mod_default6 = defineCheck({
     "deployState"
   ],
   evaluate(snapshot, _plan, { facts: facts2 }) {
-    if (!facts2.deployState) throw new Error(`vendor ${snapshot.vendor} offers no deployState reading`);
     const { state, pendingChanges } = facts2.deployState(snapshot.payload);
     const observed = `deployment state ${state}, ${pendingChanges} pending change(s)`;
     const problems = [
@@ -4689,9 +4699,6 @@ var mod_default7 = defineCheck({
     "decryptRuleCount"
   ],
   evaluate(snapshot, plan, { facts: facts2 }) {
-    if (!facts2.decryptRuleCount) {
-      throw new Error(`vendor ${snapshot.vendor} offers no decryptRuleCount reading`);
-    }
     if (plan.tlsDecrypt !== "on" && plan.tlsDecrypt !== "off") {
       throw new Error(`plan ${plan.identifier} has tlsDecrypt ${JSON.stringify(plan.tlsDecrypt)}, not on/off`);
     }
@@ -4725,7 +4732,6 @@ var mod_default8 = defineCheck({
     "ntpServers"
   ],
   evaluate(snapshot, _plan, { facts: facts2 }) {
-    if (!facts2.ntpServers) throw new Error(`vendor ${snapshot.vendor} offers no ntpServers reading`);
     const servers = facts2.ntpServers(snapshot.payload);
     return servers.length > 0 ? {
       pass: true,
@@ -4753,7 +4759,6 @@ var mod_default9 = defineCheck({
     "haState"
   ],
   evaluate(snapshot, _plan, { facts: facts2 }) {
-    if (!facts2.haState) throw new Error(`vendor ${snapshot.vendor} offers no haState reading`);
     const { raw, mapped } = facts2.haState(snapshot.payload);
     const pass = mapped !== null && SANE_HA_STATES.includes(mapped);
     return {
@@ -4808,7 +4813,6 @@ var mod_default11 = defineCheck({
     "resourceHealth"
   ],
   evaluate(snapshot, _plan, { facts: facts2, related }) {
-    if (!facts2.resourceHealth) throw new Error(`vendor ${snapshot.vendor} offers no resourceHealth reading`);
     const read = (label) => label === snapshot.endpointLabel ? snapshot : related?.[label] ?? null;
     const seen = [];
     for (const label of RESOURCES) {
@@ -4846,7 +4850,6 @@ var mod_default12 = defineCheck({
     "powerState"
   ],
   evaluate(snapshot, _plan, { facts: facts2 }) {
-    if (!facts2.powerState) throw new Error(`vendor ${snapshot.vendor} offers no powerState reading`);
     const state = facts2.powerState(snapshot.payload);
     return state === "On" ? {
       pass: true,

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { type AdapterContext, type CollectedSnapshot, DeviceError } from "@dutlab/core";
-import { connectTo, pollOnce, releaseParked, runAdapterContract } from "@dutlab/core/testing";
-import { getLogger } from "@logtape/logtape";
+import { connectTo, logger, pollOnce, releaseParked, runAdapterContract } from "@dutlab/core/testing";
 import adapter, { LABELS } from "./mod.ts";
 import { startSimulatedDevice, type VendorSim } from "./sim.ts";
 import { newRegistry, TEST_DEVICE_ID } from "./_testing.ts";
@@ -281,7 +280,7 @@ Deno.test("a hung device gives timeout", async () => {
       cookies: conn.transport.cookies,
     },
     sessions: newRegistry().scope(TEST_DEVICE_ID, "k"),
-    log: getLogger(["dutlab", "test"]),
+    log: logger("test"),
     signal: new AbortController().signal,
   };
   device.sim.faults.hang = true;

@@ -1,8 +1,7 @@
 // deno-lint-ignore-file no-explicit-any -- the tests dig into DME payloads by class name
 import assert from "node:assert/strict";
-import { getLogger } from "@logtape/logtape";
 import { type AdapterSession, DeviceError, type SessionStore } from "@dutlab/core";
-import { connectTo, runAdapterContract } from "@dutlab/core/testing";
+import { connectTo, logger, runAdapterContract } from "@dutlab/core/testing";
 import adapter from "./mod.ts";
 import { startSimulatedDevice, type VendorSim } from "./sim.ts";
 import { type ParkedLogin, PATHS } from "./_session.ts";
@@ -61,7 +60,7 @@ async function cycle<T>(
     credentials,
     http,
     sessions: store,
-    log: getLogger(["dutlab", "test"]),
+    log: logger("test"),
     signal: new AbortController().signal,
   });
   try {
@@ -91,7 +90,7 @@ async function release(device: VendorSim, store: MemoryStore) {
     credentials: undefined,
     http: conn.transport,
     sessions: new MemoryStore(),
-    log: getLogger(["dutlab", "test"]),
+    log: logger("test"),
     signal: new AbortController().signal,
   };
   await adapter.release!(ctx, parked);

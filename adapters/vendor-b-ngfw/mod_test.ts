@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import { getLogger } from "@logtape/logtape";
 import { type AdapterSession, DeviceError, type DeviceHttp, type SessionStore } from "@dutlab/core";
-import { connectTo, runAdapterContract } from "@dutlab/core/testing";
+import { connectTo, logger, runAdapterContract } from "@dutlab/core/testing";
 import adapter, { CALLS } from "./mod.ts";
 import {
   type FirmwareMode,
@@ -53,7 +52,7 @@ async function cycle<T>(
     credentials,
     http,
     sessions: opts.store ?? memoryStore(),
-    log: getLogger(["dutlab", "test"]),
+    log: logger("test"),
     signal: new AbortController().signal,
   });
   try {

@@ -13,9 +13,6 @@ export default defineCheck({
   label: "decrypt_policy",
   needs: ["decryptRuleCount"],
   evaluate(snapshot, plan, { facts }) {
-    if (!facts.decryptRuleCount) {
-      throw new Error(`vendor ${snapshot.vendor} offers no decryptRuleCount reading`);
-    }
     if (plan.tlsDecrypt !== "on" && plan.tlsDecrypt !== "off") {
       throw new Error(
         `plan ${plan.identifier} has tlsDecrypt ${JSON.stringify(plan.tlsDecrypt)}, not on/off`,

@@ -13,7 +13,6 @@ export default defineCheck({
   label: "deploy_status",
   needs: ["deployState"],
   evaluate(snapshot, _plan, { facts }) {
-    if (!facts.deployState) throw new Error(`vendor ${snapshot.vendor} offers no deployState reading`);
     const { state, pendingChanges } = facts.deployState(snapshot.payload);
     const observed = `deployment state ${state}, ${pendingChanges} pending change(s)`;
     const problems = [

@@ -1,8 +1,7 @@
-import type { DeviceHttp } from "./transport/types.ts";
-import type { Logger } from "./runtime/log.ts";
+import type { DeviceHttp, TlsVerifyMode } from "./transport/types.ts";
+import type { Logger } from "./util/log.ts";
 
-/** TLS verification mode of a device (spec 2.2). */
-export type TlsVerifyMode = "strict" | "self-signed" | "insecure";
+export type { TlsVerifyMode } from "./transport/types.ts";
 
 /** What an adapter knows about the device it talks to. Never includes the password. */
 export interface AdapterDevice {
@@ -186,4 +185,13 @@ export function defineAdapter<const T extends AdapterSpec>(
   def: T & { kind?: "adapter" },
 ): NoInfer<T> & { kind: "adapter" } {
   return { ...def, kind: "adapter" };
+}
+
+/** Why `pattern` is not a volatile-path pattern, or null when it is one. */
+export function volatilePatternError(pattern: unknown): string | null {
+  if (typeof pattern !== "string") return "is not a string";
+  if (pattern === "") return "is empty (it would hide the whole payload)";
+  if (!pattern.startsWith("/")) return "must start with / (a JSON Pointer)";
+  if (/~[^01]|~$/.test(pattern)) return "has a ~ that is not ~0 or ~1";
+  return null;
 }

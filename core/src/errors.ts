@@ -113,7 +113,9 @@ export class PreconditionFailedError extends DomainError {
  * Chromium, or busy). HTTP: 503 `<service>-unavailable` with `title`, and `retryAfterSeconds` when given.
  */
 export class UnavailableError extends DomainError {
+  /** `"UnavailableError"`: how logs and stack traces name the error. */
   override name = "UnavailableError";
+  /** An unavailable `service` with the problem's `title`; `retryAfterSeconds` (when given) goes into the problem as a member. */
   constructor(
     /** The unavailable service, as the problem type names it (`pdf` → `pdf-unavailable`). */
     readonly service: string,

@@ -68,11 +68,22 @@ export interface PlanDependency {
   labels: string[];
 }
 
+/** What {@link PlanDependsOnValidator.safeParse} returns: the entries, or the problems found, each at its path. */
+export type PlanDependsOnParse =
+  | { success: true; data: PlanDependency[] }
+  | { success: false; error: { issues: Array<{ path: PropertyKey[]; message: string }> } };
+
+/** A validator of {@link Plan.dependsOn}: the one method of the underlying zod schema that callers use. */
+export interface PlanDependsOnValidator {
+  /** Validate `value` without throwing: entries need a non-empty `deviceRole`, unique non-empty `labels`, one entry per role. */
+  safeParse(value: unknown): PlanDependsOnParse;
+}
+
 /**
  * The shape of {@link Plan.dependsOn}, checked when the registry loads a plan catalog (a bad entry stops
  * the start-up with PLAN_CATALOG rather than silently never counting drift).
  */
-export const PlanDependsOnSchema: z.ZodType<PlanDependency[]> = z.array(
+export const PlanDependsOnSchema: PlanDependsOnValidator = z.array(
   z.object({
     deviceRole: z.string().min(1),
     labels: z.array(z.string().min(1)).min(1).refine((l) => new Set(l).size === l.length, {

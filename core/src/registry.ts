@@ -4,7 +4,7 @@ import { type Plan, type PlanCatalog, PlanDependsOnSchema, type PluginDefinition
 import { StartupError } from "./errors.ts";
 import { serves } from "./capability.ts";
 import { CORE_VERSION, coreSatisfies } from "./version.ts";
-import { volatilePatternError } from "./snapshots/volatile.ts";
+import { volatilePatternError } from "./adapter.ts";
 
 /** A module as the generated `modules.gen.ts` hands it over: its package identity and default export. */
 export interface LoadedModule<T = unknown> {
@@ -19,13 +19,17 @@ export interface LoadedModule<T = unknown> {
    * is then the only one.
    */
   coreVersion?: string;
+  /** The member's module (its default export). */
   module: T;
 }
 
 /** What the manifest enables. */
 export interface LoadedModules {
+  /** The enabled adapter members. */
   adapters: LoadedModule[];
+  /** The enabled check members. */
   checks: LoadedModule[];
+  /** The enabled plugin members. */
   plugins: LoadedModule[];
   /** Vendors listed without an adapter (`available: false`). */
   vendorsWithoutAdapter: Array<{ key: string; displayName: string }>;
@@ -33,32 +37,49 @@ export interface LoadedModules {
 
 /** Vendor entry (spec 2.1) plus the adapter module's version. */
 export interface VendorEntry {
+  /** Vendor key. */
   key: string;
+  /** Vendor name for people. */
   displayName: string;
+  /** Whether an adapter is enabled for the vendor. */
   available: boolean;
   /** Version of the adapter module, null when none is implemented. */
   version: string | null;
 }
 
+/** An enabled adapter with the name and version of its member. */
 export interface RegisteredAdapter {
+  /** Member package name (`@dutlab/adapter-<key>`). */
   name: string;
+  /** Member version. */
   version: string;
+  /** The adapter. */
   adapter: AdapterDefinition;
 }
 
+/** An enabled check with the name and version of its member. */
 export interface RegisteredCheck {
+  /** Member package name (`@dutlab/check-<id>`). */
   name: string;
+  /** Member version. */
   version: string;
+  /** The check. */
   check: CheckDefinition;
 }
 
 /** The validated set of modules a process runs with. */
 export interface Registry {
+  /** Every vendor (spec 2.1), with or without an adapter. */
   vendors: VendorEntry[];
+  /** Adapters by vendor key. */
   adapters: Map<string, RegisteredAdapter>;
+  /** Enabled checks, in manifest order. */
   checks: RegisteredCheck[];
+  /** Enabled plugins with their member name and version. */
   plugins: Array<{ name: string; version: string; plugin: PluginDefinition }>;
+  /** The test-plan catalog a plugin provides (an empty one when none does). */
   planCatalog: PlanCatalog;
+  /** The catalog's plan with this identifier, or undefined. */
   plan(identifier: string): Plan | undefined;
   /** Device roles accepted at registration: every enabled adapter's `deviceRoles`, first seen first. */
   deviceRoles: string[];

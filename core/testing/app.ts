@@ -7,6 +7,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 
 /** The admin token and credential key used by test services. */
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
+/** The credential encryption key of test services (`DUT_CRED_ENC_KEY`, 32 bytes as hex). */
 export const TEST_CRED_KEY = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 /** A fixed Ed25519 report signing key (base64 PKCS#8 DER; seed 0x01 × 32), for tests only. */
 export const TEST_SIGNING_KEY = "MC4CAQAwBQYDK2VwBCIEIAEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEB";

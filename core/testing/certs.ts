@@ -8,11 +8,15 @@ const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 
 /** A certificate with its private key, as PEM, plus the SHA-256 of the certificate's DER. */
 export interface CertificateBundle {
+  /** The certificate, PEM. */
   certPem: string;
+  /** The private key, PKCS#8 PEM. */
   keyPem: string;
+  /** SHA-256 (hex) of the certificate's DER, the pin a device record takes. */
   sha256: string;
   /** The key pair, for issuing certificates when this is a CA. */
   keys: CryptoKeyPair;
+  /** The parsed certificate (`@peculiar/x509`). */
   cert: x509.X509Certificate;
 }
 

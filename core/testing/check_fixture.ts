@@ -25,9 +25,13 @@ export interface CheckFixtureOptions {
 
 /** How one snapshot differs from the fixture's default (label: the check's; id "1"; collected `now`). */
 export interface FixtureSnapshotOptions {
+  /** Snapshot label; default: the check's `reads` label. */
   label?: string;
+  /** Snapshot id; default `"1"`. */
   id?: string;
+  /** Collection time; default: the fixture's `now`. */
   collectedAt?: Date;
+  /** SHA-256 (hex) of the payload as stored; default: 64 zeros. */
   payloadSha256?: string;
 }
 
@@ -37,10 +41,14 @@ export interface FixtureRunOptions {
   plan?: Plan;
   /** Fields of the device to change (e.g. `{ deviceRole: "switch" }`). */
   device?: Partial<CheckDevice>;
+  /** How the evaluated snapshot differs from the default one. */
   snapshot?: FixtureSnapshotOptions;
   /** Payloads of the check's `alsoReads` labels, by label; null: the device has no snapshot of it yet. */
   related?: Record<string, unknown>;
-  /** Facts to read with instead of the vendor's adapter's (a fixture reading). */
+  /**
+   * Facts to read with instead of the vendor's adapter's (a fixture reading). They stand for the adapter's in
+   * the capability test too, so the check does not apply (null) unless they hold every fact it `needs`.
+   */
   facts?: AdapterFacts;
   /** Evaluation time (default: the fixture's `now`). */
   now?: Date;
@@ -48,6 +56,7 @@ export interface FixtureRunOptions {
 
 /** What {@link checkFixture} returns. */
 export interface CheckFixture {
+  /** The fixture's evaluation time (the `now` option, default 2026-11-21T10:00:00Z). */
   now: Date;
   /**
    * A plan that selects every vendor of the fixture's adapters with every role they take, and names the
@@ -65,7 +74,8 @@ export interface CheckFixture {
   /**
    * Evaluate the check on a device of the vendor whose latest snapshot holds `payload`, exactly as
    * pre-flight does, reading through the vendor's adapter: null when the check does
-   * not apply; else the result with its status, detail and evidence.
+   * not apply (the adapter lacks a fact the check `needs`, among others); else the result with its status,
+   * detail and evidence. The check's `evaluate` sees each needed fact present (the engine's guarantee).
    */
   run(vendor: string, payload: unknown, options?: FixtureRunOptions): CheckResult | null;
 }

@@ -76,7 +76,7 @@ Deno.test("checkFixture's snapshot and facts options reach the check", () => {
     needs: ["ntpServers"],
     evaluate: (s, _p, { facts, now }) => ({
       pass: true,
-      detail: `${facts.ntpServers!(s.payload).join(",")} ${s.endpointLabel} ${s.vendor} ${now.toISOString()}`,
+      detail: `${facts.ntpServers(s.payload).join(",")} ${s.endpointLabel} ${s.vendor} ${now.toISOString()}`,
     }),
   });
   const now = new Date("2026-05-05T05:05:05Z");

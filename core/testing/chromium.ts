@@ -21,7 +21,9 @@ import { getDocumentProxy } from "unpdf";
 
 /** One page of a PDF: its size in points (1/72 in) as displayed, and its text. */
 export interface PdfPage {
+  /** Page width in points. */
   widthPt: number;
+  /** Page height in points. */
   heightPt: number;
   /** Text runs in content order; a line break ends each line. */
   text: string;
@@ -29,7 +31,9 @@ export interface PdfPage {
 
 /** Options of {@link screenshot}. */
 export interface ScreenshotOptions {
+  /** Window width in CSS pixels; default 1280. */
   width?: number;
+  /** Window height in CSS pixels; default 1600. */
   height?: number;
 }
 

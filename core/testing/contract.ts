@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { AdapterDefinition, TlsVerifyMode } from "../src/adapter.ts";
+import type { AdapterDefinition, CollectedSnapshot, TlsVerifyMode } from "../src/adapter.ts";
 import {
   type ConnectedDevice,
   type ConnectTarget,
@@ -16,6 +16,7 @@ import { startReplayServer } from "./replay.ts";
 
 /** What an adapter's `sim.ts` hands the contract kit. */
 export interface SimulatedDevice extends AsyncDisposable {
+  /** The HTTPS simulator that plays the device. */
   sim: Simulator;
   /** Credentials the simulator accepts. */
   credentials: { username: string; password: string };
@@ -23,6 +24,7 @@ export interface SimulatedDevice extends AsyncDisposable {
   openSessions(): number;
   /** Make every open session expire now (the device answers the next call as its vendor does). */
   expireSessions(): void;
+  /** Stop the simulator. */
   close(): Promise<void>;
 }
 
@@ -83,7 +85,7 @@ export async function pollOnce(
   device: SimulatedDevice,
   sessions: SessionRegistry,
   credentials = device.credentials,
-) {
+): Promise<CollectedSnapshot[]> {
   await using conn = await connectTo(adapter, device.sim, { credentials, sessions });
   return await conn.session.collectAll();
 }

@@ -81,7 +81,7 @@ export const fixtureCheck = defineCheck({
   label: "ntp_config",
   needs: ["ntpServers"],
   evaluate: (s, _p, { facts }) => {
-    const n = facts.ntpServers!(s.payload).length;
+    const n = facts.ntpServers(s.payload).length;
     return { pass: n > 0, detail: `${n} server(s)` };
   },
 });

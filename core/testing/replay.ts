@@ -17,6 +17,7 @@ export interface ReplayRoute {
   path: string;
   /** HTTP status; 200 when omitted. */
   status?: number;
+  /** Response headers to add. */
   headers?: Record<string, string>;
   /** JSON body. */
   body?: unknown;
@@ -29,15 +30,21 @@ export interface ReplayRoute {
  * the DMTF Redfish mockups are (`<dir>/<sub path>/index.json` answers `GET <prefix>/<sub path>`).
  */
 export interface ReplayManifest {
+  /** Explicit routes; matched before the tree. */
   routes?: ReplayRoute[];
+  /** Captured resources: `GET <prefix>/<sub path>` answers with `<dir>/<sub path>/index.json` (`dir` relative to the case folder). */
   tree?: { prefix: string; dir: string };
 }
 
+/** A running replay server: a {@link Simulator} answering with a case folder's captured answers. */
 export interface ReplayServer extends AsyncDisposable {
+  /** The simulator that serves the answers. */
   sim: Simulator;
+  /** Base URL, `https://127.0.0.1:<port>`. */
   url: string;
   /** Requests no captured answer matched (they were answered 404). */
   unmatched: string[];
+  /** Stop the simulator. */
   close(): Promise<void>;
 }
 

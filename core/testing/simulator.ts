@@ -2,11 +2,17 @@ import { type CertificateBundle, selfSignedCertificate } from "./certs.ts";
 
 /** One request as the simulator saw it. */
 export interface RecordedRequest {
+  /** When the request arrived (`Date.now()`, ms since the epoch). */
   at: number;
+  /** HTTP method, e.g. `GET`. */
   method: string;
+  /** URL path, without the query. */
   path: string;
+  /** Query parameters. */
   query: URLSearchParams;
+  /** Request headers. */
   headers: Headers;
+  /** Request body as text (empty when none). */
   body: string;
   /** `bearer`, `basic`, `cookie`, `x-auth-token` or `none`: how the request authenticated. */
   authStyle: "bearer" | "basic" | "cookie" | "x-auth-token" | "none";
@@ -22,14 +28,20 @@ export interface Faults {
   hang: boolean;
 }
 
+/** Answers one request to a {@link Simulator}: the request, its body already read as text, and the simulator (for its state and faults). */
 export type SimHandler = (req: Request, body: string, sim: Simulator) => Response | Promise<Response>;
 
+/** Options of {@link startSimulator}. */
 export interface SimulatorOptions {
+  /** Answers every request that no injected fault answers first. */
   handler: SimHandler;
+  /** Address to listen on; default `127.0.0.1`. */
   hostname?: string;
+  /** Port to listen on; default 0 (a free port chosen by the system). */
   port?: number;
   /** Certificate to serve; a fresh self-signed one when omitted. */
   certificate?: CertificateBundle;
+  /** Common name of the fresh self-signed certificate when `certificate` is omitted. */
   name?: string;
 }
 
@@ -38,18 +50,22 @@ export interface SimulatorOptions {
  * injects faults and rotates its certificate on the same port.
  */
 export class Simulator implements AsyncDisposable {
+  /** Every request received since start or the last {@link Simulator.clearLog}, oldest first. */
   readonly requests: RecordedRequest[] = [];
+  /** Faults applied to every response; change the fields in place (all off at start). */
   readonly faults: Faults = { latencyMs: 0, status: null, hang: false };
   #server!: Deno.HttpServer<Deno.NetAddr>;
   #hangs = new Set<() => void>();
   #port = 0;
   #hostname: string;
+  /** The certificate being served (changes with {@link Simulator.rotateCertificate}). */
   certificate!: CertificateBundle;
 
   private constructor(private opts: SimulatorOptions) {
     this.#hostname = opts.hostname ?? "127.0.0.1";
   }
 
+  /** Start a simulator listening on `opts.port` (default: a free port). Same as {@link startSimulator}. */
   static async start(opts: SimulatorOptions): Promise<Simulator> {
     const sim = new Simulator(opts);
     sim.certificate = opts.certificate ?? await selfSignedCertificate({ commonName: opts.name });
@@ -103,6 +119,7 @@ export class Simulator implements AsyncDisposable {
   get url(): string {
     return `https://${this.#hostname}:${this.#port}`;
   }
+  /** The port the simulator listens on. */
   get port(): number {
     return this.#port;
   }
@@ -162,11 +179,13 @@ export class Simulator implements AsyncDisposable {
     this.#hangs.clear();
   }
 
+  /** Release hanging requests and stop listening. */
   async close(): Promise<void> {
     this.#releaseHangs();
     if (this.#down === null) await this.#server.shutdown();
   }
 
+  /** Same as {@link Simulator.close}, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
@@ -204,7 +223,9 @@ export function startSimulator(opts: SimulatorOptions): Promise<Simulator> {
  * device's simulator applies one. The lab refuses a value not in `values` before calling `apply`.
  */
 export interface LabControl {
+  /** The values the setting takes (e.g. `["on", "off"]`). */
   readonly values: readonly string[];
+  /** Put the simulated device in the state `value` names (a value from {@link LabControl.values}). */
   apply(value: string): void | Promise<void>;
 }
 

@@ -12,10 +12,15 @@ import { isUuid } from "../util/ids.ts";
 import { decodeCursor, encodeCursor } from "../util/paging.ts";
 import { base64url } from "../util/encoding.ts";
 
+/** The token roles, most privileged first. */
 export const ROLES = ["admin", "operator", "viewer"] as const;
+/** A token role: one of {@link ROLES}. */
 export type Role = typeof ROLES[number];
+/** Who a bearer token stands for: the token's name and role. */
 export interface Principal {
+  /** The token's name (`ADMIN_TOKEN` for the bootstrap admin). */
   name: string;
+  /** The token's role. */
   role: Role;
 }
 export const BOOTSTRAP_ADMIN = "bootstrap-admin";
@@ -83,11 +88,17 @@ export function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(sha256(a), sha256(b));
 }
 
+/** A token as listed: everything but its secret. */
 export interface TokenView {
+  /** Token id (UUID). */
   id: string;
+  /** Token name, unique (also after a revocation). */
   name: string;
+  /** The token's role. */
   role: Role;
+  /** When it was created (ISO 8601). */
   createdAt: string;
+  /** When it was revoked (ISO 8601), null while valid. */
   revokedAt: string | null;
 }
 
@@ -96,8 +107,10 @@ const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOS
 /** How long a resolved token is trusted before it is read again (a revocation elsewhere takes effect then). */
 export const TOKEN_CACHE_MS = 5_000;
 
+/** Named API tokens with roles, stored as SHA-256 of the secret; the `ADMIN_TOKEN` resolves as the bootstrap admin. Resolutions are cached for {@link TOKEN_CACHE_MS}. */
 export class TokenStore {
   #cache = new Map<string, { principal: Principal | null; until: number }>();
+  /** A store over `api_tokens`; `adminToken` is the bootstrap admin's secret (`ADMIN_TOKEN`). */
   constructor(private db: Kysely<Database>, private adminToken: string) {}
 
   /** Create a token; its secret is returned once, here, and never stored. */
@@ -126,6 +139,7 @@ export class TokenStore {
     }
   }
 
+  /** Every token (never its secret), oldest first, then by name; revoked ones included. */
   async list(): Promise<TokenView[]> {
     const rows = await this.db.selectFrom("api_tokens").selectAll().orderBy("created_at").orderBy("name")
       .execute();

@@ -6,7 +6,7 @@ import { PGlite } from "@electric-sql/pglite";
 import type { Database } from "./schema.ts";
 import { migrationProvider } from "./migrations/mod.ts";
 import { StartupError } from "../errors.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 
 const log = logger("db");
 
@@ -59,7 +59,7 @@ function pgConfig(url: string, schema: string | undefined): pg.ClientConfig {
 
 /** Errors on a client that no query is waiting for (its backend died while idle): logged, never thrown. */
 function quietErrors(client: pg.Client | pg.PoolClient) {
-  client.on("error", (e: Error) => log.warning("Database connection lost: {error}", { error: e.message }));
+  client.on("error", (e: Error) => log.warn("Database connection lost: {error}", { error: e.message }));
 }
 
 /** A dedicated database session (not from the pool), for advisory locks. Ending it drops its locks. */
@@ -68,6 +68,7 @@ export interface ReservedSession {
   query<T>(text: string, params?: unknown[]): Promise<T[]>;
   /** The server-side process id of this session. */
   pid: number;
+  /** End the session (its advisory locks go with it). */
   release(): Promise<void>;
 }
 
@@ -96,7 +97,9 @@ export async function queryWithin<T>(
 
 /** An open database: Kysely plus what the poller needs from the driver. */
 export interface Db extends AsyncDisposable {
+  /** The Kysely instance over the database. */
   kysely: Kysely<Database>;
+  /** The backend: embedded PGlite or a PostgreSQL server. */
   kind: "pglite" | "postgres";
   /** A dedicated session (PostgreSQL only; PGlite is one process by construction). */
   reserve(): Promise<ReservedSession>;
@@ -111,9 +114,11 @@ export interface Db extends AsyncDisposable {
   ): Promise<() => Promise<void>>;
   /** PGlite only: the data directory as a tarball (test templates). */
   dumpDataDir?(compression?: "none" | "gzip"): Promise<Blob>;
+  /** Close the database and its connections. */
   close(): Promise<void>;
 }
 
+/** Options of {@link openDatabase}. */
 export interface OpenOptions {
   /** `postgres://…`; when absent, embedded PGlite. */
   url?: string;
@@ -123,6 +128,7 @@ export interface OpenOptions {
   loadDataDir?: Blob;
   /** PostgreSQL schema to use (tests isolate themselves in a fresh schema). */
   schema?: string;
+  /** PostgreSQL: most connections in the pool; default 10. */
   poolSize?: number;
   /**
    * PGlite: its `shared_buffers` (like `16MB`); default {@link PGLITE_SHARED_BUFFERS}. PGlite zeroes the
@@ -151,7 +157,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
     const pool = new pgm.Pool({ ...config, max: opts.poolSize ?? 10, idleTimeoutMillis: 30_000 });
     pool.on(
       "error",
-      (e: Error) => log.warning("Idle database connection lost: {error}", { error: e.message }),
+      (e: Error) => log.warn("Idle database connection lost: {error}", { error: e.message }),
     );
     pool.on("connect", quietErrors);
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
@@ -326,6 +332,7 @@ async function upToDate(db: Kysely<Database>, schema: string | undefined): Promi
   return names.every((n) => done.has(n));
 }
 
+/** Apply every pending migration (in `schema`, default the current schema). Returns the names applied (none when up to date). Throws `StartupError` `MIGRATION_FAILED` when one fails. */
 export async function migrate(db: Kysely<Database>, schema?: string): Promise<string[]> {
   // Name our schema explicitly (search_path may select one): Kysely's table check spans all schemas.
   schema ??= (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s;

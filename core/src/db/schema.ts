@@ -265,22 +265,40 @@ export interface SnapshotPrunesTable {
 
 /** The one Kysely database interface of dutlab. */
 export interface Database {
+  /** Registered devices. */
   devices: DevicesTable;
+  /** Snapshot payloads by SHA-256, stored once (canonical JSON). */
   snapshot_payloads: SnapshotPayloadsTable;
+  /** Snapshots: one device's payload of one endpoint label at one time. */
   snapshots: SnapshotsTable;
+  /** The latest snapshot per device and label. */
   snapshot_latest: SnapshotLatestTable;
+  /** Test runs and their frozen reports. */
   test_runs: TestRunsTable;
+  /** Alerts raised during runs (`TLSDecryptModeChanged`). */
   run_alerts: RunAlertsTable;
+  /** Audit trail of deleted finished runs (append-only). */
   run_deletions: RunDeletionsTable;
+  /** Named API tokens (SHA-256 of the secret, role, revocation). */
   api_tokens: ApiTokensTable;
+  /** The append-only audit log of state-changing requests. */
   audit_log: AuditLogTable;
+  /** Live events kept for SSE clients that reconnect (`GET /api/events`). */
   events: EventsTable;
+  /** Public keys the service has signed reports with. */
   report_signing_keys: ReportSigningKeysTable;
+  /** DSSE envelopes over reports (append-only). */
   report_signatures: ReportSignaturesTable;
+  /** Every PDF signing certificate the service has used. */
   pdf_signing_certificates: PdfSigningCertificatesTable;
+  /** Further DSSE envelopes about finished runs (the test-result attestations). */
   run_attestations: RunAttestationsTable;
+  /** Per vendor and label, the volatile-path set the stored `stable_changed` flags were computed with. */
   volatile_path_sets: VolatilePathSetsTable;
+  /** Records of the operator's snapshot prunes. */
   snapshot_prunes: SnapshotPrunesTable;
+  /** Adapter modules and versions that wrote snapshots. */
   adapter_releases: AdapterReleasesTable;
+  /** Labs kept as code: name and generation. */
   labs: LabsTable;
 }

@@ -1,6 +1,6 @@
 import type { AdapterDefinition, AdapterDevice, AdapterSession } from "../adapter.ts";
 import { DeviceError } from "../errors.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 import { SessionRegistry } from "./sessions.ts";
 import {
   DEFAULT_LIMITS,

@@ -5,7 +5,9 @@ const fromHex = (h: string) => Uint8Array.from(h.match(/../g)!, (x) => parseInt(
 
 /** A credential key with its identifier (first 8 hex chars of SHA-256 of the key bytes). */
 export interface CredentialKey {
+  /** Key identifier: the first 8 hex chars of the SHA-256 of the key bytes. */
   id: string;
+  /** The AES-GCM key encrypting device credentials. */
   key: CryptoKey;
   /** HMAC-SHA256 key of the password fingerprints, derived from the same key with HKDF. */
   fingerprintKey: CryptoKey;

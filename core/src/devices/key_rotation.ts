@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { decryptSecret, encryptSecret, keyIdOf, passwordFingerprint } from "./credentials.ts";
 import type { KeyRing } from "./store.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 
 /**
  * Re-encrypt every stored credential not made with the current key (key rotation, README "Key rotation"),

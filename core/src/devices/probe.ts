@@ -1,6 +1,13 @@
 import { asDeviceError } from "./connect.ts";
-import type { DeviceRow } from "./store.ts";
-import type { Services } from "../runtime/services.ts";
+import type { DeviceRow, DeviceStore } from "./store.ts";
+import type { TransportLimits } from "../transport/transport.ts";
+
+/** What a connection test uses of the services: the device store, the transport limits and the poll timeout. */
+export interface ProbeServices {
+  devices: Pick<DeviceStore, "connect">;
+  limits: TransportLimits;
+  config: { DUT_POLL_DEVICE_TIMEOUT_SECONDS: number };
+}
 
 const STAGE: Record<string, string> = {
   auth_failed: "Authentication failed",
@@ -29,7 +36,7 @@ export function connectionDetail(
 
 /** POST /devices/{id}/test: authenticate, read the CPU monitor, report latency. Never throws for device faults. */
 export async function testConnection(
-  svc: Services,
+  svc: ProbeServices,
   row: DeviceRow,
 ): Promise<{ ok: boolean; detail: string; latencyMs: number }> {
   const t0 = performance.now();

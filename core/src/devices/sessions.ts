@@ -52,6 +52,7 @@ export class SessionRegistry {
     return p && p.expiresAt > Date.now() ? p.value : undefined;
   }
 
+  /** Ids of the devices with a parked state (expired ones included until taken). */
   deviceIds(): string[] {
     return [...this.#byDevice.keys()];
   }

@@ -115,7 +115,9 @@ export function toView(r: DeviceListRow): DeviceView {
 
 /** Current key plus the previous one (during a rotation). */
 export interface KeyRing {
+  /** The key new credentials are encrypted with. */
   current: CredentialKey;
+  /** Every key that decrypts, current first. */
   all: CredentialKey[];
 }
 

@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { Services } from "../runtime/services.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 import { principalOf } from "./auth.ts";
 import { routeTemplate, templateParams } from "./route.ts";
 

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { Services } from "../runtime/services.ts";
 import { type Principal, requiredRole, roleAllows, sameSecret } from "../access/tokens.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 import { problemResponse, problemType } from "./problem.ts";
 import { routeTemplate } from "./route.ts";
 

@@ -9,7 +9,7 @@ import {
   PreconditionFailedError,
   UnavailableError,
 } from "../errors.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 import { isDatabaseUnavailable } from "../db/open.ts";
 
 /** Seconds a client should wait before retrying after a 503 (the database is restarting or unreachable). */
@@ -130,7 +130,7 @@ export function onError(err: Error, c: Context): Response {
     });
   }
   if (isDatabaseUnavailable(err)) {
-    log.warning("Database unavailable on {method} {path}: {error}", {
+    log.warn("Database unavailable on {method} {path}: {error}", {
       method: c.req.method,
       path: c.req.path,
       error: err.message,

@@ -1,6 +1,6 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Services } from "../runtime/services.ts";
-import { EVENT_TYPES } from "../runtime/events.ts";
+import { EVENT_TYPES } from "../events/bus.ts";
 import { SseHub } from "./sse_hub.ts";
 import { problems } from "./problem.ts";
 import { problemResponse } from "./openapi_util.ts";

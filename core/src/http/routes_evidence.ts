@@ -17,7 +17,7 @@ import { pageAccess, renderReportPdf, verifierSource } from "./routes_report_key
 import { collectReplayInputs, evidenceBundle } from "../report/evidence.ts";
 import { replayReport } from "../report/replay.ts";
 import { HttpProblem } from "./problem.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 
 const ReplayLine = z.object({
   what: z.string().openapi({ description: "The figure, e.g. `aggregate p99_ms`, `annex snapshots sha256`" }),

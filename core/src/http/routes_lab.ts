@@ -13,7 +13,7 @@ import {
 import { noteForAudit } from "./audit.ts";
 import { validationProblem } from "./problem.ts";
 import { SafeInput } from "./input_guard.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 
 const tags = ["Lab"];
 const log = logger("lab");

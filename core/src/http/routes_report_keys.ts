@@ -27,7 +27,7 @@ import { renderReportPage } from "../report/page.tsx";
 import type { ReportData } from "../report/types.ts";
 import { attachEvidence } from "../report/pdf.ts";
 import type { PdfCertificateInfo } from "../report/pdf_certificates.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 import { HttpProblem } from "./problem.ts";
 
 const ExecParam = z.object({

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import type { EventBus, StoredEvent } from "../runtime/events.ts";
+import type { EventBus, StoredEvent } from "../events/bus.ts";
 
 /** What the hub uses of the event bus. */
 export type EventFeed = Pick<EventBus, "start" | "subscribe" | "read" | "oldestId" | "lastId" | "closed">;

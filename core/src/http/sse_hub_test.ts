@@ -3,7 +3,7 @@
  * duplicates while live events arrive, the slow-client cut-off, keep-alives, and every way a stream ends.
  */
 import assert from "node:assert/strict";
-import type { StoredEvent } from "../runtime/events.ts";
+import type { StoredEvent } from "../events/bus.ts";
 import { type EventFeed, SseHub } from "./sse_hub.ts";
 
 /** An event table and bus in memory; `read` can be held to let live events arrive during a replay. */
@@ -44,7 +44,7 @@ class FakeFeed implements EventFeed {
       id: String(id),
       at: new Date(0).toISOString(),
       type: "device.changed",
-      data: { n: id },
+      data: { deviceId: String(id), hostname: `dev-${id}`, change: "updated" },
     };
     this.stored.push(e);
     return e;
@@ -122,7 +122,10 @@ Deno.test("events arriving within the flush window reach every client in one wri
   for (const r of readers) {
     assert.deepEqual(r.ids(), [1, 2, 3]);
     assert.equal(r.chunks.length, 2, "stream.open, then one chunk with the three events");
-    assert.match(r.chunks[1]!, /^event: device\.changed\ndata: \{"id":"1",.*"data":\{"n":1\}\}\nid: 1\n\n/);
+    assert.match(
+      r.chunks[1]!,
+      /^event: device\.changed\ndata: \{"id":"1",.*"data":\{"deviceId":"1","hostname":"dev-1","change":"updated"\}\}\nid: 1\n\n/,
+    );
   }
   assert.equal(hub.size, 3);
   await readers[0]!.cancel();

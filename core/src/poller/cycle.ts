@@ -5,11 +5,11 @@ import { DeviceError, type PollStatus } from "../errors.ts";
 import type { DeviceRow, DeviceStore } from "../devices/store.ts";
 import type { TransportLimits } from "../transport/transport.ts";
 import type { Metrics } from "./metrics.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 import type { Registry } from "../registry.ts";
 import type { DeviceLocks } from "./device_locks.ts";
 import { volatileFor } from "../snapshots/volatile.ts";
-import type { EventBus } from "../runtime/events.ts";
+import type { EventBus } from "../events/bus.ts";
 import {
   type HashedSnapshot,
   hashSnapshot,

@@ -1,5 +1,5 @@
 import { type Db, queryWithin, type ReservedSession } from "../db/open.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 import { Batcher } from "../util/batcher.ts";
 
 const log = logger("poller");
@@ -31,6 +31,7 @@ export class DeviceLocks {
   #locks = new Batcher<number, boolean>((keys) => this.#batch("pg_try_advisory_lock", keys));
   #unlocks = new Batcher<number, boolean>((keys) => this.#batch("pg_advisory_unlock", keys));
 
+  /** Locks over a reserved session of `db` (a PostgreSQL database; the session opens on first use). */
   constructor(private db: Db) {}
 
   /** Take the device's lock if no other instance holds it (true also when the lock session fails). */

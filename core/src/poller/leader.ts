@@ -3,7 +3,7 @@ import type { Database } from "../db/schema.ts";
 import { type Db, queryWithin, type ReservedSession } from "../db/open.ts";
 import type { Metrics } from "./metrics.ts";
 import type { WriteGuard } from "./cycle.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 
 const log = logger("poller");
 

@@ -2,21 +2,26 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { PollStatus } from "../errors.ts";
 import type { DeviceRow } from "../devices/store.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 import { canonicalJson, sha256Hex } from "../util/hash.ts";
 import { stableSha256 } from "../snapshots/volatile.ts";
 
 /** A collected snapshot with its canonical JSON text and hash. */
 export interface HashedSnapshot {
+  /** The endpoint label the snapshot was collected under. */
   label: string;
+  /** The payload as collected. */
   payload: unknown;
+  /** RFC 8785 canonical JSON of the payload. */
   text: string;
+  /** SHA-256 (hex) of `text`. */
   sha256: string;
   /**
    * The hash without the label's volatile paths (`stableSha256`, core/src/snapshots/volatile.ts). Absent or
    * null: not computed, and the change history compares this snapshot in full.
    */
   stableSha256?: string | null;
+  /** Length of `text` in UTF-8 bytes. */
   size: number;
 }
 
@@ -43,8 +48,11 @@ export async function hashSnapshot(
 
 /** What one poll cycle writes: its status and, on success, its snapshots. */
 export interface Outcome {
+  /** The poll's status. */
   status: PollStatus;
+  /** The poll's summary (`lastPollError`): on success what was collected (and notes), else the error. */
   error: string;
+  /** The snapshots collected (empty unless the poll succeeded). */
   snapshots: HashedSnapshot[];
 }
 
@@ -53,6 +61,7 @@ export type WriteGuard = (tx: Kysely<Database>) => Promise<boolean>;
 
 /** The poll lock was lost before the results were written: the cycle wrote nothing. */
 export class LostLockError extends Error {
+  /** `"LostLockError"`: how logs and stack traces name the error. */
   override name = "LostLockError";
 }
 
@@ -70,6 +79,7 @@ export interface Stored {
 
 /** One poll's write, as a {@link PollWriteHook} sees it. */
 export interface StoredPoll {
+  /** The polled device's row as the poll read it. */
   device: DeviceRow;
   /** The snapshots this write stored for the poll (id and label). */
   rows: Array<{ id: string; endpoint_label: string }>;
@@ -136,6 +146,7 @@ export class PollStore {
 
   #hooks: readonly PollWriteHook[];
 
+  /** A store writing to `db`; `opts.hooks` run inside each batch's write transaction. */
   constructor(private db: Kysely<Database>, opts: PollStoreOptions = {}) {
     this.#hooks = opts.hooks ?? [];
   }

@@ -4,7 +4,7 @@ import type { Db } from "../db/open.ts";
 import type { Metrics } from "./metrics.ts";
 import { DeviceBusyError, LostLockError, PollCancelledError, type PollService } from "./cycle.ts";
 import { PollLeader } from "./leader.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 import { NotFoundError } from "../errors.ts";
 
 const log = logger("poller");
@@ -46,6 +46,7 @@ export class PollWorker {
   /** Scans that found due devices of the previous scan not started yet. */
   overruns = 0;
 
+  /** A worker polling due devices of `db` with `poller`, recording into `metrics`. */
   constructor(
     private db: Db,
     private poller: PollService,

@@ -1,17 +1,21 @@
-import { type Kysely, sql } from "kysely";
+import { type Kysely, type RawBuilder, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import type { Plan } from "../plan.ts";
 import type { CheckContext, CheckDefinition, CheckDevice, CheckSnapshot } from "../check.ts";
 import type { AdapterDefinition } from "../adapter.ts";
+import type { FactName } from "../capability.ts";
 import { planSelects, serves } from "../capability.ts";
 import { type FieldError, InvalidInputError } from "../errors.ts";
 import { isUuid } from "../util/ids.ts";
 
 /** The snapshot a check result cites: the same three values the snapshot listing returns for it. */
 export interface Evidence {
+  /** Id of the cited snapshot. */
   snapshotId: string;
+  /** SHA-256 (hex) of the snapshot's payload. */
   payloadSha256: string;
+  /** When the snapshot was collected (ISO 8601). */
   collectedAt: string;
 }
 
@@ -42,15 +46,23 @@ export interface CheckResult {
 
 /** Pre-flight result (spec 2.4). `checksRun` = `checksPassed` + `checksFailed` + `checksSkipped`. */
 export interface PreflightResult {
+  /** The plan's identifier. */
   planIdentifier: string;
+  /** When the pre-flight ran (ISO 8601). */
   ranAt: string;
+  /** Check results, one per (check, device) pair evaluated. */
   checksRun: number;
+  /** Results that passed. */
   checksPassed: number;
   /** Plain fails and errors. */
   checksFailed: number;
+  /** Results skipped (e.g. no snapshot of the check's label). */
   checksSkipped: number;
+  /** True when at least one check ran, every one passed, and a filter left out nothing the plan requires. */
   pass: boolean;
+  /** Every result, in evaluation order. */
   checks: CheckResult[];
+  /** One line for a person: the counts and whether the lab is ready for the plan. */
   summary: string;
   /**
    * The moment the lab was evaluated as of (request `asOf`): the newest snapshot at or before it per device
@@ -65,7 +77,9 @@ export interface PreflightResult {
 export interface SelectionReport {
   /** The filters as given (hostnames and ids as sent), null when absent. */
   devices: string[] | null;
+  /** The check-id filter as given, null when absent. */
   checks: string[] | null;
+  /** The tag filter as given, null when absent. */
   tags: string[] | null;
   /**
    * The (check, device) pairs the whole plan evaluates that the selection left out, and the devices and checks
@@ -149,7 +163,8 @@ function applies(
  * `null` when the check does not apply to the device and plan (the plan does not select the device, the
  * adapter does not serve the check, or `appliesTo` says no; without `adapter`, the label counts as
  * collected and `ctx.facts` as the offered facts); `skipped` without a snapshot; `error` when
- * `appliesTo` or `evaluate` throws or `evaluate` returns no `{pass: boolean, detail: string}`; else the
+ * `appliesTo` or `evaluate` throws, `ctx.facts` lacks a fact the check `needs` (`vendor V offers no F
+ * reading`) or `evaluate` returns no `{pass: boolean, detail: string}`; else the
  * check's own pass or fail. The payload is frozen before the check sees it.
  *
  * @example
@@ -254,9 +269,19 @@ function evaluateApplicable(
       evidence: null,
     };
   }
+  const seen = view();
+  // The check's `needs` are typed as present in `ctx.facts`: a check carries no guard, the engine checks once.
+  // Reached only when `ctx.facts` is not the adapter's own (the capability test has already required them).
+  const missing = check.needs?.find((f) => !ctx.facts[f]);
+  if (missing) {
+    return error(
+      `could not evaluate the ${check.label} payload (vendor ${seen.vendor} offers no ${missing} reading)`,
+    );
+  }
   let r: unknown;
   try {
-    r = check.evaluate(view(), plan, ctx);
+    // Every fact in `needs` is present (checked above); a check reads only the facts it needs.
+    r = check.evaluate(seen, plan, ctx as CheckContext<FactName>);
   } catch (e) {
     return error(`could not evaluate the ${check.label} payload (${message(e)})`);
   }
@@ -327,6 +352,7 @@ export class PayloadEntry {
   #text: string | null;
   #value: unknown = undefined;
 
+  /** An entry over a payload's `text`; `size` is what it counts against the cache budget. */
   constructor(text: string, readonly size: number) {
     this.#text = text;
   }
@@ -350,8 +376,10 @@ export class PayloadCache {
   #entries = new Map<string, PayloadEntry>();
   #bytes = 0;
 
+  /** A cache holding at most `budgetBytes` of payload text (UTF-16 code units). */
   constructor(readonly budgetBytes: number) {}
 
+  /** Whether a payload with this SHA-256 is cached (does not mark it used). */
   has(sha: string): boolean {
     return this.#entries.has(sha);
   }
@@ -381,14 +409,17 @@ export class PayloadCache {
     return e;
   }
 
+  /** Payload text cached, in UTF-16 code units. */
   get bytes(): number {
     return this.#bytes;
   }
 
+  /** Number of payloads cached. */
   get size(): number {
     return this.#entries.size;
   }
 
+  /** Drop every entry. */
   clear(): void {
     this.#entries.clear();
     this.#bytes = 0;
@@ -459,11 +490,16 @@ export async function readLab(
 }
 
 /** One row of the lab read's snapshot statement. */
-type LatestRow = {
+export type LatestRow = {
+  /** The device's id. */
   device_id: string;
+  /** The snapshot's endpoint label. */
   endpoint_label: string;
+  /** The snapshot's id. */
   snapshot_id: string;
+  /** SHA-256 (hex) of the snapshot's payload. */
   sha256: string;
+  /** When the snapshot was collected (the driver gives a Date or a timestamp string). */
   collected_at: Date | string;
 };
 
@@ -483,7 +519,7 @@ type LatestRow = {
  * `device_id, endpoint_label, id desc`, which only `snapshots_device_label_id` provides, and both bounds are
  * its index condition.
  */
-export function latestAsOfSql(labels: string[], ids: string[], asOf: Date) {
+export function latestAsOfSql(labels: string[], ids: string[], asOf: Date): RawBuilder<LatestRow> {
   return sql<LatestRow>`select n.device_id::text, g.label as endpoint_label, s.id::text as snapshot_id,
       s.payload_sha256 as sha256, s.collected_at
     from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
@@ -547,10 +583,15 @@ async function readLabIn(tx: Kysely<Database>, readers: LabWants[], opts: LabRea
 
 /** One (device, check, label) triple a dry run names, with the snapshot it would read. */
 export interface PlannedRead {
+  /** Id of the check. */
   checkId: string;
+  /** Id of the device. */
   deviceId: string;
+  /** Hostname of the device. */
   deviceHostname: string;
+  /** The device's vendor key. */
   vendor: string;
+  /** The endpoint label read. */
   label: string;
   /** `evidence`: the label the result cites; `related`: a further label the check reads (`alsoReads`). */
   reads: "evidence" | "related";
@@ -560,16 +601,23 @@ export interface PlannedRead {
 
 /** A dry run's answer: what a pre-flight would evaluate and read, without evaluating (README "Pre-flight"). */
 export interface PreflightPlan {
+  /** The plan's identifier. */
   planIdentifier: string;
+  /** Always true: nothing was evaluated. */
   dryRun: true;
+  /** When the dry run ran (ISO 8601). */
   ranAt: string;
+  /** The moment the lab would be evaluated as of (request `asOf`); absent: now. */
   asOf?: string;
   /** Distinct (check, device) pairs that would be evaluated. */
   evaluations: number;
   /** Of those, the pairs without a snapshot of the check's label (they would be skipped). */
   wouldSkip: number;
+  /** Each snapshot each evaluation would read. */
   reads: PlannedRead[];
+  /** One line for a person: what would be evaluated. */
   summary: string;
+  /** Present when the request filtered devices, checks or tags. */
   selection?: SelectionReport;
 }
 

@@ -10,7 +10,7 @@
 // to every start of the service (BENCHMARKS.md section 7).
 import type { Browser, Page } from "puppeteer-core";
 import { UnavailableError } from "../errors.ts";
-import { logger } from "../runtime/log.ts";
+import { logger } from "../util/log.ts";
 import type { PdfSignatureFields, PdfSigner } from "./pdf_sign.ts";
 
 const CANDIDATES = ["/usr/bin/chromium", "/usr/bin/chromium-browser"];

@@ -4,23 +4,33 @@ import type { InventoryEntry } from "../runs/alerts.ts";
 
 /** One annex of a report: its body is a string (JSON text for data annexes) and `sha256` hashes it. */
 export interface Annex {
+  /** Annex id. */
   id: string;
+  /** Annex title. */
   title: string;
   /** SHA-256 (lowercase hex) of the UTF-8 bytes of `body`. */
   sha256: string;
   /** Media type of `body`, e.g. `application/json`. */
   mediaType: string;
+  /** The annex content. */
   body: string;
 }
 
 /** A `TLSDecryptModeChanged` alert raised during a run (spec 6). */
 export interface DecryptAlert {
+  /** The alert's name. */
   name: "TLSDecryptModeChanged";
+  /** When the change was seen (ISO 8601). */
   at: string;
+  /** The firewall's device id. */
   deviceId: string;
+  /** The firewall's hostname. */
   deviceHostname: string;
+  /** Decrypt mode before the change. */
   from: "on" | "off";
+  /** Decrypt mode after the change. */
   to: "on" | "off";
+  /** The snapshot that showed the change. */
   snapshotId: string;
 }
 
@@ -32,10 +42,15 @@ export type FigureSource = "load-generator" | "service";
  * generator reported it; `service`: computed by dutlab), whether it is `exact` or `estimated`, and how.
  */
 export interface Figure {
+  /** The figure's value, in `unit`. */
   value: number;
+  /** Unit of `value` (e.g. `s`, `requests`, `bytes`, `%`). */
   unit: string;
+  /** Who produced the figure. */
   source: FigureSource;
+  /** Whether the figure is exact or estimated. */
   exactness: "exact" | "estimated";
+  /** How the figure was obtained, for a person. */
   basis: string;
 }
 
@@ -43,15 +58,21 @@ export interface Figure {
 export interface ResultFigures {
   /** Duration of the load (s). */
   durationS: Figure | null;
+  /** Requests completed. */
   requests: Figure | null;
+  /** Requests per second. */
   requestsPerSecond: Figure | null;
+  /** Requests that failed. */
   failedRequests: Figure | null;
   /** Failed requests in percent of all requests. */
   errorRatePct: Figure | null;
+  /** Bytes sent by the load generator. */
   bytesSent: Figure | null;
+  /** Bytes received by the load generator. */
   bytesReceived: Figure | null;
   /** (bytes sent + bytes received) × 8 per second. */
   bitsPerSecond: Figure | null;
+  /** Iterations of the load script. */
   iterations: Figure | null;
 }
 
@@ -64,6 +85,7 @@ export interface VerdictReason {
   input: string;
   /** What this input alone would make the verdict; `none` when the input does not apply. */
   effect: VerdictValue | "none";
+  /** Why, for a person. */
   detail: string;
 }
 
@@ -84,10 +106,13 @@ export interface StartGate {
 
 /** ReportData version 1 (spec 2.5). */
 export interface ReportData {
+  /** Format version. */
   version: 1;
+  /** When the report was built (ISO 8601). */
   generatedAt: string;
   /** SHA-256 of the RFC 8785 canonical JSON of this object without `reportSha256`. */
   reportSha256: string;
+  /** The run: ids, plan, timing (`durationS` in seconds; times ISO 8601), outcome and notes. */
   meta: {
     runId: string;
     executionId: string;
@@ -103,6 +128,7 @@ export interface ReportData {
     outcome: string;
     notes: string | null;
   };
+  /** The report's license: who may use it and under which restrictions (in each report language). */
   license: {
     id: string;
     name: string;
@@ -114,7 +140,9 @@ export interface ReportData {
     licensee?: string | null;
     restrictions: { en: string; "pt-BR": string; es: string };
   };
+  /** The plan as it was at the run's start. */
   plan: Plan;
+  /** The lab under test: deployment mode, UCS count and devices. */
   topology: {
     deploymentMode: string;
     ucsCount: number;
@@ -122,6 +150,7 @@ export interface ReportData {
     /** Device inventory at start, per device id (model, software version, serial number). */
     inventory?: Record<string, InventoryEntry>;
   };
+  /** TLS decryption: the mode the plan requires, what the firewalls showed at start and end, alerts. */
   tlsDecrypt: {
     required: "on" | "off";
     /** `on`/`off` when every firewall with a known state agrees, `mixed` when they differ. */
@@ -131,6 +160,7 @@ export interface ReportData {
     /** True when a decrypt-mode change during the run invalidated the results. */
     resultsInvalidated: boolean;
   };
+  /** The load results: where they came from and their aggregate latency figures. */
   results: {
     source: "latencySamplesMs" | "k6-summary";
     aggregate: Aggregate;
@@ -144,6 +174,7 @@ export interface ReportData {
     /** The load generator's own thresholds, when given. */
     thresholds?: Array<{ metric: string; expression: string; ok: boolean }>;
   };
+  /** The latency objective: target and observed p99 in ms, and whether it was met. */
   slo: {
     targetP99Ms: number;
     observedP99Ms: number;
@@ -166,5 +197,6 @@ export interface ReportData {
   verdict?: { value: VerdictValue; rule: string; reasons: VerdictReason[] };
   /** How the start was gated on pre-flight (issue 29). Absent in reports frozen before it existed. */
   startGate?: StartGate;
+  /** Evidence attached to the report (snapshots and submitted results), each with its SHA-256. */
   annexes: Annex[];
 }

@@ -2,7 +2,9 @@ import { jcsSha256, sha256Hex } from "../util/hash.ts";
 
 /** One verification finding: a hash as stated in the report and as recomputed, or a shape problem. */
 export interface VerifyFinding {
+  /** What was checked (e.g. `reportSha256`, `meta.planSnapshotSha256`, `shape`). */
   what: string;
+  /** Whether it held. */
   ok: boolean;
   /** The value the report states. */
   expected?: string;
@@ -12,9 +14,11 @@ export interface VerifyFinding {
 
 /** Outcome of {@link verifyReport}. */
 export interface VerifyOutcome {
+  /** True when every finding holds. */
   ok: boolean;
   /** The report's `reportSha256` when it has one. */
   reportSha256?: string;
+  /** Every check made, in order. */
   findings: VerifyFinding[];
 }
 

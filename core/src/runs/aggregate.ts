@@ -1,11 +1,18 @@
 /** Latency aggregates of a run (ms). */
 export interface Aggregate {
+  /** Number of samples. */
   count: number;
+  /** Smallest latency (ms). */
   min_ms: number;
+  /** Largest latency (ms). */
   max_ms: number;
+  /** Mean latency (ms). */
   mean_ms: number;
+  /** 50th percentile latency (ms). */
   p50_ms: number;
+  /** 95th percentile latency (ms). */
   p95_ms: number;
+  /** 99th percentile latency (ms). */
   p99_ms: number;
 }
 

@@ -13,11 +13,17 @@ import { jsonValue } from "../db/json.ts";
  * fact, or the vendor no adapter).
  */
 export interface InventoryEntry {
+  /** Whether and how the inventory was read (see above). */
   status: "read" | "no-snapshot" | "unreadable" | "not-supported";
+  /** Device model, null when not read. */
   model: string | null;
+  /** Software version, null when not read. */
   softwareVersion: string | null;
+  /** Serial number, null when not read. */
   serialNumber: string | null;
+  /** The snapshot the inventory was read from, null when none. */
   snapshotId: string | null;
+  /** SHA-256 (hex) of that snapshot's payload, null when none. */
   payloadSha256: string | null;
 }
 

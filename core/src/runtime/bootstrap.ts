@@ -13,7 +13,8 @@ import { loadOrCreateSecrets, lockDataDir } from "./datadir.ts";
 import { type Db, migrate, openDatabase } from "../db/open.ts";
 import { unpackTemplate } from "../db/template.ts";
 import { StartupError } from "../errors.ts";
-import { logger, setupLogging } from "./log.ts";
+import { logger } from "../util/log.ts";
+import { setupLogging } from "./logging.ts";
 import { buildRegistry, type LoadedModules, type Registry } from "../registry.ts";
 import { buildPollServices, buildServices, type PollServices, type Services } from "./services.ts";
 import { PollWorker } from "../poller/worker.ts";
@@ -29,13 +30,17 @@ export { buildPollServices, buildServices } from "./services.ts";
 export { migrate, openDatabase } from "../db/open.ts";
 export { PollWorker } from "../poller/worker.ts";
 export { StartupError } from "../errors.ts";
-export { logger } from "./log.ts";
+export { logger } from "../util/log.ts";
 
 /** A started poller (`deno task poll`): configuration, database, registry and poll services. */
 export interface PollRuntime extends AsyncDisposable {
+  /** The parsed poller configuration. */
   config: PollConfig;
+  /** The open, migrated database. */
   db: Db;
+  /** The validated modules. */
   registry: Registry;
+  /** What the poll cycle uses: device store, poll store, transport limits, metrics. */
   services: PollServices;
   /**
    * Have `stop` run when the runtime closes, before what was deferred earlier (last in, first out): the
@@ -51,7 +56,9 @@ export interface PollRuntime extends AsyncDisposable {
 
 /** A started `serve` (or admin tool): every secret and every service, closed with `close()`. */
 export interface Runtime extends PollRuntime {
+  /** The parsed server configuration (the poller's plus secrets and HTTP settings). */
   config: Config;
+  /** Every service of the process. */
   services: Services;
 }
 
@@ -251,7 +258,7 @@ function started(registry: Registry, db: Db): void {
     kind: db.kind,
   });
   if (registry.unservedChecks.length) {
-    log.warning(
+    log.warn(
       "No enabled adapter serves check(s) {checks} (none collects the label and offers the facts they need); " +
         "they give no result until such an adapter is enabled",
       { checks: registry.unservedChecks.join(", ") },
@@ -295,9 +302,11 @@ async function openEmbedded(dir: string, sharedBuffers: string | undefined): Pro
 
 /** The database alone, for a tool (prune, backup, restore): opened, migrated, closed with `close()`. */
 export interface ToolDatabase extends AsyncDisposable {
+  /** The open database. */
   db: Db;
   /** The embedded data directory (PGlite), or null on PostgreSQL. */
   dataDir: string | null;
+  /** Close the database. */
   close(): Promise<void>;
 }
 

@@ -1,5 +1,5 @@
 import { StartupError } from "../errors.ts";
-import { logger } from "./log.ts";
+import { logger } from "../util/log.ts";
 import { generateSigningKey } from "../report/sign.ts";
 
 /** What a lock file records: the owner's PID and, where the OS tells it, the process's start time. */

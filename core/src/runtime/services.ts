@@ -9,7 +9,7 @@ import { DeviceLocks } from "../poller/device_locks.ts";
 import type { TransportLimits } from "../transport/transport.ts";
 import { importCredentialKey } from "../devices/credentials.ts";
 import { AuditLog, TokenStore } from "../access/tokens.ts";
-import { EventBus } from "./events.ts";
+import { EventBus } from "../events/bus.ts";
 import { ReportSignatures, ReportSigningKey } from "../report/sign.ts";
 import type { EvidenceServices } from "../report/evidence.ts";
 import { PdfRenderer } from "../report/pdf.ts";
@@ -42,6 +42,7 @@ export interface PollServices {
 
 /** Everything the HTTP app and its worker share (`serve`, and the admin tools). Built once per process. */
 export interface Services extends PollServices {
+  /** The parsed server configuration. */
   config: Config;
   /** Named API tokens with roles (and the ADMIN_TOKEN as bootstrap admin). */
   tokens: TokenStore;
@@ -62,6 +63,7 @@ export interface Services extends PollServices {
   runs: RunService;
 }
 
+/** The credential key ring from hex keys: `current` encrypts, `previous` (during a rotation) still decrypts. */
 export async function buildKeyRing(current: string, previous?: string): Promise<KeyRing> {
   const cur = await importCredentialKey(current);
   const all = [cur];
@@ -118,6 +120,7 @@ export async function buildPollServices(
   };
 }
 
+/** Build every service of `serve` (or an admin tool) over an open database and a validated registry. */
 export async function buildServices(config: Config, db: Db, registry: Registry): Promise<Services> {
   const base = await buildPollServices(config, db, registry);
   const signatures = new ReportSignatures(

@@ -6,14 +6,7 @@
 import type { AdapterDefinition } from "../adapter.ts";
 import { canonicalJson, sha256Hex } from "../util/hash.ts";
 
-/** Why `pattern` is not a volatile-path pattern, or null when it is one. */
-export function volatilePatternError(pattern: unknown): string | null {
-  if (typeof pattern !== "string") return "is not a string";
-  if (pattern === "") return "is empty (it would hide the whole payload)";
-  if (!pattern.startsWith("/")) return "must start with / (a JSON Pointer)";
-  if (/~[^01]|~$/.test(pattern)) return "has a ~ that is not ~0 or ~1";
-  return null;
-}
+export { volatilePatternError } from "../adapter.ts";
 
 /** The segments of a valid pattern, unescaped (`*` stays the wildcard). */
 export function patternSegments(pattern: string): string[] {

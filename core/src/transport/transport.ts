@@ -3,20 +3,24 @@ import https from "node:https";
 import tls from "node:tls";
 import { Buffer } from "node:buffer";
 import { DeviceError } from "../errors.ts";
-import type { TlsVerifyMode } from "../adapter.ts";
-import type { DeviceHttp, DeviceRequest, DeviceResponse } from "./types.ts";
+import type { DeviceHttp, DeviceRequest, DeviceResponse, TlsVerifyMode } from "./types.ts";
 import { sha256Hex } from "../util/hash.ts";
 
 /** Limits applied to every device connection. */
 export interface TransportLimits {
+  /** Time allowed to connect (TCP and TLS handshake), in ms. */
   connectTimeoutMs: number;
+  /** Time allowed for one request's answer when the request sets no `timeoutMs`, in ms. */
   requestTimeoutMs: number;
+  /** Largest response body accepted, in bytes. */
   maxResponseBytes: number;
+  /** Deepest JSON nesting accepted in a response. */
   maxJsonDepth: number;
   /** Extra trusted CA certificates (PEM) for `strict` mode, added to the system store. */
   extraCa?: string[];
 }
 
+/** Limits when none are configured: 5 s connect, 15 s request, 8 MiB response, JSON depth 64. */
 export const DEFAULT_LIMITS: TransportLimits = {
   connectTimeoutMs: 5_000,
   requestTimeoutMs: 15_000,

@@ -1,3 +1,6 @@
+/** TLS verification mode of a device (spec 2.2). */
+export type TlsVerifyMode = "strict" | "self-signed" | "insecure";
+
 /** A request to the device, relative to the device's `baseUrl`. */
 export interface DeviceRequest {
   /** HTTP method (case-insensitive); default `GET`. */

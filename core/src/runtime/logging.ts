@@ -1,13 +1,4 @@
-import {
-  configure,
-  getJsonLinesFormatter,
-  getLogger,
-  getStreamSink,
-  getTextFormatter,
-  type Logger,
-} from "@logtape/logtape";
-
-export type { Logger };
+import { configure, getJsonLinesFormatter, getStreamSink, getTextFormatter } from "@logtape/logtape";
 
 let configured = false;
 
@@ -32,9 +23,4 @@ export async function setupLogging(
       { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["console"] },
     ],
   });
-}
-
-/** A logger under the `dutlab` category, e.g. `logger("poller")`. */
-export function logger(...category: string[]): Logger {
-  return getLogger(["dutlab", ...category]);
 }

@@ -6,7 +6,7 @@
 import type { z } from "@hono/zod-openapi";
 import type { PreflightResult as PreflightResultValue } from "../preflight/engine.ts";
 import type { RunView } from "../runs/service.ts";
-import type { PreflightResult, TestRun } from "./schemas.ts";
+import type { PreflightResult, TestRun } from "../api/schemas.ts";
 
 /** Resolves to `true` when `T` is assignable to `U`; otherwise the instantiation below fails to type-check. */
 type Assignable<T, U> = [T] extends [U] ? true : false;

@@ -8,25 +8,11 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Db } from "../db/open.ts";
 import { Batcher } from "../util/batcher.ts";
-import { logger } from "./log.ts";
+import { logger } from "../util/log.ts";
+import type { EventMap, EventType, StoredEvent } from "./types.ts";
 
-export const EVENT_TYPES = [
-  "poll.finished",
-  "device.status_changed",
-  "snapshot.stored",
-  "device.changed",
-  "run.started",
-  "run.finished",
-  "alert.raised",
-] as const;
-export type EventType = typeof EVENT_TYPES[number];
-
-export interface StoredEvent {
-  id: string;
-  at: string;
-  type: EventType | "stream.reset";
-  data: unknown;
-}
+export { EVENT_TYPES } from "./types.ts";
+export type { EventMap, EventType, StoredEvent } from "./types.ts";
 
 const log = logger("events");
 /** Advisory lock key that orders event commits (ids become visible in increasing order). */
@@ -53,7 +39,7 @@ export class EventBus {
   }
 
   /** Record an event; it reaches every connected client of every instance. Never throws. */
-  async publish(type: EventType, data: unknown): Promise<void> {
+  async publish<T extends EventType>(type: T, data: EventMap[T]): Promise<void> {
     try {
       await this.#writes.run({ type, data: JSON.stringify(data) });
       this.#wake();
@@ -152,12 +138,15 @@ export class EventBus {
     ])
       .where(sql`events.id`, ">", sql`${after.toString()}::bigint`).orderBy(sql`events.id`).limit(limit)
       .execute();
-    return rows.map((r) => ({
-      id: r.id,
-      at: new Date(r.at).toISOString(),
-      type: r.type as EventType,
-      data: JSON.parse(r.data),
-    }));
+    // Rows were written by publish(), whose data is checked against the map for its type.
+    return rows.map((r) =>
+      ({
+        id: r.id,
+        at: new Date(r.at).toISOString(),
+        type: r.type,
+        data: JSON.parse(r.data),
+      }) as StoredEvent
+    );
   }
 
   /** The oldest id still kept, or null when the window is empty. */
