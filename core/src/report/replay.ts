@@ -13,13 +13,8 @@ import type { Registry } from "../registry.ts";
 import type { Plan } from "../plan.ts";
 import type { RunResults } from "../api/schemas.ts";
 import type { CheckDevice } from "../check.ts";
-import {
-  type LabRead,
-  type Latest,
-  PayloadEntry,
-  preflightOf,
-  type PreflightResult,
-} from "../preflight/engine.ts";
+import { type LabRead, type Latest, PayloadEntry } from "../lab/read.ts";
+import { preflightOf, type PreflightResult } from "../preflight/engine.ts";
 import { labStateOf } from "../runs/lab_state.ts";
 import type { StartState } from "../runs/alerts.ts";
 import type { DriftSource, Snap } from "../runs/drift.ts";

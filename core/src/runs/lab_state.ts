@@ -8,7 +8,7 @@
  */
 import type { Registry } from "../registry.ts";
 import { FIREWALL, serves } from "../capability.ts";
-import type { LabRead, LabWants, Latest } from "../preflight/engine.ts";
+import type { LabRead, LabWants, Latest } from "../lab/read.ts";
 import type { InventoryEntry, StartState } from "./alerts.ts";
 
 /**
