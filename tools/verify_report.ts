@@ -715,7 +715,7 @@ function lazySnapshot(s, device, label, payloadOf) {
   };
 }
 
-// core/src/runs/lab_state.ts
+// core/src/lab/state.ts
 function labStateOf(registry, read) {
   const { devices, latest, payloads } = read;
   const latestOf = (label, id) => {

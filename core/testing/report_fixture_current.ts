@@ -11,7 +11,7 @@ import { jsonAnnex, licenseTexts, sealReport } from "../src/report/seal.ts";
 import type { DecryptAlert, ReportData } from "../src/report/types.ts";
 import type { Plan } from "../src/plan.ts";
 import type { PreflightResult } from "../src/preflight/engine.ts";
-import type { InventoryEntry, StartState } from "../src/runs/alerts.ts";
+import type { InventoryEntry, StartState } from "../src/lab/state.ts";
 import { aggregateK6, budgetBurnedPct, shareAboveK6 } from "../src/runs/aggregate.ts";
 import { readK6 } from "../src/runs/k6.ts";
 import { k6Figures } from "../src/runs/figures.ts";

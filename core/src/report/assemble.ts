@@ -14,7 +14,7 @@ import type { PreflightResult } from "../preflight/engine.ts";
 import { jcsSha256 } from "../util/hash.ts";
 import { CONTROLLER, serves } from "../capability.ts";
 import { jsonValue } from "../db/json.ts";
-import type { StartState } from "../runs/alerts.ts";
+import type { StartState } from "../lab/state.ts";
 import {
   type Aggregate,
   aggregateK6,

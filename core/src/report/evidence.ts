@@ -13,7 +13,7 @@ import type { Registry } from "../registry.ts";
 import type { Plan } from "../plan.ts";
 import type { PreflightResult } from "../preflight/engine.ts";
 import type { RunResults } from "../api/schemas.ts";
-import type { StartState } from "../runs/alerts.ts";
+import type { StartState } from "../lab/state.ts";
 import type { RunService } from "../runs/service.ts";
 import { dbDriftSource, driftOf, type DriftSource } from "../runs/drift.ts";
 import { jsonValue } from "../db/json.ts";

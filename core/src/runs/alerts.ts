@@ -4,49 +4,8 @@ import type { DeviceRow } from "../devices/store.ts";
 import type { Registry } from "../registry.ts";
 import type { PollWriteHook } from "../poller/store.ts";
 import { FIREWALL } from "../capability.ts";
+import { decryptStateOf, type StartState } from "../lab/state.ts";
 import { jsonValue } from "../db/json.ts";
-
-/**
- * What a device said about itself at a run's start, through its adapter's `inventory` fact over the latest
- * snapshot of the adapter's `inventoryLabel`. `status`: `read`; `no-snapshot` (no snapshot of that label
- * yet); `unreadable` (the adapter could not read the payload); `not-supported` (the adapter has no inventory
- * fact, or the vendor no adapter).
- */
-export interface InventoryEntry {
-  status: "read" | "no-snapshot" | "unreadable" | "not-supported";
-  model: string | null;
-  softwareVersion: string | null;
-  serialNumber: string | null;
-  snapshotId: string | null;
-  payloadSha256: string | null;
-}
-
-/** Decrypt state of the firewalls recorded at a run's start. */
-export interface StartState {
-  devices: Array<{ id: string; hostname: string; vendor: string; deviceRole: string | null }>;
-  /** Per device id (runs started since inventories were recorded). */
-  inventory?: Record<string, InventoryEntry>;
-  /** Per device id: decrypt state from its latest decrypt-policy snapshot ({@link FIREWALL}'s label) at start. */
-  decrypt: Record<
-    string,
-    { state: "on" | "off" | "unknown"; snapshotId: string | null; ruleCount: number | null }
-  >;
-}
-
-/** Decrypt state of a firewall's decrypt-policy payload ({@link FIREWALL}'s label), through the vendor adapter's facts. */
-export function decryptStateOf(
-  registry: Registry,
-  vendor: string,
-  payload: unknown,
-): "on" | "off" | "unknown" {
-  const f = registry.adapters.get(vendor)?.adapter.facts?.decryptRuleCount;
-  if (!f) return "unknown";
-  try {
-    return f(payload) > 0 ? "on" : "off";
-  } catch {
-    return "unknown";
-  }
-}
 
 /** What {@link recordDecryptAlerts} needs to know about one stored poll. */
 export interface DecryptAlertInput {
