@@ -783,7 +783,7 @@ function labStateOf(registry, read) {
   };
 }
 
-// core/src/runs/verdict.ts
+// core/src/report/results/verdict.ts
 var VERDICT_RULE = "dutlab-verdict-2";
 var MIN_COVERAGE = 0.95;
 function driftForVerdict(annex, devices) {
@@ -898,7 +898,7 @@ function jsonValue(v) {
   return typeof v === "string" ? JSON.parse(v) : v;
 }
 
-// core/src/runs/aggregate.ts
+// core/src/report/results/aggregate.ts
 var round3 = (x) => Math.round(x * 1e3) / 1e3;
 function percentile(sorted, p) {
   if (!sorted.length) throw new RangeError("no samples");
@@ -981,7 +981,7 @@ function budgetBurnedPct(shareSlower) {
   return Math.round(shareSlower / 0.01 * 100 * 10) / 10;
 }
 
-// core/src/runs/k6.ts
+// core/src/report/results/k6.ts
 var isObj3 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
 var isNum = (v) => typeof v === "number" && Number.isFinite(v) && v >= 0;
 function valuesOf(metric) {
@@ -1052,7 +1052,7 @@ function readK6(summary) {
   };
 }
 
-// core/src/runs/figures.ts
+// core/src/report/results/figures.ts
 var r3 = (x) => Math.abs(x) < 1 && x !== 0 ? Number(x.toPrecision(4)) : Math.round(x * 1e3) / 1e3;
 var fig = (value, unit, source, exactness, basis) => ({
   value: r3(value),
@@ -1107,7 +1107,7 @@ function k6Figures(k, runDurationS) {
   };
 }
 
-// core/src/runs/drift.ts
+// core/src/report/results/drift.ts
 import { sql as sql3 } from "npm:kysely@0.29.9";
 
 // core/src/snapshots/diff.ts
@@ -1298,7 +1298,7 @@ function applyOne(doc, op2, owned) {
   }
 }
 
-// core/src/runs/drift.ts
+// core/src/report/results/drift.ts
 async function driftOf(source, registry, devices, startedAt, endedAt) {
   const out = {
     compared: 0,

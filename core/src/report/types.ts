@@ -1,4 +1,4 @@
-import type { Aggregate } from "../runs/aggregate.ts";
+import type { Aggregate } from "./results/aggregate.ts";
 import type { Plan } from "../plan.ts";
 import type { InventoryEntry } from "../lab/state.ts";
 
