@@ -16,7 +16,7 @@ import {
   MIN_COMPARED_RUNS,
   REGRESSION_THRESHOLDS,
 } from "../report/results/compare.ts";
-import { type CompareLicences, renderComparePage } from "../report/compare_page.tsx";
+import { type CompareLicences, renderComparePage } from "../report/render/compare_page.tsx";
 import { problems } from "./problem.ts";
 import { FormatQuery, formatted, formattedContent } from "./formats.ts";
 import { comparisonResultSet } from "../formats/results.ts";

@@ -12,7 +12,7 @@ import { AuditLog, TokenStore } from "../access/tokens.ts";
 import { EventBus } from "./events.ts";
 import { ReportSignatures, ReportSigningKey } from "../report/sign.ts";
 import type { EvidenceServices } from "../report/evidence.ts";
-import { PdfRenderer } from "../report/pdf.ts";
+import { PdfRenderer } from "../report/render/pdf.ts";
 import { MAKE_PDF_CERTIFICATE, PdfCertificates } from "../report/pdf_certificates.ts";
 import type { PdfSigner } from "../report/pdf_sign.ts";
 import { StartupError } from "../errors.ts";
