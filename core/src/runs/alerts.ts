@@ -3,6 +3,7 @@ import type { Database } from "../db/schema.ts";
 import type { DeviceRow } from "../devices/store.ts";
 import type { Registry } from "../registry.ts";
 import type { PollWriteHook } from "../poller/store.ts";
+import type { EventBus } from "../runtime/events.ts";
 import { FIREWALL } from "../capability.ts";
 import { decryptStateOf, type StartState } from "../lab/state.ts";
 import { jsonValue } from "../db/json.ts";
@@ -22,6 +23,20 @@ export interface DecryptAlertInput {
   /** What the poll collected (label and payload). */
   snapshots: Array<{ label: string; payload: unknown }>;
   /** The database clock at the write. */
+  at: Date;
+  /** Called with the alert recorded, if any (the write hook announces it as `alert.raised`). */
+  raised?: (alert: RecordedAlert) => void;
+}
+
+/** A decrypt alert as recorded in `run_alerts`. */
+export interface RecordedAlert {
+  name: string;
+  executionId: string;
+  deviceId: string;
+  hostname: string;
+  from: "on" | "off";
+  to: "on" | "off";
+  snapshotId: string;
   at: Date;
 }
 
@@ -53,15 +68,27 @@ export async function recordDecryptAlerts(input: DecryptAlertInput): Promise<voi
     to_state: now,
     snapshot_id: snap.id,
   }).execute();
+  input.raised?.({
+    name: "TLSDecryptModeChanged",
+    executionId,
+    deviceId: device.id,
+    hostname: device.hostname,
+    from: prev,
+    to: now,
+    snapshotId: snap.id,
+    at,
+  });
 }
 
 /**
  * The runs feature's poll store write hook (registered when Services are built): records the decrypt
  * alerts of the polls written during an active run, reading the run's start state at most once per batch
- * and only when a firewall's poll needs it.
+ * and only when a firewall's poll needs it. With `events`, each alert recorded is announced as
+ * `alert.raised` once the write has committed, after the poll's own live events (the poller names no runs
+ * table).
  */
-export function decryptAlertWriter(registry: Registry): PollWriteHook {
-  return async ({ tx, at, executionId, polls }) => {
+export function decryptAlertWriter(registry: Registry, events?: EventBus): PollWriteHook {
+  return async ({ tx, at, executionId, polls, announce }) => {
     if (executionId === null) return;
     let start: Promise<StartState | undefined> | undefined;
     const startState = () =>
@@ -78,6 +105,18 @@ export function decryptAlertWriter(registry: Registry): PollWriteHook {
         rows: p.rows,
         snapshots: p.snapshots,
         at,
+        raised: events && ((a) =>
+          announce(a.deviceId, () =>
+            events.publish("alert.raised", {
+              name: a.name,
+              executionId: a.executionId,
+              deviceId: a.deviceId,
+              hostname: a.hostname,
+              from: a.from,
+              to: a.to,
+              snapshotId: a.snapshotId,
+              at: a.at.toISOString(),
+            }))),
       });
     }
   };

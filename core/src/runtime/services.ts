@@ -102,7 +102,7 @@ export async function buildPollServices(
     deviceTimeoutMs: config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
     locks: db.kind === "postgres" ? new DeviceLocks(db) : undefined,
     // The runs feature records decrypt alerts in the poll store's transaction (the poller knows no runs).
-    writeHooks: [decryptAlertWriter(registry)],
+    writeHooks: [decryptAlertWriter(registry, events)],
     events,
   });
   return {
