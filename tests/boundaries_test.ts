@@ -108,25 +108,6 @@ Deno.test("the boundary check fails on rooms of one floor importing each other, 
   assert.match(r.err, /core\/src room "gadgets" is on no floor/);
 });
 
-Deno.test("an allow-listed climb is listed, not failed; an entry whose file lost the import fails", async () => {
-  // runtime/bootstrap.ts -> ../http/app.ts is an allow-listed open climb: allowed while it is listed.
-  const listed = await boundariesOver({
-    "core/src/runtime/bootstrap.ts": 'export { createApp } from "../http/app.ts";\n',
-    "core/src/http/app.ts": "export const createApp = 1;\n",
-  });
-  assert.equal(listed.code, 0, listed.err);
-  // Once the import goes, the entry must go too: the file exists without the import.
-  const stale = await boundariesOver({
-    "core/src/runtime/bootstrap.ts": "export const x = 1;\n",
-    "core/src/http/app.ts": "export const createApp = 1;\n",
-  });
-  assert.equal(stale.code, 1);
-  assert.match(
-    stale.err,
-    /allow-list entry "core\/src\/runtime\/bootstrap.ts -> ..\/http\/app.ts" matches no import/,
-  );
-});
-
 Deno.test("the boundary check fails when the CLI imports core or a member (HTTP API only)", async () => {
   const r = await boundariesOver({
     "cli/_a.ts": 'import { runPreflight } from "../core/src/preflight/engine.ts";\n',

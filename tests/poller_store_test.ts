@@ -208,3 +208,50 @@ dbTest("write hooks run inside the store's transaction with what was stored, in 
   assert.equal(await count(db, "snapshots", rows[1]!.id), before);
   assert.equal((await lastPoll(db, rows[1]!.id)).status, "unreachable");
 });
+
+dbTest(
+  "a write hook's announcements are handed to the poll they name, in order, and never run by the store",
+  async (db) => {
+    const { svc } = await setup(db);
+    const rows = await devices(svc, 2);
+    const announced: string[] = [];
+    const say = (text: string) => () => Promise.resolve(void announced.push(text));
+    const store = new PollStore(db.kysely, {
+      hooks: [
+        ({ polls, announce }) => {
+          for (const p of polls) announce(p.device.id, say(`first:${p.device.hostname}`));
+          return Promise.resolve();
+        },
+        ({ polls, announce }) => {
+          announce(polls[0]!.device.id, say(`second:${polls[0]!.device.hostname}`));
+          return Promise.resolve();
+        },
+      ],
+    });
+    const outcomes = [await ok(0, { a: 1 }), await ok(1, { a: 1 })];
+    // Written in one turn: one batch, so the second hook names only one of the two polls.
+    const [a, b] = await Promise.all(rows.map((r, i) => store.write(r, MODULE, outcomes[i]!)));
+    // The store hands each poll its own announcements without running them; the caller runs them.
+    assert.equal(announced.length, 0);
+    const all = [...a!.announcements!, ...b!.announcements!];
+    for (const run of a!.announcements!) await run();
+    for (const run of b!.announcements!) await run();
+    const first = [a!, b!].findIndex((s) => s.announcements!.length === 2);
+    assert.notEqual(first, -1, "the poll the second hook named has two announcements");
+    assert.equal(all.length, 3);
+    assert.deepEqual(
+      announced.filter((t) => t.endsWith(rows[first]!.hostname)),
+      [`first:${rows[first]!.hostname}`, `second:${rows[first]!.hostname}`],
+    );
+
+    // A hook that throws after announcing rolls the write back: the poll rejects and carries nothing to announce.
+    const failing = new PollStore(db.kysely, {
+      hooks: [({ polls, announce }) => {
+        announce(polls[0]!.device.id, say("never"));
+        return Promise.reject(new Error("hook failed"));
+      }],
+    });
+    await assert.rejects(() => failing.write(rows[0]!, MODULE, outcomes[0]!), /hook failed/);
+    assert.ok(!announced.includes("never"));
+  },
+);

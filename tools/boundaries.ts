@@ -11,12 +11,10 @@
  * Rooms on one floor do not import each other unless the pair is declared in `SAME_FLOOR` (one direction;
  * none is needed today: where the code needs one room from another, e.g. lab/ reading the device store, the
  * reader stands a floor higher). `runtime/` (config, services, bootstrap) sits below `http/`: every route
- * is built over `Services` (17 files import runtime/services.ts), while bootstrap.ts's only http import is
- * the re-export of `createApp` for the entry points (an `OPEN_CLIMBS` entry). Folder-level cycles (from all product imports between rooms) fail
+ * is built over `Services` (17 files import runtime/services.ts); the entry face `core/runtime.ts`
+ * (`@dutlab/core/runtime`) joins the runtime and `createApp`, outside the order. Folder-level cycles (from all product imports between rooms) fail
  * and are printed. `core/testing` (the test kit) and `*_test.ts` files stand outside the order.
- * Imports listed in `PENDING_MOVES` (wave-2 moves in flight) and `OPEN_CLIMBS` (known debts) are reported
- * as allowed, not failed, and are left out of the cycle graph; each entry goes when its import does (an
- * entry whose file exists but no longer holds the import fails, so the lists only shrink).
+ * There is no allow-list: a climb is fixed, not excused.
  *
  * The command-line client (`cli/`) talks to the service over the HTTP API only: it imports no
  * `@dutlab/*` member and no file of `core/`, `adapters/`, `checks/` or `plugins/` (its types come from the
@@ -110,35 +108,6 @@ const FLOORS: readonly (readonly string[])[] = [
 ];
 /** Same-floor imports the code needs: "from → to" (none today; declare one here with a reason). */
 const SAME_FLOOR: ReadonlySet<string> = new Set<string>([]);
-/**
- * TEMPORARY (issue 27, wave 2): climbs that the moves in flight remove. The integrator deletes each entry as
- * its move lands; a stale entry (its import gone) is reported so the list only shrinks.
- * Key: "core/src/<file> -> <specifier>".
- */
-const PENDING_MOVES: ReadonlyMap<string, string> = new Map([
-  // w2-rooms: runs' result computations and compare move to report/results/, lab state to lab/.
-  ["core/src/report/assemble.ts -> ../runs/aggregate.ts", "w2-rooms"],
-  ["core/src/report/assemble.ts -> ../runs/alerts.ts", "w2-rooms"],
-  ["core/src/report/assemble.ts -> ../runs/drift.ts", "w2-rooms"],
-  ["core/src/report/assemble.ts -> ../runs/figures.ts", "w2-rooms"],
-  ["core/src/report/assemble.ts -> ../runs/k6.ts", "w2-rooms"],
-  ["core/src/report/assemble.ts -> ../runs/verdict.ts", "w2-rooms"],
-  ["core/src/report/compare_page.tsx -> ../runs/compare.ts", "w2-rooms"],
-  ["core/src/report/evidence.ts -> ../runs/alerts.ts", "w2-rooms"],
-  ["core/src/report/evidence.ts -> ../runs/drift.ts", "w2-rooms"],
-  ["core/src/report/evidence.ts -> ../runs/service.ts", "w2-rooms"],
-  ["core/src/report/replay.ts -> ../runs/alerts.ts", "w2-rooms"],
-  ["core/src/report/replay.ts -> ../runs/drift.ts", "w2-rooms"],
-  ["core/src/report/replay.ts -> ../runs/lab_state.ts", "w2-rooms"],
-  ["core/src/report/replay.ts -> ../runs/verdict.ts", "w2-rooms"],
-  ["core/src/report/types.ts -> ../runs/aggregate.ts", "w2-rooms"],
-  ["core/src/report/types.ts -> ../runs/alerts.ts", "w2-rooms"],
-]);
-/** Known climbs no wave-2 move removes yet (follow-ups of issue 27); each names what would remove it. */
-const OPEN_CLIMBS: ReadonlyMap<string, string> = new Map([
-  ["core/src/api/schemas.ts -> ../runs/k6.ts", "k6Issues (k6 summary validation) belongs below api/"],
-  ["core/src/runtime/bootstrap.ts -> ../http/app.ts", "re-export of createApp: entry points import http"],
-]);
 
 const floorOf = new Map(FLOORS.flatMap((rooms, i) => rooms.map((r) => [r, i] as const)));
 const CONTRACT = new Set(["adapter", "capability", "check"]);
@@ -152,8 +121,6 @@ function roomOf(path: string): string | null {
   return CONTRACT.has(name) ? "contract" : name;
 }
 
-const allowed: string[] = [];
-const seenAllowed = new Set<string>();
 const roomEdges = new Map<string, Set<string>>();
 const unplaced = new Set<string>();
 const hasSrc = await Deno.stat(`${root}core/src`).then((s) => s.isDirectory, () => false);
@@ -166,13 +133,6 @@ for await (const file of hasSrc ? tsFiles(`${root}core/src`) : []) {
     const to = roomOf(new URL(spec, `file://${file}`).pathname);
     if (to === null || to === from) continue;
     if (!floorOf.has(to)) unplaced.add(to);
-    const key = `${rel(file)} -> ${spec}`;
-    const excuse = PENDING_MOVES.get(key) ?? OPEN_CLIMBS.get(key);
-    if (excuse !== undefined) {
-      seenAllowed.add(key);
-      allowed.push(`${rel(file)} imports "${spec}" (${from} → ${to}): ${excuse}`);
-      continue;
-    }
     if (!roomEdges.has(from)) roomEdges.set(from, new Set());
     roomEdges.get(from)!.add(to);
     const [f, t] = [floorOf.get(from), floorOf.get(to)];
@@ -186,14 +146,6 @@ for await (const file of hasSrc ? tsFiles(`${root}core/src`) : []) {
   }
 }
 for (const room of unplaced) violations.push(`core/src room "${room}" is on no floor: add it to FLOORS`);
-for (const key of [...PENDING_MOVES.keys(), ...OPEN_CLIMBS.keys()]) {
-  // Only where the file exists: a temporary tree of the tests holds none of them.
-  const file = `${root}${key.slice(0, key.indexOf(" -> "))}`;
-  const exists = await Deno.stat(file).then(() => true, () => false);
-  if (exists && !seenAllowed.has(key)) {
-    violations.push(`allow-list entry "${key}" matches no import any more: delete it`);
-  }
-}
 for (const cycle of roomCycles(roomEdges)) violations.push(`folder cycle: ${cycle.join(" → ")}`);
 
 /** Every elementary cycle's representative: one cycle per strongly connected component of more than one room. */
@@ -245,13 +197,6 @@ if (await Deno.stat(cliDir).then((s) => s.isDirectory, () => false)) {
   }
 }
 
-if (allowed.length) {
-  console.log(
-    `boundaries: ${allowed.length} allowed climb(s) (PENDING_MOVES / OPEN_CLIMBS):\n  ${
-      allowed.join("\n  ")
-    }`,
-  );
-}
 if (violations.length) {
   console.error(`Boundary violations (${violations.length}):\n  ${violations.join("\n  ")}`);
   Deno.exit(1);

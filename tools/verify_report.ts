@@ -89,7 +89,7 @@ var deno_default = {
   exports: {
     ".": "./mod.ts",
     "./testing": "./testing/mod.ts",
-    "./runtime": "./src/runtime/bootstrap.ts",
+    "./runtime": "./runtime.ts",
     "./testing/chromium": "./testing/chromium.ts"
   }
 };
@@ -305,13 +305,8 @@ function buildRegistry(mods) {
   };
 }
 
-// core/src/preflight/engine.ts
+// core/src/lab/read.ts
 import { sql } from "npm:kysely@0.29.9";
-var MAX_ERROR_TEXT = 300;
-function message(e) {
-  const m = e instanceof Error ? e.message : String(e);
-  return m.length > MAX_ERROR_TEXT ? `${m.slice(0, MAX_ERROR_TEXT)}\u2026` : m;
-}
 function freezeParsed(v) {
   if (typeof v === "object" && v !== null) {
     Object.freeze(v);
@@ -320,6 +315,78 @@ function freezeParsed(v) {
     } else for (const k in v) freezeParsed(v[k]);
   }
   return v;
+}
+var PayloadEntry = class {
+  size;
+  #text;
+  #value;
+  constructor(text6, size) {
+    this.size = size;
+    this.#value = void 0;
+    this.#text = text6;
+  }
+  /** The parsed, frozen payload (parsed on first use; throws when the text is not JSON). */
+  get value() {
+    if (this.#text !== null) {
+      this.#value = freezeParsed(JSON.parse(this.#text));
+      this.#text = null;
+    }
+    return this.#value;
+  }
+};
+var PayloadCache = class {
+  budgetBytes;
+  #entries;
+  #bytes;
+  constructor(budgetBytes) {
+    this.budgetBytes = budgetBytes;
+    this.#entries = /* @__PURE__ */ new Map();
+    this.#bytes = 0;
+  }
+  has(sha) {
+    return this.#entries.has(sha);
+  }
+  /** The entry (and marks it recently used), or undefined. */
+  get(sha) {
+    const e = this.#entries.get(sha);
+    if (!e) return void 0;
+    this.#entries.delete(sha);
+    this.#entries.set(sha, e);
+    return e;
+  }
+  /** The entry for a payload text read from the database (kept if it fits the budget). */
+  put(sha, text6) {
+    const known = this.#entries.get(sha);
+    if (known) return known;
+    const e = new PayloadEntry(text6, text6.length);
+    if (e.size > this.budgetBytes) return e;
+    this.#entries.set(sha, e);
+    this.#bytes += e.size;
+    for (const [k, old] of this.#entries) {
+      if (this.#bytes <= this.budgetBytes) break;
+      this.#entries.delete(k);
+      this.#bytes -= old.size;
+    }
+    return e;
+  }
+  get bytes() {
+    return this.#bytes;
+  }
+  get size() {
+    return this.#entries.size;
+  }
+  clear() {
+    this.#entries.clear();
+    this.#bytes = 0;
+  }
+};
+var payloadCache = new PayloadCache(32 * 1024 * 1024);
+
+// core/src/preflight/evaluate.ts
+var MAX_ERROR_TEXT = 300;
+function message(e) {
+  const m = e instanceof Error ? e.message : String(e);
+  return m.length > MAX_ERROR_TEXT ? `${m.slice(0, MAX_ERROR_TEXT)}\u2026` : m;
 }
 function applies(check, device, plan, adapter6) {
   if (check.optIn && !(plan.checks ?? []).includes(check.id)) return false;
@@ -422,78 +489,9 @@ function summarize(plan, checks, now, opts = {}) {
   if (sel) result2.selection = sel;
   return result2;
 }
-var PayloadEntry = class {
-  size;
-  #text;
-  #value;
-  /** An entry over a payload's `text`; `size` is what it counts against the cache budget. */
-  constructor(text6, size) {
-    this.size = size;
-    this.#value = void 0;
-    this.#text = text6;
-  }
-  /** The parsed, frozen payload (parsed on first use; throws when the text is not JSON). */
-  get value() {
-    if (this.#text !== null) {
-      this.#value = freezeParsed(JSON.parse(this.#text));
-      this.#text = null;
-    }
-    return this.#value;
-  }
-};
-var PayloadCache = class {
-  budgetBytes;
-  #entries;
-  #bytes;
-  /** A cache holding at most `budgetBytes` of payload text (UTF-16 code units). */
-  constructor(budgetBytes) {
-    this.budgetBytes = budgetBytes;
-    this.#entries = /* @__PURE__ */ new Map();
-    this.#bytes = 0;
-  }
-  /** Whether a payload with this SHA-256 is cached (does not mark it used). */
-  has(sha) {
-    return this.#entries.has(sha);
-  }
-  /** The entry (and marks it recently used), or undefined. */
-  get(sha) {
-    const e = this.#entries.get(sha);
-    if (!e) return void 0;
-    this.#entries.delete(sha);
-    this.#entries.set(sha, e);
-    return e;
-  }
-  /** The entry for a payload text read from the database (kept if it fits the budget). */
-  put(sha, text6) {
-    const known = this.#entries.get(sha);
-    if (known) return known;
-    const e = new PayloadEntry(text6, text6.length);
-    if (e.size > this.budgetBytes) return e;
-    this.#entries.set(sha, e);
-    this.#bytes += e.size;
-    for (const [k, old] of this.#entries) {
-      if (this.#bytes <= this.budgetBytes) break;
-      this.#entries.delete(k);
-      this.#bytes -= old.size;
-    }
-    return e;
-  }
-  /** Payload text cached, in UTF-16 code units. */
-  get bytes() {
-    return this.#bytes;
-  }
-  /** Number of payloads cached. */
-  get size() {
-    return this.#entries.size;
-  }
-  /** Drop every entry. */
-  clear() {
-    this.#entries.clear();
-    this.#bytes = 0;
-  }
-};
-var payloadCache = new PayloadCache(32 * 1024 * 1024);
-function preflightOf(registry, plan, selection) {
+
+// core/src/preflight/engine.ts
+function pairsOf(registry, plan, selection) {
   const defs = registry.checks.map((c) => c.check);
   const checkSelected = defs.map((c) => !selection?.checkIds || selection.checkIds.has(c.id));
   const deviceSelected = (d) => !selection?.deviceIds || selection.deviceIds.has(d.id);
@@ -517,21 +515,6 @@ function preflightOf(registry, plan, selection) {
         if (applied !== false) f(check, device, applied, checkSelected[i] && deviceSelected(device));
       });
     });
-  };
-  const wants = (devices) => {
-    const wanted = /* @__PURE__ */ new Map();
-    eachPair(devices, (check, device, _applied, selected) => {
-      if (!selected) return;
-      for (const label of [
-        check.label,
-        ...check.alsoReads ?? []
-      ]) {
-        let ids2 = wanted.get(label);
-        if (!ids2) wanted.set(label, ids2 = /* @__PURE__ */ new Set());
-        ids2.add(device.id);
-      }
-    });
-    return wanted;
   };
   const report = (devices) => {
     if (!selection) return void 0;
@@ -558,100 +541,124 @@ function preflightOf(registry, plan, selection) {
       complete: pairs === 0
     };
   };
-  const evaluate = ({ devices, latest, payloads }, now = /* @__PURE__ */ new Date(), asOf) => {
-    const payloadOf = (sha) => payloads.get(sha).value;
-    const known = (sha) => payloads.has(sha);
-    const facts2 = new Map(devices.map((d) => [
-      d.vendor,
-      registry.adapters.get(d.vendor)?.adapter.facts ?? {}
-    ]));
-    const clock = asOf ?? now;
-    const checks = [];
-    eachPair(devices, (check, device, applied, selected) => {
-      if (!selected) return;
-      const s = latest.get(check.label)?.get(device.id);
-      const snapshot = s && known(s.sha) ? {
-        id: s.id,
-        payloadSha256: s.sha,
-        collectedAt: s.at
-      } : null;
-      const view = () => lazySnapshot(s, device, check.label, payloadOf);
-      const ctx = {
-        now: new Date(clock),
-        facts: facts2.get(device.vendor)
-      };
-      if (check.alsoReads) {
-        const related = {};
-        for (const label of check.alsoReads) {
-          const r = latest.get(label)?.get(device.id);
-          related[label] = r && known(r.sha) ? lazySnapshot(r, device, label, payloadOf) : null;
-        }
-        ctx.related = related;
-      }
-      checks.push(evaluateApplicable({
-        check,
-        device,
-        plan,
-        snapshot,
-        view,
-        ctx,
-        applied
-      }));
-    });
-    return summarize(plan, checks, now, {
-      asOf,
-      selection: report(devices)
-    });
+  return {
+    each: eachPair,
+    report
   };
-  const dryRun = ({ devices, latest }, now = /* @__PURE__ */ new Date(), asOf) => {
-    const reads = [];
-    let evaluations = 0;
-    let wouldSkip = 0;
-    const hosts = /* @__PURE__ */ new Set();
-    eachPair(devices, (check, device, _applied, selected) => {
+}
+function wantsOf(pairs) {
+  return (devices) => {
+    const wanted = /* @__PURE__ */ new Map();
+    pairs.each(devices, (check, device, _applied, selected) => {
       if (!selected) return;
-      evaluations++;
-      hosts.add(device.id);
-      [
+      for (const label of [
         check.label,
         ...check.alsoReads ?? []
-      ].forEach((label, k) => {
-        const s = latest.get(label)?.get(device.id);
-        if (k === 0 && !s) wouldSkip++;
-        reads.push({
-          checkId: check.id,
-          deviceId: device.id,
-          deviceHostname: device.hostname,
-          vendor: device.vendor,
-          label,
-          reads: k === 0 ? "evidence" : "related",
-          snapshot: s ? {
-            snapshotId: s.id,
-            payloadSha256: s.sha,
-            collectedAt: s.at.toISOString()
-          } : null
-        });
+      ]) {
+        let ids2 = wanted.get(label);
+        if (!ids2) wanted.set(label, ids2 = /* @__PURE__ */ new Set());
+        ids2.add(device.id);
+      }
+    });
+    return wanted;
+  };
+}
+function evaluateRead(registry, plan, pairs, { devices, latest, payloads }, now, asOf) {
+  const payloadOf = (sha) => payloads.get(sha).value;
+  const known = (sha) => payloads.has(sha);
+  const facts2 = new Map(devices.map((d) => [
+    d.vendor,
+    registry.adapters.get(d.vendor)?.adapter.facts ?? {}
+  ]));
+  const clock = asOf ?? now;
+  const checks = [];
+  pairs.each(devices, (check, device, applied, selected) => {
+    if (!selected) return;
+    const s = latest.get(check.label)?.get(device.id);
+    const snapshot = s && known(s.sha) ? {
+      id: s.id,
+      payloadSha256: s.sha,
+      collectedAt: s.at
+    } : null;
+    const view = () => lazySnapshot(s, device, check.label, payloadOf);
+    const ctx = {
+      now: new Date(clock),
+      facts: facts2.get(device.vendor)
+    };
+    if (check.alsoReads) {
+      const related = {};
+      for (const label of check.alsoReads) {
+        const r = latest.get(label)?.get(device.id);
+        related[label] = r && known(r.sha) ? lazySnapshot(r, device, label, payloadOf) : null;
+      }
+      ctx.related = related;
+    }
+    checks.push(evaluateApplicable({
+      check,
+      device,
+      plan,
+      snapshot,
+      view,
+      ctx,
+      applied
+    }));
+  });
+  return summarize(plan, checks, now, {
+    asOf,
+    selection: pairs.report(devices)
+  });
+}
+function dryRunRead(plan, pairs, { devices, latest }, now, asOf) {
+  const reads = [];
+  let evaluations = 0;
+  let wouldSkip = 0;
+  const hosts = /* @__PURE__ */ new Set();
+  pairs.each(devices, (check, device, _applied, selected) => {
+    if (!selected) return;
+    evaluations++;
+    hosts.add(device.id);
+    [
+      check.label,
+      ...check.alsoReads ?? []
+    ].forEach((label, k) => {
+      const s = latest.get(label)?.get(device.id);
+      if (k === 0 && !s) wouldSkip++;
+      reads.push({
+        checkId: check.id,
+        deviceId: device.id,
+        deviceHostname: device.hostname,
+        vendor: device.vendor,
+        label,
+        reads: k === 0 ? "evidence" : "related",
+        snapshot: s ? {
+          snapshotId: s.id,
+          payloadSha256: s.sha,
+          collectedAt: s.at.toISOString()
+        } : null
       });
     });
-    const sel = report(devices);
-    const summary = `dry run: would evaluate ${evaluations} check(s) on ${hosts.size} device(s) for ${plan.identifier}${asOf ? ` as of ${asOf.toISOString()}` : ""}; ${wouldSkip} without a snapshot would be skipped${sel ? `; filtered: the filter left out ${sel.excluded.pairs} (check, device) pair(s) the plan requires` : ""}`;
-    const out = {
-      planIdentifier: plan.identifier,
-      dryRun: true,
-      ranAt: now.toISOString(),
-      evaluations,
-      wouldSkip,
-      reads,
-      summary
-    };
-    if (asOf) out.asOf = asOf.toISOString();
-    if (sel) out.selection = sel;
-    return out;
+  });
+  const sel = pairs.report(devices);
+  const summary = `dry run: would evaluate ${evaluations} check(s) on ${hosts.size} device(s) for ${plan.identifier}${asOf ? ` as of ${asOf.toISOString()}` : ""}; ${wouldSkip} without a snapshot would be skipped${sel ? `; filtered: the filter left out ${sel.excluded.pairs} (check, device) pair(s) the plan requires` : ""}`;
+  const out = {
+    planIdentifier: plan.identifier,
+    dryRun: true,
+    ranAt: now.toISOString(),
+    evaluations,
+    wouldSkip,
+    reads,
+    summary
   };
+  if (asOf) out.asOf = asOf.toISOString();
+  if (sel) out.selection = sel;
+  return out;
+}
+function preflightOf(registry, plan, selection) {
+  const pairs = pairsOf(registry, plan, selection);
   return {
-    wants,
-    evaluate,
-    dryRun
+    wants: wantsOf(pairs),
+    evaluate: (read, now = /* @__PURE__ */ new Date(), asOf) => evaluateRead(registry, plan, pairs, read, now, asOf),
+    dryRun: (read, now = /* @__PURE__ */ new Date(), asOf) => dryRunRead(plan, pairs, read, now, asOf)
   };
 }
 function lazySnapshot(s, device, label, payloadOf) {
@@ -674,7 +681,7 @@ function lazySnapshot(s, device, label, payloadOf) {
   };
 }
 
-// core/src/runs/lab_state.ts
+// core/src/lab/state.ts
 function labStateOf(registry, read) {
   const { devices, latest, payloads } = read;
   const latestOf = (label, id) => {
@@ -742,7 +749,7 @@ function labStateOf(registry, read) {
   };
 }
 
-// core/src/runs/verdict.ts
+// core/src/report/results/verdict.ts
 var VERDICT_RULE = "dutlab-verdict-2";
 var MIN_COVERAGE = 0.95;
 function driftForVerdict(annex, devices) {
@@ -872,7 +879,7 @@ function jsonValue(v) {
   return typeof v === "string" ? JSON.parse(v) : v;
 }
 
-// core/src/runs/aggregate.ts
+// core/src/report/results/aggregate.ts
 var round3 = (x) => Math.round(x * 1e3) / 1e3;
 function percentile(sorted, p) {
   if (!sorted.length) throw new RangeError("no samples");
@@ -955,7 +962,7 @@ function budgetBurnedPct(shareSlower) {
   return Math.round(shareSlower / 0.01 * 100 * 10) / 10;
 }
 
-// core/src/runs/k6.ts
+// core/src/api/k6_summary.ts
 var isObj2 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
 var isNum = (v) => typeof v === "number" && Number.isFinite(v) && v >= 0;
 function valuesOf(metric) {
@@ -973,6 +980,8 @@ function valuesOf(metric) {
     nested: false
   };
 }
+
+// core/src/report/results/k6.ts
 var counter = (metric) => {
   const m = valuesOf(metric);
   if (!m || !isNum(m.v.count)) return null;
@@ -1026,7 +1035,7 @@ function readK6(summary) {
   };
 }
 
-// core/src/runs/figures.ts
+// core/src/report/results/figures.ts
 var r3 = (x) => Math.abs(x) < 1 && x !== 0 ? Number(x.toPrecision(4)) : Math.round(x * 1e3) / 1e3;
 var fig = (value, unit, source, exactness, basis) => ({
   value: r3(value),
@@ -1081,7 +1090,7 @@ function k6Figures(k, runDurationS) {
   };
 }
 
-// core/src/runs/drift.ts
+// core/src/report/results/drift.ts
 import { sql as sql3 } from "npm:kysely@0.29.9";
 
 // core/src/snapshots/volatile.ts
@@ -1303,7 +1312,7 @@ function applyOne(doc, op2, owned) {
   }
 }
 
-// core/src/runs/drift.ts
+// core/src/report/results/drift.ts
 async function driftOf(source, registry, devices, startedAt, endedAt) {
   const out = {
     compared: 0,

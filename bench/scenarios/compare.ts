@@ -13,7 +13,7 @@ import { type Figure, pct, round, TOKEN } from "../_util.ts";
 import type { Ctx } from "../main.ts";
 import { benchServices, freshDb } from "../_db.ts";
 import { createApp } from "../../core/src/http/app.ts";
-import { clearReportCache, compareRuns } from "../../core/src/runs/compare.ts";
+import { clearReportCache, compareRuns } from "../../core/src/report/results/compare.ts";
 import { currentReportFixture } from "../../core/testing/report_fixture_current.ts";
 import { canonicalJson, jcsSha256, sha256Hex } from "../../core/src/util/hash.ts";
 import type { ReportData } from "../../core/src/report/types.ts";

@@ -16,7 +16,8 @@ import {
   sql,
   type UnknownRow,
 } from "kysely";
-import { payloadCache, runPreflight } from "../../core/src/preflight/engine.ts";
+import { runPreflight } from "../../core/src/preflight/engine.ts";
+import { payloadCache } from "../../core/src/lab/read.ts";
 import { type Figure, mean, pct, round as rnd } from "../_util.ts";
 import type { Ctx } from "../main.ts";
 import { captureVendors } from "../_capture.ts";

@@ -8,7 +8,8 @@
 import type { AdapterDefinition, AdapterFacts } from "../src/adapter.ts";
 import type { CheckDefinition, CheckDevice, CheckSnapshot } from "../src/check.ts";
 import type { Plan } from "../src/plan.ts";
-import { checkApplies, type CheckResult, evaluateCheck } from "../src/preflight/engine.ts";
+import { checkApplies, evaluateCheck } from "../src/preflight/evaluate.ts";
+import type { CheckResult } from "../src/preflight/types.ts";
 
 /** What the fixture needs of an adapter: its vendor key and what the capability test reads. */
 export type CheckFixtureAdapter = Pick<AdapterDefinition, "vendorKey" | "labels" | "facts" | "deviceRoles">;

@@ -136,7 +136,7 @@ export async function printToPdf(urlOrHtml: string): Promise<Uint8Array> {
   let pdf: Uint8Array = new Uint8Array();
   await runChromium(
     urlOrHtml,
-    // Untagged, like report.pdf (core/src/report/pdf.ts): tagging doubles the print time of a big report.
+    // Untagged, like report.pdf (core/src/report/render/pdf.ts): tagging doubles the print time of a big report.
     (dir) => ["--no-pdf-header-footer", "--disable-pdf-tagging", `--print-to-pdf=${dir}/out.pdf`],
     async (dir) => {
       pdf = await Deno.readFile(`${dir}/out.pdf`);

@@ -11,12 +11,12 @@ import { jsonAnnex, licenseTexts, sealReport } from "../src/report/seal.ts";
 import type { DecryptAlert, ReportData } from "../src/report/types.ts";
 import type { Plan } from "../src/plan.ts";
 import type { PreflightResult } from "../src/preflight/engine.ts";
-import type { InventoryEntry, StartState } from "../src/runs/alerts.ts";
-import { aggregateK6, budgetBurnedPct, shareAboveK6 } from "../src/runs/aggregate.ts";
-import { readK6 } from "../src/runs/k6.ts";
-import { k6Figures } from "../src/runs/figures.ts";
-import { computeVerdict, driftForVerdict } from "../src/runs/verdict.ts";
-import type { DriftAnnex } from "../src/runs/drift.ts";
+import type { InventoryEntry, StartState } from "../src/lab/state.ts";
+import { aggregateK6, budgetBurnedPct, shareAboveK6 } from "../src/report/results/aggregate.ts";
+import { readK6 } from "../src/report/results/k6.ts";
+import { k6Figures } from "../src/report/results/figures.ts";
+import { computeVerdict, driftForVerdict } from "../src/report/results/verdict.ts";
+import type { DriftAnnex } from "../src/report/results/drift.ts";
 import { sha256Hex } from "../src/util/hash.ts";
 
 /** Options of {@link currentReportFixture}; every default is the troubled run of the issue. */

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { POLL_STATUSES } from "../errors.ts";
-import { k6Issues } from "../runs/k6.ts";
+import { k6Issues } from "./k6_summary.ts";
 
 /**
  * A device role. Which roles are accepted comes from the enabled adapters' `deviceRoles` (README

@@ -5,7 +5,7 @@
  * columns of a table), and each format renders any ResultSet.
  */
 import type { PreflightResult } from "../preflight/engine.ts";
-import type { Comparison } from "../runs/compare.ts";
+import type { Comparison } from "../report/results/compare.ts";
 import type { RunView } from "../runs/service.ts";
 import { renderJunit } from "./junit.ts";
 import { renderMarkdown } from "./markdown.ts";

@@ -15,8 +15,8 @@ import {
   MAX_COMPARED_RUNS,
   MIN_COMPARED_RUNS,
   REGRESSION_THRESHOLDS,
-} from "../runs/compare.ts";
-import { type CompareLicences, renderComparePage } from "../report/compare_page.tsx";
+} from "../report/results/compare.ts";
+import { type CompareLicences, renderComparePage } from "../report/render/compare_page.tsx";
 import { problems } from "./problem.ts";
 import { FormatQuery, formatted, formattedContent } from "./formats.ts";
 import { comparisonResultSet } from "../formats/results.ts";

@@ -3,7 +3,7 @@ import type { Services } from "../runtime/services.ts";
 import { checkShareLink, reportPath } from "./share.ts";
 import { bearerAuth } from "./auth.ts";
 import { problems } from "./problem.ts";
-import { renderReportPage } from "../report/page.tsx";
+import { renderReportPage } from "../report/render/page.tsx";
 import type { ReportData } from "../report/types.ts";
 import { pdfCertificateNote, publicBase } from "./routes_report_keys.ts";
 

@@ -7,7 +7,8 @@ import {
   problemResponse,
   problemResponses,
 } from "./openapi_util.ts";
-import { planPreflight, resolveSelection, runPreflight } from "../preflight/engine.ts";
+import { planPreflight, runPreflight } from "../preflight/engine.ts";
+import { resolveSelection } from "../preflight/selection.ts";
 import { StartGateRefused } from "../runs/service.ts";
 import { principalOf } from "./auth.ts";
 import { OVERRIDE_START_GATE_ROLE, roleAllows } from "../access/tokens.ts";

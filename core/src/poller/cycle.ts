@@ -186,6 +186,7 @@ export class PollService {
     at: Date,
     snapshots: Array<{ id: string; endpoint_label: string }>,
     executionId: string | null,
+    announcements: Array<() => Promise<void>>,
   ): Promise<void> {
     const device = { deviceId: row.id, hostname: row.hostname, vendor: row.vendor };
     const publishing = [
@@ -212,22 +213,8 @@ export class PollService {
         testRunExecutionId: executionId,
       }));
     }
-    if (executionId && snapshots.length) {
-      const alerts = await this.db.selectFrom("run_alerts").selectAll()
-        .where("snapshot_id", "in", snapshots.map((s) => s.id)).execute().catch(() => []);
-      for (const a of alerts) {
-        publishing.push(this.events!.publish("alert.raised", {
-          name: a.name,
-          executionId: a.execution_id,
-          deviceId: a.device_id,
-          hostname: a.device_hostname,
-          from: a.from_state,
-          to: a.to_state,
-          snapshotId: a.snapshot_id,
-          at: new Date(a.at).toISOString(),
-        }));
-      }
-    }
+    // What the features' write hooks announce (the runs feature's `alert.raised`), after the poll's events.
+    for (const announce of announcements) publishing.push(announce());
     await Promise.all(publishing);
   }
 
@@ -270,7 +257,7 @@ export class PollService {
       // Cancelled by the worker (shutdown), not the device's fault: record nothing, it stays due.
       throw new PollCancelledError(`Poll of ${row.hostname} cancelled; nothing recorded`);
     }
-    const { at, newPayloads, snapshots, executionId } = await this.#store.write(
+    const { at, newPayloads, snapshots, executionId, announcements } = await this.#store.write(
       row,
       reg ? { name: reg.name, version: reg.version } : null,
       outcome,
@@ -282,7 +269,9 @@ export class PollService {
     if (outcome.status === "ok") this.metrics.snapshotsStored.inc({}, outcome.snapshots.length);
     this.metrics.payloadsStored.inc({}, newPayloads);
     logPoll(row, outcome, Math.round(seconds * 1000));
-    if (this.events) await this.#publish(row, outcome, at, snapshots ?? [], executionId ?? null);
+    if (this.events) {
+      await this.#publish(row, outcome, at, snapshots ?? [], executionId ?? null, announcements ?? []);
+    }
     return {
       ok: outcome.status === "ok",
       lastPollStatus: outcome.status,

@@ -75,6 +75,12 @@ export interface Stored {
   snapshots?: Array<{ id: string; endpoint_label: string }>;
   /** The run active at the write, when snapshots were linked to one. */
   executionId?: string | null;
+  /**
+   * What the write hooks asked to announce for this poll once the write committed (see
+   * {@link StoredBatch.announce}), in the order they asked; the poll cycle runs them after the poll's own
+   * live events.
+   */
+  announcements?: Array<() => Promise<void>>;
 }
 
 /** One poll's write, as a {@link PollWriteHook} sees it. */
@@ -97,6 +103,11 @@ export interface StoredBatch {
   executionId: string | null;
   /** The polls of the batch that stored snapshots. */
   polls: StoredPoll[];
+  /**
+   * Announce something about a device's poll once the write has committed (a hook's live event): `publish`
+   * runs after the poll's own events, and never when the transaction rolls back.
+   */
+  announce(deviceId: string, publish: () => Promise<void>): void;
 }
 
 /**
@@ -223,6 +234,12 @@ export class PollStore {
       let newPayloads = new Map<number, number>();
       let byDevice = new Map<string, Array<{ id: string; endpoint_label: string }>>();
       let executionId: string | null = null;
+      const announcements = new Map<string, Array<() => Promise<void>>>();
+      const announce = (deviceId: string, publish: () => Promise<void>) => {
+        let list = announcements.get(deviceId);
+        if (!list) announcements.set(deviceId, list = []);
+        list.push(publish);
+      };
       if (withSnapshots.length) {
         // FOR SHARE: a run's finish (FOR UPDATE) waits for this commit, so its report lists these snapshots.
         const run = await tx.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
@@ -237,7 +254,7 @@ export class PollStore {
           rows: byDevice.get(j.row.id) ?? [],
           snapshots: j.outcome.snapshots,
         }));
-        for (const hook of this.#hooks) await hook({ tx, at, executionId, polls });
+        for (const hook of this.#hooks) await hook({ tx, at, executionId, polls, announce });
       }
       await updateDevices(tx, writes.map(({ j }) => j), at);
       for (const { i, j } of writes) {
@@ -246,6 +263,7 @@ export class PollStore {
           newPayloads: newPayloads.get(i) ?? 0,
           snapshots: byDevice.get(j.row.id) ?? [],
           executionId,
+          announcements: announcements.get(j.row.id) ?? [],
         };
       }
       return out as Array<Stored | Error>;

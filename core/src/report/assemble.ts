@@ -14,7 +14,7 @@ import type { PreflightResult } from "../preflight/engine.ts";
 import { jcsSha256 } from "../util/hash.ts";
 import { CONTROLLER, serves } from "../capability.ts";
 import { jsonValue } from "../db/json.ts";
-import type { StartState } from "../runs/alerts.ts";
+import type { StartState } from "../lab/state.ts";
 import {
   type Aggregate,
   aggregateK6,
@@ -22,11 +22,11 @@ import {
   budgetBurnedPct,
   shareAbove,
   shareAboveK6,
-} from "../runs/aggregate.ts";
-import { readK6 } from "../runs/k6.ts";
-import { k6Figures, rawFigures } from "../runs/figures.ts";
-import { driftForVerdict, VERDICT_RULE, VERDICT_RULES } from "../runs/verdict.ts";
-import { dbDriftSource, driftOf, type DriftSource } from "../runs/drift.ts";
+} from "./results/aggregate.ts";
+import { readK6 } from "./results/k6.ts";
+import { k6Figures, rawFigures } from "./results/figures.ts";
+import { driftForVerdict, VERDICT_RULE, VERDICT_RULES } from "./results/verdict.ts";
+import { dbDriftSource, driftOf, type DriftSource } from "./results/drift.ts";
 import type { RunResults } from "../api/schemas.ts";
 import { jsonAnnex, licenseTexts, sealReport } from "./seal.ts";
 import type { DecryptAlert, ReportData, StartGate } from "./types.ts";

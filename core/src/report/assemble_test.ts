@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { labDecryptState } from "./assemble.ts";
-import type { StartState } from "../runs/alerts.ts";
+import type { StartState } from "../lab/state.ts";
 
 const lab = (...states: Array<"on" | "off" | "unknown">): StartState => ({
   devices: [],

@@ -13,9 +13,8 @@ import type { Registry } from "../registry.ts";
 import type { Plan } from "../plan.ts";
 import type { PreflightResult } from "../preflight/engine.ts";
 import type { RunResults } from "../api/schemas.ts";
-import type { StartState } from "../runs/alerts.ts";
-import type { RunService } from "../runs/service.ts";
-import { dbDriftSource, driftOf, type DriftSource } from "../runs/drift.ts";
+import type { StartState } from "../lab/state.ts";
+import { dbDriftSource, driftOf, type DriftSource } from "./results/drift.ts";
 import { jsonValue } from "../db/json.ts";
 import { NotFoundError } from "../errors.ts";
 import { isUuid } from "../util/ids.ts";
@@ -25,7 +24,7 @@ import { linkedSnapshots } from "./assemble.ts";
 import type { DriftRead, LabReadInput, ReadSnapshot, ReplayInputs } from "./replay.ts";
 import { MANIFEST } from "./evidence_read.ts";
 import type { PdfCertificates } from "./pdf_certificates.ts";
-import type { ReportData, StartGate } from "./types.ts";
+import type { DecryptAlert, ReportData, StartGate } from "./types.ts";
 
 /** One file of a bundle: its path inside the bundle's folder and its content. */
 export interface BundleFile {
@@ -37,7 +36,8 @@ export interface BundleFile {
 export interface EvidenceServices {
   db: Kysely<Database>;
   registry: Registry;
-  runs: RunService;
+  /** The runs feature, for a run's decrypt alerts (the run service is one; report names no runs module). */
+  runs: { alerts(executionId: string): Promise<DecryptAlert[]> };
   signatures: ReportSignatures;
   /** The PDF signing certificates (README "PDF"): a bundle carries every one the service has used. */
   pdfCertificates: PdfCertificates;

@@ -13,17 +13,12 @@ import type { Registry } from "../registry.ts";
 import type { Plan } from "../plan.ts";
 import type { RunResults } from "../api/schemas.ts";
 import type { CheckDevice } from "../check.ts";
-import {
-  type LabRead,
-  type Latest,
-  PayloadEntry,
-  preflightOf,
-  type PreflightResult,
-} from "../preflight/engine.ts";
-import { labStateOf } from "../runs/lab_state.ts";
-import type { StartState } from "../runs/alerts.ts";
-import type { DriftSource, Snap } from "../runs/drift.ts";
-import { VERDICT_RULES } from "../runs/verdict.ts";
+import { type LabRead, type Latest, PayloadEntry } from "../lab/read.ts";
+import { preflightOf, type PreflightResult } from "../preflight/engine.ts";
+import { labStateOf } from "../lab/state.ts";
+import type { StartState } from "../lab/state.ts";
+import type { DriftSource, Snap } from "./results/drift.ts";
+import { VERDICT_RULES } from "./results/verdict.ts";
 import { canonicalJson, jcsSha256, sha256Hex } from "../util/hash.ts";
 import { composeReport, type LinkedSnapshot } from "./assemble.ts";
 import type { DecryptAlert, ReportData, StartGate } from "./types.ts";

@@ -1,6 +1,6 @@
-import type { Aggregate } from "../runs/aggregate.ts";
+import type { Aggregate } from "./results/aggregate.ts";
 import type { Plan } from "../plan.ts";
-import type { InventoryEntry } from "../runs/alerts.ts";
+import type { InventoryEntry } from "../lab/state.ts";
 
 /** One annex of a report: its body is a string (JSON text for data annexes) and `sha256` hashes it. */
 export interface Annex {

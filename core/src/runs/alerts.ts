@@ -3,56 +3,10 @@ import type { Database } from "../db/schema.ts";
 import type { DeviceRow } from "../devices/store.ts";
 import type { Registry } from "../registry.ts";
 import type { PollWriteHook } from "../poller/store.ts";
+import type { EventBus } from "../events/bus.ts";
 import { FIREWALL } from "../capability.ts";
+import { decryptStateOf, type StartState } from "../lab/state.ts";
 import { jsonValue } from "../db/json.ts";
-
-/**
- * What a device said about itself at a run's start, through its adapter's `inventory` fact over the latest
- * snapshot of the adapter's `inventoryLabel`. `status`: `read`; `no-snapshot` (no snapshot of that label
- * yet); `unreadable` (the adapter could not read the payload); `not-supported` (the adapter has no inventory
- * fact, or the vendor no adapter).
- */
-export interface InventoryEntry {
-  /** Whether and how the inventory was read (see above). */
-  status: "read" | "no-snapshot" | "unreadable" | "not-supported";
-  /** Device model, null when not read. */
-  model: string | null;
-  /** Software version, null when not read. */
-  softwareVersion: string | null;
-  /** Serial number, null when not read. */
-  serialNumber: string | null;
-  /** The snapshot the inventory was read from, null when none. */
-  snapshotId: string | null;
-  /** SHA-256 (hex) of that snapshot's payload, null when none. */
-  payloadSha256: string | null;
-}
-
-/** Decrypt state of the firewalls recorded at a run's start. */
-export interface StartState {
-  devices: Array<{ id: string; hostname: string; vendor: string; deviceRole: string | null }>;
-  /** Per device id (runs started since inventories were recorded). */
-  inventory?: Record<string, InventoryEntry>;
-  /** Per device id: decrypt state from its latest decrypt-policy snapshot ({@link FIREWALL}'s label) at start. */
-  decrypt: Record<
-    string,
-    { state: "on" | "off" | "unknown"; snapshotId: string | null; ruleCount: number | null }
-  >;
-}
-
-/** Decrypt state of a firewall's decrypt-policy payload ({@link FIREWALL}'s label), through the vendor adapter's facts. */
-export function decryptStateOf(
-  registry: Registry,
-  vendor: string,
-  payload: unknown,
-): "on" | "off" | "unknown" {
-  const f = registry.adapters.get(vendor)?.adapter.facts?.decryptRuleCount;
-  if (!f) return "unknown";
-  try {
-    return f(payload) > 0 ? "on" : "off";
-  } catch {
-    return "unknown";
-  }
-}
 
 /** What {@link recordDecryptAlerts} needs to know about one stored poll. */
 export interface DecryptAlertInput {
@@ -69,6 +23,20 @@ export interface DecryptAlertInput {
   /** What the poll collected (label and payload). */
   snapshots: Array<{ label: string; payload: unknown }>;
   /** The database clock at the write. */
+  at: Date;
+  /** Called with the alert recorded, if any (the write hook announces it as `alert.raised`). */
+  raised?: (alert: RecordedAlert) => void;
+}
+
+/** A decrypt alert as recorded in `run_alerts`. */
+export interface RecordedAlert {
+  name: string;
+  executionId: string;
+  deviceId: string;
+  hostname: string;
+  from: "on" | "off";
+  to: "on" | "off";
+  snapshotId: string;
   at: Date;
 }
 
@@ -100,15 +68,27 @@ export async function recordDecryptAlerts(input: DecryptAlertInput): Promise<voi
     to_state: now,
     snapshot_id: snap.id,
   }).execute();
+  input.raised?.({
+    name: "TLSDecryptModeChanged",
+    executionId,
+    deviceId: device.id,
+    hostname: device.hostname,
+    from: prev,
+    to: now,
+    snapshotId: snap.id,
+    at,
+  });
 }
 
 /**
  * The runs feature's poll store write hook (registered when Services are built): records the decrypt
  * alerts of the polls written during an active run, reading the run's start state at most once per batch
- * and only when a firewall's poll needs it.
+ * and only when a firewall's poll needs it. With `events`, each alert recorded is announced as
+ * `alert.raised` once the write has committed, after the poll's own live events (the poller names no runs
+ * table).
  */
-export function decryptAlertWriter(registry: Registry): PollWriteHook {
-  return async ({ tx, at, executionId, polls }) => {
+export function decryptAlertWriter(registry: Registry, events?: EventBus): PollWriteHook {
+  return async ({ tx, at, executionId, polls, announce }) => {
     if (executionId === null) return;
     let start: Promise<StartState | undefined> | undefined;
     const startState = () =>
@@ -125,6 +105,18 @@ export function decryptAlertWriter(registry: Registry): PollWriteHook {
         rows: p.rows,
         snapshots: p.snapshots,
         at,
+        raised: events && ((a) =>
+          announce(a.deviceId, () =>
+            events.publish("alert.raised", {
+              name: a.name,
+              executionId: a.executionId,
+              deviceId: a.deviceId,
+              hostname: a.hostname,
+              from: a.from,
+              to: a.to,
+              snapshotId: a.snapshotId,
+              at: a.at.toISOString(),
+            }))),
       });
     }
   };

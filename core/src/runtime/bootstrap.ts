@@ -25,7 +25,6 @@ import { reconcilePatternSets } from "../snapshots/stable.ts";
 export type { LoadedModules } from "../registry.ts";
 export { buildRegistry } from "../registry.ts";
 export { parseEnv } from "./config.ts";
-export { createApp } from "../http/app.ts";
 export { buildPollServices, buildServices } from "./services.ts";
 export { migrate, openDatabase } from "../db/open.ts";
 export { PollWorker } from "../poller/worker.ts";

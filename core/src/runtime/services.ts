@@ -12,7 +12,7 @@ import { AuditLog, TokenStore } from "../access/tokens.ts";
 import { EventBus } from "../events/bus.ts";
 import { ReportSignatures, ReportSigningKey } from "../report/sign.ts";
 import type { EvidenceServices } from "../report/evidence.ts";
-import { PdfRenderer } from "../report/pdf.ts";
+import { PdfRenderer } from "../report/render/pdf.ts";
 import { MAKE_PDF_CERTIFICATE, PdfCertificates } from "../report/pdf_certificates.ts";
 import type { PdfSigner } from "../report/pdf_sign.ts";
 import { StartupError } from "../errors.ts";
@@ -102,7 +102,7 @@ export async function buildPollServices(
     deviceTimeoutMs: config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
     locks: db.kind === "postgres" ? new DeviceLocks(db) : undefined,
     // The runs feature records decrypt alerts in the poll store's transaction (the poller knows no runs).
-    writeHooks: [decryptAlertWriter(registry)],
+    writeHooks: [decryptAlertWriter(registry, events)],
     events,
   });
   return {

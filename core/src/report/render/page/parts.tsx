@@ -5,7 +5,7 @@
  * @module
  */
 import type { ComponentChildren } from "preact";
-import type { ReportData } from "../types.ts";
+import type { ReportData } from "../../types.ts";
 import { fmtDate } from "./format.ts";
 
 export const Check = () => (

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { ReportData } from "../types.ts";
+import type { ReportData } from "../../types.ts";
 
 const LANGS = [
   { key: "en", heading: "English" },

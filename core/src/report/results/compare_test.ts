@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { compareReports, planChanges, REGRESSION_THRESHOLDS } from "./compare.ts";
-import { currentReportFixture } from "../../testing/report_fixture_current.ts";
-import { jcsSha256 } from "../util/hash.ts";
-import type { ReportData } from "../report/types.ts";
-import { renderComparePage } from "../report/compare_page.tsx";
+import { currentReportFixture } from "../../../testing/report_fixture_current.ts";
+import { jcsSha256 } from "../../util/hash.ts";
+import type { ReportData } from "../types.ts";
+import { renderComparePage } from "../render/compare_page.tsx";
 
 /** A clean fixture run, `n` hours after the fixture's start, changed by `edit`, resealed. */
 async function run(n: number, edit: (r: ReportData) => void = () => {}): Promise<ReportData> {

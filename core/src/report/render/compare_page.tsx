@@ -6,9 +6,9 @@
  * @module
  */
 import { renderToString } from "preact-render-to-string";
-import type { ComparedRun, Comparison, KpiName } from "../runs/compare.ts";
-import { KPI_SOURCE } from "../runs/compare.ts";
-import type { ReportData } from "./types.ts";
+import type { ComparedRun, Comparison, KpiName } from "../results/compare.ts";
+import { KPI_SOURCE } from "../results/compare.ts";
+import type { ReportData } from "../types.ts";
 import { fmtDate } from "./page/format.ts";
 import { Licence } from "./page/licence.tsx";
 import { printStylesheet } from "./page/styles.ts";

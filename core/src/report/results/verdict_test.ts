@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import type { Plan } from "../plan.ts";
-import type { PreflightResult } from "../preflight/engine.ts";
+import type { Plan } from "../../plan.ts";
+import type { PreflightResult } from "../../preflight/engine.ts";
 import { rawFigures } from "./figures.ts";
 import { computeVerdict, driftForVerdict, type VerdictDrift, type VerdictInputs } from "./verdict.ts";
 

@@ -12,34 +12,22 @@
  * In a rate, `passes` counts the samples that were true: for `http_req_failed` that is the number of
  * failed requests (k6 issue #2386). A metric may be in either form; one document is one form in practice.
  *
+ * This file is the validation of a submitted summary (the wire format a finish accepts); reading the figures
+ * of an accepted one is the report's (`core/src/report/results/k6.ts`).
+ *
  * @module
  */
-import type { K6Trend } from "./aggregate.ts";
-
 /** A problem with a submitted k6 summary, at a path below `k6Summary`. */
 export interface K6Issue {
   path: Array<string | number>;
   message: string;
 }
 
-/** A k6 summary reduced to what the report reads. */
-export interface K6Figures {
-  format: "summary-export" | "handleSummary";
-  duration: K6Trend;
-  requests: { count: number; rate: number | null };
-  failed: { failed: number; total: number; rate: number };
-  dataSent: { count: number; rate: number | null } | null;
-  dataReceived: { count: number; rate: number | null } | null;
-  iterations: { count: number; rate: number | null } | null;
-  checks: { passes: number; fails: number } | null;
-  thresholds: Array<{ metric: string; expression: string; ok: boolean }>;
-  /** `state.testRunDurationMs` (handleSummary form), else null. */
-  testRunDurationMs: number | null;
-}
-
-const isObj = (v: unknown): v is Record<string, unknown> =>
+/** A plain object (not null, not an array). */
+export const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
-const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
+/** A finite number ≥ 0. */
+export const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
 
 /** Metrics a finish needs; the others are read when present. */
 export const K6_REQUIRED = ["http_req_duration", "http_reqs", "http_req_failed"] as const;
@@ -47,7 +35,9 @@ const TREND = ["avg", "min", "med", "max", "p(95)", "p(99)"] as const;
 const HINT = 'run k6 with --summary-trend-stats "avg,min,med,max,p(90),p(95),p(99)"';
 
 /** The values of one metric, whichever form it is in, with the path prefix of those values. */
-function valuesOf(metric: unknown): { v: Record<string, unknown>; at: string[]; nested: boolean } | null {
+export function valuesOf(
+  metric: unknown,
+): { v: Record<string, unknown>; at: string[]; nested: boolean } | null {
   if (!isObj(metric)) return null;
   if (isObj(metric.values)) return { v: metric.values, at: ["values"], nested: true };
   return { v: metric, at: [], nested: false };
@@ -115,44 +105,4 @@ export function k6Issues(summary: unknown): K6Issue[] {
     }
   }
   return issues;
-}
-
-const counter = (metric: unknown) => {
-  const m = valuesOf(metric);
-  if (!m || !isNum(m.v.count)) return null;
-  return { count: m.v.count, rate: isNum(m.v.rate) ? m.v.rate : null };
-};
-
-/** Read a summary that {@link k6Issues} accepted. */
-export function readK6(summary: { metrics: Record<string, unknown>; state?: unknown }): K6Figures {
-  const m = summary.metrics;
-  const d = valuesOf(m.http_req_duration)!;
-  const f = valuesOf(m.http_req_failed)!;
-  const failedCount = f.v.passes as number;
-  const total = failedCount + (f.v.fails as number);
-  const checks = valuesOf(m.checks);
-  const thresholds: K6Figures["thresholds"] = [];
-  for (const [metric, raw] of Object.entries(m).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)) {
-    if (!isObj(raw) || !isObj(raw.thresholds)) continue;
-    for (const [expression, t] of Object.entries(raw.thresholds)) {
-      // handleSummary: {ok}; --summary-export: true when the threshold was crossed.
-      if (isObj(t) && typeof t.ok === "boolean") thresholds.push({ metric, expression, ok: t.ok });
-      else if (typeof t === "boolean") thresholds.push({ metric, expression, ok: !t });
-    }
-  }
-  const state = isObj(summary.state) ? summary.state : {};
-  return {
-    format: d.nested ? "handleSummary" : "summary-export",
-    duration: d.v as unknown as K6Trend,
-    requests: counter(m.http_reqs)!,
-    failed: { failed: failedCount, total, rate: total > 0 ? failedCount / total : 0 },
-    dataSent: counter(m.data_sent),
-    dataReceived: counter(m.data_received),
-    iterations: counter(m.iterations),
-    checks: checks && isNum(checks.v.passes) && isNum(checks.v.fails)
-      ? { passes: checks.v.passes, fails: checks.v.fails }
-      : null,
-    thresholds,
-    testRunDurationMs: isNum(state.testRunDurationMs) ? state.testRunDurationMs : null,
-  };
 }

@@ -7,14 +7,14 @@ import {
   pdfPages,
   printToPdf,
   squash,
-} from "../../testing/chromium.ts";
-import { reportFixture } from "../../testing/report_fixture.ts";
-import { currentReportFixture } from "../../testing/report_fixture_current.ts";
-import { verifyReport } from "./verify.ts";
+} from "../../../testing/chromium.ts";
+import { reportFixture } from "../../../testing/report_fixture.ts";
+import { currentReportFixture } from "../../../testing/report_fixture_current.ts";
+import { verifyReport } from "../verify.ts";
 import { renderReportPage } from "./page.tsx";
 import { breakable } from "./page/annexes.tsx";
-import { sealReport } from "./seal.ts";
-import type { ReportData } from "./types.ts";
+import { sealReport } from "../seal.ts";
+import type { ReportData } from "../types.ts";
 
 const decode = (s: string) =>
   s.replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&quot;", '"').replaceAll("&#39;", "'")

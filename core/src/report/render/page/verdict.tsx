@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { ReportData, VerdictReason } from "../types.ts";
+import type { ReportData, VerdictReason } from "../../types.ts";
 import { fmtMs } from "./format.ts";
 import { Check, Cross } from "./parts.tsx";
 

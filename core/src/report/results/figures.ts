@@ -1,4 +1,4 @@
-import type { Figure, ResultFigures } from "../report/types.ts";
+import type { Figure, ResultFigures } from "../types.ts";
 import type { K6Figures } from "./k6.ts";
 
 /** Optional counts submitted with raw latency samples (from the load generator). */

@@ -5,7 +5,7 @@
  * @module
  */
 import type { ComponentChildren } from "preact";
-import type { Annex, ReportData } from "../types.ts";
+import type { Annex, ReportData } from "../../types.ts";
 import { AnnexTable } from "../annex_tables.tsx";
 import { int } from "./format.ts";
 

@@ -1,6 +1,6 @@
 /**
  * A run's lab state (at its start and at its end) as a reader of the lab read that pre-flight uses
- * (`readLab` in preflight.ts): the enabled devices, each firewall's decrypt state and each device's
+ * (`readLab` in lab/read.ts): the enabled devices, each firewall's decrypt state and each device's
  * inventory, from the latest snapshots of only the labels they need, each payload parsed once (through the
  * payload cache, shared with the pre-flight of the same read).
  *
@@ -8,8 +8,49 @@
  */
 import type { Registry } from "../registry.ts";
 import { FIREWALL, serves } from "../capability.ts";
-import type { LabRead, LabWants, Latest } from "../preflight/engine.ts";
-import type { InventoryEntry, StartState } from "./alerts.ts";
+import type { LabRead, LabWants, Latest } from "./read.ts";
+
+/**
+ * What a device said about itself at a run's start, through its adapter's `inventory` fact over the latest
+ * snapshot of the adapter's `inventoryLabel`. `status`: `read`; `no-snapshot` (no snapshot of that label
+ * yet); `unreadable` (the adapter could not read the payload); `not-supported` (the adapter has no inventory
+ * fact, or the vendor no adapter).
+ */
+export interface InventoryEntry {
+  status: "read" | "no-snapshot" | "unreadable" | "not-supported";
+  model: string | null;
+  softwareVersion: string | null;
+  serialNumber: string | null;
+  snapshotId: string | null;
+  payloadSha256: string | null;
+}
+
+/** Decrypt state of the firewalls recorded at a run's start. */
+export interface StartState {
+  devices: Array<{ id: string; hostname: string; vendor: string; deviceRole: string | null }>;
+  /** Per device id (runs started since inventories were recorded). */
+  inventory?: Record<string, InventoryEntry>;
+  /** Per device id: decrypt state from its latest decrypt-policy snapshot ({@link FIREWALL}'s label) at start. */
+  decrypt: Record<
+    string,
+    { state: "on" | "off" | "unknown"; snapshotId: string | null; ruleCount: number | null }
+  >;
+}
+
+/** Decrypt state of a firewall's decrypt-policy payload ({@link FIREWALL}'s label), through the vendor adapter's facts. */
+export function decryptStateOf(
+  registry: Registry,
+  vendor: string,
+  payload: unknown,
+): "on" | "off" | "unknown" {
+  const f = registry.adapters.get(vendor)?.adapter.facts?.decryptRuleCount;
+  if (!f) return "unknown";
+  try {
+    return f(payload) > 0 ? "on" : "off";
+  } catch {
+    return "unknown";
+  }
+}
 
 /**
  * The labels the lab state reads: {@link FIREWALL}'s label of the devices whose adapter serves it, and the

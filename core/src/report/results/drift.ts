@@ -4,11 +4,11 @@
  * the last snapshot collected at or before the run's start and the last one collected at or before its end.
  */
 import { type Kysely, sql } from "kysely";
-import type { Database } from "../db/schema.ts";
-import type { Registry } from "../registry.ts";
-import { canonicalJson } from "../util/hash.ts";
-import { stripVolatile, volatileFor } from "../snapshots/volatile.ts";
-import { diffPayloads, type PayloadDiff } from "../snapshots/diff.ts";
+import type { Database } from "../../db/schema.ts";
+import type { Registry } from "../../registry.ts";
+import { canonicalJson } from "../../util/hash.ts";
+import { stripVolatile, volatileFor } from "../../snapshots/volatile.ts";
+import { diffPayloads, type PayloadDiff } from "../../snapshots/diff.ts";
 
 export interface DriftEntry extends PayloadDiff {
   deviceId: string;

@@ -1,6 +1,6 @@
-import type { Plan } from "../plan.ts";
-import type { PreflightResult } from "../preflight/engine.ts";
-import type { DecryptAlert, ResultFigures, StartGate, VerdictReason, VerdictValue } from "../report/types.ts";
+import type { Plan } from "../../plan.ts";
+import type { PreflightResult } from "../../preflight/engine.ts";
+import type { DecryptAlert, ResultFigures, StartGate, VerdictReason, VerdictValue } from "../types.ts";
 
 /**
  * Identifies the rule below in every report that applies it (README "Verdict"). A report records the rule it

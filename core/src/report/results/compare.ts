@@ -10,10 +10,10 @@
  * @module
  */
 import { type Kysely, sql } from "kysely";
-import type { Database } from "../db/schema.ts";
-import { canonicalJson, jcsSha256 } from "../util/hash.ts";
-import { ConflictError, InvalidInputError, NotFoundError } from "../errors.ts";
-import type { ReportData, VerdictValue } from "../report/types.ts";
+import type { Database } from "../../db/schema.ts";
+import { canonicalJson, jcsSha256 } from "../../util/hash.ts";
+import { ConflictError, InvalidInputError, NotFoundError } from "../../errors.ts";
+import type { ReportData, VerdictValue } from "../types.ts";
 
 /** Identifies the comparison rule below in every comparison that applies it. */
 export const COMPARISON_RULE = "dutlab-compare-1";

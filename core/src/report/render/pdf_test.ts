@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { PDFDocument } from "pdf-lib";
 import { PdfRenderer } from "./pdf.ts";
-import { UnavailableError } from "../errors.ts";
-import { findChromium } from "../../testing/chromium.ts";
+import { UnavailableError } from "../../errors.ts";
+import { findChromium } from "../../../testing/chromium.ts";
 
 const chromium = findChromium();
 const ignore = !chromium && !Deno.env.get("CI");

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { ReportData } from "../types.ts";
+import type { ReportData } from "../../types.ts";
 import { type ReportSignatureInfo, SigningKeyHash } from "../signature_note.tsx";
 import { fmtDate, fmtDuration, fmtMs } from "./format.ts";
 import { Invalidation, Kv, OutcomeBadge, Row, SloBadge, startGateText, StartOverride } from "./parts.tsx";

@@ -9,9 +9,9 @@
 // puppeteer-core and pdf-lib are loaded on the first PDF, not at start-up: together they add about 0.27 s
 // to every start of the service (BENCHMARKS.md section 7).
 import type { Browser, Page } from "puppeteer-core";
-import { UnavailableError } from "../errors.ts";
-import { logger } from "../util/log.ts";
-import type { PdfSignatureFields, PdfSigner } from "./pdf_sign.ts";
+import { UnavailableError } from "../../errors.ts";
+import { logger } from "../../util/log.ts";
+import type { PdfSignatureFields, PdfSigner } from "../pdf_sign.ts";
 
 const CANDIDATES = ["/usr/bin/chromium", "/usr/bin/chromium-browser"];
 
@@ -284,7 +284,7 @@ export async function attachEvidence(
   };
   for (const [k, v] of Object.entries(custom)) info.set(PDFName.of(k), PDFString.of(v));
   if (sign) {
-    const { signPdfDocument } = await import("./pdf_sign.ts");
+    const { signPdfDocument } = await import("../pdf_sign.ts");
     return await signPdfDocument(doc, sign.signer, sign.fields);
   }
   return await doc.save({ addDefaultPage: false });

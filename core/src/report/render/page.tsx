@@ -13,7 +13,7 @@
  * @module
  */
 import { renderToString } from "preact-render-to-string";
-import type { ReportData } from "./types.ts";
+import type { ReportData } from "../types.ts";
 import { type ReportSignatureInfo, VerificationNote } from "./signature_note.tsx";
 import { printStylesheet } from "./page/styles.ts";
 import { Cover } from "./page/cover.tsx";
@@ -38,7 +38,7 @@ export interface ReportPageOptions {
  *
  * @example
  * ```ts
- * import type { ReportData } from "./types.ts";
+ * import type { ReportData } from "../types.ts";
  * declare const report: ReportData;
  * const html = renderReportPage(report, { shareNote: "Shared link, valid for 24 h" });
  * const response = new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });

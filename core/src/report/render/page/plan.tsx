@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { PlanPhase } from "../../plan.ts";
-import type { ReportData } from "../types.ts";
+import type { PlanPhase } from "../../../plan.ts";
+import type { ReportData } from "../../types.ts";
 import { fmtDuration, fmtLoad, fmtMs, fmtPct, fmtValue } from "./format.ts";
 import { Chip, Kv, Row } from "./parts.tsx";
 

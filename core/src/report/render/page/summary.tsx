@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Figure, ReportData } from "../types.ts";
+import type { Figure, ReportData } from "../../types.ts";
 import { fmtDate, fmtDuration, fmtMs, fmtPct, int, num } from "./format.ts";
 import { Chip, Invalidation, SloBadge } from "./parts.tsx";
 import { SloExplained } from "./verdict.tsx";

@@ -1,0 +1,10 @@
+/**
+ * `@dutlab/core/runtime`: what the entry points (`server.ts`, `poller.ts`, the tools) start the service with —
+ * the runtime of `core/src/runtime/bootstrap.ts` and the HTTP app over its services (`createApp`). This face
+ * stands outside core/src's floors, as `core/mod.ts` does: the runtime room sits below `http/`, which is built
+ * over its `Services`, so joining the two is the entry's job, not the runtime's.
+ *
+ * @module
+ */
+export * from "./src/runtime/bootstrap.ts";
+export { createApp } from "./src/http/app.ts";

@@ -1,0 +1,241 @@
+import { type Kysely, type RawBuilder, sql } from "kysely";
+import type { Database } from "../db/schema.ts";
+import type { CheckDevice } from "../check.ts";
+
+/** A deep freeze for what `JSON.parse` returns (plain objects and arrays only), without the allocations. */
+function freezeParsed(v: unknown): unknown {
+  if (typeof v === "object" && v !== null) {
+    Object.freeze(v);
+    if (Array.isArray(v)) { for (let i = 0; i < v.length; i++) freezeParsed(v[i]); }
+    else for (const k in v) freezeParsed((v as Record<string, unknown>)[k]);
+  }
+  return v;
+}
+
+/** One payload: its text until a check first reads it, then its parsed, frozen value. */
+export class PayloadEntry {
+  #text: string | null;
+  #value: unknown = undefined;
+
+  constructor(text: string, readonly size: number) {
+    this.#text = text;
+  }
+
+  /** The parsed, frozen payload (parsed on first use; throws when the text is not JSON). */
+  get value(): unknown {
+    if (this.#text !== null) {
+      this.#value = freezeParsed(JSON.parse(this.#text));
+      this.#text = null;
+    }
+    return this.#value;
+  }
+}
+
+/**
+ * Payloads by SHA-256, kept across pre-flights up to a budget of payload text (least recently used first
+ * out), parsed when a check first reads them. A payload's hash names its content, and stored payloads are
+ * immutable, so an entry is valid for any database and never goes stale; the budget only bounds memory.
+ */
+export class PayloadCache {
+  #entries = new Map<string, PayloadEntry>();
+  #bytes = 0;
+
+  constructor(readonly budgetBytes: number) {}
+
+  has(sha: string): boolean {
+    return this.#entries.has(sha);
+  }
+
+  /** The entry (and marks it recently used), or undefined. */
+  get(sha: string): PayloadEntry | undefined {
+    const e = this.#entries.get(sha);
+    if (!e) return undefined;
+    this.#entries.delete(sha);
+    this.#entries.set(sha, e);
+    return e;
+  }
+
+  /** The entry for a payload text read from the database (kept if it fits the budget). */
+  put(sha: string, text: string): PayloadEntry {
+    const known = this.#entries.get(sha);
+    if (known) return known;
+    const e = new PayloadEntry(text, text.length);
+    if (e.size > this.budgetBytes) return e;
+    this.#entries.set(sha, e);
+    this.#bytes += e.size;
+    for (const [k, old] of this.#entries) {
+      if (this.#bytes <= this.budgetBytes) break;
+      this.#entries.delete(k);
+      this.#bytes -= old.size;
+    }
+    return e;
+  }
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  clear(): void {
+    this.#entries.clear();
+    this.#bytes = 0;
+  }
+}
+
+/** The process's payload cache: 32 MiB of payload text (~10,000 payloads of a few kB). */
+export const payloadCache = new PayloadCache(32 * 1024 * 1024);
+
+/** The latest snapshot of one (device, label), as the lab read returns it. */
+export interface Latest {
+  id: string;
+  /** SHA-256 of its payload. */
+  sha: string;
+  at: Date;
+}
+
+/**
+ * One read of the lab (see {@link readLab}): the enabled devices, the latest snapshot of the (label, device)
+ * pairs its readers asked for, and their payloads.
+ */
+export interface LabRead {
+  /** Enabled devices, by hostname then id. */
+  devices: CheckDevice[];
+  /** Label → device id → its latest snapshot of that label (asked-for pairs that have one). */
+  latest: Map<string, Map<string, Latest>>;
+  /**
+   * The payload of every latest snapshot read, by SHA-256 (from {@link payloadCache} or read now), parsed
+   * and frozen on first use, once for all readers.
+   */
+  payloads: Map<string, PayloadEntry>;
+}
+
+/** What a reader of the lab needs, given the enabled devices: label → the ids of the devices to read. */
+export type LabWants = (devices: CheckDevice[]) => Map<string, Set<string>>;
+
+/** How {@link readLab} reads: now or as of a moment, with or without the payloads. */
+export interface LabReadOptions {
+  /**
+   * Read the lab as it stood at this moment: devices registered at or before it, and per wanted (label,
+   * device) the newest snapshot collected at or before it, instead of `snapshot_latest`.
+   */
+  asOf?: Date;
+  /** False: do not read payloads (a dry run names the snapshots it would read, nothing more). */
+  payloads?: boolean;
+}
+
+/**
+ * Read the lab once for one or more readers (the pre-flight of a plan, a run's lab state): at most three
+ * SELECTs whatever the number of readers, checks and devices, in one read-only REPEATABLE READ transaction
+ * (one view of the database; `db` already in a transaction is read as is): the enabled devices; then,
+ * once every reader has said what it wants of them, the latest snapshot of only those (label, device)
+ * pairs; then each distinct payload text once, except those in {@link payloadCache}.
+ *
+ * With `asOf`, "latest" means the newest snapshot collected at or before `asOf`, found per pair by a
+ * backward scan of the index `snapshots_device_label_id (device_id, endpoint_label, id desc)` that stops at
+ * the first row collected at or before `asOf` (README "Pre-flight", "As of a past moment").
+ */
+export async function readLab(
+  db: Kysely<Database>,
+  wants: LabWants[],
+  opts: LabReadOptions = {},
+): Promise<LabRead> {
+  const read = (tx: Kysely<Database>) => readLabIn(tx, wants, opts);
+  return db.isTransaction
+    ? await read(db)
+    : await db.transaction().setIsolationLevel("repeatable read").setAccessMode("read only").execute(read);
+}
+
+/** One row of the lab read's snapshot statement. */
+export type LatestRow = {
+  /** The device's id (UUID, as text). */
+  device_id: string;
+  /** The snapshot's endpoint label. */
+  endpoint_label: string;
+  /** The snapshot's id (bigint, as text). */
+  snapshot_id: string;
+  /** SHA-256 (hex) of the snapshot's payload. */
+  sha256: string;
+  /** When the snapshot was collected (a Date, or text on drivers that return it so). */
+  collected_at: Date | string;
+};
+
+/**
+ * The snapshot statement of a lab read as of a moment (exported for its plan test in
+ * tests/preflight_filters_test.ts): per wanted pair (per label, its device ids comma-separated), the last
+ * snapshot stored (highest id, the order `snapshot_latest` keeps) among those collected at or before `asOf`.
+ * It reads the pair's range of the index `snapshots_device_label_id (device_id, endpoint_label, id desc)` from
+ * the newest entry and stops at the first row collected at or before `asOf`: the rows read are the pair's
+ * snapshots stored since `asOf`.
+ *
+ * The pair is matched with row comparisons, not equalities, on purpose: with `device_id = … and
+ * endpoint_label = …` PostgreSQL drops both from the ORDER BY (they equal outer values), leaving `id desc`,
+ * which the primary key also serves; for a small lab with a long history the planner then prefers a backward
+ * scan of the primary key filtered on the pair, which walks every device's snapshots since `asOf` once per
+ * pair (seen on PGlite with 40,000 rows). A row comparison is no equivalence: the ORDER BY keeps
+ * `device_id, endpoint_label, id desc`, which only `snapshots_device_label_id` provides, and both bounds are
+ * its index condition.
+ */
+export function latestAsOfSql(labels: string[], ids: string[], asOf: Date): RawBuilder<LatestRow> {
+  return sql<LatestRow>`select n.device_id::text, g.label as endpoint_label, s.id::text as snapshot_id,
+      s.payload_sha256 as sha256, s.collected_at
+    from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
+    cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
+    cross join lateral (select x.id, x.payload_sha256, x.collected_at from snapshots x
+      where (x.device_id, x.endpoint_label) >= (n.device_id, g.label)
+        and (x.device_id, x.endpoint_label) <= (n.device_id, g.label) and x.collected_at <= ${asOf}
+      order by x.device_id, x.endpoint_label, x.id desc limit 1) s`;
+}
+
+async function readLabIn(tx: Kysely<Database>, readers: LabWants[], opts: LabReadOptions): Promise<LabRead> {
+  let dq = tx.selectFrom("devices").select(["id", "hostname", "vendor", "device_role"])
+    .where("enabled", "=", true);
+  // As of a moment: a device registered after it was not part of the lab then.
+  if (opts.asOf) dq = dq.where(sql<boolean>`created_at <= ${opts.asOf}`);
+  const devices: CheckDevice[] = (await dq.orderBy("hostname").orderBy("id").execute())
+    .map((d) => ({ id: d.id, hostname: d.hostname, vendor: d.vendor, deviceRole: d.device_role }));
+  const wanted = new Map<string, Set<string>>();
+  for (const reader of readers) {
+    for (const [label, ids] of reader(devices)) {
+      let all = wanted.get(label);
+      if (!all) wanted.set(label, all = new Set());
+      for (const id of ids) all.add(id);
+    }
+  }
+  const latest = new Map<string, Map<string, Latest>>();
+  const payloads = new Map<string, PayloadEntry>();
+  const labels = [...wanted.keys()].filter((l) => wanted.get(l)!.size > 0);
+  if (labels.length === 0) return { devices, latest, payloads };
+  // The latest snapshot of each wanted pair (small rows). Per label, its device ids comma-separated (UUIDs).
+  const ids = labels.map((l) => [...wanted.get(l)!].join(","));
+  const { rows } = await (opts.asOf ? latestAsOfSql(labels, ids, opts.asOf) : sql<LatestRow>`select
+        l.device_id::text, l.endpoint_label, l.snapshot_id::text, s.payload_sha256 as sha256, s.collected_at
+      from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
+      cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
+      join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = g.label
+      join snapshots s on s.id = l.snapshot_id`).execute(tx);
+  const shas = new Set<string>();
+  for (const r of rows) {
+    let byDevice = latest.get(r.endpoint_label);
+    if (!byDevice) latest.set(r.endpoint_label, byDevice = new Map());
+    byDevice.set(r.device_id, { id: r.snapshot_id, sha: r.sha256, at: new Date(r.collected_at) });
+    shas.add(r.sha256);
+  }
+  if (opts.payloads === false) return { devices, latest, payloads };
+  // Then each distinct payload text once, only those not parsed already (payloads never change).
+  // Cache hits are taken now, so a concurrent read's evictions cannot take them away later.
+  const missing: string[] = [];
+  for (const sha of shas) {
+    const e = payloadCache.get(sha);
+    if (e) payloads.set(sha, e);
+    else missing.push(sha);
+  }
+  if (missing.length) {
+    const read = await sql<{ sha256: string; payload: string }>`select sha256, payload
+      from snapshot_payloads where sha256 = any(${missing}::text[])`.execute(tx);
+    for (const p of read.rows) payloads.set(p.sha256, payloadCache.put(p.sha256, p.payload));
+  }
+  return { devices, latest, payloads };
+}
