@@ -17,7 +17,6 @@ const PENDING = new Set([
   "poller/worker.ts",
   "transport/transport.ts",
   // not split yet on this branch
-  "api/schemas.ts",
   "db/open.ts",
   "devices/store.ts",
   "http/app.ts",
@@ -35,7 +34,6 @@ const PENDING = new Set([
   "report/page/plan.tsx",
   "report/page/styles.ts",
   "report/page/summary.tsx",
-  "report/replay.ts",
   "runs/verdict.ts",
   "snapshots/prune.ts",
 ]);
