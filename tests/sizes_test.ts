@@ -27,7 +27,6 @@ const PENDING = new Set([
   "http/routes_report_keys.ts",
   "http/routes_runs.ts",
   "http/routes_snapshots.ts",
-  "lab/plan.ts",
   "report/assemble.ts",
   "report/compare_page.tsx",
   "report/evidence.ts",
