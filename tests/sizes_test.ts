@@ -26,7 +26,6 @@ const PENDING = new Set([
   "http/routes_report_keys.ts",
   "http/routes_runs.ts",
   "http/routes_snapshots.ts",
-  "report/assemble.ts",
   "report/compare_page.tsx",
   "report/evidence.ts",
   "report/page/plan.tsx",

@@ -1564,17 +1564,28 @@ async function composeReport(opts) {
     ...startGate ? {
       startGate
     } : {},
-    annexes: [
-      await jsonAnnex("preflight-at-start", "Pre-flight result at run start", preflight),
-      await jsonAnnex("lab-at-start", "Lab state at run start (devices, firewall TLS decryption)", startState),
-      await jsonAnnex("snapshots", "Snapshots linked to the run", opts.linked),
-      await jsonAnnex("decrypt-alerts", "TLSDecryptModeChanged alerts", alerts),
-      await jsonAnnex("lab-at-end", "Lab state at run end (firewall TLS decryption)", endState),
-      await jsonAnnex("results-input", "Results as submitted (digest)", submitted),
-      await jsonAnnex("configuration-drift", "Configuration drift between run start and end (volatile paths left out)", drift)
-    ]
+    annexes: await annexesOf({
+      preflight,
+      startState,
+      linked: opts.linked,
+      alerts,
+      endState,
+      submitted,
+      drift
+    })
   };
   return await sealReport(draft);
+}
+async function annexesOf(a) {
+  return [
+    await jsonAnnex("preflight-at-start", "Pre-flight result at run start", a.preflight),
+    await jsonAnnex("lab-at-start", "Lab state at run start (devices, firewall TLS decryption)", a.startState),
+    await jsonAnnex("snapshots", "Snapshots linked to the run", a.linked),
+    await jsonAnnex("decrypt-alerts", "TLSDecryptModeChanged alerts", a.alerts),
+    await jsonAnnex("lab-at-end", "Lab state at run end (firewall TLS decryption)", a.endState),
+    await jsonAnnex("results-input", "Results as submitted (digest)", a.submitted),
+    await jsonAnnex("configuration-drift", "Configuration drift between run start and end (volatile paths left out)", a.drift)
+  ];
 }
 
 // core/src/report/replay_compare.ts
