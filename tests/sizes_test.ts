@@ -27,7 +27,6 @@ const PENDING = new Set([
   "http/routes_runs.ts",
   "http/routes_snapshots.ts",
   "report/compare_page.tsx",
-  "report/evidence.ts",
   "report/page/plan.tsx",
   "report/page/styles.ts",
   "report/page/summary.tsx",
