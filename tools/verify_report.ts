@@ -802,6 +802,21 @@ function computeVerdict(i) {
   add("outcome", i.outcome === "passed" ? "pass" : i.outcome === "failed" ? "fail" : "invalid", i.outcome === "aborted" ? "The operator aborted the run: the results cover an incomplete run" : `The operator declared the run ${i.outcome}`);
   const target = i.plan.sloTargetP99Ms;
   add("slo", i.observedP99Ms <= target ? "pass" : "fail", `p99 ${i.observedP99Ms} ms ${i.observedP99Ms <= target ? "\u2264" : ">"} target ${target} ms`);
+  errorRate(i, add);
+  loadGeneratorThresholds(i, add);
+  preflightReason(i, add);
+  decryptAlerts(i, add);
+  decryptConfig(i, add);
+  coverage(i, add);
+  configurationDrift(i, add);
+  const value = ORDER.find((v) => reasons.some((r) => r.effect === v)) ?? "pass";
+  return {
+    value,
+    rule: VERDICT_RULE,
+    reasons
+  };
+}
+function errorRate(i, add) {
   const max = i.plan.maxErrorRatePct;
   const rate = i.figures.errorRatePct;
   if (max === void 0) add("error-rate", "none", "The plan sets no error-rate threshold");
@@ -812,17 +827,25 @@ function computeVerdict(i) {
     const of = i.figures.requests?.value;
     add("error-rate", rate.value <= max ? "pass" : "fail", `${pct(rate.value)} of requests failed${failed !== void 0 && of !== void 0 ? ` (${failed} of ${of})` : ""}; the plan allows at most ${pct(max)}`);
   }
+}
+function loadGeneratorThresholds(i, add) {
   if (!i.thresholds.length) {
     add("load-generator-thresholds", "none", "The load generator reported no threshold");
   } else {
     const crossed = i.thresholds.filter((t) => !t.ok);
     add("load-generator-thresholds", crossed.length ? "fail" : "pass", crossed.length ? `Crossed: ${crossed.map((t) => `${t.metric} ${t.expression}`).join(", ")}` : `All ${i.thresholds.length} held`);
   }
+}
+function preflightReason(i, add) {
   const pf = i.preflight;
   const bad = pf.checks.filter((c) => !c.pass);
   const o = i.startGate?.override;
   add("preflight", pf.pass ? "pass" : "inconclusive", (o ? `The run started over a failed pre-flight: the start gate (${i.startGate.source === "plan" ? "the plan's startGate" : "requirePreflightPass"}) was overridden by ${o.by} (${o.role}) at ${o.at}, reason: ${JSON.stringify(o.reason)}. ` : "") + (pf.pass ? `Pre-flight at start: ${pf.summary}` : `The lab was not ready at start: ${pf.summary}` + (bad.length ? ` (${bad.slice(0, 3).map((c) => `${c.checkId} on ${c.deviceHostname}: ${c.status}`).join("; ")}${bad.length > 3 ? `; ${bad.length - 3} more in annex preflight-at-start` : ""})` : "")));
+}
+function decryptAlerts(i, add) {
   add("decrypt-alerts", i.alerts.length ? "invalid" : "pass", i.alerts.length ? `TLS decryption changed during the run (${i.alerts.map((a) => `${a.deviceHostname} ${a.from} to ${a.to} at ${a.at}`).join("; ")}): the measurements span the change` : "No TLSDecryptModeChanged alert during the run");
+}
+function decryptConfig(i, add) {
   const want = i.plan.tlsDecrypt;
   const states = [
     [
@@ -837,6 +860,8 @@ function computeVerdict(i) {
   const differs = states.filter(([, s]) => s === "mixed" || (s === "on" || s === "off") && s !== want);
   const unknown = states.filter(([, s]) => s === "unknown");
   add("decrypt-config", differs.length ? "invalid" : unknown.length ? "inconclusive" : "pass", differs.length ? `The plan requires TLS decryption ${want}; it was ${differs.map(([at2, s]) => `${s} at ${at2}`).join(", ")}` : unknown.length ? `The plan requires TLS decryption ${want}; the firewalls' state was unknown at ${unknown.map(([at2]) => at2).join(" and ")}` : `TLS decryption ${want} at start and end, as the plan requires`);
+}
+function coverage(i, add) {
   const planned = i.plan.phases.reduce((t, p) => t + Math.max(0, p.durationS), 0);
   const ran = i.figures.durationS;
   if (planned <= 0 || !ran) add("coverage", "none", "The plan has no timed phase");
@@ -844,6 +869,8 @@ function computeVerdict(i) {
     const share = ran.value / planned;
     add("coverage", share >= MIN_COVERAGE ? "pass" : "inconclusive", `The load ran ${Math.round(ran.value)} s of the plan's ${planned} s (${Math.round(share * 1e3) / 10} %; at least ${MIN_COVERAGE * 100} % needed)`);
   }
+}
+function configurationDrift(i, add) {
   const deps = i.plan.dependsOn;
   const matters = (d) => deps?.some((e) => e.deviceRole === d.deviceRole && e.labels.includes(d.endpointLabel)) ?? false;
   const hit = i.drift.filter(matters);
@@ -854,12 +881,6 @@ function computeVerdict(i) {
   } else if (other.length) {
     add("configuration-drift", "none", `Changed during the run, but not what the plan depends on${deps ? "" : " (the plan names no dependency)"}: ${list2(other)}`);
   } else add("configuration-drift", "pass", "No configuration drift between run start and end");
-  const value = ORDER.find((v) => reasons.some((r) => r.effect === v)) ?? "pass";
-  return {
-    value,
-    rule: VERDICT_RULE,
-    reasons
-  };
 }
 var VERDICT_RULES = {
   [VERDICT_RULE]: computeVerdict,
