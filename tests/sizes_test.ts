@@ -17,7 +17,6 @@ const PENDING = new Set([
   "poller/worker.ts",
   "transport/transport.ts",
   // not split yet on this branch
-  "db/open.ts",
   "http/app.ts",
   "http/openapi_doc.ts",
   "http/routes_compare.ts",
