@@ -19,12 +19,6 @@ const PENDING = new Set([
   // not split yet on this branch
   "http/app.ts",
   "http/openapi_doc.ts",
-  "http/routes_compare.ts",
-  "http/routes_devices.ts",
-  "http/routes_evidence.ts",
-  "http/routes_report_keys.ts",
-  "http/routes_runs.ts",
-  "http/routes_snapshots.ts",
   "report/compare_page.tsx",
   "report/page/plan.tsx",
   "report/page/styles.ts",
