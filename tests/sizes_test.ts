@@ -17,8 +17,6 @@ const PENDING = new Set([
   "poller/worker.ts",
   "transport/transport.ts",
   // not split yet on this branch
-  "http/app.ts",
-  "http/openapi_doc.ts",
   "report/compare_page.tsx",
   "report/page/plan.tsx",
   "report/page/styles.ts",
