@@ -19,7 +19,6 @@ const PENDING = new Set([
   // not split yet on this branch
   "report/compare_page.tsx",
   "report/page/plan.tsx",
-  "report/page/styles.ts",
   "report/page/summary.tsx",
 ]);
 
