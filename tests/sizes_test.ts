@@ -16,8 +16,6 @@ const PENDING = new Set([
   "preflight/engine.ts",
   "poller/worker.ts",
   "transport/transport.ts",
-  // not split yet on this branch
-  "report/compare_page.tsx",
 ]);
 
 async function runTool(root: string): Promise<{ code: number; out: string }> {
