@@ -24,6 +24,7 @@ const TEST_ONLY = [
   "ajv-formats",
   "ajv-draft-04",
   "postgres",
+  "typescript",
 ];
 
 interface Lock {

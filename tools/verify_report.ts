@@ -781,6 +781,21 @@ function computeVerdict(i) {
   add("outcome", i.outcome === "passed" ? "pass" : i.outcome === "failed" ? "fail" : "invalid", i.outcome === "aborted" ? "The operator aborted the run: the results cover an incomplete run" : `The operator declared the run ${i.outcome}`);
   const target = i.plan.sloTargetP99Ms;
   add("slo", i.observedP99Ms <= target ? "pass" : "fail", `p99 ${i.observedP99Ms} ms ${i.observedP99Ms <= target ? "\u2264" : ">"} target ${target} ms`);
+  errorRate(i, add);
+  loadGeneratorThresholds(i, add);
+  preflightReason(i, add);
+  decryptAlerts(i, add);
+  decryptConfig(i, add);
+  coverage(i, add);
+  configurationDrift(i, add);
+  const value = ORDER.find((v) => reasons.some((r) => r.effect === v)) ?? "pass";
+  return {
+    value,
+    rule: VERDICT_RULE,
+    reasons
+  };
+}
+function errorRate(i, add) {
   const max = i.plan.maxErrorRatePct;
   const rate = i.figures.errorRatePct;
   if (max === void 0) add("error-rate", "none", "The plan sets no error-rate threshold");
@@ -791,17 +806,25 @@ function computeVerdict(i) {
     const of = i.figures.requests?.value;
     add("error-rate", rate.value <= max ? "pass" : "fail", `${pct(rate.value)} of requests failed${failed !== void 0 && of !== void 0 ? ` (${failed} of ${of})` : ""}; the plan allows at most ${pct(max)}`);
   }
+}
+function loadGeneratorThresholds(i, add) {
   if (!i.thresholds.length) {
     add("load-generator-thresholds", "none", "The load generator reported no threshold");
   } else {
     const crossed = i.thresholds.filter((t) => !t.ok);
     add("load-generator-thresholds", crossed.length ? "fail" : "pass", crossed.length ? `Crossed: ${crossed.map((t) => `${t.metric} ${t.expression}`).join(", ")}` : `All ${i.thresholds.length} held`);
   }
+}
+function preflightReason(i, add) {
   const pf = i.preflight;
   const bad = pf.checks.filter((c) => !c.pass);
   const o = i.startGate?.override;
   add("preflight", pf.pass ? "pass" : "inconclusive", (o ? `The run started over a failed pre-flight: the start gate (${i.startGate.source === "plan" ? "the plan's startGate" : "requirePreflightPass"}) was overridden by ${o.by} (${o.role}) at ${o.at}, reason: ${JSON.stringify(o.reason)}. ` : "") + (pf.pass ? `Pre-flight at start: ${pf.summary}` : `The lab was not ready at start: ${pf.summary}` + (bad.length ? ` (${bad.slice(0, 3).map((c) => `${c.checkId} on ${c.deviceHostname}: ${c.status}`).join("; ")}${bad.length > 3 ? `; ${bad.length - 3} more in annex preflight-at-start` : ""})` : "")));
+}
+function decryptAlerts(i, add) {
   add("decrypt-alerts", i.alerts.length ? "invalid" : "pass", i.alerts.length ? `TLS decryption changed during the run (${i.alerts.map((a) => `${a.deviceHostname} ${a.from} to ${a.to} at ${a.at}`).join("; ")}): the measurements span the change` : "No TLSDecryptModeChanged alert during the run");
+}
+function decryptConfig(i, add) {
   const want = i.plan.tlsDecrypt;
   const states = [
     [
@@ -816,6 +839,8 @@ function computeVerdict(i) {
   const differs = states.filter(([, s]) => s === "mixed" || (s === "on" || s === "off") && s !== want);
   const unknown = states.filter(([, s]) => s === "unknown");
   add("decrypt-config", differs.length ? "invalid" : unknown.length ? "inconclusive" : "pass", differs.length ? `The plan requires TLS decryption ${want}; it was ${differs.map(([at2, s]) => `${s} at ${at2}`).join(", ")}` : unknown.length ? `The plan requires TLS decryption ${want}; the firewalls' state was unknown at ${unknown.map(([at2]) => at2).join(" and ")}` : `TLS decryption ${want} at start and end, as the plan requires`);
+}
+function coverage(i, add) {
   const planned = i.plan.phases.reduce((t, p) => t + Math.max(0, p.durationS), 0);
   const ran = i.figures.durationS;
   if (planned <= 0 || !ran) add("coverage", "none", "The plan has no timed phase");
@@ -823,6 +848,8 @@ function computeVerdict(i) {
     const share = ran.value / planned;
     add("coverage", share >= MIN_COVERAGE ? "pass" : "inconclusive", `The load ran ${Math.round(ran.value)} s of the plan's ${planned} s (${Math.round(share * 1e3) / 10} %; at least ${MIN_COVERAGE * 100} % needed)`);
   }
+}
+function configurationDrift(i, add) {
   const deps = i.plan.dependsOn;
   const matters = (d) => deps?.some((e) => e.deviceRole === d.deviceRole && e.labels.includes(d.endpointLabel)) ?? false;
   const hit = i.drift.filter(matters);
@@ -833,12 +860,6 @@ function computeVerdict(i) {
   } else if (other.length) {
     add("configuration-drift", "none", `Changed during the run, but not what the plan depends on${deps ? "" : " (the plan names no dependency)"}: ${list2(other)}`);
   } else add("configuration-drift", "pass", "No configuration drift between run start and end");
-  const value = ORDER.find((v) => reasons.some((r) => r.effect === v)) ?? "pass";
-  return {
-    value,
-    rule: VERDICT_RULE,
-    reasons
-  };
 }
 var VERDICT_RULES = {
   [VERDICT_RULE]: computeVerdict,
@@ -1591,20 +1612,31 @@ async function composeReport(opts) {
     ...startGate ? {
       startGate
     } : {},
-    annexes: [
-      await jsonAnnex("preflight-at-start", "Pre-flight result at run start", preflight),
-      await jsonAnnex("lab-at-start", "Lab state at run start (devices, firewall TLS decryption)", startState),
-      await jsonAnnex("snapshots", "Snapshots linked to the run", opts.linked),
-      await jsonAnnex("decrypt-alerts", "TLSDecryptModeChanged alerts", alerts),
-      await jsonAnnex("lab-at-end", "Lab state at run end (firewall TLS decryption)", endState),
-      await jsonAnnex("results-input", "Results as submitted (digest)", submitted),
-      await jsonAnnex("configuration-drift", "Configuration drift between run start and end (volatile paths left out)", drift)
-    ]
+    annexes: await annexesOf({
+      preflight,
+      startState,
+      linked: opts.linked,
+      alerts,
+      endState,
+      submitted,
+      drift
+    })
   };
   return await sealReport(draft);
 }
+async function annexesOf(a) {
+  return [
+    await jsonAnnex("preflight-at-start", "Pre-flight result at run start", a.preflight),
+    await jsonAnnex("lab-at-start", "Lab state at run start (devices, firewall TLS decryption)", a.startState),
+    await jsonAnnex("snapshots", "Snapshots linked to the run", a.linked),
+    await jsonAnnex("decrypt-alerts", "TLSDecryptModeChanged alerts", a.alerts),
+    await jsonAnnex("lab-at-end", "Lab state at run end (firewall TLS decryption)", a.endState),
+    await jsonAnnex("results-input", "Results as submitted (digest)", a.submitted),
+    await jsonAnnex("configuration-drift", "Configuration drift between run start and end (volatile paths left out)", a.drift)
+  ];
+}
 
-// core/src/report/replay.ts
+// core/src/report/replay_compare.ts
 var isObj4 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
 var show = (v) => v === void 0 ? "(absent)" : typeof v === "string" ? v : canonicalJson(v);
 function leaves(v, path = "", out = /* @__PURE__ */ new Map()) {
@@ -1640,227 +1672,48 @@ var at = (v, path) => {
   }
   return cur;
 };
-function labRead(input, payloads) {
-  const latest = /* @__PURE__ */ new Map();
-  const entries = /* @__PURE__ */ new Map();
-  for (const s of input.snapshots) {
-    let byDevice = latest.get(s.endpointLabel);
-    if (!byDevice) latest.set(s.endpointLabel, byDevice = /* @__PURE__ */ new Map());
-    byDevice.set(s.deviceId, {
-      id: s.snapshotId,
-      sha: s.payloadSha256,
-      at: new Date(s.collectedAt)
-    });
-    const text6 = payloads.get(s.payloadSha256);
-    if (text6 !== void 0) entries.set(s.payloadSha256, new PayloadEntry(text6, text6.length));
-  }
-  return {
-    devices: input.devices,
-    latest,
-    payloads: entries
-  };
-}
-function bundleDriftSource(reads, payloads) {
-  const key = (d, l, t) => `${d}
-${l}
-${new Date(t).toISOString()}`;
-  const byKey = new Map(reads.map((r) => [
-    key(r.deviceId, r.endpointLabel, r.at),
-    r.snapshot
-  ]));
-  return {
-    lastAt: (deviceId, label, when) => {
-      const k = key(deviceId, label, when.toISOString());
-      if (!byKey.has(k)) {
-        return Promise.reject(new Error(`the bundle has no drift read of ${label} on ${deviceId} at ${when.toISOString()}`));
-      }
-      return Promise.resolve(byKey.get(k) ?? void 0);
-    },
-    payload: (sha) => {
-      const text6 = payloads.get(sha);
-      return text6 === void 0 ? Promise.reject(new Error(`the bundle has no payload ${sha}`)) : Promise.resolve(JSON.parse(text6));
-    }
-  };
-}
-async function replayReport(registry, sealed, inputs) {
-  const lines = [];
-  const line = (l) => lines.push(l);
-  let badPayloads = 0;
-  for (const [sha, text6] of inputs.payloads) {
-    const h = await sha256Hex(text6);
-    if (h !== sha) {
-      badPayloads++;
-      line({
-        what: `payload ${sha}`,
-        status: "input",
-        sealed: sha,
-        replayed: h,
-        detail: "content hashes to"
-      });
-    }
-  }
-  if (!badPayloads) {
-    line({
-      what: `payloads (${inputs.payloads.size}) named by their SHA-256`,
-      status: "same"
-    });
-  }
-  const cited = [
-    ...inputs.labAtStart.snapshots,
-    ...inputs.labAtEnd.snapshots
-  ].map((s) => s.payloadSha256).concat(inputs.driftReads.flatMap((d) => d.snapshot ? [
-    d.snapshot.payload_sha256
-  ] : []));
-  for (const sha of new Set(cited)) {
-    if (!inputs.payloads.has(sha)) {
-      line({
-        what: `payload ${sha}`,
-        status: "input",
-        detail: "cited but missing from the bundle"
-      });
-    }
-  }
-  const planSha = await jcsSha256(inputs.plan);
-  line({
-    what: "plan (meta.planSnapshotSha256)",
-    status: planSha === sealed.meta.planSnapshotSha256 ? "same" : "differs",
-    sealed: sealed.meta.planSnapshotSha256,
-    replayed: planSha
-  });
-  const sealedRule = sealed.verdict?.rule;
-  let verdictRule = null;
-  if (sealedRule === void 0) {
-    line({
-      what: "verdict",
-      status: "not-reproducible",
-      detail: "the sealed report has no verdict (frozen before verdicts existed, issue 19): no rule to apply"
-    });
-  } else if (!VERDICT_RULES[sealedRule]) {
-    line({
-      what: `verdict (rule ${sealedRule})`,
-      status: "not-reproducible",
-      detail: `this code carries the rules ${Object.keys(VERDICT_RULES).join(", ")}, not ${sealedRule}`
-    });
-  } else verdictRule = sealedRule;
-  const unreadable = resultsProblem(inputs.results);
-  if (unreadable || !inputs.results) {
-    line({
-      what: "submitted results",
-      status: "not-reproducible",
-      detail: unreadable ?? "none"
-    });
-    return finish(lines, null);
-  }
-  const startRead = labRead(inputs.labAtStart, inputs.payloads);
-  const preflight = preflightOf(registry, inputs.plan).evaluate(startRead, new Date(inputs.labAtStart.at));
-  const startState = labStateOf(registry, startRead);
-  const endState = labStateOf(registry, labRead(inputs.labAtEnd, inputs.payloads));
-  const run = inputs.run;
-  let replayed;
-  try {
-    replayed = await composeReport({
-      registry,
-      run: {
-        run_id: run.runId,
-        execution_id: run.executionId,
-        plan_identifier: run.planIdentifier,
-        plan_display_name: run.planDisplayName,
-        plan_catalog_version: run.planCatalogVersion,
-        plan_json: inputs.plan,
-        plan_snapshot_sha256: planSha,
-        license_id: run.licenseId,
-        notes: run.notes,
-        started_at: new Date(run.startedAt),
-        start_state_json: startState,
-        preflight_json: preflight,
-        lab_name: run.labName,
-        customer: run.customer,
-        start_gate_json: run.startGate ?? null
-      },
-      outcome: run.outcome,
-      results: inputs.results,
-      endedAt: new Date(run.endedAt),
-      endState,
-      alerts: inputs.alerts,
-      labName: run.labName,
-      linked: inputs.linkedSnapshots,
-      drift: bundleDriftSource(inputs.driftReads, inputs.payloads),
-      verdictRule
-    });
-  } catch (e) {
-    line({
-      what: "replay",
-      status: "not-reproducible",
-      detail: e.message
-    });
-    return finish(lines, null);
-  }
-  const inferred = /* @__PURE__ */ new Map();
-  for (const s of inputs.labAtStart.snapshots) {
-    if (s.basis === "inferred") {
-      inferred.set(s.deviceId, [
-        ...inferred.get(s.deviceId) ?? [],
-        s.endpointLabel
-      ]);
-    }
-  }
-  compare(lines, sealed, replayed, inferred);
-  return finish(lines, replayed.reportSha256);
-}
-function resultsProblem(r) {
-  if (r === null || r === void 0) {
-    return "the run stored no submitted results (frozen before they were kept)";
-  }
-  const o = r;
-  if (Array.isArray(o.latencySamplesMs) && o.latencySamplesMs.every((x) => typeof x === "number")) {
-    return null;
-  }
-  const k6 = o.k6Summary;
-  if (isObj4(k6) && isObj4(k6.metrics)) return null;
-  return "the stored results are neither {latencySamplesMs: number[]} nor {k6Summary: {metrics}} (a run frozen before its submitted results were kept whole)";
-}
-function finish(lines, replayedReportSha256) {
-  const differs = lines.some((l) => l.status === "differs" || l.status === "input");
-  const partial = lines.some((l) => l.status === "not-reproducible");
-  return {
-    lines,
-    reproduced: !differs && !partial,
-    exitCode: differs ? 1 : partial ? 3 : 0,
-    replayedReportSha256
-  };
-}
-function compare(lines, sealed, replayed, inferred) {
-  const covered = /* @__PURE__ */ new Set();
-  const fig2 = (what, path) => {
-    covered.add(path);
-    const s = at(sealed, path);
-    const r = at(replayed, path);
-    if (s === void 0 && r === void 0) return;
-    if (s === void 0) {
-      lines.push({
-        what,
-        status: "not-sealed",
-        replayed: show(r),
-        detail: "the sealed report predates it"
-      });
-      return;
-    }
+function figure({ lines, sealed, replayed, covered }, what, path) {
+  covered.add(path);
+  const s = at(sealed, path);
+  const r = at(replayed, path);
+  if (s === void 0 && r === void 0) return;
+  if (s === void 0) {
     lines.push({
       what,
-      status: show(s) === show(r) ? "same" : "differs",
-      sealed: show(s),
-      replayed: show(r)
+      status: "not-sealed",
+      replayed: show(r),
+      detail: "the sealed report predates it"
     });
+    return;
+  }
+  lines.push({
+    what,
+    status: show(s) === show(r) ? "same" : "differs",
+    sealed: show(s),
+    replayed: show(r)
+  });
+}
+var annexValue = (r, id) => {
+  const a = r.annexes.find((x) => x.id === id);
+  try {
+    return a ? JSON.parse(a.body) : void 0;
+  } catch {
+    return void 0;
+  }
+};
+function compare(lines, sealed, replayed, inferred) {
+  const p = {
+    lines,
+    sealed,
+    replayed,
+    covered: /* @__PURE__ */ new Set()
   };
-  const prefixed = (prefix) => (p) => p === prefix || p.startsWith(`${prefix}/`);
-  const annexValue = (r, id) => {
-    const a = r.annexes.find((x) => x.id === id);
-    try {
-      return a ? JSON.parse(a.body) : void 0;
-    } catch {
-      return void 0;
-    }
-  };
+  comparePreflight(p, inferred);
+  compareFigures(p);
+  compareAnnexes(p);
+  compareRest(p);
+}
+function comparePreflight({ lines, sealed, replayed }, inferred) {
   const pfS = annexValue(sealed, "preflight-at-start");
   const pfR = annexValue(replayed, "preflight-at-start");
   const key = (c) => `${c.checkId}@${c.deviceId}`;
@@ -1903,6 +1756,10 @@ function compare(lines, sealed, replayed, inferred) {
       replayed: pfR.summary
     });
   }
+}
+function compareFigures(p) {
+  const { lines, sealed, replayed, covered } = p;
+  const fig2 = (what, path) => figure(p, what, path);
   for (const k of Object.keys({
     ...sealed.results.aggregate,
     ...replayed.results.aggregate
@@ -1969,6 +1826,8 @@ function compare(lines, sealed, replayed, inferred) {
     }
   }
   covered.add("/verdict");
+}
+function compareAnnexes({ lines, sealed, replayed, covered }) {
   for (const a of sealed.annexes) {
     const r = replayed.annexes.find((x) => x.id === a.id);
     if (!r) {
@@ -1995,14 +1854,14 @@ function compare(lines, sealed, replayed, inferred) {
     } catch {
       s = a.body;
     }
-    const { differs: differs2, added: added2 } = leafDiff(s, JSON.parse(r.body));
-    if (differs2.length) {
+    const { differs, added } = leafDiff(s, JSON.parse(r.body));
+    if (differs.length) {
       lines.push({
         what: `annex ${a.id} sha256`,
         status: "differs",
         sealed: a.sha256,
         replayed: r.sha256,
-        detail: differs2.slice(0, 8).map((p) => `${p}: sealed ${show(at(s, p))}, replayed ${show(at(JSON.parse(r.body), p))}`).join("; ") + (differs2.length > 8 ? `; ${differs2.length - 8} more` : "")
+        detail: differs.slice(0, 8).map((p) => `${p}: sealed ${show(at(s, p))}, replayed ${show(at(JSON.parse(r.body), p))}`).join("; ") + (differs.length > 8 ? `; ${differs.length - 8} more` : "")
       });
     } else {
       lines.push({
@@ -2010,7 +1869,7 @@ function compare(lines, sealed, replayed, inferred) {
         status: "not-reproducible",
         sealed: a.sha256,
         replayed: r.sha256,
-        detail: `every value the sealed annex states was recomputed equal; the replay also has ${added2.slice(0, 4).join(", ")}${added2.length > 4 ? ` and ${added2.length - 4} more` : ""}, which the sealed report predates`
+        detail: `every value the sealed annex states was recomputed equal; the replay also has ${added.slice(0, 4).join(", ")}${added.length > 4 ? ` and ${added.length - 4} more` : ""}, which the sealed report predates`
       });
     }
   }
@@ -2027,6 +1886,9 @@ function compare(lines, sealed, replayed, inferred) {
   covered.add("/annexes");
   covered.add("/reportSha256");
   covered.add("/meta/planSnapshotSha256");
+}
+function compareRest({ lines, sealed, replayed, covered }) {
+  const prefixed = (prefix) => (p) => p === prefix || p.startsWith(`${prefix}/`);
   const { differs, added } = leafDiff(sealed, replayed);
   const isCovered = (p) => [
     ...covered
@@ -2057,6 +1919,204 @@ function compare(lines, sealed, replayed, inferred) {
       detail: "the sealed report predates members or rules this code produces (lines above)"
     } : {}
   });
+}
+
+// core/src/report/replay.ts
+function labRead(input, payloads) {
+  const latest = /* @__PURE__ */ new Map();
+  const entries = /* @__PURE__ */ new Map();
+  for (const s of input.snapshots) {
+    let byDevice = latest.get(s.endpointLabel);
+    if (!byDevice) latest.set(s.endpointLabel, byDevice = /* @__PURE__ */ new Map());
+    byDevice.set(s.deviceId, {
+      id: s.snapshotId,
+      sha: s.payloadSha256,
+      at: new Date(s.collectedAt)
+    });
+    const text6 = payloads.get(s.payloadSha256);
+    if (text6 !== void 0) entries.set(s.payloadSha256, new PayloadEntry(text6, text6.length));
+  }
+  return {
+    devices: input.devices,
+    latest,
+    payloads: entries
+  };
+}
+function bundleDriftSource(reads, payloads) {
+  const key = (d, l, t) => `${d}
+${l}
+${new Date(t).toISOString()}`;
+  const byKey = new Map(reads.map((r) => [
+    key(r.deviceId, r.endpointLabel, r.at),
+    r.snapshot
+  ]));
+  return {
+    lastAt: (deviceId, label, when) => {
+      const k = key(deviceId, label, when.toISOString());
+      if (!byKey.has(k)) {
+        return Promise.reject(new Error(`the bundle has no drift read of ${label} on ${deviceId} at ${when.toISOString()}`));
+      }
+      return Promise.resolve(byKey.get(k) ?? void 0);
+    },
+    payload: (sha) => {
+      const text6 = payloads.get(sha);
+      return text6 === void 0 ? Promise.reject(new Error(`the bundle has no payload ${sha}`)) : Promise.resolve(JSON.parse(text6));
+    }
+  };
+}
+async function replayReport(registry, sealed, inputs) {
+  const lines = [];
+  const line = (l) => lines.push(l);
+  const { planSha, verdictRule } = await checkInputs(line, sealed, inputs);
+  const unreadable = resultsProblem(inputs.results);
+  if (unreadable || !inputs.results) {
+    line({
+      what: "submitted results",
+      status: "not-reproducible",
+      detail: unreadable ?? "none"
+    });
+    return finish(lines, null);
+  }
+  const startRead = labRead(inputs.labAtStart, inputs.payloads);
+  const preflight = preflightOf(registry, inputs.plan).evaluate(startRead, new Date(inputs.labAtStart.at));
+  const startState = labStateOf(registry, startRead);
+  const endState = labStateOf(registry, labRead(inputs.labAtEnd, inputs.payloads));
+  const run = inputs.run;
+  let replayed;
+  try {
+    replayed = await composeReport({
+      registry,
+      run: {
+        run_id: run.runId,
+        execution_id: run.executionId,
+        plan_identifier: run.planIdentifier,
+        plan_display_name: run.planDisplayName,
+        plan_catalog_version: run.planCatalogVersion,
+        plan_json: inputs.plan,
+        plan_snapshot_sha256: planSha,
+        license_id: run.licenseId,
+        notes: run.notes,
+        started_at: new Date(run.startedAt),
+        start_state_json: startState,
+        preflight_json: preflight,
+        lab_name: run.labName,
+        customer: run.customer,
+        start_gate_json: run.startGate ?? null
+      },
+      outcome: run.outcome,
+      results: inputs.results,
+      endedAt: new Date(run.endedAt),
+      endState,
+      alerts: inputs.alerts,
+      labName: run.labName,
+      linked: inputs.linkedSnapshots,
+      drift: bundleDriftSource(inputs.driftReads, inputs.payloads),
+      verdictRule
+    });
+  } catch (e) {
+    line({
+      what: "replay",
+      status: "not-reproducible",
+      detail: e.message
+    });
+    return finish(lines, null);
+  }
+  const inferred = /* @__PURE__ */ new Map();
+  for (const s of inputs.labAtStart.snapshots) {
+    if (s.basis === "inferred") {
+      inferred.set(s.deviceId, [
+        ...inferred.get(s.deviceId) ?? [],
+        s.endpointLabel
+      ]);
+    }
+  }
+  compare(lines, sealed, replayed, inferred);
+  return finish(lines, replayed.reportSha256);
+}
+async function checkInputs(line, sealed, inputs) {
+  let badPayloads = 0;
+  for (const [sha, text6] of inputs.payloads) {
+    const h = await sha256Hex(text6);
+    if (h !== sha) {
+      badPayloads++;
+      line({
+        what: `payload ${sha}`,
+        status: "input",
+        sealed: sha,
+        replayed: h,
+        detail: "content hashes to"
+      });
+    }
+  }
+  if (!badPayloads) {
+    line({
+      what: `payloads (${inputs.payloads.size}) named by their SHA-256`,
+      status: "same"
+    });
+  }
+  const cited = [
+    ...inputs.labAtStart.snapshots,
+    ...inputs.labAtEnd.snapshots
+  ].map((s) => s.payloadSha256).concat(inputs.driftReads.flatMap((d) => d.snapshot ? [
+    d.snapshot.payload_sha256
+  ] : []));
+  for (const sha of new Set(cited)) {
+    if (!inputs.payloads.has(sha)) {
+      line({
+        what: `payload ${sha}`,
+        status: "input",
+        detail: "cited but missing from the bundle"
+      });
+    }
+  }
+  const planSha = await jcsSha256(inputs.plan);
+  line({
+    what: "plan (meta.planSnapshotSha256)",
+    status: planSha === sealed.meta.planSnapshotSha256 ? "same" : "differs",
+    sealed: sealed.meta.planSnapshotSha256,
+    replayed: planSha
+  });
+  const sealedRule = sealed.verdict?.rule;
+  let verdictRule = null;
+  if (sealedRule === void 0) {
+    line({
+      what: "verdict",
+      status: "not-reproducible",
+      detail: "the sealed report has no verdict (frozen before verdicts existed, issue 19): no rule to apply"
+    });
+  } else if (!VERDICT_RULES[sealedRule]) {
+    line({
+      what: `verdict (rule ${sealedRule})`,
+      status: "not-reproducible",
+      detail: `this code carries the rules ${Object.keys(VERDICT_RULES).join(", ")}, not ${sealedRule}`
+    });
+  } else verdictRule = sealedRule;
+  return {
+    planSha,
+    verdictRule
+  };
+}
+function resultsProblem(r) {
+  if (r === null || r === void 0) {
+    return "the run stored no submitted results (frozen before they were kept)";
+  }
+  const o = r;
+  if (Array.isArray(o.latencySamplesMs) && o.latencySamplesMs.every((x) => typeof x === "number")) {
+    return null;
+  }
+  const k6 = o.k6Summary;
+  if (isObj4(k6) && isObj4(k6.metrics)) return null;
+  return "the stored results are neither {latencySamplesMs: number[]} nor {k6Summary: {metrics}} (a run frozen before its submitted results were kept whole)";
+}
+function finish(lines, replayedReportSha256) {
+  const differs = lines.some((l) => l.status === "differs" || l.status === "input");
+  const partial = lines.some((l) => l.status === "not-reproducible");
+  return {
+    lines,
+    reproduced: !differs && !partial,
+    exitCode: differs ? 1 : partial ? 3 : 0,
+    replayedReportSha256
+  };
 }
 function describeReplay(lines) {
   return lines.map((l) => {

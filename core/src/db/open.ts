@@ -68,7 +68,6 @@ export interface ReservedSession {
   query<T>(text: string, params?: unknown[]): Promise<T[]>;
   /** The server-side process id of this session. */
   pid: number;
-  /** End the session (its advisory locks go with it). */
   release(): Promise<void>;
 }
 
@@ -97,9 +96,7 @@ export async function queryWithin<T>(
 
 /** An open database: Kysely plus what the poller needs from the driver. */
 export interface Db extends AsyncDisposable {
-  /** The Kysely instance over the database. */
   kysely: Kysely<Database>;
-  /** The backend: embedded PGlite or a PostgreSQL server. */
   kind: "pglite" | "postgres";
   /** A dedicated session (PostgreSQL only; PGlite is one process by construction). */
   reserve(): Promise<ReservedSession>;
@@ -114,11 +111,9 @@ export interface Db extends AsyncDisposable {
   ): Promise<() => Promise<void>>;
   /** PGlite only: the data directory as a tarball (test templates). */
   dumpDataDir?(compression?: "none" | "gzip"): Promise<Blob>;
-  /** Close the database and its connections. */
   close(): Promise<void>;
 }
 
-/** Options of {@link openDatabase}. */
 export interface OpenOptions {
   /** `postgres://…`; when absent, embedded PGlite. */
   url?: string;
@@ -128,7 +123,6 @@ export interface OpenOptions {
   loadDataDir?: Blob;
   /** PostgreSQL schema to use (tests isolate themselves in a fresh schema). */
   schema?: string;
-  /** PostgreSQL: most connections in the pool; default 10. */
   poolSize?: number;
   /**
    * PGlite: its `shared_buffers` (like `16MB`); default {@link PGLITE_SHARED_BUFFERS}. PGlite zeroes the
@@ -144,111 +138,75 @@ export const PGLITE_SHARED_BUFFERS = "32MB";
 
 /** Open PGlite (embedded) or PostgreSQL (node-postgres pool) behind one Kysely interface. */
 export async function openDatabase(opts: OpenOptions): Promise<Db> {
-  if (opts.url) {
-    // node-postgres' pool, not postgres.js: postgres.js 3.4.9 (the newest release) crashes the process
-    // with an uncatchable TypeError (connection.js nextWrite on a null socket) when a connection whose
-    // backend died is used or released again, which is what a query builder's reserved connection does
-    // after a killed query (upstream issues #1066/#1154, fix PRs unmerged). pg.Pool drops a client whose
-    // connection failed on release and opens new connections on demand.
-    // Loaded here, not at start-up: an embedded-database service never needs it (about 60 ms).
-    // @ts-types="@types/pg"
-    const { default: pgm } = await import("pg");
-    const config = pgConfig(opts.url, opts.schema);
-    const pool = new pgm.Pool({ ...config, max: opts.poolSize ?? 10, idleTimeoutMillis: 30_000 });
-    pool.on(
-      "error",
-      (e: Error) => log.warn("Idle database connection lost: {error}", { error: e.message }),
-    );
-    pool.on("connect", quietErrors);
-    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    try {
-      await sql`select 1`.execute(kysely);
-    } catch (e) {
-      await kysely.destroy().catch(() => {});
-      throw new StartupError("DB_UNREACHABLE", `Cannot connect to DATABASE_URL: ${(e as Error).message}`);
-    }
-    const db: Db = {
-      kysely,
-      kind: "postgres",
-      async reserve() {
-        // A connection of its own, outside the pool: an advisory lock lives as long as this session.
-        // After any error the caller releases it and reserves a new one.
-        const one = new pgm.Client(config);
-        quietErrors(one);
-        const end = async () => {
-          let timer: ReturnType<typeof setTimeout> | undefined;
-          await Promise.race([
-            one.end().catch(() => {}),
-            new Promise<void>((r) => timer = setTimeout(r, 1_000)),
-          ]);
-          clearTimeout(timer);
-        };
-        try {
-          await one.connect();
-          // One row by construction.
-          const { pid } = (await one.query<{ pid: number }>("select pg_backend_pid() as pid")).rows[0]!;
-          return {
-            pid,
-            query: async <T>(text: string, params: unknown[] = []) =>
-              (await one.query(text, params)).rows as T[],
-            release: end,
-          };
-        } catch (e) {
-          await end();
-          throw e;
-        }
-      },
-      async listen(channel, onNotify, onListen) {
-        // One connection of its own for LISTEN; when it is lost it is replaced (once a second until the
-        // server answers) and `onListen` runs again, so the caller can read what it missed meanwhile.
-        let current: pg.Client | undefined;
-        let stopped = false;
-        let retry: ReturnType<typeof setTimeout> | undefined;
-        const open = async () => {
-          const c = new pgm.Client(config);
-          quietErrors(c);
-          c.on("notification", (n) => {
-            if (n.channel === channel) onNotify(n.payload ?? "");
-          });
-          const lost = () => {
-            if (stopped || current !== c) return;
-            current = undefined;
-            c.end().catch(() => {});
-            reopen();
-          };
-          c.on("error", lost);
-          c.on("end", lost);
-          try {
-            await c.connect();
-            await c.query(`LISTEN ${c.escapeIdentifier(channel)}`);
-          } catch (e) {
-            await c.end().catch(() => {});
-            throw e;
-          }
-          if (stopped) return void await c.end().catch(() => {});
-          current = c;
-          onListen?.();
-        };
-        const reopen = () => {
-          if (stopped) return;
-          retry = setTimeout(() => open().catch(reopen), 1_000);
-        };
-        await open();
-        return async () => {
-          stopped = true;
-          clearTimeout(retry);
-          const c = current;
-          current = undefined;
-          await c?.end().catch(() => {});
-        };
-      },
-      async close() {
-        await kysely.destroy();
-      },
-      [Symbol.asyncDispose]: () => db.close(),
-    };
-    return db;
+  return opts.url ? await openPostgres(opts.url, opts) : await openPglite(opts);
+}
+
+/** PostgreSQL through a node-postgres pool. */
+async function openPostgres(url: string, opts: OpenOptions): Promise<Db> {
+  // node-postgres' pool, not postgres.js: postgres.js 3.4.9 (the newest release) crashes the process
+  // with an uncatchable TypeError (connection.js nextWrite on a null socket) when a connection whose
+  // backend died is used or released again, which is what a query builder's reserved connection does
+  // after a killed query (upstream issues #1066/#1154, fix PRs unmerged). pg.Pool drops a client whose
+  // connection failed on release and opens new connections on demand.
+  // Loaded here, not at start-up: an embedded-database service never needs it (about 60 ms).
+  // @ts-types="@types/pg"
+  const { default: pgm } = await import("pg");
+  const config = pgConfig(url, opts.schema);
+  const pool = new pgm.Pool({ ...config, max: opts.poolSize ?? 10, idleTimeoutMillis: 30_000 });
+  pool.on(
+    "error",
+    (e: Error) => log.warn("Idle database connection lost: {error}", { error: e.message }),
+  );
+  pool.on("connect", quietErrors);
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  try {
+    await sql`select 1`.execute(kysely);
+  } catch (e) {
+    await kysely.destroy().catch(() => {});
+    throw new StartupError("DB_UNREACHABLE", `Cannot connect to DATABASE_URL: ${(e as Error).message}`);
   }
+  const db: Db = {
+    kysely,
+    kind: "postgres",
+    async reserve() {
+      // A connection of its own, outside the pool: an advisory lock lives as long as this session.
+      // After any error the caller releases it and reserves a new one.
+      const one = new pgm.Client(config);
+      quietErrors(one);
+      const end = async () => {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          one.end().catch(() => {}),
+          new Promise<void>((r) => timer = setTimeout(r, 1_000)),
+        ]);
+        clearTimeout(timer);
+      };
+      try {
+        await one.connect();
+        // One row by construction.
+        const { pid } = (await one.query<{ pid: number }>("select pg_backend_pid() as pid")).rows[0]!;
+        return {
+          pid,
+          query: async <T>(text: string, params: unknown[] = []) =>
+            (await one.query(text, params)).rows as T[],
+          release: end,
+        };
+      } catch (e) {
+        await end();
+        throw e;
+      }
+    },
+    listen: (channel, onNotify, onListen) => listenOn(pgm, config, channel, onNotify, onListen),
+    async close() {
+      await kysely.destroy();
+    },
+    [Symbol.asyncDispose]: () => db.close(),
+  };
+  return db;
+}
+
+/** PGlite, embedded (in memory without `dataDir`). */
+async function openPglite(opts: OpenOptions): Promise<Db> {
   const options = {
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
     startParams: [
@@ -274,6 +232,61 @@ export async function openDatabase(opts: OpenOptions): Promise<Db> {
     [Symbol.asyncDispose]: () => db.close(),
   };
   return db;
+}
+
+/**
+ * LISTEN on a connection of its own; when it is lost it is replaced (once a second until the server
+ * answers) and `onListen` runs again, so the caller can read what it missed meanwhile. Resolves to the stop.
+ */
+async function listenOn(
+  pgm: typeof pg,
+  config: pg.ClientConfig,
+  channel: string,
+  onNotify: (payload: string) => void,
+  onListen?: () => void,
+): Promise<() => Promise<void>> {
+  // One connection of its own for LISTEN; when it is lost it is replaced (once a second until the
+  // server answers) and `onListen` runs again, so the caller can read what it missed meanwhile.
+  let current: pg.Client | undefined;
+  let stopped = false;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  const open = async () => {
+    const c = new pgm.Client(config);
+    quietErrors(c);
+    c.on("notification", (n) => {
+      if (n.channel === channel) onNotify(n.payload ?? "");
+    });
+    const lost = () => {
+      if (stopped || current !== c) return;
+      current = undefined;
+      c.end().catch(() => {});
+      reopen();
+    };
+    c.on("error", lost);
+    c.on("end", lost);
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${c.escapeIdentifier(channel)}`);
+    } catch (e) {
+      await c.end().catch(() => {});
+      throw e;
+    }
+    if (stopped) return void await c.end().catch(() => {});
+    current = c;
+    onListen?.();
+  };
+  const reopen = () => {
+    if (stopped) return;
+    retry = setTimeout(() => open().catch(reopen), 1_000);
+  };
+  await open();
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    const c = current;
+    current = undefined;
+    await c?.end().catch(() => {});
+  };
 }
 
 /** Apply every pending migration. Kysely takes a PostgreSQL advisory lock, so concurrent starts are safe. */
@@ -332,7 +345,6 @@ async function upToDate(db: Kysely<Database>, schema: string | undefined): Promi
   return names.every((n) => done.has(n));
 }
 
-/** Apply every pending migration (in `schema`, default the current schema). Returns the names applied (none when up to date). Throws `StartupError` `MIGRATION_FAILED` when one fails. */
 export async function migrate(db: Kysely<Database>, schema?: string): Promise<string[]> {
   // Name our schema explicitly (search_path may select one): Kysely's table check spans all schemas.
   schema ??= (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s;

@@ -76,6 +76,39 @@ export function createApp(svc: Services): OpenAPIHono {
       instance: c.req.path,
     });
   });
+  requestMiddleware(app, svc);
+  probeRoutes(app, svc);
+  apiAccess(app, svc);
+
+  deviceRoutes(app, svc);
+  labRoutes(app, svc);
+  accessRoutes(app, svc);
+  eventRoutes(app, svc);
+  snapshotRoutes(app, svc);
+  reportSignatureRoutes(app, svc);
+  evidenceRoutes(app, svc);
+  diffRoutes(app, svc);
+  // Before the runs: GET /api/test-runs/compare must not be taken for GET /api/test-runs/{executionId}.
+  compareRoutes(app, svc);
+  testRunRoutes(app, svc);
+  reportPageRoutes(app, svc);
+  backupRoutes(app, svc);
+
+  docsRoutes(app);
+  registerPlainRoutes(app);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "adminBearer", {
+    type: "http",
+    scheme: "bearer",
+    description:
+      "The ADMIN_TOKEN of the service (bootstrap admin) or a named API token with role admin, operator or viewer",
+  });
+  serveDocument(app, svc);
+  return app;
+}
+
+/** What every request passes through: metrics, request id, audit trail, CORS, body limit, UTF-8 check. */
+function requestMiddleware(app: OpenAPIHono, svc: Services): void {
   app.use("*", async (c, next) => {
     const t0 = performance.now();
     await next();
@@ -133,7 +166,10 @@ export function createApp(svc: Services): OpenAPIHono {
     }
     await next();
   });
+}
 
+/** Liveness, readiness and metrics. */
+function probeRoutes(app: OpenAPIHono, svc: Services): void {
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   app.get("/readyz", async (c) => {
     try {
@@ -152,7 +188,10 @@ export function createApp(svc: Services): OpenAPIHono {
   app.get("/metrics", async (c) => {
     return c.text(await svc.metrics.render(), 200, { "content-type": svc.metrics.contentType });
   });
+}
 
+/** ETags and authentication of the API paths. */
+function apiAccess(app: OpenAPIHono, svc: Services): void {
   // Strong validators on every read of the API: a client sending If-None-Match with the last ETag gets a
   // bodiless 304 when the representation is byte-for-byte unchanged.
   const tag = etag({ generateDigest: (body) => crypto.subtle.digest("SHA-256", body) });
@@ -170,30 +209,4 @@ export function createApp(svc: Services): OpenAPIHono {
     (c, next) => /\/(report\.pdf|evidence|attestations)$/.test(c.req.path) ? next() : auth(c, next),
   );
   app.use("/api/events", auth);
-
-  deviceRoutes(app, svc);
-  labRoutes(app, svc);
-  accessRoutes(app, svc);
-  eventRoutes(app, svc);
-  snapshotRoutes(app, svc);
-  reportSignatureRoutes(app, svc);
-  evidenceRoutes(app, svc);
-  diffRoutes(app, svc);
-  // Before the runs: GET /api/test-runs/compare must not be taken for GET /api/test-runs/{executionId}.
-  compareRoutes(app, svc);
-  testRunRoutes(app, svc);
-  reportPageRoutes(app, svc);
-  backupRoutes(app, svc);
-
-  docsRoutes(app);
-  registerPlainRoutes(app);
-
-  app.openAPIRegistry.registerComponent("securitySchemes", "adminBearer", {
-    type: "http",
-    scheme: "bearer",
-    description:
-      "The ADMIN_TOKEN of the service (bootstrap admin) or a named API token with role admin, operator or viewer",
-  });
-  serveDocument(app, svc);
-  return app;
 }

@@ -49,6 +49,13 @@ const text = (description: string, type: string) => ({
 
 /** The routes served outside `app.openapi` (plain Hono handlers), so that the document names every route. */
 export function registerPlainRoutes(app: OpenAPIHono): void {
+  registerProbeRoutes(app);
+  registerDocRoutes(app);
+  registerPageRoutes(app);
+}
+
+/** Liveness, readiness, metrics. */
+function registerProbeRoutes(app: OpenAPIHono) {
   const r = app.openAPIRegistry;
   r.registerPath({
     method: "get",
@@ -89,6 +96,11 @@ export function registerPlainRoutes(app: OpenAPIHono): void {
     security: [],
     responses: { 200: text("Metrics", "text/plain"), ...tooLarge },
   });
+}
+
+/** The OpenAPI document, the API reference page and its assets. */
+function registerDocRoutes(app: OpenAPIHono) {
+  const r = app.openAPIRegistry;
   r.registerPath({
     method: "get",
     path: "/api/openapi.json",
@@ -129,6 +141,11 @@ export function registerPlainRoutes(app: OpenAPIHono): void {
       404: problemResponse("No such file"),
     },
   });
+}
+
+/** The report verifier and the report page. */
+function registerPageRoutes(app: OpenAPIHono) {
+  const r = app.openAPIRegistry;
   r.registerPath({
     method: "get",
     path: "/verify-report.ts",

@@ -152,6 +152,12 @@ const PageQuery = z.object({
 });
 
 export function compareRoutes(app: OpenAPIHono, svc: Services) {
+  compareApiRoutes(app, svc);
+  comparePageRoutes(app, svc);
+}
+
+/** The comparison API: compare runs, read a stored comparison. */
+function compareApiRoutes(app: OpenAPIHono, svc: Services) {
   app.openapi(
     createRoute({
       method: "post",
@@ -211,7 +217,10 @@ export function compareRoutes(app: OpenAPIHono, svc: Services) {
       return formatted(c, raw.format, cmp, () => comparisonResultSet(cmp), 200) as never;
     },
   );
+}
 
+/** The comparison page (HTML) and its OpenAPI description. */
+function comparePageRoutes(app: OpenAPIHono, svc: Services) {
   app.get("/runs/compare", bearerAuth(svc), async (c) => {
     const q = PageQuery.safeParse({ ids: c.req.query("ids") ?? "", baseline: c.req.query("baseline") });
     if (!q.success) {

@@ -29,6 +29,13 @@ const body = <T>(schema: T) => ({ body: { content: { "application/json": { schem
 
 export function deviceRoutes(app: OpenAPIHono, svc: Services) {
   const listCache = new DeviceListCache(svc.db.kysely);
+  deviceReadRoutes(app, svc, listCache);
+  deviceWriteRoutes(app, svc);
+  deviceActionRoutes(app, svc);
+}
+
+/** Listing devices and reading one. */
+function deviceReadRoutes(app: OpenAPIHono, svc: Services, listCache: DeviceListCache) {
   app.openapi(
     createRoute({
       method: "get",
@@ -74,7 +81,10 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
     }),
     async (c) => c.json(toView(await svc.devices.get(c.req.valid("param").id)), 200),
   );
+}
 
+/** Registering, updating and deleting devices. */
+function deviceWriteRoutes(app: OpenAPIHono, svc: Services) {
   app.openapi(
     createRoute({
       method: "post",
@@ -151,7 +161,10 @@ export function deviceRoutes(app: OpenAPIHono, svc: Services) {
       return c.json({ ok: true }, 200);
     },
   );
+}
 
+/** Testing a device connection and taking a snapshot now. */
+function deviceActionRoutes(app: OpenAPIHono, svc: Services) {
   app.openapi(
     createRoute({
       method: "post",

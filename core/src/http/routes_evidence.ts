@@ -43,6 +43,12 @@ const ReplayResult = z.object({
 }).openapi("ReplayResult");
 
 export function evidenceRoutes(app: OpenAPIHono, svc: Services) {
+  evidenceBundleRoutes(app, svc);
+  replayRoutes(app, svc);
+}
+
+/** The evidence bundle of a run. */
+function evidenceBundleRoutes(app: OpenAPIHono, svc: Services) {
   const tags = ["Test runs"];
   const log = logger("evidence");
   app.use("/api/test-runs/:executionId/evidence", pageAccess(svc));
@@ -111,7 +117,11 @@ export function evidenceRoutes(app: OpenAPIHono, svc: Services) {
       }) as never;
     },
   );
+}
 
+/** The replay of a run report. */
+function replayRoutes(app: OpenAPIHono, svc: Services) {
+  const tags = ["Test runs"];
   app.openapi(
     createRoute({
       method: "post",

@@ -2,7 +2,8 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Services } from "../runtime/services.ts";
 import { jsonPath, LabFile, labJsonSchema } from "../lab/file.ts";
-import { applyLab, planLab } from "../lab/plan.ts";
+import { applyLab } from "../lab/apply.ts";
+import { planLab } from "../lab/plan.ts";
 import {
   conflictResponse,
   json,

@@ -172,6 +172,14 @@ export async function renderReportPdf(
 }
 
 export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
+  signingRoutes(app, svc);
+  const access = pageAccess(svc);
+  attestationRoutes(app, svc, access);
+  reportPdfRoutes(app, svc, access);
+}
+
+/** Signing on finish and on first read, the signing keys, the report envelope. */
+function signingRoutes(app: OpenAPIHono, svc: Services) {
   const log = logger("signatures");
   const tags = ["Test runs"];
 
@@ -258,8 +266,11 @@ export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
       }) as never;
     },
   );
+}
 
-  const access = pageAccess(svc);
+/** The attestations of a run. */
+function attestationRoutes(app: OpenAPIHono, svc: Services, access: MiddlewareHandler) {
+  const tags = ["Test runs"];
   app.use("/api/test-runs/:executionId/attestations", access);
   app.openapi(
     createRoute({
@@ -320,7 +331,11 @@ export function reportSignatureRoutes(app: OpenAPIHono, svc: Services) {
       }, 200);
     },
   );
+}
 
+/** The signed PDF report and the verification tool. */
+function reportPdfRoutes(app: OpenAPIHono, svc: Services, access: MiddlewareHandler) {
+  const tags = ["Test runs"];
   app.use("/api/test-runs/:executionId/report.pdf", access);
   app.openapi(
     createRoute({

@@ -33,8 +33,14 @@ const body = <T>(schema: T) => ({ body: { content: { "application/json": { schem
 const tags = ["Test runs"];
 
 export function testRunRoutes(app: OpenAPIHono, svc: Services) {
-  const runs = svc.runs;
+  planRoutes(app, svc);
+  runStartRoutes(app, svc);
+  runFinishRoutes(app, svc);
+  runReportRoutes(app, svc);
+}
 
+/** Plans and the pre-flight. */
+function planRoutes(app: OpenAPIHono, svc: Services) {
   app.openapi(
     createRoute({
       method: "get",
@@ -115,7 +121,11 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
       return formatted(c, format, r, () => preflightResultSet(r), r.pass ? 200 : 422) as never;
     },
   );
+}
 
+/** Starting a run and listing runs. */
+function runStartRoutes(app: OpenAPIHono, svc: Services) {
+  const runs = svc.runs;
   app.openapi(
     createRoute({
       method: "post",
@@ -206,7 +216,11 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
       return c.json(r, 200);
     },
   );
+}
 
+/** Reading a run and finishing it. */
+function runFinishRoutes(app: OpenAPIHono, svc: Services) {
+  const runs = svc.runs;
   app.openapi(
     createRoute({
       method: "get",
@@ -262,7 +276,11 @@ export function testRunRoutes(app: OpenAPIHono, svc: Services) {
       return c.json(run, 200);
     },
   );
+}
 
+/** A run report and its sharing. */
+function runReportRoutes(app: OpenAPIHono, svc: Services) {
+  const runs = svc.runs;
   app.openapi(
     createRoute({
       method: "get",

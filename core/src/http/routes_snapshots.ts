@@ -29,6 +29,12 @@ export const RECOMPUTE = String.raw`deno eval 'import c from "npm:canonicalize@5
   String.raw`=== s.payloadSha256)' < page.json`;
 
 export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
+  snapshotReadRoutes(app, svc);
+  snapshotPruneRoutes(app, svc);
+}
+
+/** Listing snapshots and reading one. */
+function snapshotReadRoutes(app: OpenAPIHono, svc: Services) {
   app.openapi(
     createRoute({
       method: "get",
@@ -81,7 +87,10 @@ export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
       return c.json(s, 200);
     },
   );
+}
 
+/** Pruning snapshots and the prune records. */
+function snapshotPruneRoutes(app: OpenAPIHono, svc: Services) {
   app.openapi(
     createRoute({
       method: "post",

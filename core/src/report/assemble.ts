@@ -321,27 +321,44 @@ export async function composeReport(opts: ComposeReportOptions): Promise<ReportD
     },
     ...(verdict ? { verdict } : {}),
     ...(startGate ? { startGate } : {}),
-    annexes: [
-      await jsonAnnex("preflight-at-start", "Pre-flight result at run start", preflight),
-      await jsonAnnex(
-        "lab-at-start",
-        "Lab state at run start (devices, firewall TLS decryption)",
-        startState,
-      ),
-      await jsonAnnex(
-        "snapshots",
-        "Snapshots linked to the run",
-        opts.linked,
-      ),
-      await jsonAnnex("decrypt-alerts", "TLSDecryptModeChanged alerts", alerts),
-      await jsonAnnex("lab-at-end", "Lab state at run end (firewall TLS decryption)", endState),
-      await jsonAnnex("results-input", "Results as submitted (digest)", submitted),
-      await jsonAnnex(
-        "configuration-drift",
-        "Configuration drift between run start and end (volatile paths left out)",
-        drift,
-      ),
-    ],
+    annexes: await annexesOf({
+      preflight,
+      startState,
+      linked: opts.linked,
+      alerts,
+      endState,
+      submitted,
+      drift,
+    }),
   };
   return await sealReport(draft);
+}
+
+/** The annexes of a report, in their order: the inputs as recorded and the drift, each with its hash. */
+async function annexesOf(a: {
+  preflight: PreflightResult;
+  startState: StartState;
+  linked: ComposeReportOptions["linked"];
+  alerts: ComposeReportOptions["alerts"];
+  endState: ComposeReportOptions["endState"];
+  submitted: unknown;
+  drift: unknown;
+}): Promise<ReportData["annexes"]> {
+  return [
+    await jsonAnnex("preflight-at-start", "Pre-flight result at run start", a.preflight),
+    await jsonAnnex(
+      "lab-at-start",
+      "Lab state at run start (devices, firewall TLS decryption)",
+      a.startState,
+    ),
+    await jsonAnnex("snapshots", "Snapshots linked to the run", a.linked),
+    await jsonAnnex("decrypt-alerts", "TLSDecryptModeChanged alerts", a.alerts),
+    await jsonAnnex("lab-at-end", "Lab state at run end (firewall TLS decryption)", a.endState),
+    await jsonAnnex("results-input", "Results as submitted (digest)", a.submitted),
+    await jsonAnnex(
+      "configuration-drift",
+      "Configuration drift between run start and end (volatile paths left out)",
+      a.drift,
+    ),
+  ];
 }

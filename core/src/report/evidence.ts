@@ -148,33 +148,7 @@ export async function collectReplayInputs(
   const endAnnex = report.annexes.find((a) => a.id === "lab-at-end");
   const endState: StartState = endAnnex ? JSON.parse(endAnnex.body) : { devices: [], decrypt: {} };
 
-  // The lab read at start: the snapshots the pre-flight and the lab state cite, and, for a check's
-  // alsoReads labels (not cited), the last snapshot of the label collected at or before the pre-flight.
-  const startCited = await snapshotRows(db, [
-    ...preflight.checks.flatMap((c) => c.evidence ? [c.evidence.snapshotId] : []),
-    ...stateCites(startState),
-  ]);
-  const startSnaps = new Map<string, ReadSnapshot>();
-  for (const r of startCited) startSnaps.set(`${r.endpoint_label}\n${r.device_id}`, readSnapshot(r, "cited"));
-  const checks = new Map(registry.checks.map((c) => [c.check.id, c.check]));
-  for (const c of preflight.checks) {
-    for (const label of checks.get(c.checkId)?.alsoReads ?? []) {
-      const k = `${label}\n${c.deviceId}`;
-      if (startSnaps.has(k)) continue;
-      const r = await db.selectFrom("snapshots")
-        .select([
-          sql<string>`id::text`.as("id"),
-          "device_id",
-          "endpoint_label",
-          "payload_sha256",
-          "collected_at",
-        ])
-        .where("device_id", "=", c.deviceId).where("endpoint_label", "=", label)
-        .where("collected_at", "<=", new Date(preflight.ranAt)).orderBy(sql`snapshots.id`, "desc").limit(1)
-        .executeTakeFirst();
-      if (r) startSnaps.set(k, readSnapshot(r as SnapRow, "inferred"));
-    }
-  }
+  const startSnaps = await startSnapshots(svc, preflight, startState);
   const device = (d: StartState["devices"][number]) => ({
     id: d.id,
     hostname: d.hostname,
@@ -184,7 +158,7 @@ export async function collectReplayInputs(
   const labAtStart: LabReadInput = {
     at: preflight.ranAt,
     devices: startState.devices.map(device),
-    snapshots: [...startSnaps.values()],
+    snapshots: startSnaps,
   };
   const labAtEnd: LabReadInput = {
     at: new Date(row.ended_at).toISOString(),
@@ -208,13 +182,7 @@ export async function collectReplayInputs(
     ...driftReads.flatMap((d) => d.snapshot ? [d.snapshot.payload_sha256] : []),
     ...linked.map((s) => s.payloadSha256),
   ]);
-  const payloads = new Map<string, string>();
-  const all = [...shas];
-  for (let i = 0; i < all.length; i += 500) {
-    const { rows } = await sql<{ sha256: string; payload: string }>`select sha256, payload
-      from snapshot_payloads where sha256 = any(${all.slice(i, i + 500)}::text[])`.execute(db);
-    for (const p of rows) payloads.set(p.sha256, p.payload);
-  }
+  const payloads = await payloadsOf(svc.db, [...shas]);
   return {
     report,
     reportText: row.report_json,
@@ -244,6 +212,55 @@ export async function collectReplayInputs(
       payloads,
     },
   };
+}
+
+/**
+ * The lab read at start: the snapshots the pre-flight and the lab state cite, and, for a check's alsoReads
+ * labels (not cited), the last snapshot of the label collected at or before the pre-flight.
+ */
+async function startSnapshots(
+  svc: EvidenceServices,
+  preflight: PreflightResult,
+  startState: StartState,
+): Promise<ReadSnapshot[]> {
+  const { db, registry } = svc;
+  const startCited = await snapshotRows(db, [
+    ...preflight.checks.flatMap((c) => c.evidence ? [c.evidence.snapshotId] : []),
+    ...stateCites(startState),
+  ]);
+  const startSnaps = new Map<string, ReadSnapshot>();
+  for (const r of startCited) startSnaps.set(`${r.endpoint_label}\n${r.device_id}`, readSnapshot(r, "cited"));
+  const checks = new Map(registry.checks.map((c) => [c.check.id, c.check]));
+  for (const c of preflight.checks) {
+    for (const label of checks.get(c.checkId)?.alsoReads ?? []) {
+      const k = `${label}\n${c.deviceId}`;
+      if (startSnaps.has(k)) continue;
+      const r = await db.selectFrom("snapshots")
+        .select([
+          sql<string>`id::text`.as("id"),
+          "device_id",
+          "endpoint_label",
+          "payload_sha256",
+          "collected_at",
+        ])
+        .where("device_id", "=", c.deviceId).where("endpoint_label", "=", label)
+        .where("collected_at", "<=", new Date(preflight.ranAt)).orderBy(sql`snapshots.id`, "desc").limit(1)
+        .executeTakeFirst();
+      if (r) startSnaps.set(k, readSnapshot(r as SnapRow, "inferred"));
+    }
+  }
+  return [...startSnaps.values()];
+}
+
+/** The payloads of these hashes (by hash). */
+async function payloadsOf(db: EvidenceServices["db"], all: string[]): Promise<Map<string, string>> {
+  const payloads = new Map<string, string>();
+  for (let i = 0; i < all.length; i += 500) {
+    const { rows } = await sql<{ sha256: string; payload: string }>`select sha256, payload
+      from snapshot_payloads where sha256 = any(${all.slice(i, i + 500)}::text[])`.execute(db);
+    for (const p of rows) payloads.set(p.sha256, p.payload);
+  }
+  return payloads;
 }
 
 const README = (id: string, pdf: string) =>

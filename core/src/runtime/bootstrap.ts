@@ -11,7 +11,6 @@ import {
 } from "./config.ts";
 import { loadOrCreateSecrets, lockDataDir } from "./datadir.ts";
 import { type Db, migrate, openDatabase } from "../db/open.ts";
-import { unpackTemplate } from "../db/template.ts";
 import { StartupError } from "../errors.ts";
 import { logger } from "../util/log.ts";
 import { setupLogging } from "./logging.ts";
@@ -30,6 +29,8 @@ export { migrate, openDatabase } from "../db/open.ts";
 export { PollWorker } from "../poller/worker.ts";
 export { StartupError } from "../errors.ts";
 export { logger } from "../util/log.ts";
+export { migrateOnly, openForTool, type ToolDatabase } from "./database.ts";
+import { openEmbedded } from "./database.ts";
 
 /** A started poller (`deno task poll`): configuration, database, registry and poll services. */
 export interface PollRuntime extends AsyncDisposable {
@@ -263,110 +264,6 @@ function started(registry: Registry, db: Db): void {
       { checks: registry.unservedChecks.join(", ") },
     );
   }
-}
-
-/**
- * Open the embedded database, saying what happens while it initialises. A new data directory is unpacked
- * from the migrated template shipped with the core (core/src/db/template.ts) instead of running PGlite's
- * initdb; if the template does not unpack or open, the directory is cleared and initdb runs as before.
- */
-async function openEmbedded(dir: string, sharedBuffers: string | undefined): Promise<Db> {
-  const log = logger("startup");
-  const path = `${dir}/pglite`;
-  const exists = (p: string) => Deno.stat(p).then(() => true, () => false);
-  const t0 = performance.now();
-  let db: Db | null = null;
-  if (!(await exists(`${path}/PG_VERSION`))) {
-    log.info("Creating the embedded database in {path} from its template (first start; about a second)", {
-      path,
-    });
-    try {
-      if (!(await exists(path)) && await unpackTemplate(path)) {
-        db = await openDatabase({ dataDir: path, sharedBuffers });
-      }
-    } catch (e) {
-      log.warn("The database template did not load ({error}); creating the database from scratch", {
-        error: String(e),
-      });
-      await Deno.remove(path, { recursive: true }).catch(() => {});
-    }
-    if (!db) log.info("Creating the embedded database with initdb (this takes a few seconds)");
-  } else {
-    log.info("Opening the embedded database in {path} (usually under a second)", { path });
-  }
-  db ??= await openDatabase({ dataDir: path, sharedBuffers });
-  log.info("Embedded database ready in {ms} ms", { ms: Math.round(performance.now() - t0) });
-  return db;
-}
-
-/** The database alone, for a tool (prune, backup, restore): opened, migrated, closed with `close()`. */
-export interface ToolDatabase extends AsyncDisposable {
-  /** The open database. */
-  db: Db;
-  /** The embedded data directory (PGlite), or null on PostgreSQL. */
-  dataDir: string | null;
-  /** Close the database. */
-  close(): Promise<void>;
-}
-
-/**
- * Open and migrate (unless `migrate: false`) the configured database for a tool that needs no token or key
- * (`migrate`, `prune`, `backup`, `restore`): the PostgreSQL server of `DATABASE_URL` (while other instances
- * run), or the embedded data directory, which must not be in use (`DATA_DIR_IN_USE` while `serve` runs: stop
- * it, or use the service's admin route).
- */
-export async function openForTool(
-  env: Record<string, string | undefined> = Deno.env.toObject(),
-  opts: { migrate?: boolean } = {},
-): Promise<ToolDatabase> {
-  const parsed = parseEnv(env, { entry: "database" });
-  await setupLogging({ format: parsed.DUT_LOG_FORMAT, level: parsed.DUT_LOG_LEVEL });
-  let release = () => {};
-  let db: Db;
-  if (parsed.DATABASE_URL) {
-    db = await openDatabase({ url: parsed.DATABASE_URL });
-  } else {
-    release = (await lockDataDir(parsed.DUT_DATA_DIR)).release;
-    try {
-      db = await openEmbedded(parsed.DUT_DATA_DIR, parsed.DUT_PGLITE_SHARED_BUFFERS);
-    } catch (e) {
-      release();
-      throw e;
-    }
-  }
-  try {
-    if (opts.migrate !== false) await migrate(db.kysely);
-  } catch (e) {
-    await db.close();
-    release();
-    throw e;
-  }
-  const close = async () => {
-    await db.close();
-    release();
-  };
-  return {
-    db,
-    dataDir: parsed.DATABASE_URL ? null : parsed.DUT_DATA_DIR,
-    close,
-    [Symbol.asyncDispose]: close,
-  };
-}
-
-/**
- * `deno task migrate`: apply pending migrations and exit. Asks only for what it uses: the database
- * (DATABASE_URL or the data directory); no admin token or credential key is read, required or generated.
- */
-export async function migrateOnly(
-  env: Record<string, string | undefined> = Deno.env.toObject(),
-): Promise<string[]> {
-  await using store = await openForTool(env, { migrate: false });
-  const applied = await migrate(store.db.kysely);
-  logger("startup").info(
-    applied.length ? "Applied migrations: {applied}" : "Migrations are up to date",
-    { applied: applied.join(", ") },
-  );
-  return applied;
 }
 
 /**

@@ -27,6 +27,10 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { jsonValue } from "../db/json.ts";
 import { ConflictError } from "../errors.ts";
+import { citedSnapshots } from "./cited.ts";
+
+export { type Citations, citedSnapshots } from "./cited.ts";
+export { listPrunes, type PruneRecord } from "./prune_records.ts";
 
 /** What to keep: everything younger than `olderThanDays`; of older snapshots, one per `keepOnePer`. */
 export interface PrunePolicy {
@@ -92,92 +96,6 @@ export interface PruneOptions extends PrunePolicy {
   asOf?: Date;
   /** Stop after this many batches, leaving the prune running (tests of resumption). */
   stopAfterBatches?: number;
-}
-
-/** Snapshot ids and payload hashes that runs cite. */
-export interface Citations {
-  ids: Set<string>;
-  hashes: Set<string>;
-}
-
-const ID_KEY = /snapshotid$/i;
-const HASH_KEY = /payloadsha256$/i;
-
-function collect(v: unknown, out: Citations, depth = 0): void {
-  if (depth > 64 || v === null || typeof v !== "object") return;
-  if (Array.isArray(v)) {
-    for (const x of v) collect(x, out, depth + 1);
-    return;
-  }
-  for (const [k, x] of Object.entries(v)) {
-    if (ID_KEY.test(k) && (typeof x === "string" || typeof x === "number") && /^\d{1,19}$/.test(String(x))) {
-      out.ids.add(String(x));
-    } else if (HASH_KEY.test(k) && typeof x === "string" && /^[0-9a-f]{64}$/.test(x)) {
-      out.hashes.add(x);
-    } else if (k === "body" && typeof x === "string" && /^\s*[[{]/.test(x)) {
-      // A report annex: its body is JSON text.
-      try {
-        collect(JSON.parse(x), out, depth + 1);
-      } catch { /* not JSON: cites nothing */ }
-    } else collect(x, out, depth + 1);
-  }
-}
-
-/**
- * Every snapshot id and payload hash a run cites or its evidence bundle reads: its alerts, the snapshot ids and
- * payload hashes named in its start state, pre-flight result and report (annex bodies included), and the
- * snapshots its replay resolves by time (README "Replay"): for each device of the run's lab and each label, the
- * last snapshot collected at or before the pre-flight (a check's `alsoReads`, "inferred"), the run's start and,
- * once finished, its end (the drift's reads). Nothing newer than such a snapshot and collected before that
- * instant can appear, so after a prune the same lookups resolve to the same snapshots. For an active run every
- * device's last snapshot at its start is kept (where the drift of its report will start). Snapshots linked to a
- * run (`test_run_execution_id`) are kept by the prune's own condition and are not listed here.
- */
-export async function citedSnapshots(db: Kysely<Database>): Promise<Citations> {
-  const out: Citations = { ids: new Set(), hashes: new Set() };
-  const runs = await db.selectFrom("test_runs").select([
-    "status",
-    "started_at",
-    "ended_at",
-    "start_state_json",
-    "preflight_json",
-    "report_json",
-  ]).execute();
-  for (const r of runs) {
-    const startState = jsonValue<{ devices?: Array<{ id?: unknown }> } | null>(r.start_state_json);
-    const preflight = jsonValue<{ ranAt?: unknown; checks?: Array<{ deviceId?: unknown }> } | null>(
-      r.preflight_json,
-    );
-    collect(startState, out);
-    collect(preflight, out);
-    if (r.report_json) collect(JSON.parse(r.report_json), out);
-    const active = r.status === "active";
-    // The devices the replay reads: the lab at start (the drift) and the pre-flight's (inferred reads).
-    const devices = [
-      ...new Set(
-        [...(startState?.devices ?? []).map((d) => d.id), ...(preflight?.checks ?? []).map((c) => c.deviceId)]
-          .filter((x): x is string => typeof x === "string"),
-      ),
-    ];
-    const instants = [new Date(r.started_at)];
-    if (typeof preflight?.ranAt === "string") instants.push(new Date(preflight.ranAt));
-    if (!active && r.ended_at) instants.push(new Date(r.ended_at));
-    for (const at of instants) {
-      if (Number.isNaN(at.getTime())) continue;
-      const reads = await sql<{ id: string }>`
-        select x.id::text as id from snapshot_latest l cross join lateral (
-          select s.id from snapshots s
-          where s.device_id = l.device_id and s.endpoint_label = l.endpoint_label
-            and s.collected_at <= ${at}
-          order by s.id desc limit 1
-        ) x
-        where ${active}::boolean or l.device_id::text = any(${devices}::text[])`.execute(db);
-      for (const b of reads.rows) out.ids.add(b.id);
-    }
-  }
-  const alerts = await db.selectFrom("run_alerts").select(sql<string>`snapshot_id::text`.as("id")).execute();
-  for (const a of alerts) out.ids.add(a.id);
-  return out;
 }
 
 /** A snapshot that is a real change (or one not known to be volatile-only). */
@@ -266,60 +184,19 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
         'UTC'
       )
       as cutoff, coalesce((select max(id) from snapshots), 0)::text as end_id`.execute(db);
-  let cutoff = new Date(t0.rows[0]!.cutoff);
-  let endId = t0.rows[0]!.end_id;
-  let policy: PrunePolicy = { olderThanDays: opts.olderThanDays, keepOnePer: opts.keepOnePer };
-  let actor = opts.actor;
-  let cursor = "0";
-  let resumed = false;
-  let pruneId: string | null = null;
-  let tally = new Tally();
-  let batches = 0;
-
-  if (!opts.dryRun) {
-    const running = await db.selectFrom("snapshot_prunes").selectAll()
-      .select(sql<number>`extract(epoch from now() - heartbeat_at) * 1000`.as("idle_ms"))
-      .where("status", "=", "running").executeTakeFirst();
-    if (running) {
-      if (Number(running.idle_ms) < (opts.staleAfterMs ?? 120_000)) {
-        throw new ConflictError(
-          `Prune ${running.id} (by "${running.actor}") is running; try again when it ends`,
-          {
-            extra: { pruneId: String(running.id) },
-          },
-        );
-      }
-      resumed = true;
-      pruneId = String(running.id);
-      policy = jsonValue<PrunePolicy>(running.policy);
-      actor = running.actor;
-      cutoff = new Date(running.cutoff);
-      endId = String(running.end_id);
-      cursor = String(running.cursor_id);
-      batches = running.batches;
-      tally = new Tally(jsonValue<PruneCount[]>(running.counts));
-      tally.snapshots = Number(running.deleted_snapshots);
-      tally.snapshotBytes = Number(running.snapshot_bytes);
-      tally.payloads = Number(running.freed_payloads);
-      tally.payloadBytes = Number(running.freed_payload_bytes);
-    } else {
-      try {
-        const row = await db.insertInto("snapshot_prunes").values({
-          actor,
-          policy: JSON.stringify(policy),
-          cutoff,
-          end_id: endId,
-          status: "running",
-        }).returning(sql<string>`id::text`.as("id")).executeTakeFirstOrThrow();
-        pruneId = row.id;
-      } catch (e) {
-        if ((e as { code?: string })?.code === "23505") {
-          throw new ConflictError("Another prune started meanwhile; try again when it ends", { cause: e });
-        }
-        throw e;
-      }
-    }
-  }
+  const start = await startPrune(db, opts, {
+    cutoff: new Date(t0.rows[0]!.cutoff),
+    endId: t0.rows[0]!.end_id,
+    policy: { olderThanDays: opts.olderThanDays, keepOnePer: opts.keepOnePer },
+    actor: opts.actor,
+    cursor: "0",
+    resumed: false,
+    pruneId: null,
+    tally: new Tally(),
+    batches: 0,
+  });
+  const { cutoff, endId, policy, actor, resumed, pruneId } = start;
+  let { cursor, tally, batches } = start;
 
   const cited = await citedSnapshots(db);
   const keepIds = [...cited.ids].map(BigInt).sort((a, b) => a < b ? -1 : a > b ? 1 : 0);
@@ -345,47 +222,7 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
       tally.add(rows.rows);
       for (const r of rows.rows) wouldGo.set(r.payload_sha256, (wouldGo.get(r.payload_sha256) ?? 0) + 1);
     } else {
-      for (let attempt = 1;; attempt++) {
-        try {
-          tally = await db.transaction().execute(async (tx) => {
-            await sql`select set_config('dutlab.snapshot_prune', ${pruneId}, true)`.execute(tx);
-            const rows = (await sql<Row>`
-              delete from snapshots where id in (select s.id ${where})
-              returning device_id, endpoint_label, payload_sha256, pg_column_size(snapshots.*) as bytes`
-              .execute(tx)).rows;
-            const hashes = [...new Set(rows.map((r) => r.payload_sha256))];
-            const freed = hashes.length
-              ? (await sql<{ size_bytes: number }>`
-                delete from snapshot_payloads p
-                where p.sha256 = any(${hashes}::text[]) and not (p.sha256 = any(${citedHashes}::text[]))
-                  and not exists (select 1 from snapshots s where s.payload_sha256 = p.sha256)
-                returning p.size_bytes`.execute(tx)).rows
-              : [];
-            const next = new Tally(tally.counts());
-            next.snapshots = tally.snapshots;
-            next.snapshotBytes = tally.snapshotBytes;
-            next.payloads = tally.payloads + freed.length;
-            next.payloadBytes = tally.payloadBytes + freed.reduce((n, f) => n + Number(f.size_bytes), 0);
-            next.add(rows);
-            await tx.updateTable("snapshot_prunes").set({
-              cursor_id: hi,
-              batches: batches + 1,
-              heartbeat_at: sql<Date>`now()`,
-              deleted_snapshots: String(next.snapshots),
-              snapshot_bytes: String(next.snapshotBytes),
-              freed_payloads: String(next.payloads),
-              freed_payload_bytes: String(next.payloadBytes),
-              counts: JSON.stringify(next.counts()),
-            }).where("id", "=", pruneId!).execute();
-            return next;
-          });
-          break;
-        } catch (e) {
-          // A poll re-used a payload this batch freed: the batch rolled back; run it again.
-          if (isForeignKeyViolation(e) && attempt < 5) continue;
-          throw e;
-        }
-      }
+      tally = await deleteBatch(db, { where, pruneId: pruneId!, hi, batches, citedHashes }, tally);
     }
     longest = Math.max(longest, performance.now() - started);
     cursor = hi;
@@ -396,22 +233,7 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
     await new Promise((r) => setTimeout(r, 1));
   }
 
-  if (opts.dryRun && wouldGo.size) {
-    const hashes = [...wouldGo.keys()].filter((h) => !cited.hashes.has(h));
-    for (let i = 0; i < hashes.length; i += 1000) {
-      const part = hashes.slice(i, i + 1000);
-      const refs = await sql<{ sha256: string; n: string; size_bytes: number }>`
-        select p.sha256, (select count(*) from snapshots s where s.payload_sha256 = p.sha256)::text as n,
-          p.size_bytes
-        from snapshot_payloads p where p.sha256 = any(${part}::text[])`.execute(db);
-      for (const r of refs.rows) {
-        if (Number(r.n) === wouldGo.get(r.sha256)) {
-          tally.payloads++;
-          tally.payloadBytes += Number(r.size_bytes);
-        }
-      }
-    }
-  }
+  if (opts.dryRun && wouldGo.size) await countFreedPayloads(db, wouldGo, cited.hashes, tally);
   const finished = BigInt(cursor) >= BigInt(endId);
   if (!opts.dryRun && finished) {
     await db.updateTable("snapshot_prunes").set({
@@ -440,44 +262,153 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
   };
 }
 
-/** One prune's audit record, as `GET /api/admin/dut/snapshot-prunes` lists it. */
-export interface PruneRecord {
-  pruneId: string;
-  actor: string;
+/** Where a prune stands: the policy and bounds it works under, its cursor and what it deleted so far. */
+interface PruneState {
+  cutoff: Date;
+  endId: string;
   policy: PrunePolicy;
-  cutoff: string;
-  status: "running" | "finished";
-  startedAt: string;
-  finishedAt: string | null;
-  /** Every snapshot id up to this one has been decided. */
-  cursorId: string;
+  actor: string;
+  cursor: string;
+  resumed: boolean;
+  pruneId: string | null;
+  tally: Tally;
   batches: number;
-  snapshots: number;
-  snapshotBytes: number;
-  payloads: number;
-  payloadBytes: number;
-  counts: PruneCount[];
 }
 
-/** The newest prune records first (at most `limit`). */
-export async function listPrunes(db: Kysely<Database>, limit = 100): Promise<PruneRecord[]> {
-  const rows = await db.selectFrom("snapshot_prunes").selectAll().orderBy("id", "desc").limit(limit)
-    .execute();
-  const iso = (d: Date | string | null) => d === null ? null : new Date(d).toISOString();
-  return rows.map((r) => ({
-    pruneId: String(r.id),
-    actor: r.actor,
-    policy: jsonValue<PrunePolicy>(r.policy),
-    cutoff: iso(r.cutoff)!,
-    status: r.status as "running" | "finished",
-    startedAt: iso(r.started_at)!,
-    finishedAt: iso(r.finished_at),
-    cursorId: String(r.cursor_id),
-    batches: r.batches,
-    snapshots: Number(r.deleted_snapshots),
-    snapshotBytes: Number(r.snapshot_bytes),
-    payloads: Number(r.freed_payloads),
-    payloadBytes: Number(r.freed_payload_bytes),
-    counts: jsonValue<PruneCount[]>(r.counts),
-  }));
+/**
+ * A prune's start: a dry run starts `fresh`; a real one records itself as running, or resumes the running
+ * prune whose heartbeat is older than `staleAfterMs` (a live one is a 409).
+ */
+async function startPrune(db: Kysely<Database>, opts: PruneOptions, fresh: PruneState): Promise<PruneState> {
+  if (opts.dryRun) return fresh;
+  const running = await db.selectFrom("snapshot_prunes").selectAll()
+    .select(sql<number>`extract(epoch from now() - heartbeat_at) * 1000`.as("idle_ms"))
+    .where("status", "=", "running").executeTakeFirst();
+  if (running) {
+    if (Number(running.idle_ms) < (opts.staleAfterMs ?? 120_000)) {
+      throw new ConflictError(
+        `Prune ${running.id} (by "${running.actor}") is running; try again when it ends`,
+        {
+          extra: { pruneId: String(running.id) },
+        },
+      );
+    }
+    const tally = new Tally(jsonValue<PruneCount[]>(running.counts));
+    tally.snapshots = Number(running.deleted_snapshots);
+    tally.snapshotBytes = Number(running.snapshot_bytes);
+    tally.payloads = Number(running.freed_payloads);
+    tally.payloadBytes = Number(running.freed_payload_bytes);
+    return {
+      resumed: true,
+      pruneId: String(running.id),
+      policy: jsonValue<PrunePolicy>(running.policy),
+      actor: running.actor,
+      cutoff: new Date(running.cutoff),
+      endId: String(running.end_id),
+      cursor: String(running.cursor_id),
+      batches: running.batches,
+      tally,
+    };
+  }
+  try {
+    const row = await db.insertInto("snapshot_prunes").values({
+      actor: fresh.actor,
+      policy: JSON.stringify(fresh.policy),
+      cutoff: fresh.cutoff,
+      end_id: fresh.endId,
+      status: "running",
+    }).returning(sql<string>`id::text`.as("id")).executeTakeFirstOrThrow();
+    return { ...fresh, pruneId: row.id };
+  } catch (e) {
+    if ((e as { code?: string })?.code === "23505") {
+      throw new ConflictError("Another prune started meanwhile; try again when it ends", { cause: e });
+    }
+    throw e;
+  }
+}
+
+/** One batch of a real prune. */
+interface Batch {
+  /** The candidates' `from … where …` (see {@link candidates}). */
+  where: ReturnType<typeof candidates>;
+  pruneId: string;
+  /** The batch's upper id bound, the cursor once it is done. */
+  hi: string;
+  /** Batches done before this one. */
+  batches: number;
+  citedHashes: string[];
+}
+
+/**
+ * Delete one batch's snapshots and the payloads it leaves unused, and record the progress, in one
+ * transaction; returns the tally after it.
+ */
+async function deleteBatch(db: Kysely<Database>, b: Batch, tally: Tally): Promise<Tally> {
+  const { where, pruneId, hi, batches, citedHashes } = b;
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await db.transaction().execute(async (tx) => {
+        await sql`select set_config('dutlab.snapshot_prune', ${pruneId}, true)`.execute(tx);
+        const rows = (await sql<Row>`
+          delete from snapshots where id in (select s.id ${where})
+          returning device_id, endpoint_label, payload_sha256, pg_column_size(snapshots.*) as bytes`
+          .execute(tx)).rows;
+        const hashes = [...new Set(rows.map((r) => r.payload_sha256))];
+        const freed = hashes.length
+          ? (await sql<{ size_bytes: number }>`
+            delete from snapshot_payloads p
+            where p.sha256 = any(${hashes}::text[]) and not (p.sha256 = any(${citedHashes}::text[]))
+              and not exists (select 1 from snapshots s where s.payload_sha256 = p.sha256)
+            returning p.size_bytes`.execute(tx)).rows
+          : [];
+        const next = new Tally(tally.counts());
+        next.snapshots = tally.snapshots;
+        next.snapshotBytes = tally.snapshotBytes;
+        next.payloads = tally.payloads + freed.length;
+        next.payloadBytes = tally.payloadBytes + freed.reduce((n, f) => n + Number(f.size_bytes), 0);
+        next.add(rows);
+        await tx.updateTable("snapshot_prunes").set({
+          cursor_id: hi,
+          batches: batches + 1,
+          heartbeat_at: sql<Date>`now()`,
+          deleted_snapshots: String(next.snapshots),
+          snapshot_bytes: String(next.snapshotBytes),
+          freed_payloads: String(next.payloads),
+          freed_payload_bytes: String(next.payloadBytes),
+          counts: JSON.stringify(next.counts()),
+        }).where("id", "=", pruneId).execute();
+        return next;
+      });
+    } catch (e) {
+      // A poll re-used a payload this batch freed: the batch rolled back; run it again.
+      if (isForeignKeyViolation(e) && attempt < 5) continue;
+      throw e;
+    }
+  }
+}
+
+/**
+ * Dry run: the payloads a prune would free (not cited, and every snapshot naming them would go), added to
+ * `tally`. `wouldGo`: per payload hash of a deleted snapshot, how many of its snapshots would go.
+ */
+async function countFreedPayloads(
+  db: Kysely<Database>,
+  wouldGo: ReadonlyMap<string, number>,
+  citedHashes: ReadonlySet<string>,
+  tally: Tally,
+): Promise<void> {
+  const hashes = [...wouldGo.keys()].filter((h) => !citedHashes.has(h));
+  for (let i = 0; i < hashes.length; i += 1000) {
+    const part = hashes.slice(i, i + 1000);
+    const refs = await sql<{ sha256: string; n: string; size_bytes: number }>`
+      select p.sha256, (select count(*) from snapshots s where s.payload_sha256 = p.sha256)::text as n,
+        p.size_bytes
+      from snapshot_payloads p where p.sha256 = any(${part}::text[])`.execute(db);
+    for (const r of refs.rows) {
+      if (Number(r.n) === wouldGo.get(r.sha256)) {
+        tally.payloads++;
+        tally.payloadBytes += Number(r.size_bytes);
+      }
+    }
+  }
 }

@@ -198,7 +198,6 @@ const show = (
 function Differences({ cmp }: { cmp: Comparison }) {
   const base = cmp.runs.find((r) => r.isBaseline)!;
   const plan = cmp.runs.filter((r) => r.planDiffers);
-  const lab = cmp.runs.filter((r) => r.labDiffers);
   return (
     <section class="sheet" data-section="differences">
       <h2>2. Differences against the baseline</h2>
@@ -262,6 +261,16 @@ function Differences({ cmp }: { cmp: Comparison }) {
           </table>
         )}
       <h3>Lab at start</h3>
+      <LabDifferences cmp={cmp} />
+    </section>
+  );
+}
+
+/** The runs whose lab at start differs from the baseline's: devices added, removed, inventory changed. */
+function LabDifferences({ cmp }: { cmp: Comparison }) {
+  const lab = cmp.runs.filter((r) => r.labDiffers);
+  return (
+    <>
       {lab.length === 0
         ? (
           <p data-lab-diff="none">
@@ -312,15 +321,12 @@ function Differences({ cmp }: { cmp: Comparison }) {
             </tbody>
           </table>
         )}
-    </section>
+    </>
   );
 }
 
 function ComparePage({ cmp, licences }: { cmp: Comparison; licences: CompareLicences }) {
-  const base = cmp.runs.find((r) => r.isBaseline)!;
   const plans = [...new Set(cmp.runs.map((r) => r.planIdentifier))];
-  const regressions = cmp.runs.filter((r) => r.regression);
-  const t = cmp.thresholds;
   const [only] = licences;
   const licence = licences.length === 1 && only
     ? `Licence ${only.id} \u2014 ${only.name}`
@@ -345,84 +351,92 @@ function ComparePage({ cmp, licences }: { cmp: Comparison; licences: CompareLice
           <span>Print or save as PDF: A4 portrait</span>
         </div>
         <main>
-          <section class="sheet" data-section="comparison">
-            <span class="eyebrow">Run comparison</span>
-            <h2>1. KPIs across {cmp.runs.length} runs</h2>
-            <p>
-              Plan{plans.length === 1 ? "" : "s"} <strong>{plans.join(", ")}</strong>. Baseline: run{" "}
-              <strong>{base.runId}</strong> (<span class="mono">{base.executionId}</span>), started{" "}
-              {fmtDate(base.startedAt)}. Runs oldest first; deltas against the baseline.
-            </p>
-            {regressions.length
-              ? (
-                <div class="callout" role="alert" data-regressions={regressions.length}>
-                  <strong class="title">
-                    {regressions.length} regression{regressions.length === 1 ? "" : "s"} against the baseline
-                  </strong>
-                  {regressions.map((r) => (
-                    <p data-regression-run={r.executionId}>
-                      Run <strong>{r.runId}</strong> ({shortId(r.executionId)}):{" "}
-                      {r.regressionReasons.join("; ")}.
-                    </p>
-                  ))}
-                </div>
-              )
-              : (
-                <div class="callout ok" data-regressions="0">
-                  <strong class="title">No regression against the baseline</strong>
-                </div>
-              )}
-            <KpiTable cmp={cmp} />
-            <p class="rule">
-              Rule{" "}
-              <span class="mono">{cmp.rule}</span>: a run is a regression when p50, p95 or p99 is more than
-              {" "}
-              {t.latencyPct} % above the baseline's, throughput more than {t.throughputPct}{" "}
-              % below it, the error rate more than {t.errorRatePoints}{" "}
-              percentage point above it, or its verdict is more severe. Figures from each run's frozen report:
-              {" "}
-              {Object.values(KPI_SOURCE).join(", ")}, verdict.value.
-            </p>
-            <Chart cmp={cmp} series={LAT} unit="ms" title="Latency (p50, p95, p99) per run" />
-            <p class="legend">
-              {LAT.map((s) => (
-                <span>
-                  <span class="swatch" style={`background:${s.colour}`} />
-                  {s.label}
-                </span>
-              ))}
-              <span>
-                <span class="swatch" style="background:#b91c1c" />regression
-              </span>
-            </p>
-            <Chart
-              cmp={cmp}
-              series={[{ k: "throughputRps", label: "throughput", colour: "#7c3aed" }]}
-              unit="req/s"
-              title="Throughput per run"
-            />
-            <Chart
-              cmp={cmp}
-              series={[{ k: "errorRatePct", label: "error rate", colour: "#ea580c" }]}
-              unit="%"
-              title="Error rate per run"
-            />
-            <div class="hashes">
-              <div class="hash">
-                <div class="label">Comparison SHA-256</div>
-                <code class="hex" data-hash="comparison">{cmp.comparisonSha256}</code>
-              </div>
-              <p class="verify">
-                SHA-256 of the RFC 8785 canonical JSON of the comparison (POST /api/test-runs/compare with the
-                same executionIds and baseline) without its comparisonSha256 member.
-              </p>
-            </div>
-          </section>
+          <KpiSection cmp={cmp} />
           <Differences cmp={cmp} />
           {licences.map((l) => <Licence key={l.id} report={{ license: l }} />)}
         </main>
         <footer class="screen-footer screen-only">{licence}.</footer>
       </body>
     </html>
+  );
+}
+
+/** The KPIs across the runs: regressions, the KPI table, its rule, the charts and the comparison's hash. */
+function KpiSection({ cmp }: { cmp: Comparison }) {
+  const base = cmp.runs.find((r) => r.isBaseline)!;
+  const plans = [...new Set(cmp.runs.map((r) => r.planIdentifier))];
+  const regressions = cmp.runs.filter((r) => r.regression);
+  const t = cmp.thresholds;
+  return (
+    <section class="sheet" data-section="comparison">
+      <span class="eyebrow">Run comparison</span>
+      <h2>1. KPIs across {cmp.runs.length} runs</h2>
+      <p>
+        Plan{plans.length === 1 ? "" : "s"} <strong>{plans.join(", ")}</strong>. Baseline: run{" "}
+        <strong>{base.runId}</strong> (<span class="mono">{base.executionId}</span>), started{" "}
+        {fmtDate(base.startedAt)}. Runs oldest first; deltas against the baseline.
+      </p>
+      {regressions.length
+        ? (
+          <div class="callout" role="alert" data-regressions={regressions.length}>
+            <strong class="title">
+              {regressions.length} regression{regressions.length === 1 ? "" : "s"} against the baseline
+            </strong>
+            {regressions.map((r) => (
+              <p data-regression-run={r.executionId}>
+                Run <strong>{r.runId}</strong> ({shortId(r.executionId)}): {r.regressionReasons.join("; ")}.
+              </p>
+            ))}
+          </div>
+        )
+        : (
+          <div class="callout ok" data-regressions="0">
+            <strong class="title">No regression against the baseline</strong>
+          </div>
+        )}
+      <KpiTable cmp={cmp} />
+      <p class="rule">
+        Rule <span class="mono">{cmp.rule}</span>: a run is a regression when p50, p95 or p99 is more than
+        {" "}
+        {t.latencyPct} % above the baseline's, throughput more than {t.throughputPct}{" "}
+        % below it, the error rate more than {t.errorRatePoints}{" "}
+        percentage point above it, or its verdict is more severe. Figures from each run's frozen report:{" "}
+        {Object.values(KPI_SOURCE).join(", ")}, verdict.value.
+      </p>
+      <Chart cmp={cmp} series={LAT} unit="ms" title="Latency (p50, p95, p99) per run" />
+      <p class="legend">
+        {LAT.map((s) => (
+          <span>
+            <span class="swatch" style={`background:${s.colour}`} />
+            {s.label}
+          </span>
+        ))}
+        <span>
+          <span class="swatch" style="background:#b91c1c" />regression
+        </span>
+      </p>
+      <Chart
+        cmp={cmp}
+        series={[{ k: "throughputRps", label: "throughput", colour: "#7c3aed" }]}
+        unit="req/s"
+        title="Throughput per run"
+      />
+      <Chart
+        cmp={cmp}
+        series={[{ k: "errorRatePct", label: "error rate", colour: "#ea580c" }]}
+        unit="%"
+        title="Error rate per run"
+      />
+      <div class="hashes">
+        <div class="hash">
+          <div class="label">Comparison SHA-256</div>
+          <code class="hex" data-hash="comparison">{cmp.comparisonSha256}</code>
+        </div>
+        <p class="verify">
+          SHA-256 of the RFC 8785 canonical JSON of the comparison (POST /api/test-runs/compare with the same
+          executionIds and baseline) without its comparisonSha256 member.
+        </p>
+      </div>
+    </section>
   );
 }

@@ -116,6 +116,23 @@ export function computeVerdict(
     `p99 ${i.observedP99Ms} ms ${i.observedP99Ms <= target ? "≤" : ">"} target ${target} ms`,
   );
 
+  errorRate(i, add);
+  loadGeneratorThresholds(i, add);
+  preflightReason(i, add);
+  decryptAlerts(i, add);
+  decryptConfig(i, add);
+  coverage(i, add);
+  configurationDrift(i, add);
+
+  const value = ORDER.find((v) => reasons.some((r) => r.effect === v)) ?? "pass";
+  return { value, rule: VERDICT_RULE, reasons };
+}
+
+/** Records one input's reason. */
+type AddReason = (input: string, effect: VerdictReason["effect"], detail: string) => void;
+
+/** The error rate against the plan's `maxErrorRatePct`. */
+function errorRate(i: VerdictInputs, add: AddReason): void {
   const max = i.plan.maxErrorRatePct;
   const rate = i.figures.errorRatePct;
   if (max === undefined) add("error-rate", "none", "The plan sets no error-rate threshold");
@@ -137,7 +154,10 @@ export function computeVerdict(
         `the plan allows at most ${pct(max)}`,
     );
   }
+}
 
+/** The load generator's own thresholds. */
+function loadGeneratorThresholds(i: VerdictInputs, add: AddReason): void {
   if (!i.thresholds.length) {
     add("load-generator-thresholds", "none", "The load generator reported no threshold");
   } else {
@@ -150,7 +170,10 @@ export function computeVerdict(
         : `All ${i.thresholds.length} held`,
     );
   }
+}
 
+/** The pre-flight at start, and a start gate overridden over it. */
+function preflightReason(i: VerdictInputs, add: AddReason): void {
   const pf = i.preflight;
   const bad = pf.checks.filter((c) => !c.pass);
   const o = i.startGate?.override;
@@ -169,7 +192,10 @@ export function computeVerdict(
           })`
           : "")),
   );
+}
 
+/** TLS decryption alerts during the run. */
+function decryptAlerts(i: VerdictInputs, add: AddReason): void {
   add(
     "decrypt-alerts",
     i.alerts.length ? "invalid" : "pass",
@@ -179,7 +205,10 @@ export function computeVerdict(
       }): the measurements span the change`
       : "No TLSDecryptModeChanged alert during the run",
   );
+}
 
+/** TLS decryption at start and end against the plan. */
+function decryptConfig(i: VerdictInputs, add: AddReason): void {
   const want = i.plan.tlsDecrypt;
   const states = [["start", i.decryptAtStart], ["end", i.decryptAtEnd]] as const;
   const differs = states.filter(([, s]) => s === "mixed" || ((s === "on" || s === "off") && s !== want));
@@ -197,7 +226,10 @@ export function computeVerdict(
       }`
       : `TLS decryption ${want} at start and end, as the plan requires`,
   );
+}
 
+/** How much of the plan's timed phases the load covered. */
+function coverage(i: VerdictInputs, add: AddReason): void {
   const planned = i.plan.phases.reduce((t, p) => t + Math.max(0, p.durationS), 0);
   const ran = i.figures.durationS;
   if (planned <= 0 || !ran) add("coverage", "none", "The plan has no timed phase");
@@ -212,7 +244,10 @@ export function computeVerdict(
         `at least ${MIN_COVERAGE * 100} % needed)`,
     );
   }
+}
 
+/** Configuration drift, against what the plan depends on. */
+function configurationDrift(i: VerdictInputs, add: AddReason): void {
   const deps = i.plan.dependsOn;
   const matters = (d: VerdictDrift) =>
     deps?.some((e) => e.deviceRole === d.deviceRole && e.labels.includes(d.endpointLabel)) ?? false;
@@ -239,9 +274,6 @@ export function computeVerdict(
       }: ${list(other)}`,
     );
   } else add("configuration-drift", "pass", "No configuration drift between run start and end");
-
-  const value = ORDER.find((v) => reasons.some((r) => r.effect === v)) ?? "pass";
-  return { value, rule: VERDICT_RULE, reasons };
 }
 
 /** A verdict as a report records it. */

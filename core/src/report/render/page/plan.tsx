@@ -125,7 +125,7 @@ function Timeline({ phases, report }: { phases: PlanPhase[]; report: ReportData 
 }
 
 export function PlanConfig({ report }: { report: ReportData }) {
-  const { plan, topology, meta } = report;
+  const { plan, meta } = report;
   let offset = 0;
   return (
     <section class="sheet" data-section="plan">
@@ -201,64 +201,72 @@ export function PlanConfig({ report }: { report: ReportData }) {
         </tbody>
       </table>
 
-      <div class="keep">
-        <h3>Topology</h3>
-        <Kv>
-          <Row label="Deployment mode" field="deploymentMode">{topology.deploymentMode}</Row>
-          <Row label="Server management controllers" field="ucsCount">{topology.ucsCount}</Row>
-        </Kv>
-        <table data-inventory="">
-          <thead>
-            <tr>
-              <th>Hostname</th>
-              <th>Vendor</th>
-              <th>Role</th>
-              <th>Model</th>
-              <th>Software</th>
-              <th>Serial number</th>
-            </tr>
-          </thead>
-          <tbody>
-            {topology.devices.length === 0 && (
-              <tr>
-                <td colSpan={6} class="muted">No device was registered at run start.</td>
-              </tr>
-            )}
-            {topology.devices.map((d) => {
-              const inv = topology.inventory?.[d.id];
-              return (
-                <tr>
-                  <td>
-                    {d.hostname}
-                    <span class="sub">{d.id}</span>
-                  </td>
-                  <td class="nw">{d.vendor}</td>
-                  <td>{d.deviceRole ?? "—"}</td>
-                  {inv?.status === "read"
-                    ? (
-                      <>
-                        <td>{inv.model ?? "—"}</td>
-                        <td>{inv.softwareVersion ?? "—"}</td>
-                        <td class="mono">{inv.serialNumber ?? "—"}</td>
-                      </>
-                    )
-                    : (
-                      <td colSpan={3} class="warn-text">
-                        {!topology.inventory
-                          ? "not recorded (report frozen before device inventories)"
-                          : inv?.status === "no-snapshot"
-                          ? "facts not read: no snapshot of the device's inventory label at start"
-                          : inv?.status === "unreadable"
-                          ? "facts not readable: the adapter could not read the device's snapshot"
-                          : "facts not available: the adapter reports no inventory"}
-                      </td>
-                    )}
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      </div>
+      <Topology report={report} />
     </section>
+  );
+}
+
+/** The topology at run start: deployment mode, controllers, and each device with its inventory facts. */
+function Topology({ report }: { report: ReportData }) {
+  const { topology } = report;
+  return (
+    <div class="keep">
+      <h3>Topology</h3>
+      <Kv>
+        <Row label="Deployment mode" field="deploymentMode">{topology.deploymentMode}</Row>
+        <Row label="Server management controllers" field="ucsCount">{topology.ucsCount}</Row>
+      </Kv>
+      <table data-inventory="">
+        <thead>
+          <tr>
+            <th>Hostname</th>
+            <th>Vendor</th>
+            <th>Role</th>
+            <th>Model</th>
+            <th>Software</th>
+            <th>Serial number</th>
+          </tr>
+        </thead>
+        <tbody>
+          {topology.devices.length === 0 && (
+            <tr>
+              <td colSpan={6} class="muted">No device was registered at run start.</td>
+            </tr>
+          )}
+          {topology.devices.map((d) => {
+            const inv = topology.inventory?.[d.id];
+            return (
+              <tr>
+                <td>
+                  {d.hostname}
+                  <span class="sub">{d.id}</span>
+                </td>
+                <td class="nw">{d.vendor}</td>
+                <td>{d.deviceRole ?? "—"}</td>
+                {inv?.status === "read"
+                  ? (
+                    <>
+                      <td>{inv.model ?? "—"}</td>
+                      <td>{inv.softwareVersion ?? "—"}</td>
+                      <td class="mono">{inv.serialNumber ?? "—"}</td>
+                    </>
+                  )
+                  : (
+                    <td colSpan={3} class="warn-text">
+                      {!topology.inventory
+                        ? "not recorded (report frozen before device inventories)"
+                        : inv?.status === "no-snapshot"
+                        ? "facts not read: no snapshot of the device's inventory label at start"
+                        : inv?.status === "unreadable"
+                        ? "facts not readable: the adapter could not read the device's snapshot"
+                        : "facts not available: the adapter reports no inventory"}
+                    </td>
+                  )}
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
   );
 }

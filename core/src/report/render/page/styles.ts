@@ -47,7 +47,11 @@ export function printStylesheet(frame: PrintFrame): string {
   @bottom-right { content: "page " counter(page) " of " counter(pages); font: 7.5pt ${FONT_SANS}; color: #374151; vertical-align: top; padding-top: 4mm; }
 }
 @page :first { @top-left { content: none; } @top-right { content: none; } }
-:root {
+` + PRINT_RULES;
+}
+
+/** The rules of the print pages that do not depend on the frame: type, tables, badges, chips, sections. */
+const PRINT_RULES = `:root {
   --ink: #111827; --muted: #6b7280; --line: #d1d5db; --soft: #f3f4f6; --accent: #1d4ed8;
   --ok: #047857; --ok-bg: #d1fae5; --bad: #b91c1c; --bad-bg: #fee2e2; --warn: #b45309; --warn-bg: #fef3c7;
 }
@@ -222,4 +226,3 @@ table.annex-table td.id { font-size: 7pt; }
   .exact .body { overflow-x: auto; }
 }
 `;
-}

@@ -10,7 +10,7 @@ import { Chip, Invalidation, SloBadge } from "./parts.tsx";
 import { SloExplained } from "./verdict.tsx";
 
 export function Summary({ report }: { report: ReportData }) {
-  const { slo, results, tlsDecrypt } = report;
+  const { slo, results } = report;
   const a = results.aggregate;
   const burned = slo.errorBudgetBurnedPct;
   const gaugeColour = burned > 100 ? "#b91c1c" : burned >= 75 ? "#d97706" : "#059669";
@@ -24,7 +24,6 @@ export function Summary({ report }: { report: ReportData }) {
     ["p99", num.format(a.p99_ms), "ms", true],
     ["Max", num.format(a.max_ms), "ms"],
   ];
-  const mismatch = (s: string) => s !== tlsDecrypt.required;
   const estimated =
     (slo.errorBudgetExactness ?? (results.source === "k6-summary" ? "estimated" : "exact")) ===
       "estimated";
@@ -85,6 +84,17 @@ export function Summary({ report }: { report: ReportData }) {
       <h3>Whole result</h3>
       <WholeResult report={report} />
 
+      <DecryptSection report={report} />
+    </section>
+  );
+}
+
+/** TLS decryption against the plan, and the decrypt-mode alerts of the run. */
+function DecryptSection({ report }: { report: ReportData }) {
+  const { tlsDecrypt } = report;
+  const mismatch = (s: string) => s !== tlsDecrypt.required;
+  return (
+    <>
       <h3>TLS decryption</h3>
       <table>
         <thead>
@@ -149,7 +159,7 @@ export function Summary({ report }: { report: ReportData }) {
             </tbody>
           </table>
         )}
-    </section>
+    </>
   );
 }
 

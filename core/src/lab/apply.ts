@@ -1,0 +1,222 @@
+/**
+ * The apply of a lab file (issue 35, README "The lab as code"): the plan of `plan.ts` recomputed under the
+ * lab's lock and written in one database transaction guarded by the lab's generation.
+ *
+ * @module
+ */
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { Database } from "../db/schema.ts";
+import type { Registry } from "../registry.ts";
+import type { DeviceRow, KeyRing } from "../devices/store.ts";
+import { isUniqueViolation } from "../db/errors.ts";
+import { encryptSecret, passwordFingerprint } from "../devices/credentials.ts";
+import { ConflictError, InvalidInputError, PreconditionFailedError } from "../errors.ts";
+import { type Desired, FIELDS, type LabPlan, type LabRequest, makePlan, type PlanEntry } from "./plan.ts";
+
+/** Options of an apply beyond the plan's. */
+export interface ApplyOptions {
+  /** The generation the client's plan was made on: another one is refused (412). */
+  expectedGeneration: number;
+  /** The hash of the client's plan: a registry that changed since is refused (412). */
+  planHash?: string;
+  /** Allow an empty `devices` list and a prune of more than half of the lab. */
+  force?: boolean;
+}
+
+/** What an apply did. */
+export interface ApplyResult {
+  plan: LabPlan;
+  /** The lab's generation after the apply (raised by one when anything changed). */
+  generation: number;
+  changed: boolean;
+  /** Rows as they were before the apply, of devices it updated or removed (sessions to release). */
+  before: DeviceRow[];
+  /** Devices it created, updated or removed, for the change events. */
+  touched: Array<{ deviceId: string; hostname: string; change: "created" | "updated" | "deleted" }>;
+}
+
+/**
+ * Apply a lab file in one transaction: the lab's row is locked, the plan recomputed under the lock and
+ * refused (412) when the client's generation or plan hash is not the current one, then every create, update
+ * and removal is written; any failure rolls everything back, the generation included.
+ */
+export async function applyLab(
+  db: Kysely<Database>,
+  registry: Registry,
+  keys: KeyRing,
+  req: LabRequest,
+  opts: ApplyOptions,
+): Promise<ApplyResult> {
+  const name = req.lab.metadata.name;
+  return await db.transaction().execute(async (tx) => {
+    await tx.insertInto("labs").values({ name, generation: 0 }).onConflict((oc) =>
+      oc.column("name").doNothing()
+    )
+      .execute();
+    const lab = await tx.selectFrom("labs").select("generation").where("name", "=", name).forUpdate()
+      .executeTakeFirstOrThrow();
+    const current = Number(lab.generation);
+    if (current !== opts.expectedGeneration) {
+      throw new PreconditionFailedError(
+        `The lab ${
+          JSON.stringify(name)
+        } is at generation ${current}, not ${opts.expectedGeneration}: it changed ` +
+          "since the plan (make a new plan)",
+        { extra: { generation: current } },
+      );
+    }
+    const { plan, rows, desired, managedCount } = await makePlan(tx, registry, keys, req, true);
+    if (opts.planHash !== undefined && opts.planHash !== plan.planHash) {
+      throw new PreconditionFailedError(
+        "The registry changed since the plan (its hash differs): make a new plan",
+        { extra: { generation: current, planHash: plan.planHash } },
+      );
+    }
+    const conflicts = plan.devices.filter((e) => e.action === "conflict");
+    if (conflicts.length) {
+      throw new ConflictError(`${conflicts.length} device(s) of the lab file conflict with the registry`, {
+        errors: conflicts.map((e) => ({ field: e.hostname, message: e.reason ?? "conflict" })),
+      });
+    }
+    if (!opts.force && req.lab.devices.length === 0) {
+      throw new InvalidInputError("The lab file lists no device: apply it with --force to empty the lab", {
+        errors: [{ field: "$.devices", message: "is empty (force is required)" }],
+        unprocessable: true,
+      });
+    }
+    if (!opts.force && plan.summary.remove * 2 > managedCount) {
+      throw new InvalidInputError(
+        `The prune would remove ${plan.summary.remove} of the lab's ${managedCount} device(s), more than half: ` +
+          "apply it with --force",
+        {
+          errors: [{ field: "prune", message: "removes more than half of the lab (force is required)" }],
+          unprocessable: true,
+        },
+      );
+    }
+    const before: DeviceRow[] = [];
+    const touched: ApplyResult["touched"] = [];
+    for (const e of plan.devices) {
+      if (e.action === "create") {
+        const d = [...desired.values()].find((x) => x.hostname === e.hostname)!;
+        const id = crypto.randomUUID();
+        await insertDevice(tx, keys, id, d, name);
+        touched.push({ deviceId: id, hostname: d.hostname, change: "created" });
+      } else if (e.action === "update") {
+        const row = rows.get(e.deviceId!)!;
+        const d = [...desired.values()].find((x) => x.hostname === e.hostname)!;
+        await updateDevice(tx, keys, row, d, e, name);
+        before.push(row);
+        touched.push({ deviceId: row.id, hostname: d.hostname, change: "updated" });
+      }
+    }
+    for (const e of plan.devices) {
+      if (e.action !== "remove") continue;
+      const row = rows.get(e.deviceId!)!;
+      before.push(row);
+      if (req.prune === "delete") {
+        await deleteDevice(tx, row);
+        touched.push({ deviceId: row.id, hostname: row.hostname, change: "deleted" });
+      } else {
+        await tx.updateTable("devices").set({ enabled: false, updated_at: sql<Date>`now()` } as never)
+          .where("id", "=", row.id).execute();
+        touched.push({ deviceId: row.id, hostname: row.hostname, change: "updated" });
+      }
+    }
+    const changed = touched.length > 0;
+    if (changed) {
+      await tx.updateTable("labs").set({ generation: current + 1, updated_at: sql<Date>`now()` } as never)
+        .where("name", "=", name).execute();
+    }
+    return { plan, generation: changed ? current + 1 : current, changed, before, touched };
+  });
+}
+
+async function insertDevice(tx: Transaction<Database>, keys: KeyRing, id: string, d: Desired, lab: string) {
+  try {
+    await tx.insertInto("devices").values({
+      id,
+      hostname: d.hostname,
+      vendor: d.vendor,
+      device_role: d.deviceRole,
+      base_url: d.baseUrl,
+      username: d.username,
+      password_enc: await encryptSecret(keys.current, id, d.password),
+      password_fp: await passwordFingerprint(keys.current, id, d.password),
+      tls_verify_mode: d.tlsVerifyMode,
+      poll_interval_seconds: d.pollIntervalSeconds,
+      notes: d.notes,
+      enabled: d.enabled,
+      last_poll_at: null,
+      last_poll_status: null,
+      last_poll_error: null,
+      pinned_cert_sha256: null,
+      tags: sql<string[]>`cast(${d.tags} as text[])` as unknown as string[],
+      managed_by: lab,
+    }).execute();
+  } catch (e) {
+    throw hostnameTaken(e, d.hostname);
+  }
+}
+
+async function updateDevice(
+  tx: Transaction<Database>,
+  keys: KeyRing,
+  row: DeviceRow,
+  d: Desired,
+  e: PlanEntry,
+  lab: string,
+) {
+  const set: Record<string, unknown> = { managed_by: lab, updated_at: sql<Date>`now()` };
+  for (const c of e.changes) {
+    const col = FIELDS.find(([f]) => f === c.field)?.[1];
+    if (!col) continue;
+    set[col] = col === "tags" ? sql`cast(${d.tags} as text[])` : c.new;
+  }
+  if (e.credential === "changed") {
+    set.password_enc = await encryptSecret(keys.current, row.id, d.password);
+    set.password_fp = await passwordFingerprint(keys.current, row.id, d.password);
+  }
+  // As a PATCH does: a certificate pinned for another URL or TLS mode is of no use any more.
+  if (d.baseUrl !== row.base_url || d.tlsVerifyMode !== row.tls_verify_mode) set.pinned_cert_sha256 = null;
+  try {
+    await tx.updateTable("devices").set(set as never).where("id", "=", row.id).execute();
+  } catch (err) {
+    throw hostnameTaken(err, d.hostname);
+  }
+}
+
+/** A pruned device deleted, as `DELETE /api/admin/dut/devices/{id}` does; refused while a run is active on it. */
+async function deleteDevice(tx: Transaction<Database>, row: DeviceRow) {
+  const active = await sql<{ execution_id: string }>`select execution_id from test_runs
+    where status = 'active' and start_state_json->'devices' @> ${JSON.stringify([{ id: row.id }])}::jsonb`
+    .execute(tx);
+  if (active.rows.length) {
+    throw new ConflictError(
+      `${row.hostname} is in the active run ${active.rows[0]!.execution_id}: it cannot be deleted now ` +
+        "(finish the run, or prune with disable)",
+      { errors: [{ field: row.hostname, message: "is in an active run" }] },
+    );
+  }
+  const hashes = await tx.selectFrom("snapshots").select("payload_sha256").distinct()
+    .where("device_id", "=", row.id).execute();
+  await tx.deleteFrom("devices").where("id", "=", row.id).execute();
+  if (hashes.length) {
+    await tx.deleteFrom("snapshot_payloads")
+      .where("sha256", "in", hashes.map((h) => h.payload_sha256))
+      .where(({ not, exists, selectFrom }) =>
+        not(exists(
+          selectFrom("snapshots").select(sql`1`.as("one"))
+            .whereRef("snapshots.payload_sha256", "=", "snapshot_payloads.sha256"),
+        ))
+      ).execute();
+  }
+}
+
+function hostnameTaken(e: unknown, hostname: string): unknown {
+  if (!isUniqueViolation(e)) return e;
+  return new ConflictError(`A device with hostname "${hostname}" is already registered`, {
+    cause: e,
+    errors: [{ field: "hostname", message: "is already registered" }],
+  });
+}
