@@ -10,6 +10,8 @@ import { getLogger } from "@logtape/logtape";
  *
  * @example
  * ```ts
+ * import type { AdapterContext } from "@dutlab/core";
+ * declare const ctx: AdapterContext;
  * ctx.log.info("Collected {endpoint} from {hostname}", { endpoint: "system", hostname: "fw1" });
  * ```
  */
