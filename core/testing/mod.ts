@@ -14,6 +14,7 @@ export { SessionRegistry } from "../src/devices/sessions.ts";
 export { DEFAULT_LIMITS, type TransportLimits } from "../src/transport/transport.ts";
 export { checkApplies, type CheckResult, evaluateCheck } from "../src/preflight/engine.ts";
 export * from "./process.ts";
+export * from "./serve.ts";
 export * from "./replay.ts";
 export * from "./facts.ts";
 export * from "./volatile.ts";
