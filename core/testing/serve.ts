@@ -52,11 +52,13 @@ const ADDR_IN_USE = /address already in use|AddrInUse|os error 98/i;
 export class ServeProcess {
   readonly lines: LogLine[] = [];
   exited: Deno.CommandStatus | null = null;
-  #port = freePort();
+  #port: number;
   #child: Deno.ChildProcess;
   #reading: Promise<void> = Promise.resolve();
 
+  /** `env.PORT`, when given, is the first port tried; a taken one is replaced like a drawn one. */
   constructor(readonly databaseUrl: string | null, readonly env: Record<string, string> = {}) {
+    this.#port = env.PORT === undefined ? freePort() : Number(env.PORT);
     this.#child = this.#spawn();
   }
 
@@ -85,12 +87,12 @@ export class ServeProcess {
         DUT_REPORT_SIGNING_KEY: TEST_SIGNING_KEY,
         DUT_PDF_SIGNING_CERT: TEST_PDF_CERT,
         DUT_PDF_SIGNING_KEY: TEST_PDF_KEY,
-        PORT: String(this.#port),
         HOST: "127.0.0.1",
         DUT_LOG_FORMAT: "json",
         DUT_LOG_LEVEL: "debug",
         DUT_SHUTDOWN_GRACE_SECONDS: "5",
         ...this.env,
+        PORT: String(this.#port),
       }),
       stdin: "null",
       stdout: "null",
@@ -99,9 +101,7 @@ export class ServeProcess {
     child.status.then((s) => {
       if (this.#child === child) this.exited = s;
     });
-    const previous = this.#reading;
     this.#reading = (async () => {
-      await previous;
       let buf = "";
       for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
         buf += chunk;
@@ -138,7 +138,10 @@ export class ServeProcess {
     let restarts = 0;
     for (let i = 0; i < attempts; i++) {
       if (this.exited) {
-        await this.#reading;
+        // The exit can be seen before the last log lines are read.
+        for (let j = 0; j < 20 && !ADDR_IN_USE.test(this.log()); j++) {
+          await new Promise((r) => setTimeout(r, 100));
+        }
         if (restarts < 5 && this.exited.code !== 0 && ADDR_IN_USE.test(this.log())) {
           restarts++;
           this.#port = freePort();
@@ -148,9 +151,10 @@ export class ServeProcess {
         throw new Error(`serve exited: ${this.log()}`);
       }
       try {
-        const r = await fetch(`${this.base}/readyz`);
+        // Cut off: a port taken by another process may accept and never answer.
+        const r = await fetch(`${this.base}/readyz`, { signal: AbortSignal.timeout(5_000) });
         await r.body?.cancel();
-        if (r.ok) return;
+        if (r.ok && !this.exited) return;
       } catch { /* not listening yet */ }
       await new Promise((r) => setTimeout(r, 100));
     }
