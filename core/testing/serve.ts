@@ -219,7 +219,8 @@ export async function startLab(dataDir: string): Promise<Lab> {
     env: childEnv(env),
     stdin: "null",
     stdout: "piped",
-    stderr: "null",
+    // Its log (each setting applied: "lab: <vendor> key=value") goes to the test's output.
+    stderr: "inherit",
   }).spawn();
   try {
     const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
