@@ -7,8 +7,7 @@
 import assert from "node:assert/strict";
 // deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/lockfiles_test.ts)
 import { marked } from "npm:marked@18.2.1";
-import { childEnv, dbTest, TEST_ADMIN_TOKEN } from "@dutlab/core/testing";
-import { ServeProcess } from "./_service_process.ts";
+import { childEnv, dbTest, ServeProcess, startLab, TEST_ADMIN_TOKEN } from "@dutlab/core/testing";
 import { commandHelp } from "../cli/_main.ts";
 import { COMMANDS } from "../cli/_main.ts";
 import { modules } from "../modules.gen.ts";
@@ -67,65 +66,6 @@ async function xmllint(...args: string[]): Promise<{ ok: boolean; out: string; e
   return { ok: o.success, out: dec.decode(o.stdout), err: dec.decode(o.stderr) };
 }
 
-/** The lab (tools/lab.ts) in its own data directory, until `stop`. */
-async function startLab(dataDir: string) {
-  const env = childEnv({ DUT_DATA_DIR: dataDir });
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "tools/lab.ts"],
-    cwd: ROOT,
-    clearEnv: true,
-    env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("simulator(s) running")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`lab exited: ${text}`);
-    text += value;
-  }
-  reader.releaseLock();
-  child.stdout.cancel().catch(() => {});
-  const labCommand = async (...args: string[]) => {
-    const o = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "tools/lab.ts", ...args],
-      cwd: ROOT,
-      clearEnv: true,
-      env,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.equal(o.code, 0, dec.decode(o.stderr));
-    return dec.decode(o.stdout);
-  };
-  return {
-    show: async () =>
-      JSON.parse(await labCommand("show")) as Array<
-        { vendor: string; hostname: string; url: string; username: string; password: string }
-      >,
-    set: (vendor: string, ...pairs: string[]) => labCommand("set", vendor, ...pairs),
-    async stop() {
-      child.kill("SIGTERM");
-      await child.status;
-    },
-  };
-}
-
-async function ready(base: string, svc: ServeProcess) {
-  for (let i = 0; i < 600; i++) {
-    if (svc.exited) throw new Error(`serve exited: ${svc.log()}`);
-    try {
-      const r = await fetch(`${base}/readyz`);
-      await r.body?.cancel();
-      if (r.ok) return;
-    } catch { /* not listening yet */ }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`serve not ready: ${svc.log()}`);
-}
-
 dbTest(
   "the CLI drives devices, snapshots, pre-flight, runs, reports and tokens against serve and the lab; exit codes follow the table",
   async (db, t) => {
@@ -146,7 +86,7 @@ dbTest(
     const run = (args: string[], stdin?: string, extra: Record<string, string> = {}) =>
       dutlab(work, { ...env, ...extra }, args, stdin);
     try {
-      await ready(svc.base, svc);
+      await svc.ready();
       const shown = await lab.show();
       let executionId = "";
 
@@ -644,7 +584,7 @@ dbTest("the README's example CI step runs as written; one failing check stops it
     return { code: o.code, stdout: dec.decode(o.stdout), stderr: dec.decode(o.stderr) };
   };
   try {
-    await ready(svc.base, svc);
+    await svc.ready();
     // The sample k6 export covers minutes of the plan's 50: verdict inconclusive, so the step ends with 1
     // after downloading and verifying the report (README).
     const passed = await job();

@@ -14,7 +14,8 @@ import { type Db, migrate, openDatabase } from "@dutlab/core/testing";
 import { startSimulatedDevice, type VendorSim } from "../adapters/vendor-b-ngfw/sim.ts";
 import { modules } from "../modules.gen.ts";
 import { until } from "../core/testing/poller_lab.ts";
-import { freePort, type Outcome, sampleReadyz, ServeProcess, startLoad } from "./_service_process.ts";
+import { freePort, ServeProcess } from "@dutlab/core/testing";
+import { type Outcome, sampleReadyz, startLoad } from "./_service_process.ts";
 
 const SCAN_SECONDS = 2;
 const DEVICE_TIMEOUT_SECONDS = 10;
@@ -121,7 +122,7 @@ dbTest(
       DUT_POLL_SCAN_SECONDS: String(SCAN_SECONDS),
       DUT_POLL_DEVICE_TIMEOUT_SECONDS: String(DEVICE_TIMEOUT_SECONDS),
     });
-    const ready = sampleReadyz(svc.base);
+    const ready = sampleReadyz(() => svc.base);
     let load = { outcomes: [] as Outcome[], stop: () => Promise.resolve() };
     const terminate = async () => {
       const r = await admin.query<{ n: number }>(
@@ -132,6 +133,7 @@ dbTest(
       return r.rows[0]!.n;
     };
     try {
+      await svc.ready(); // starts again on another port should a parallel test have taken this one
       await until("the service is ready", () => ready.samples.some((s) => s.status === 200), 60_000);
       load = startLoad(svc.base, ids, { workers: 6, limitMs: REQUEST_LIMIT_MS });
       await assertPolledOnce(db, ids, new Date(0), 60_000, svc);
@@ -273,9 +275,10 @@ Deno.test({
         DUT_POLL_SCAN_SECONDS: String(SCAN_SECONDS),
         DUT_POLL_DEVICE_TIMEOUT_SECONDS: String(DEVICE_TIMEOUT_SECONDS),
       });
-      const ready = sampleReadyz(svc.base);
+      const ready = sampleReadyz(() => svc!.base);
       let load = { outcomes: [] as Outcome[], stop: () => Promise.resolve() };
       try {
+        await svc.ready(); // starts again on another port should a parallel test have taken this one
         await until("the service is ready", () => ready.samples.some((s) => s.status === 200), 60_000);
         load = startLoad(svc.base, ids, { workers: 6, limitMs: REQUEST_LIMIT_MS });
         await assertPolledOnce(db, ids, new Date(0), 60_000, svc);

@@ -6,11 +6,10 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { childEnv, dbTest } from "@dutlab/core/testing";
+import { childEnv, dbTest, freePort, startLab } from "@dutlab/core/testing";
 import type { Db } from "@dutlab/core/testing";
 import { sha256Hex } from "@dutlab/core";
 import { verifyReportBytes } from "@dutlab/core/testing";
-import { freePort } from "./_service_process.ts";
 import { k6SummaryExport } from "./_runs_lab.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -64,9 +63,10 @@ dbTest(
     const { url, schema } = db as Db & { url: string; schema: string };
     const dir = await Deno.makeTempDir({ prefix: "dutlab-move-" });
     const children: Deno.ChildProcess[] = [];
+    const stops: Array<() => Promise<void>> = [];
     try {
-      const lab = spawn("tools/lab.ts", { DUT_DATA_DIR: dir });
-      children.push(lab);
+      const lab = await startLab(dir);
+      stops.push(() => lab.stop());
       const embedded = {
         DUT_DATA_DIR: dir,
         PORT: String(freePort()),
@@ -88,10 +88,7 @@ dbTest(
         const text = await r.text();
         return { status: r.status, text, json: () => JSON.parse(text) };
       };
-      const shown = await until("the lab", async () => {
-        const r = await run("tools/lab.ts", { DUT_DATA_DIR: dir }, ["show"]);
-        return r.code === 0 ? JSON.parse(r.stdout) as Array<Record<string, string>> : undefined;
-      });
+      const shown = await lab.show();
       const ids: string[] = [];
       for (const d of shown) {
         const r = await api("POST", "/api/admin/dut/devices", {
@@ -192,6 +189,7 @@ dbTest(
       for (const d of list.devices) assert.equal(d.lastPollStatus, "ok", JSON.stringify(d));
     } finally {
       for (const c of children) await stop(c);
+      for (const s of stops) await s();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },

@@ -4,8 +4,7 @@
  * output it saw, the plan file, the service's log, the answers it read and the database files for them.
  */
 import assert from "node:assert/strict";
-import { childEnv, dbTest, TEST_ADMIN_TOKEN } from "@dutlab/core/testing";
-import { ServeProcess } from "./_service_process.ts";
+import { childEnv, dbTest, ServeProcess, startLab, TEST_ADMIN_TOKEN } from "@dutlab/core/testing";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const dec = new TextDecoder();
@@ -18,19 +17,6 @@ interface Ran {
   code: number;
   stdout: string;
   stderr: string;
-}
-
-async function ready(base: string, svc: ServeProcess) {
-  for (let i = 0; i < 600; i++) {
-    if (svc.exited) throw new Error(`serve exited: ${svc.log()}`);
-    try {
-      const r = await fetch(`${base}/readyz`);
-      await r.body?.cancel();
-      if (r.ok) return;
-    } catch { /* not listening yet */ }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`serve not ready: ${svc.log()}`);
 }
 
 const lab = (hosts: string[], extra = "") =>
@@ -102,7 +88,7 @@ dbTest(
       await Deno.writeTextFile(`${work}/secrets/api-token`, `${CANARY_FILE}\n`, { mode: 0o600 });
       await Deno.chmod(`${work}/secrets/api-token`, 0o600);
       await Deno.writeTextFile(`${work}/lab.yaml`, lab(hosts));
-      await ready(svc.base, svc);
+      await svc.ready();
 
       await t.step("validate: valid file, then every error of a wrong one with its JSON path", async () => {
         const v = await run(["lab", "validate", "-f", "lab.yaml"]);
@@ -247,52 +233,20 @@ dbTest(
   },
 );
 
-/** `deno task lab … args` in the lab's data directory; its stdout. */
-async function labTool(env: Record<string, string>, ...args: string[]): Promise<string> {
-  const o = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "tools/lab.ts", ...args],
-    cwd: ROOT,
-    clearEnv: true,
-    env: childEnv(env),
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(o.code, 0, dec.decode(o.stderr));
-  return dec.decode(o.stdout);
-}
-
 dbTest(
   "the simulated lab as a lab file: applied, every simulator polls ok, then diff is clean",
   async (_db, t) => {
     const work = await Deno.makeTempDir({ prefix: "dutlab-simlab-" });
-    const labEnv = { DUT_DATA_DIR: `${work}/lab-data` };
-    const lab = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "tools/lab.ts"],
-      cwd: ROOT,
-      clearEnv: true,
-      env: childEnv(labEnv),
-      stdin: "null",
-      stdout: "piped",
-      stderr: "null",
-    }).spawn();
+    const lab = await startLab(`${work}/lab-data`);
     const svc = new ServeProcess(null, { DUT_DATA_DIR: `${work}/serve-data`, DUT_API_POLLER_DISABLE: "1" });
     try {
-      const reader = lab.stdout.pipeThrough(new TextDecoderStream()).getReader();
-      let text = "";
-      while (!text.includes("simulator(s) running")) {
-        const { value, done } = await reader.read();
-        if (done) throw new Error(`lab exited: ${text}`);
-        text += value;
-      }
-      reader.releaseLock();
-      lab.stdout.cancel().catch(() => {});
-      await ready(svc.base, svc);
-      const file = await labTool(labEnv, "file");
+      await svc.ready();
+      const file = await lab.command("file");
       await Deno.writeTextFile(`${work}/sim.yaml`, file);
-      const shown = JSON.parse(await labTool(labEnv, "show")) as Array<{ password: string }>;
+      const shown = JSON.parse(await lab.command("show")) as Array<{ password: string }>;
       for (const d of shown) assert.ok(!file.includes(d.password), "the lab file holds no password");
       const env: Record<string, string> = { DUT_URL: svc.base, DUT_TOKEN: TEST_ADMIN_TOKEN };
-      for (const line of (await labTool(labEnv, "file", "--env")).trim().split("\n")) {
+      for (const line of (await lab.command("file", "--env")).trim().split("\n")) {
         const m = line.match(/^export ([A-Z0-9_]+)='(.*)'$/);
         assert.ok(m, line);
         env[m[1]!] = m[2]!.replaceAll("'\\''", "'");
@@ -319,8 +273,7 @@ dbTest(
         assert.match(d.stdout, /^Plan: 0 to create, 0 to update, 0 to remove$/m);
       });
     } finally {
-      lab.kill("SIGTERM");
-      await lab.status;
+      await lab.stop();
       await svc.stop();
       await Deno.remove(work, { recursive: true });
     }

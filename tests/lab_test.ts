@@ -6,12 +6,10 @@
  * table (`tests/_lab.ts`) that applies to a device can be made to fail and pass through its settings.
  */
 import assert from "node:assert/strict";
-import { childEnv, dbTest, jsonReq, testServices } from "@dutlab/core/testing";
+import { dbTest, jsonReq, startLab, testServices } from "@dutlab/core/testing";
 import { modules } from "../modules.gen.ts";
 import { buildRegistry } from "@dutlab/core/runtime";
 import { applying, enabledVendors, LAB_FAULTS, OFF, ON, settingFor } from "./_lab.ts";
-
-const ROOT = new URL("..", import.meta.url).pathname;
 
 interface Shown {
   vendor: string;
@@ -25,57 +23,17 @@ interface Shown {
   controls: Record<string, string[]>;
 }
 
-async function labCommand(env: Record<string, string>, ...args: string[]) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "tools/lab.ts", ...args],
-    cwd: ROOT,
-    clearEnv: true,
-    env,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
-
 dbTest("lab set drives each demonstrated outcome; the lab keeps its ports and certificates", async (db) => {
   const dir = await Deno.makeTempDir({ prefix: "dutlab-lab-" });
-  const env = childEnv({ DUT_DATA_DIR: dir });
-  const start = () =>
-    new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "tools/lab.ts"],
-      cwd: ROOT,
-      clearEnv: true,
-      env,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "inherit",
-    }).spawn();
-  let lab = start();
-  const ready = async (child: Deno.ChildProcess) => {
-    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-    let text = "";
-    while (!text.includes("simulator(s) running")) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`lab exited: ${text}`);
-      text += value;
-    }
-    reader.releaseLock();
-    child.stdout.cancel().catch(() => {});
-  };
-  const stop = async (child: Deno.ChildProcess) => {
-    child.kill("SIGTERM");
-    await child.status;
-  };
+  let lab = await startLab(dir);
   try {
-    await ready(lab);
     const show = async (): Promise<Shown[]> => {
-      const r = await labCommand(env, "show");
+      const r = await lab.run("show");
       assert.equal(r.code, 0, r.stderr);
       return JSON.parse(r.stdout);
     };
     const set = async (vendor: string, ...pairs: string[]) => {
-      const r = await labCommand(env, "set", vendor, ...pairs);
+      const r = await lab.run("set", vendor, ...pairs);
       assert.equal(r.code, 0, `lab set ${vendor} ${pairs.join(" ")}: ${r.stderr}`);
     };
     const shown = await show();
@@ -193,7 +151,7 @@ dbTest("lab set drives each demonstrated outcome; the lab keeps its ports and ce
     if (lacking) {
       const key = shown.flatMap((o) => Object.keys(o.controls)).find((k) => !lacking.controls[k])!;
       const own = Object.keys(lacking.controls).filter((k) => k !== "down" && k !== "cert");
-      const bad = await labCommand(env, "set", lacking.vendor, `${key}=on`);
+      const bad = await lab.run("set", lacking.vendor, `${key}=on`);
       assert.equal(bad.code, 1);
       assert.equal(
         bad.stderr.trim(),
@@ -202,15 +160,14 @@ dbTest("lab set drives each demonstrated outcome; the lab keeps its ports and ce
         }`,
       );
     }
-    const value = await labCommand(env, "set", last.vendor, "down=maybe");
+    const value = await lab.run("set", last.vendor, "down=maybe");
     assert.equal(value.code, 1);
     assert.equal(value.stderr.trim(), `${last.vendor}: down must be true or false`);
 
     // A restarted lab answers on the same ports with the same certificates: pinned devices stay ok.
     const before = await show();
-    await stop(lab);
-    lab = start();
-    await ready(lab);
+    await lab.stop();
+    lab = await startLab(dir);
     const after = await show();
     assert.deepEqual(after.map((d) => [d.url, d.sha256]), before.map((d) => [d.url, d.sha256]));
     await snapshotAll();
@@ -220,7 +177,7 @@ dbTest("lab set drives each demonstrated outcome; the lab keeps its ports and ce
     await set(first.vendor, "cert=rotate");
     assert.equal(await snapshot(first.vendor), "tls_error");
   } finally {
-    await stop(lab).catch(() => {});
+    await lab.stop();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 }, { only: ["pglite"] });

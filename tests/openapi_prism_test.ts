@@ -5,19 +5,12 @@
  * the returned status code", so this test can fail.
  */
 import assert from "node:assert/strict";
-import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
+import { dbTest, freePort, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { refusedRoles, ROLES } from "@dutlab/core/testing";
 
 /** The pinned Prism CLI. */
 export const PRISM = "@stoplight/prism-cli@5.14.2";
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const p = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return p;
-}
 
 /** Prism proxying `upstream` with the document at `file`, in its own process group; its output collected. */
 async function prism(dir: string, file: string, upstream: string) {

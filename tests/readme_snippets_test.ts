@@ -20,6 +20,7 @@ import assert from "node:assert/strict";
 import pg from "pg";
 import {
   childEnv,
+  freePort,
   NO_POSTGRES_REASON,
   TEST_ADMIN_TOKEN,
   TEST_CRED_KEY,
@@ -93,13 +94,6 @@ const TOOLS = ["bash", "curl", "jq", "node", "npx", "setsid", "openssl"];
 const missing = TOOLS.filter((t) =>
   new Deno.Command("sh", { args: ["-c", `command -v ${t}`], stdout: "null" }).outputSync().code !== 0
 );
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const p = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return p;
-}
 
 /**
  * A PATH like the test's own without `deno`: each directory holding a `deno` is replaced by a directory of

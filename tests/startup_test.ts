@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { childEnv, TEST_PDF_CERT, TEST_PDF_KEY, TEST_SIGNING_KEY } from "@dutlab/core/testing";
+import { childEnv, freePort, TEST_PDF_CERT, TEST_PDF_KEY, TEST_SIGNING_KEY } from "@dutlab/core/testing";
 import { openDatabase } from "@dutlab/core/testing";
 import { buildRegistry } from "@dutlab/core/testing";
 import { patternSetKey, volatileFor } from "../core/src/snapshots/volatile.ts";
@@ -21,13 +21,6 @@ async function runServe(env: Record<string, string>, ms = 20_000, script = "serv
   });
   const out = await cmd.output();
   return { code: out.code, lines: dec.decode(out.stderr).trim().split("\n").filter(Boolean) };
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const p = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return p;
 }
 
 async function waitFor(url: string, ms = 30_000): Promise<Response> {

@@ -15,6 +15,7 @@ export { DEFAULT_LIMITS, type TransportLimits } from "../src/transport/transport
 export { checkApplies, evaluateCheck } from "../src/preflight/evaluate.ts";
 export type { CheckResult } from "../src/preflight/types.ts";
 export * from "./process.ts";
+export * from "./serve.ts";
 export * from "./replay.ts";
 export * from "./facts.ts";
 export * from "./volatile.ts";
