@@ -10,8 +10,8 @@ import {
 } from "@dutlab/core/testing";
 import type { Db } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import { readBackup, restoreBackup, RestoreRefused, writeBackup } from "../core/src/backup/archive.ts";
-import { decryptSecret, importCredentialKey } from "../core/src/devices/credentials.ts";
+import { readBackup, restoreBackup, RestoreRefused, writeBackup } from "@dutlab/core/testing";
+import { decryptSecret, importCredentialKey } from "@dutlab/core/testing";
 import { sha256Hex } from "@dutlab/core";
 import { verifyReportBytes } from "@dutlab/core/testing";
 import { type App, type Auth, fetchReport, finishRun, register, snapshot, startRun } from "./_runs_lab.ts";

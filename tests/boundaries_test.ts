@@ -110,7 +110,7 @@ Deno.test("the boundary check fails on rooms of one floor importing each other, 
 
 Deno.test("the boundary check fails when the CLI imports core or a member (HTTP API only)", async () => {
   const r = await boundariesOver({
-    "cli/_a.ts": 'import { runPreflight } from "../core/src/preflight/engine.ts";\n',
+    "cli/_a.ts": 'import { runPreflight } from "@dutlab/core/testing";\n',
     "cli/_b.ts": 'import { defineCheck } from "@dutlab/core";\n',
     "cli/sub/_c.ts": 'import "../../checks/x/mod.ts";\n',
   });

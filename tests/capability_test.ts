@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { modules } from "../modules.gen.ts";
 import { buildRegistry } from "@dutlab/core/testing";
-import { CONTROLLER, FIREWALL, serves } from "../core/src/capability.ts";
+import { CONTROLLER, FIREWALL, serves } from "@dutlab/core/testing";
 import { checkApplies } from "../core/testing/mod.ts";
 import { defineCheck } from "../core/mod.ts";
 

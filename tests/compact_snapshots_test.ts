@@ -9,11 +9,11 @@ import { type Kysely, sql } from "kysely";
 import { Migrator } from "kysely/migration";
 import { createTarGzip, parseTarGzip } from "nanotar";
 import { dbTest, testServices } from "@dutlab/core/testing";
-import { readBackup } from "../core/src/backup/archive.ts";
+import { readBackup } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { migrationProvider } from "@dutlab/core/testing";
 import type { Database } from "@dutlab/core/testing";
-import { getSnapshot, listSnapshots } from "../core/src/snapshots/store.ts";
+import { getSnapshot, listSnapshots } from "@dutlab/core/testing";
 
 const BEFORE = "2026_11_25_0014_snapshot_prunes";
 

@@ -10,7 +10,7 @@ import { childEnv, dbTest, TEST_CRED_KEY } from "@dutlab/core/testing";
 import type { Db } from "@dutlab/core/testing";
 import { appliedMigrations, migrateUpTo, openDatabase } from "@dutlab/core/testing";
 import { migrationProvider } from "@dutlab/core/testing";
-import { encryptSecret, importCredentialKey } from "../core/src/devices/credentials.ts";
+import { encryptSecret, importCredentialKey } from "@dutlab/core/testing";
 import { hashSnapshot } from "@dutlab/core/testing";
 import { sha256Hex } from "@dutlab/core";
 

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import { reencryptCredentials } from "../core/src/devices/key_rotation.ts";
+import { reencryptCredentials } from "@dutlab/core/testing";
 import { buildKeyRing } from "@dutlab/core/testing";
-import { keyIdOf } from "../core/src/devices/credentials.ts";
+import { keyIdOf } from "@dutlab/core/testing";
 import { modules } from "../modules.gen.ts";
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 

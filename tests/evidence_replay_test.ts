@@ -12,9 +12,9 @@ import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/s
 import { modules } from "../modules.gen.ts";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { buildRegistry } from "@dutlab/core/testing";
-import { replayReport } from "../core/src/report/replay.ts";
-import { readBundleArchive, replayInputsOf } from "../core/src/report/evidence_read.ts";
-import { sealReport } from "../core/src/report/seal.ts";
+import { replayReport } from "@dutlab/core/testing";
+import { readBundleArchive, replayInputsOf } from "@dutlab/core/testing";
+import { sealReport } from "@dutlab/core/testing";
 import type { ReportData } from "@dutlab/core/testing";
 import {
   closeAll,

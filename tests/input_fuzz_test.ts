@@ -11,7 +11,7 @@ import { sql } from "kysely";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { dbTest, TEST_ADMIN_TOKEN, testServices } from "@dutlab/core/testing";
 import type { Db } from "@dutlab/core/testing";
-import { INPUT_LIMITS } from "../core/src/http/input_guard.ts";
+import { INPUT_LIMITS } from "@dutlab/core/testing";
 import { modules } from "../modules.gen.ts";
 import { closedPort } from "../core/testing/poller_lab.ts";
 

@@ -5,8 +5,8 @@ import { sql } from "kysely";
 import { dbTest, jsonReq, TEST_CRED_KEY, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { buildKeyRing } from "@dutlab/core/testing";
-import { reencryptCredentials } from "../core/src/devices/key_rotation.ts";
-import { labJsonSchemaText } from "../core/src/lab/file.ts";
+import { reencryptCredentials } from "@dutlab/core/testing";
+import { labJsonSchemaText } from "@dutlab/core/testing";
 import { sha256Hex } from "@dutlab/core";
 import type { Db } from "@dutlab/core/testing";
 

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { parse } from "yaml";
 import { childEnv } from "@dutlab/core/testing";
-import { LabFile } from "../core/src/lab/file.ts";
+import { LabFile } from "@dutlab/core/testing";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const SCHEMA = "schemas/lab.schema.json";

@@ -7,7 +7,7 @@ import { sql } from "kysely";
 import { dbTest, jsonReq, startSimulator } from "@dutlab/core/testing";
 import { defineAdapter } from "@dutlab/core";
 import { fixtureAdapter, fixtureModules } from "../core/testing/fixture_modules.ts";
-import { LostLockError } from "../core/src/poller/cycle.ts";
+import { LostLockError } from "@dutlab/core/testing";
 import type { Db } from "@dutlab/core/testing";
 import {
   addDevice,

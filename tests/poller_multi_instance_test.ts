@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { childEnv, dbTest, TEST_CRED_KEY, testServices } from "@dutlab/core/testing";
 import type { Db } from "@dutlab/core/testing";
-import { POLL_LOCK_CLASS, pollLockKey } from "../core/src/poller/worker.ts";
+import { POLL_LOCK_CLASS, pollLockKey } from "@dutlab/core/testing";
 import { startSimulatedDevice } from "../adapters/vendor-b-ngfw/sim.ts";
 import { modules } from "../modules.gen.ts";
 import { until } from "../core/testing/poller_lab.ts";

@@ -5,8 +5,8 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest, jsonReq } from "@dutlab/core/testing";
-import { startWorker } from "../core/src/runtime/bootstrap.ts";
-import { dueDevices, PollWorker } from "../core/src/poller/worker.ts";
+import { startWorker } from "@dutlab/core/testing";
+import { dueDevices, PollWorker } from "@dutlab/core/testing";
 import type { Services } from "@dutlab/core/testing";
 import {
   addDevice,

@@ -10,10 +10,10 @@ import { defineCheck } from "@dutlab/core";
 import { dbTest, testServices } from "@dutlab/core/testing";
 import type { Db } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import type { CheckDefinition } from "../core/src/check.ts";
+import type { CheckDefinition } from "@dutlab/core/testing";
 import { buildRegistry, type Registry } from "@dutlab/core/testing";
 import { evaluateCheck, PayloadCache, payloadCache, runPreflight, summarize } from "@dutlab/core/testing";
-import { latestSnapshots } from "../core/src/snapshots/store.ts";
+import { latestSnapshots } from "@dutlab/core/testing";
 import { webSha256Hex as sha256Hex } from "../core/testing/poller_lab.ts";
 
 const PLAN = "fixture-plan";

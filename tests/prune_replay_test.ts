@@ -14,10 +14,10 @@ import { childEnv, dbTest, jsonReq, type SimulatedDevice, testServices } from "@
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/sim";
 import { modules } from "../modules.gen.ts";
-import { readBundleArchive, replayInputsOf } from "../core/src/report/evidence_read.ts";
-import type { ReplayInputs } from "../core/src/report/replay.ts";
+import { readBundleArchive, replayInputsOf } from "@dutlab/core/testing";
+import type { ReplayInputs } from "@dutlab/core/testing";
 import { verifyReportBytes } from "@dutlab/core/testing";
-import { pruneSnapshots } from "../core/src/snapshots/prune.ts";
+import { pruneSnapshots } from "@dutlab/core/testing";
 import {
   type App,
   type Auth,

@@ -9,7 +9,7 @@ import { sql } from "kysely";
 import canonicalize from "canonicalize";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import { pae } from "../core/src/report/sign.ts";
+import { pae } from "@dutlab/core/testing";
 import { type App, type Auth, finishRun, startRun } from "./_runs_lab.ts";
 import { sha256Hex } from "@dutlab/core";
 

@@ -8,7 +8,7 @@ import { sql } from "kysely";
 import { dbTest, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { verifyReportBytes } from "@dutlab/core/testing";
-import { renderReportPage } from "../core/src/report/render/page.tsx";
+import { renderReportPage } from "@dutlab/core/testing";
 import type { ReportData } from "@dutlab/core/testing";
 
 const FILE = new URL("../core/src/report/testdata/report-before-issue-19.json", import.meta.url);

@@ -11,7 +11,7 @@ import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { findChromium, pdfPages, squash } from "../core/testing/chromium.ts";
 import { type App, type Auth, finishRun, startRun } from "./_runs_lab.ts";
 import { sha256Hex } from "@dutlab/core";
-import { generatePdfSigningMaterial } from "../core/src/report/pdf_sign.ts";
+import { generatePdfSigningMaterial } from "@dutlab/core/testing";
 
 const chromium = findChromium();
 const inCi = Boolean(Deno.env.get("CI"));

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, TEST_ADMIN_TOKEN, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import { shareLink } from "../core/src/http/share.ts";
+import { shareLink } from "@dutlab/core/testing";
 import { type App, type Auth, finishRun, startRun } from "./_runs_lab.ts";
 
 const PLAN = "fixture-plan";

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import { generateSigningKey, pae, PAYLOAD_TYPE } from "../core/src/report/sign.ts";
+import { generateSigningKey, pae, PAYLOAD_TYPE } from "@dutlab/core/testing";
 import { type App, type Auth, finishRun, startRun } from "./_runs_lab.ts";
 import { checkEnvelope, checkReport, loadKeys } from "../tools/verify_report_src.ts";
 

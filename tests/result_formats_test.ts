@@ -10,7 +10,7 @@ import { parse as parseCsv } from "npm:csv-parse@7.0.3/sync";
 import { marked, type Tokens } from "npm:marked@18.2.1";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
-import { preflightResultSet, renderResultSet } from "../core/src/formats/results.ts";
+import { preflightResultSet, renderResultSet } from "@dutlab/core/testing";
 import type { PreflightResult } from "@dutlab/core/testing";
 
 const XSD = new URL("./testdata/junit/JUnit.xsd", import.meta.url).pathname;

@@ -8,7 +8,7 @@ import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { assertReportPages, findChromium, pdfPages, printToPdf, squash } from "@dutlab/core/testing/chromium";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import { jcsSha256 } from "@dutlab/core";
-import type { Comparison } from "../core/src/report/results/compare.ts";
+import type { Comparison } from "@dutlab/core/testing";
 import type { ReportData } from "@dutlab/core/testing";
 import {
   type App,

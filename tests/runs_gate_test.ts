@@ -9,7 +9,7 @@ import type { Db } from "@dutlab/core/testing";
 import type { PreflightResult } from "@dutlab/core/testing";
 import type { ReportData } from "@dutlab/core/testing";
 import { verifyReportBytes } from "@dutlab/core/testing";
-import { renderReportPage } from "../core/src/report/render/page.tsx";
+import { renderReportPage } from "@dutlab/core/testing";
 import { startSimulatedDevice as startSwitch } from "@dutlab/adapter-vendor-a-switch/sim";
 import { modules } from "../modules.gen.ts";
 import { fetchReport, finishRun, register, snapshot } from "./_runs_lab.ts";

@@ -6,7 +6,7 @@ import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modu
 import { hashSnapshot } from "@dutlab/core/testing";
 import { sha256Hex } from "@dutlab/core";
 import { verifyReportBytes } from "@dutlab/core/testing";
-import { citedSnapshots, pruneSnapshots } from "../core/src/snapshots/prune.ts";
+import { citedSnapshots, pruneSnapshots } from "@dutlab/core/testing";
 import { type App, type Auth, fetchReport, finishRun, register, snapshot, startRun } from "./_runs_lab.ts";
 
 const LABELS = ["system_info", "ntp_config", "decrypt_policy"] as const;

@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import canonicalize from "canonicalize";
 import { type RawBuilder, sql } from "kysely";
 import { dbTest } from "@dutlab/core/testing";
-import { latestSnapshots, type SnapshotView } from "../core/src/snapshots/store.ts";
-import { RECOMPUTE } from "../core/src/http/routes_snapshots.ts";
+import { latestSnapshots, type SnapshotView } from "@dutlab/core/testing";
+import { RECOMPUTE } from "@dutlab/core/testing";
 import {
   addDevice,
   count,

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { childEnv, freePort, TEST_PDF_CERT, TEST_PDF_KEY, TEST_SIGNING_KEY } from "@dutlab/core/testing";
 import { openDatabase } from "@dutlab/core/testing";
 import { buildRegistry } from "@dutlab/core/testing";
-import { patternSetKey, volatileFor } from "../core/src/snapshots/volatile.ts";
+import { patternSetKey, volatileFor } from "@dutlab/core/testing";
 import { modules } from "../modules.gen.ts";
 
 const root = new URL("..", import.meta.url).pathname;

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { main } from "../tools/verify_report_src.ts";
 import { reportFixture } from "../core/testing/report_fixture.ts";
-import { generateSigningKey, ReportSigningKey, signReport } from "../core/src/report/sign.ts";
+import { generateSigningKey, ReportSigningKey, signReport } from "@dutlab/core/testing";
 
 /** Run the verifier on files written to a temporary folder; its exit code and printed lines. */
 async function verify(
