@@ -1,9 +1,7 @@
 /** Fresh benchmark databases (a new PostgreSQL schema, or PGlite in a temp data dir) and services. */
 // deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/lockfiles_test.ts)
 import postgres from "npm:postgres@3.4.9";
-import { Migrator } from "kysely/migration";
-import { type Db, migrate, openDatabase } from "../core/src/db/open.ts";
-import { migrationProvider } from "../core/src/db/migrations/mod.ts";
+import { type Db, migrate, openDatabase, scopedMigrator } from "../core/src/db/open.ts";
 import { type Config, parseEnv, pdfSigningFromEnv } from "../core/src/runtime/config.ts";
 import { TEST_PDF_CERT, TEST_PDF_KEY } from "../core/testing/app.ts";
 import { buildRegistry, type LoadedModules, type Registry } from "../core/src/registry.ts";
@@ -30,14 +28,8 @@ export async function freshDb(
     const admin = postgres(PG_URL, { max: 1, onnotice: () => {} });
     await admin.unsafe(`create schema ${schema}`);
     const db = await openDatabase({ url: PG_URL, schema, poolSize: opts.poolSize });
-    // Name the schema: without it Kysely's migrator sees another schema's kysely_migration_lock (other
-    // processes' test schemas on the same server) and fails with "relation ... does not exist".
-    const { error } = await new Migrator({
-      db: db.kysely,
-      provider: migrationProvider,
-      migrationTableSchema: schema,
-    })
-      .migrateToLatest();
+    // Scoped to the schema: Kysely's own migrator would see other processes' schemas on the same server.
+    const { error } = await scopedMigrator(db.kysely, schema).migrateToLatest();
     if (error) throw error;
     const raw = postgres(PG_URL, { max: 2, onnotice: () => {}, connection: { search_path: schema } });
     const close = async () => {

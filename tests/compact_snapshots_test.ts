@@ -6,20 +6,20 @@
  */
 import assert from "node:assert/strict";
 import { type Kysely, sql } from "kysely";
-import { Migrator } from "kysely/migration";
+import type { Migrator } from "kysely/migration";
 import { createTarGzip, parseTarGzip } from "nanotar";
 import { dbTest, testServices } from "@dutlab/core/testing";
 import { readBackup } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
-import { migrationProvider } from "@dutlab/core/testing";
 import type { Database } from "@dutlab/core/testing";
+import { scopedMigrator } from "@dutlab/core/testing";
 import { getSnapshot, listSnapshots } from "@dutlab/core/testing";
 
 const BEFORE = "2026_11_25_0014_snapshot_prunes";
 
 async function migrator(db: Kysely<Database>): Promise<Migrator> {
   const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s;
-  return new Migrator({ db, provider: migrationProvider, migrationTableSchema: schema });
+  return scopedMigrator(db, schema);
 }
 
 async function ok(p: Promise<{ error?: unknown }>) {

@@ -5,9 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { type Kysely, sql } from "kysely";
-import { Migrator, NO_MIGRATIONS } from "kysely/migration";
-import { dbTest } from "@dutlab/core/testing";
-import { migrationProvider } from "@dutlab/core/testing";
+import { type Migrator, NO_MIGRATIONS } from "kysely/migration";
+import { dbTest, scopedMigrator } from "@dutlab/core/testing";
 import type { Database } from "@dutlab/core/testing";
 
 /** The definition of every index on `snapshots`, by name, without the schema. */
@@ -21,7 +20,7 @@ async function snapshotIndexes(db: Kysely<Database>): Promise<Record<string, str
 
 async function migrator(db: Kysely<Database>): Promise<Migrator> {
   const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s;
-  return new Migrator({ db, provider: migrationProvider, migrationTableSchema: schema });
+  return scopedMigrator(db, schema);
 }
 
 async function ok(p: Promise<{ error?: unknown }>) {

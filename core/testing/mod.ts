@@ -138,3 +138,4 @@ export { listSnapshots } from "../src/snapshots/store.ts";
 export { patternSetKey } from "../src/snapshots/volatile.ts";
 export { stripVolatile } from "../src/snapshots/volatile.ts";
 export { volatileFor } from "../src/snapshots/volatile.ts";
+export { scopedMigrator } from "../src/db/open.ts";

@@ -289,7 +289,6 @@ async function listenOn(
   };
 }
 
-/** Apply every pending migration. Kysely takes a PostgreSQL advisory lock, so concurrent starts are safe. */
 /**
  * `db` as the migrator sees it: its introspection lists only the tables of the migration schema. Kysely's own
  * PostgreSQL introspector reads every table of every schema and resolves each by name
@@ -345,6 +344,20 @@ async function upToDate(db: Kysely<Database>, schema: string | undefined): Promi
   return names.every((n) => done.has(n));
 }
 
+/**
+ * A Kysely migrator over this core's migrations, its table and its introspection both scoped to `schema`
+ * (so another session dropping its own schema meanwhile cannot fail it; see above). For tools and tests that
+ * move the schema to a chosen migration; a service start uses {@link migrate}.
+ */
+export function scopedMigrator(db: Kysely<Database>, schema: string): Migrator {
+  return new Migrator({
+    db: withScopedIntrospection(db, schema),
+    provider: migrationProvider,
+    migrationTableSchema: schema,
+  });
+}
+
+/** Apply every pending migration. Kysely takes a PostgreSQL advisory lock, so concurrent starts are safe. */
 export async function migrate(db: Kysely<Database>, schema?: string): Promise<string[]> {
   // Name our schema explicitly (search_path may select one): Kysely's table check spans all schemas.
   schema ??= (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s;
