@@ -59,7 +59,8 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
     const exec = (q: string) => sql.raw(q).execute(db.kysely);
     await exec(
       `create table bench_slots as select (row_number() over (order by l.device_id, l.endpoint_label) - 1)::int as k,
-      s.device_id, s.endpoint_label, s.payload_sha256, s.adapter_module, s.adapter_version
+      s.device_id, s.endpoint_label, s.payload_sha256, s.adapter_module, s.adapter_version,
+      s.adapter_release_id
       from snapshot_latest l join snapshots s on s.id = l.snapshot_id`,
     );
     const slots = Number(
@@ -77,11 +78,11 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
           await db.kysely.transaction().execute(async (tx) => {
             await sql.raw(`set local session_replication_role = replica`).execute(tx);
             await sql.raw(`insert into snapshots (device_id, endpoint_label, payload_sha256, collected_at,
-                adapter_module, adapter_version)
+                adapter_module, adapter_version, adapter_release_id)
               select sl.device_id, sl.endpoint_label, sl.payload_sha256,
                 now() - interval '2 hours' - make_interval(secs => ${
               have + from
-            } + g), sl.adapter_module, sl.adapter_version
+            } + g), sl.adapter_module, sl.adapter_version, sl.adapter_release_id
               from generate_series(1, ${n}) g join bench_slots sl on sl.k = g % ${slots}`).execute(tx);
           });
         }
