@@ -90,13 +90,8 @@ export function rssSampler(pid: number | "self" = "self", ms = 100) {
   };
 }
 
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
+/** A free loopback port, as the tests pick one (below the ephemeral range, so no `listen(0)` takes it). */
+export { freePort } from "../core/testing/serve.ts";
 
 /** Machine facts for the results file. */
 export function machine() {

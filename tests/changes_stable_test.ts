@@ -13,7 +13,7 @@ import { listChanges } from "@dutlab/core/testing";
 import { reconcilePatternSets } from "@dutlab/core/testing";
 import { buildRegistry } from "@dutlab/core/testing";
 import type { Database } from "@dutlab/core/testing";
-import { scopedMigrator } from "@dutlab/core/testing";
+import { testMigrator } from "@dutlab/core/testing";
 import { addDevice, fixtureDevice, setup } from "../core/testing/poller_lab.ts";
 import { fixtureAdapter, fixtureModules } from "../core/testing/fixture_modules.ts";
 
@@ -283,8 +283,7 @@ dbTest(
 
 dbTest("rows written before migration 0011 have no stable flag and still count as changes", async (db) => {
   const k = db.kysely;
-  const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(k)).rows[0]!.s;
-  const m = scopedMigrator(k, schema);
+  const m = await testMigrator(k);
   const { svc } = await setup(db, {}, modulesWith({ system_info: ["/uptime"] }));
   const id = await addDevice(svc, "https://192.0.2.13");
   const row = await svc.devices.get(id);

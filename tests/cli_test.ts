@@ -71,17 +71,7 @@ dbTest(
   async (db, t) => {
     const work = await Deno.makeTempDir({ prefix: "dutlab-cli-" });
     const lab = await startLab(`${work}/lab-data`);
-    const pg = db as { url?: string; schema?: string };
-    const svc = pg.url
-      ? new ServeProcess(
-        (() => {
-          const u = new URL(pg.url!);
-          u.searchParams.set("search_path", pg.schema!);
-          return u.toString();
-        })(),
-        { DUT_API_POLLER_DISABLE: "1" },
-      )
-      : new ServeProcess(null, { DUT_DATA_DIR: `${work}/serve-data`, DUT_API_POLLER_DISABLE: "1" });
+    const svc = ServeProcess.overTestDb(db, work, { DUT_API_POLLER_DISABLE: "1" });
     const env = { DUT_URL: svc.base, DUT_TOKEN: TEST_ADMIN_TOKEN };
     const run = (args: string[], stdin?: string, extra: Record<string, string> = {}) =>
       dutlab(work, { ...env, ...extra }, args, stdin);

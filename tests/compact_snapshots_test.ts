@@ -6,21 +6,15 @@
  */
 import assert from "node:assert/strict";
 import { type Kysely, sql } from "kysely";
-import type { Migrator } from "kysely/migration";
 import { createTarGzip, parseTarGzip } from "nanotar";
 import { dbTest, testServices } from "@dutlab/core/testing";
 import { readBackup } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import type { Database } from "@dutlab/core/testing";
-import { scopedMigrator } from "@dutlab/core/testing";
+import { testMigrator } from "@dutlab/core/testing";
 import { getSnapshot, listSnapshots } from "@dutlab/core/testing";
 
 const BEFORE = "2026_11_25_0014_snapshot_prunes";
-
-async function migrator(db: Kysely<Database>): Promise<Migrator> {
-  const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s;
-  return scopedMigrator(db, schema);
-}
 
 async function ok(p: Promise<{ error?: unknown }>) {
   const { error } = await p;
@@ -79,7 +73,7 @@ dbTest(
   "migration 0015 stores '' for a stable hash equal to the payload hash and gives the flags the full hash gave",
   async (db) => {
     const k = db.kysely;
-    const m = await migrator(k);
+    const m = await testMigrator(k);
     await ok(m.migrateTo(BEFORE));
     await devices(k, [1, 2, 3]);
     for (const [label, p, st] of SEQUENCE) await insert(k, 1, label, p, st);

@@ -48,17 +48,8 @@ dbTest(
   "dutlab lab: validate, diff, apply, export keep a lab in step, and no canary password leaks",
   async (db, t) => {
     const work = await Deno.makeTempDir({ prefix: "dutlab-lab-" });
-    const pg = db as { url?: string; schema?: string };
-    const svc = pg.url
-      ? new ServeProcess(
-        (() => {
-          const u = new URL(pg.url!);
-          u.searchParams.set("search_path", pg.schema!);
-          return u.toString();
-        })(),
-        { DUT_API_POLLER_DISABLE: "1" },
-      )
-      : new ServeProcess(null, { DUT_DATA_DIR: `${work}/serve-data`, DUT_API_POLLER_DISABLE: "1" });
+    const pg = db as { url?: string };
+    const svc = ServeProcess.overTestDb(db, work, { DUT_API_POLLER_DISABLE: "1" });
     const seen: string[] = [];
     const baseEnv = { DUT_URL: svc.base, DUT_TOKEN: TEST_ADMIN_TOKEN, LAB1_ADMIN_PASSWORD: CANARY_ENV };
     const run = async (args: string[], extra: Record<string, string> = {}): Promise<Ran> => {

@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { type Kysely, sql } from "kysely";
-import { type Migrator, NO_MIGRATIONS } from "kysely/migration";
-import { dbTest, scopedMigrator } from "@dutlab/core/testing";
+import { NO_MIGRATIONS } from "kysely/migration";
+import { dbTest, testMigrator } from "@dutlab/core/testing";
 import type { Database } from "@dutlab/core/testing";
 
 /** The definition of every index on `snapshots`, by name, without the schema. */
@@ -16,11 +16,6 @@ async function snapshotIndexes(db: Kysely<Database>): Promise<Record<string, str
   return Object.fromEntries(
     r.rows.map((x) => [x.indexname, x.indexdef.replace(/ ON \S+\.snapshots /, " ON snapshots ")]),
   );
-}
-
-async function migrator(db: Kysely<Database>): Promise<Migrator> {
-  const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s;
-  return scopedMigrator(db, schema);
 }
 
 async function ok(p: Promise<{ error?: unknown }>) {
@@ -58,7 +53,7 @@ dbTest(
 );
 
 dbTest("migration 0003 down restores snapshots_label_id exactly as 0001 created it", async (db) => {
-  const m = await migrator(db.kysely);
+  const m = await testMigrator(db.kysely);
   const latest = await snapshotIndexes(db.kysely);
   await ok(m.migrateTo("2026_11_21_0002_snapshot_payloads_immutable"));
   const down = await snapshotIndexes(db.kysely);
@@ -111,7 +106,7 @@ dbTest(
   "migration 0009 marks the existing hash changes, and new rows get the same marks from its trigger",
   async (db) => {
     const k = db.kysely;
-    const m = await migrator(k);
+    const m = await testMigrator(k);
     await ok(m.migrateTo("2026_11_23_0008_audited_delete_signatures"));
     await sql`insert into devices (id, hostname, vendor, base_url, username, password_enc, tls_verify_mode,
       poll_interval_seconds)

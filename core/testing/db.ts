@@ -1,6 +1,9 @@
 // @ts-types="@types/pg"
 import pg from "pg";
-import { type Db, migrate, openDatabase } from "../src/db/open.ts";
+import { type Db, migrate, openDatabase, scopedMigrator } from "../src/db/open.ts";
+import type { Migrator } from "kysely/migration";
+import { type Kysely, sql } from "kysely";
+import type { Database } from "../src/db/schema.ts";
 import { loadTemplate } from "../src/db/template.ts";
 
 /** The database backends tests run against: PGlite always, PostgreSQL when TEST_DATABASE_URL is set. */
@@ -81,4 +84,13 @@ export function dbTest(
       },
     });
   }
+}
+
+/**
+ * A migrator over a test database's own schema (its `current_schema()`), with introspection scoped to it, for
+ * tests that move a schema to a chosen migration.
+ */
+export async function testMigrator(db: Kysely<Database>): Promise<Migrator> {
+  const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s;
+  return scopedMigrator(db, schema);
 }

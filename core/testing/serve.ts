@@ -6,6 +6,7 @@
  */
 import { childEnv } from "./process.ts";
 import { TEST_ADMIN_TOKEN, TEST_CRED_KEY, TEST_PDF_CERT, TEST_PDF_KEY, TEST_SIGNING_KEY } from "./app.ts";
+import type { Db } from "../src/db/open.ts";
 
 /** The repository root (server.ts, tools/lab.ts). */
 const ROOT = new URL("../../", import.meta.url);
@@ -49,6 +50,13 @@ const ADDR_IN_USE = /address already in use|AddrInUse|os error 98/i;
  * loopback on a free port, JSON logs at debug level collected in {@link lines}. Call {@link ready} before using
  * {@link base}: it waits for `/readyz` and, should another process have taken the port, starts again on another.
  */
+/** `url` with its `search_path` set to `schema` (a test schema on TEST_DATABASE_URL). */
+export function withSearchPath(url: string, schema: string): string {
+  const u = new URL(url);
+  u.searchParams.set("search_path", schema);
+  return u.toString();
+}
+
 export class ServeProcess {
   readonly lines: LogLine[] = [];
   exited: Deno.CommandStatus | null = null;
@@ -57,6 +65,17 @@ export class ServeProcess {
   #reading: Promise<void> = Promise.resolve();
 
   /** `env.PORT`, when given, is the first port tried; a taken one is replaced like a drawn one. */
+  /**
+   * `serve` over a `dbTest` database: its PostgreSQL schema, or an embedded data directory `<work>/serve-data`
+   * on PGlite.
+   */
+  static overTestDb(db: Db, work: string, env: Record<string, string> = {}): ServeProcess {
+    const pg = db as Db & { url?: string; schema?: string };
+    return pg.url && pg.schema
+      ? new ServeProcess(withSearchPath(pg.url, pg.schema), env)
+      : new ServeProcess(null, { DUT_DATA_DIR: `${work}/serve-data`, ...env });
+  }
+
   constructor(readonly databaseUrl: string | null, readonly env: Record<string, string> = {}) {
     this.#port = env.PORT === undefined ? freePort() : Number(env.PORT);
     this.#child = this.#spawn();
