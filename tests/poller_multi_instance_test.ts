@@ -5,7 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { childEnv, dbTest, TEST_CRED_KEY, testServices } from "@dutlab/core/testing";
+import {
+  childEnv,
+  dbTest,
+  type LogLine,
+  readLogLines,
+  TEST_CRED_KEY,
+  testServices,
+} from "@dutlab/core/testing";
 import type { Db } from "@dutlab/core/testing";
 import { POLL_LOCK_CLASS, pollLockKey } from "@dutlab/core/testing";
 import { startSimulatedDevice } from "../adapters/vendor-b-ngfw/sim.ts";
@@ -14,14 +21,6 @@ import { until } from "../core/testing/poller_lab.ts";
 
 const ROOT = new URL("..", import.meta.url);
 const SCAN_SECONDS = 1;
-
-interface LogLine {
-  "@timestamp": string;
-  level: string;
-  message: string;
-  logger: string;
-  properties: Record<string, unknown>;
-}
 
 /** One `deno task poll` process: the task's command, run directly so that a signal reaches deno itself. */
 class Poller {
@@ -50,22 +49,7 @@ class Poller {
       stderr: "piped",
     }).spawn();
     this.done = this.child.status;
-    this.#reading = (async () => {
-      let buf = "";
-      for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
-        buf += chunk;
-        let nl;
-        while ((nl = buf.indexOf("\n")) >= 0) {
-          const line = buf.slice(0, nl);
-          buf = buf.slice(nl + 1);
-          try {
-            this.lines.push(JSON.parse(line));
-          } catch {
-            this.lines.push({ "@timestamp": "", level: "RAW", message: line, logger: "", properties: {} });
-          }
-        }
-      }
-    })();
+    this.#reading = readLogLines(child.stderr, this.lines);
   }
 
   /** Hostnames this process polled, with the time each poll was logged. */

@@ -41,6 +41,33 @@ export interface LogLine {
   properties: Record<string, unknown>;
 }
 
+/**
+ * Read a process's JSON log (one object a line) into `into` until the stream ends; a line that is no JSON is
+ * kept as level `RAW` with the line as its message.
+ */
+export async function readLogLines(
+  stream: Deno.ChildProcess["stderr"],
+  into: LogLine[],
+): Promise<void> {
+  const push = (line: string) => {
+    try {
+      into.push(JSON.parse(line));
+    } catch {
+      into.push({ "@timestamp": new Date().toISOString(), level: "RAW", message: line, properties: {} });
+    }
+  };
+  let buf = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+    buf += chunk;
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      push(buf.slice(0, nl));
+      buf = buf.slice(nl + 1);
+    }
+  }
+  if (buf) push(buf);
+}
+
 /** A log that says the listen address was taken. */
 const ADDR_IN_USE = /address already in use|AddrInUse|os error 98/i;
 
@@ -120,32 +147,8 @@ export class ServeProcess {
     child.status.then((s) => {
       if (this.#child === child) this.exited = s;
     });
-    this.#reading = (async () => {
-      let buf = "";
-      for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
-        buf += chunk;
-        let nl;
-        while ((nl = buf.indexOf("\n")) >= 0) {
-          this.#push(buf.slice(0, nl));
-          buf = buf.slice(nl + 1);
-        }
-      }
-      if (buf) this.#push(buf);
-    })();
+    this.#reading = readLogLines(child.stderr, this.lines);
     return child;
-  }
-
-  #push(line: string) {
-    try {
-      this.lines.push(JSON.parse(line));
-    } catch {
-      this.lines.push({
-        "@timestamp": new Date().toISOString(),
-        level: "RAW",
-        message: line,
-        properties: {},
-      });
-    }
   }
 
   /**
