@@ -102,21 +102,6 @@ function coreSatisfies(range, version = CORE_VERSION) {
   return semver.satisfies(version, r);
 }
 
-// core/src/adapter.ts
-function defineAdapter(def) {
-  return {
-    ...def,
-    kind: "adapter"
-  };
-}
-function volatilePatternError(pattern) {
-  if (typeof pattern !== "string") return "is not a string";
-  if (pattern === "") return "is empty (it would hide the whole payload)";
-  if (!pattern.startsWith("/")) return "must start with / (a JSON Pointer)";
-  if (/~[^01]|~$/.test(pattern)) return "has a ~ that is not ~0 or ~1";
-  return null;
-}
-
 // core/src/registry.ts
 var isObj = (v) => typeof v === "object" && v !== null;
 function shapeError(m, what) {
@@ -303,6 +288,13 @@ function buildRegistry(mods) {
     deviceRoles,
     unservedChecks
   };
+}
+function volatilePatternError(pattern) {
+  if (typeof pattern !== "string") return "is not a string";
+  if (pattern === "") return "is empty (it would hide the whole payload)";
+  if (!pattern.startsWith("/")) return "must start with / (a JSON Pointer)";
+  if (/~[^01]|~$/.test(pattern)) return "has a ~ that is not ~0 or ~1";
+  return null;
 }
 
 // core/src/lab/read.ts
@@ -2313,6 +2305,14 @@ function replayInputsOf(files) {
     linkedSnapshots: json("inputs/linked-snapshots.json"),
     driftReads: json("inputs/drift-reads.json"),
     payloads
+  };
+}
+
+// core/src/adapter.ts
+function defineAdapter(def) {
+  return {
+    ...def,
+    kind: "adapter"
   };
 }
 

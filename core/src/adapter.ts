@@ -186,12 +186,3 @@ export function defineAdapter<const T extends AdapterSpec>(
 ): NoInfer<T> & { kind: "adapter" } {
   return { ...def, kind: "adapter" };
 }
-
-/** Why `pattern` is not a volatile-path pattern, or null when it is one. */
-export function volatilePatternError(pattern: unknown): string | null {
-  if (typeof pattern !== "string") return "is not a string";
-  if (pattern === "") return "is empty (it would hide the whole payload)";
-  if (!pattern.startsWith("/")) return "must start with / (a JSON Pointer)";
-  if (/~[^01]|~$/.test(pattern)) return "has a ~ that is not ~0 or ~1";
-  return null;
-}

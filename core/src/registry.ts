@@ -4,7 +4,6 @@ import { type Plan, type PlanCatalog, PlanDependsOnSchema, type PluginDefinition
 import { StartupError } from "./errors.ts";
 import { serves } from "./capability.ts";
 import { CORE_VERSION, coreSatisfies } from "./version.ts";
-import { volatilePatternError } from "./adapter.ts";
 
 /** A module as the generated `modules.gen.ts` hands it over: its package identity and default export. */
 export interface LoadedModule<T = unknown> {
@@ -307,4 +306,13 @@ export function buildRegistry(mods: LoadedModules): Registry {
     deviceRoles,
     unservedChecks,
   };
+}
+
+/** Why `pattern` is not a volatile-path pattern, or null when it is one. */
+export function volatilePatternError(pattern: unknown): string | null {
+  if (typeof pattern !== "string") return "is not a string";
+  if (pattern === "") return "is empty (it would hide the whole payload)";
+  if (!pattern.startsWith("/")) return "must start with / (a JSON Pointer)";
+  if (/~[^01]|~$/.test(pattern)) return "has a ~ that is not ~0 or ~1";
+  return null;
 }

@@ -6,8 +6,6 @@
 import type { AdapterDefinition } from "../adapter.ts";
 import { canonicalJson, sha256Hex } from "../util/hash.ts";
 
-export { volatilePatternError } from "../adapter.ts";
-
 /** The segments of a valid pattern, unescaped (`*` stays the wildcard). */
 export function patternSegments(pattern: string): string[] {
   return pattern.slice(1).split("/").map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { stripVolatile, volatilePatternError } from "./volatile.ts";
+import { stripVolatile } from "./volatile.ts";
+import { volatilePatternError } from "../registry.ts";
 import { buildRegistry } from "../registry.ts";
 import { StartupError } from "../errors.ts";
 import { fixtureAdapter, fixtureModules } from "../../testing/fixture_modules.ts";
