@@ -22,15 +22,20 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
   const replay = replayModules(captures, { changeRate: 0.05 });
   const { svc } = await benchServices(db, replay.modules);
   await registerDevices(svc, devices);
-  // The naive design: every snapshot with its payload in full (same columns, indexes, identity).
+  // The naive design: every snapshot with its payload in full, in the one-table layout snapshots had until
+  // migration 0017 (`snapshots_legacy`: same columns, indexes and identity).
   await raw.unsafe(
-    `create table naive_snapshots (like snapshots including defaults including identity including indexes)`,
+    `create table naive_snapshots (like snapshots_legacy including defaults including identity including indexes)`,
   );
   await raw.unsafe(`alter table naive_snapshots add column payload text not null`);
   const sizes = async () => {
-    await raw.unsafe(`vacuum snapshots, snapshot_payloads, snapshot_latest, naive_snapshots`);
+    await raw.unsafe(
+      `vacuum snapshot_rows, snapshot_series, snapshots_legacy, snapshot_payloads, snapshot_latest, naive_snapshots`,
+    );
+    // The snapshots: the narrow rows, their series and the rows not yet compacted (migration 0017).
     const [r] = await raw.unsafe<Array<Record<string, string>>>(`select
-      pg_total_relation_size('snapshots')::text as snapshots,
+      (pg_total_relation_size('snapshot_rows') + pg_total_relation_size('snapshot_series')
+        + pg_total_relation_size('snapshots_legacy'))::text as snapshots,
       pg_total_relation_size('snapshot_payloads')::text as payloads,
       pg_total_relation_size('snapshot_latest')::text as latest,
       pg_total_relation_size('naive_snapshots')::text as naive,
@@ -71,9 +76,11 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
   const stored = await countRows(db, "snapshots");
   // Where the bytes of the content-addressed design go, per snapshot row.
   const parts = await raw.unsafe<Array<{ rel: string; bytes: string }>>(`
-    select 'heap' as rel, pg_relation_size('snapshots')::text as bytes
+    select 'heap' as rel, pg_relation_size('snapshot_rows')::text as bytes
     union all select i.indexrelid::regclass::text, pg_relation_size(i.indexrelid)::text
-      from pg_index i where i.indrelid = 'snapshots'::regclass
+      from pg_index i where i.indrelid = 'snapshot_rows'::regclass
+    union all select 'snapshot_series (all)', pg_total_relation_size('snapshot_series')::text
+    union all select 'snapshots_legacy (all)', pg_total_relation_size('snapshots_legacy')::text
     union all select 'snapshot_payloads (all)', pg_total_relation_size('snapshot_payloads')::text
     union all select 'snapshot_latest (all)', pg_total_relation_size('snapshot_latest')::text`);
   const breakdown = Object.fromEntries(parts.map((x) => [x.rel, round(Number(x.bytes) / stored)]));

@@ -90,6 +90,42 @@ export interface AdapterReleasesTable {
   version: string;
 }
 
+/**
+ * A snapshot as stored since migration 2026_11_25_0017 (issue 31 point 2): eight fixed-width columns. Read it
+ * through the `snapshots` view (the API's columns) or, for a series walk, with core/src/snapshots/rows.ts.
+ */
+export interface SnapshotRowsTable {
+  id: ColumnType<string, never, never>;
+  collected_at: Timestamp;
+  payload_id: ColumnType<string, never, never>;
+  series_id: ColumnType<number, never, never>;
+  release_id: ColumnType<number, never, never>;
+  payload_changed: ColumnType<boolean, never, never>;
+  stable_changed: ColumnType<boolean | null, never, null>;
+  test_run_execution_id: ColumnType<string | null, never, never>;
+}
+
+/**
+ * One (device, label) with an int4 id (migration 0017), and its newest payload and stable hash: what the next
+ * insert through the `snapshots` view compares with to set the change flags.
+ */
+export interface SnapshotSeriesTable {
+  id: ColumnType<number, never, never>;
+  device_id: string;
+  endpoint_label: string;
+  last_id: ColumnType<string | null, never, never>;
+  last_payload_sha256: ColumnType<string | null, never, never>;
+  last_stable_sha256: ColumnType<string | null, never, never>;
+}
+
+/**
+ * The snapshots table as it was until migration 0017, renamed: rows not yet moved into `snapshot_rows` by the
+ * compaction (core/src/snapshots/compact.ts). Read through the `snapshots` view; empty once compacted.
+ */
+export interface SnapshotsLegacyTable extends Omit<SnapshotsTable, "id"> {
+  id: ColumnType<string, never, never>;
+}
+
 /** The newest snapshot per device and label, maintained by the poll cycle (pre-flight reads it). */
 export interface SnapshotLatestTable {
   device_id: string;
@@ -271,6 +307,9 @@ export interface Database {
   snapshot_payloads: SnapshotPayloadsTable;
   /** Snapshots: one device's payload of one endpoint label at one time. */
   snapshots: SnapshotsTable;
+  snapshot_rows: SnapshotRowsTable;
+  snapshot_series: SnapshotSeriesTable;
+  snapshots_legacy: SnapshotsLegacyTable;
   /** The latest snapshot per device and label. */
   snapshot_latest: SnapshotLatestTable;
   /** Test runs and their frozen reports. */
