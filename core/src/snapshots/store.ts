@@ -30,10 +30,7 @@ function decodeSnapshotCursor(c: string): string | null {
   return id !== null && /^\d{1,19}$/.test(id) && BigInt(id) <= MAX_ID ? id : null;
 }
 
-/**
- * The columns of a snapshot as the API shows it (snapshots `s` joined with its payload `p` and, left, its
- * adapter release `r`).
- */
+/** The columns of a snapshot as the API shows it (the `snapshots` view `s` joined with its payload `p`). */
 const SNAPSHOT_COLUMNS = [
   sql<string>`s.id::text`.as("id"),
   "s.device_id",
@@ -42,9 +39,8 @@ const SNAPSHOT_COLUMNS = [
   "s.payload_sha256",
   "s.collected_at",
   "s.test_run_execution_id",
-  // Rows written since migration 0015 name their adapter release by reference (`adapter_releases r`).
-  sql<string>`coalesce(s.adapter_module, r.module)`.as("adapter_module"),
-  sql<string>`coalesce(s.adapter_version, r.version)`.as("adapter_version"),
+  sql<string>`s.adapter_module`.as("adapter_module"),
+  sql<string>`s.adapter_version`.as("adapter_version"),
 ] as const;
 
 /** Snapshots newest first (by storage order), filtered, paged with an opaque cursor. */
@@ -58,17 +54,56 @@ export async function listSnapshots(
     before = decodeSnapshotCursor(f.cursor);
     if (!before) return { badCursor: true };
   }
-  if (f.deviceId && !f.endpointLabel && !f.testRunExecutionId) {
-    return pageOf(await listDeviceSnapshots(db, f.deviceId, before, limit + 1), limit);
+  const ids = f.deviceId && !f.testRunExecutionId
+    ? f.endpointLabel
+      ? await seriesPage(db, f.deviceId, f.endpointLabel, before, limit + 1)
+      : await devicePage(db, f.deviceId, before, limit + 1)
+    : await filteredPage(db, f, before, limit + 1);
+  return pageOf(await snapshotsByIds(db, ids), limit);
+}
+
+/**
+ * The ids of the newest `n` snapshots below `before` matching a filter without a device (or with a run): in
+ * `snapshot_rows` a backward walk of the primary key (or of `snapshot_rows_run` for a run), the label and
+ * device as a filter on the series id; in `snapshots_legacy` the same on its own indexes; merged. Only the
+ * page's rows are then read with their payloads (a join through the view before the limit would read every
+ * row).
+ */
+async function filteredPage(
+  db: Kysely<Database>,
+  f: SnapshotFilter,
+  before: string | null,
+  n: number,
+): Promise<string[]> {
+  const r = [sql`true`];
+  const l = [sql`true`];
+  if (before !== null) {
+    r.push(sql`r.id < ${before}::bigint`);
+    l.push(sql`l.id < ${before}::bigint`);
   }
-  let q = db.selectFrom("snapshots as s").innerJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256")
-    .leftJoin("adapter_releases as r", "r.id", "s.adapter_release_id")
-    .select(SNAPSHOT_COLUMNS);
-  if (f.deviceId) q = q.where("s.device_id", "=", f.deviceId);
-  if (f.endpointLabel) q = q.where("s.endpoint_label", "=", f.endpointLabel);
-  if (f.testRunExecutionId) q = q.where("s.test_run_execution_id", "=", f.testRunExecutionId);
-  if (before) q = q.where(sql`s.id`, "<", sql`${before}::bigint`);
-  return pageOf(await q.orderBy("s.id", "desc").limit(limit + 1).execute(), limit);
+  if (f.testRunExecutionId) {
+    r.push(sql`r.test_run_execution_id = ${f.testRunExecutionId}`);
+    l.push(sql`l.test_run_execution_id = ${f.testRunExecutionId}`);
+  }
+  if (f.deviceId || f.endpointLabel) {
+    const se = [sql`true`];
+    if (f.deviceId) {
+      se.push(sql`se.device_id = ${f.deviceId}`);
+      l.push(sql`l.device_id = ${f.deviceId}`);
+    }
+    if (f.endpointLabel) {
+      se.push(sql`se.endpoint_label = ${f.endpointLabel}`);
+      l.push(sql`l.endpoint_label = ${f.endpointLabel}`);
+    }
+    r.push(sql`r.series_id in (select se.id from snapshot_series se where ${sql.join(se, sql` and `)})`);
+  }
+  const rows = await sql<{ id: string }>`
+    select u.id::text as id from (
+      (select r.id from snapshot_rows r where ${sql.join(r, sql` and `)} order by r.id desc limit ${n})
+      union all
+      (select l.id from snapshots_legacy l where ${sql.join(l, sql` and `)} order by l.id desc limit ${n})
+    ) u order by u.id desc limit ${n}`.execute(db);
+  return rows.rows.map((x) => x.id);
 }
 
 type SnapshotRow = Parameters<typeof toSnapshotView>[0];
@@ -83,44 +118,84 @@ function pageOf(rows: SnapshotRow[], limit: number) {
   };
 }
 
+/** The snapshots with these ids, newest first, with their payloads. */
+async function snapshotsByIds(db: Kysely<Database>, ids: string[]): Promise<SnapshotRow[]> {
+  if (!ids.length) return [];
+  return await db.selectFrom("snapshots as s").innerJoin(
+    "snapshot_payloads as p",
+    "p.sha256",
+    "s.payload_sha256",
+  )
+    .select(SNAPSHOT_COLUMNS).where(sql`s.id`, "=", sql`any(${ids}::bigint[])`).orderBy("s.id", "desc")
+    .execute();
+}
+
 /**
- * A device's snapshots newest first, below `before`, at most `n`, without an index on (device, id): the
- * device's labels by a skip scan of `snapshots_device_label_id (device_id, endpoint_label, id desc)` (one
- * descent per label), then per label the ids of its newest `n` rows from the same index (index-only where
- * the visibility map allows), merged by id; only the page's `n` rows are then read with their payloads. A
- * device has a handful of labels, so this reads at most labels × n index entries (migration 2026_11_25_0015
- * dropped `snapshots_device_id`, 69 B per snapshot).
+ * The ids of a device and label's snapshots newest first, below `before`, at most `n`: the series' rows by
+ * `snapshot_rows_series_id (series_id, id)` walked backwards, and rows not yet compacted by
+ * `snapshots_device_label_id` of `snapshots_legacy` (migration 2026_11_25_0017), merged.
  */
-async function listDeviceSnapshots(
+export async function seriesPage(
+  db: Kysely<Database>,
+  deviceId: string,
+  label: string,
+  before: string | null,
+  n: number,
+): Promise<string[]> {
+  const belowR = before === null ? sql`` : sql`and r.id < ${before}::bigint`;
+  const belowL = before === null ? sql`` : sql`and l.id < ${before}::bigint`;
+  const r = await sql<{ id: string }>`
+    select u.id::text as id from (
+      (select r.id from snapshot_rows r
+        where r.series_id = (select se.id from snapshot_series se
+          where se.device_id = ${deviceId} and se.endpoint_label = ${label}) ${belowR}
+        order by r.id desc limit ${n})
+      union all
+      (select l.id from snapshots_legacy l
+        where l.device_id = ${deviceId} and l.endpoint_label = ${label} ${belowL}
+        order by l.id desc limit ${n})
+    ) u order by u.id desc limit ${n}`.execute(db);
+  return r.rows.map((x) => x.id);
+}
+
+/**
+ * The ids of a device's snapshots newest first, below `before`, at most `n`, without an index on (device,
+ * id): per series of the device (`snapshot_series`, a handful) its newest `n` rows, and in the rows not yet
+ * compacted the device's labels by a skip scan of `snapshots_device_label_id` (one descent per label) and per
+ * label its newest `n`, merged by id. This reads at most labels × n index entries.
+ */
+async function devicePage(
   db: Kysely<Database>,
   deviceId: string,
   before: string | null,
   n: number,
-): Promise<SnapshotRow[]> {
-  const below = before === null ? sql`` : sql`and x.id < ${before}::bigint`;
-  const r = await sql<SnapshotRow>`
+): Promise<string[]> {
+  const belowR = before === null ? sql`` : sql`and r.id < ${before}::bigint`;
+  const belowL = before === null ? sql`` : sql`and x.id < ${before}::bigint`;
+  const r = await sql<{ id: string }>`
     with recursive labels(label) as (
-      (select x.endpoint_label from snapshots x where x.device_id = ${deviceId}
+      (select x.endpoint_label from snapshots_legacy x where x.device_id = ${deviceId}
         order by x.endpoint_label limit 1)
       union all
-      select (select x.endpoint_label from snapshots x
+      select (select x.endpoint_label from snapshots_legacy x
           where x.device_id = ${deviceId} and x.endpoint_label > l.label order by x.endpoint_label limit 1)
         from labels l where l.label is not null
     )
-    select s.id::text as id, s.device_id, s.endpoint_label, p.payload, s.payload_sha256, s.collected_at,
-      s.test_run_execution_id, coalesce(s.adapter_module, r.module) as adapter_module,
-      coalesce(s.adapter_version, r.version) as adapter_version
-    from (select x.id from labels l
-      cross join lateral (select x.id from snapshots x
-        where x.device_id = ${deviceId} and x.endpoint_label = l.label ${below}
-        order by x.id desc limit ${n}) x
-      where l.label is not null
-      order by x.id desc limit ${n}) page
-    join snapshots s on s.id = page.id
-    join snapshot_payloads p on p.sha256 = s.payload_sha256
-    left join adapter_releases r on r.id = s.adapter_release_id
-    order by s.id desc limit ${n}`.execute(db);
-  return r.rows;
+    select u.id::text as id from (
+      (select x.id from snapshot_series se
+        cross join lateral (select r.id from snapshot_rows r where r.series_id = se.id ${belowR}
+          order by r.id desc limit ${n}) x
+        where se.device_id = ${deviceId}
+        order by x.id desc limit ${n})
+      union all
+      (select x.id from labels l
+        cross join lateral (select x.id from snapshots_legacy x
+          where x.device_id = ${deviceId} and x.endpoint_label = l.label ${belowL}
+          order by x.id desc limit ${n}) x
+        where l.label is not null
+        order by x.id desc limit ${n})
+    ) u order by u.id desc limit ${n}`.execute(db);
+  return r.rows.map((x) => x.id);
 }
 
 /** One snapshot by its id (digits), or undefined. */
@@ -128,7 +203,6 @@ export async function getSnapshot(db: Kysely<Database>, id: string): Promise<Sna
   if (!/^\d{1,19}$/.test(id) || BigInt(id) > MAX_ID) return undefined;
   const row = await db.selectFrom("snapshots as s")
     .innerJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256")
-    .leftJoin("adapter_releases as r", "r.id", "s.adapter_release_id")
     .select(SNAPSHOT_COLUMNS).where(sql`s.id`, "=", sql`${id}::bigint`).executeTakeFirst();
   return row ? toSnapshotView(row) : undefined;
 }
@@ -163,7 +237,6 @@ export async function latestSnapshots(db: Kysely<Database>, deviceIds: string[])
   return await db.selectFrom("snapshot_latest as l")
     .innerJoin("snapshots as s", (j) => j.on(sql`s.id`, "=", sql.ref("l.snapshot_id")))
     .innerJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256")
-    .leftJoin("adapter_releases as r", "r.id", "s.adapter_release_id")
     .select(SNAPSHOT_COLUMNS)
     .where("l.device_id", "in", deviceIds).execute();
 }

@@ -170,17 +170,17 @@ export async function up(db: Kysely<any>): Promise<void> {
     create view snapshots as
       select r.id, s.device_id, s.endpoint_label, p.sha256 as payload_sha256, r.collected_at,
         r.test_run_execution_id, a.module as adapter_module, a.version as adapter_version,
-        r.payload_changed, null::text as stable_sha256, r.stable_changed, r.release_id as adapter_release_id
+        r.payload_changed, null::text as stable_sha256, r.stable_changed, r.release_id::integer as adapter_release_id
       from snapshot_rows r
         join snapshot_series s on s.id = r.series_id
         join snapshot_payloads p on p.id = r.payload_id
         join adapter_releases a on a.id = r.release_id
       union all
       select l.id, l.device_id, l.endpoint_label, l.payload_sha256, l.collected_at, l.test_run_execution_id,
-        l.adapter_module, l.adapter_version, l.payload_changed,
+        coalesce(l.adapter_module, a.module), coalesce(l.adapter_version, a.version), l.payload_changed,
         case when l.stable_sha256 = '' then l.payload_sha256 else l.stable_sha256 end, l.stable_changed,
         l.adapter_release_id
-      from snapshots_legacy l`.execute(db);
+      from snapshots_legacy l left join adapter_releases a on a.id = l.adapter_release_id`.execute(db);
   await sql`
     create function snapshots_view_insert() returns trigger language plpgsql as $$
     declare
