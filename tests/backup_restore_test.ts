@@ -93,7 +93,8 @@ for (const target of testBackends()) {
         for (
           const t of [
             "devices",
-            "snapshots",
+            "snapshot_rows",
+            "snapshot_series",
             "snapshot_payloads",
             "test_runs",
             "report_signatures",

@@ -131,7 +131,8 @@ dbTest("when a shared transaction fails, each poll is written on its own", async
   const store = new PollStore(db.kysely, { hooks: [decryptAlertWriter(svc.registry)] });
   await sql`create function refuse_poison() returns trigger language plpgsql as $$
     begin raise exception 'injected failure'; end $$`.execute(db.kysely);
-  await sql`create trigger refuse_poison before insert on snapshots for each row
+  // On the series: the narrow rows (migration 0017) carry no label, and a poison label's series is new.
+  await sql`create trigger refuse_poison before insert on snapshot_series for each row
     when (new.endpoint_label = 'poison') execute function refuse_poison()`.execute(db.kysely);
   const outcomes = await Promise.all(rows.map(async (_, i) => {
     const o = await ok(i, { i });

@@ -148,7 +148,13 @@ dbTest("the database refuses to change or delete snapshots; deleting the device 
   await refused(sql`update snapshots set test_run_execution_id = gen_random_uuid()`, /append-only/);
   await refused(sql`delete from snapshots where id = ${first.id}`, /append-only/);
   await refused(sql`delete from snapshots`, /append-only/);
-  await refused(sql`truncate snapshots`, /append-only/);
+  await refused(sql`truncate snapshots`, /append-only|not a table/);
+  // The same on the tables behind the view (migration 0017).
+  await refused(sql`update snapshot_rows set collected_at = now()`, /append-only/);
+  await refused(sql`update snapshot_rows set payload_changed = not payload_changed`, /append-only/);
+  await refused(sql`delete from snapshot_rows where id = ${first.id}`, /append-only/);
+  await refused(sql`truncate snapshot_rows`, /append-only/);
+  await refused(sql`truncate snapshots_legacy`, /append-only/);
   await refused(
     sql`update snapshot_payloads set payload = '{}' where sha256 = ${first.payloadSha256}`,
     /immutable/,
@@ -189,10 +195,13 @@ dbTest(
     // With sequential scans priced out, the per-device-and-label listing walks an index in id order.
     await db.kysely.transaction().execute(async (tx) => {
       await sql`set local enable_seqscan = off`.execute(tx);
-      const plan = await sql<{ "QUERY PLAN": string }>`explain select id from snapshots
-      where device_id = ${a} and endpoint_label = 'ntp_config' order by id desc limit 1`.execute(tx);
+      // The narrow layout (migration 0017): the series' rows, as `seriesPage` (core/src/snapshots/store.ts)
+      // reads them.
+      const plan = await sql<{ "QUERY PLAN": string }>`explain select r.id from snapshot_rows r
+      where r.series_id = (select se.id from snapshot_series se
+        where se.device_id = ${a} and se.endpoint_label = 'ntp_config') order by r.id desc limit 1`.execute(tx);
       const text = plan.rows.map((r) => r["QUERY PLAN"]).join("\n");
-      assert.match(text, /Index (Only )?Scan (Backward )?using snapshots_device_label_id/, text);
+      assert.match(text, /Index (Only )?Scan (Backward )?using snapshot_rows_series_id/, text);
       assert.doesNotMatch(text, /Sort/, text);
     });
   },

@@ -311,10 +311,13 @@ export async function restoreBackup(
       progress(`restore: ${t.name}: ${lines.length} rows`);
       loaded.push({ name: t.name, rows: lines.length });
     }
-    // Identity columns continue after the highest restored value.
+    // Identity columns, and columns numbered by a sequence they own (`snapshot_payloads.id`, migration
+    // 0017), continue after the highest restored value.
     const ids = (await sql<{ t: string; c: string }>`
       select table_name as t, column_name as c from information_schema.columns
-      where table_schema = current_schema() and is_identity = 'YES'`.execute(tx)).rows;
+      where table_schema = current_schema()
+        and (is_identity = 'YES' or pg_get_serial_sequence(quote_ident(table_name), column_name) is not null)`
+      .execute(tx)).rows;
     for (const { t, c } of ids) {
       await sql`select setval(pg_get_serial_sequence(${quote(t)}, ${c}),
         coalesce((select max(${sql.ref(c)}) from ${sql.table(t)}), 1),

@@ -5,6 +5,7 @@ import type { DeviceRow } from "../devices/store.ts";
 import { logger } from "../util/log.ts";
 import { canonicalJson, sha256Hex } from "../util/hash.ts";
 import { stableSha256 } from "../snapshots/volatile.ts";
+import { payloadIds, writeSnapshotRows } from "../snapshots/write.ts";
 
 /** A collected snapshot with its canonical JSON text and hash. */
 export interface HashedSnapshot {
@@ -315,6 +316,8 @@ async function writePayloads(
       .values(list.map(({ h }) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
       .onConflict((oc) => oc.column("sha256").doNothing()).returning("sha256").execute();
   const inserted = await insert(unique);
+  // Payloads stored before migration 0017 get their id before they are held below.
+  await payloadIds(tx, unique.map(({ h }) => h.sha256));
   // A prune (core/src/snapshots/prune.ts) may free a payload between the insert above, which found it,
   // and the snapshots' foreign-key check that follows: hold every payload (FOR KEY SHARE, what that check
   // takes) and write again the few that went meanwhile.
@@ -333,27 +336,28 @@ async function writePayloads(
   return added;
 }
 
-/** Inserts one snapshot row per collected label, stamped with the database clock and the active run. */
+/** Writes one snapshot row per collected label, stamped with the database clock and the active run. */
 async function insertSnapshots(
   tx: Tx,
   withSnapshots: Array<{ j: Job }>,
   at: Date,
   executionId: string | null,
 ): Promise<SnapshotRef[]> {
-  return await tx.insertInto("snapshots").values(
+  return await writeSnapshotRows(
+    tx,
     withSnapshots.flatMap(({ j }) =>
       j.outcome.snapshots.map((h) => ({
-        device_id: j.row.id,
-        endpoint_label: h.label,
-        payload_sha256: h.sha256,
-        stable_sha256: h.stableSha256 ?? null,
-        collected_at: at,
-        test_run_execution_id: executionId,
-        adapter_module: j.module!.name,
-        adapter_version: j.module!.version,
+        deviceId: j.row.id,
+        label: h.label,
+        sha256: h.sha256,
+        stableSha256: h.stableSha256 ?? null,
+        module: j.module!.name,
+        version: j.module!.version,
       }))
     ),
-  ).returning([sql<string>`id::text`.as("id"), "device_id", "endpoint_label"]).execute();
+    at,
+    executionId,
+  );
 }
 
 /** The stored snapshots (id and label) per device. */

@@ -240,7 +240,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     for each row execute function snapshots_view_insert()`.execute(db);
   await sql`
     create function snapshots_view_delete() returns trigger language plpgsql as $$
+    declare
+      prune text;
     begin
+      -- The delete below runs one trigger level down, where the guard lets a device's cascade through: the
+      -- guard's other rule (a running prune) is checked here.
+      prune := current_setting('dutlab.snapshot_prune', true);
+      if not (prune ~ '^[0-9]{1,18}$'
+        and exists (select 1 from snapshot_prunes where id = prune::bigint and status = 'running')) then
+        raise exception 'snapshots are append-only: delete the device to delete its snapshots, or prune (POST /api/admin/dut/snapshots/prune)' using errcode = 'P0001';
+      end if;
       delete from snapshot_rows where id = old.id;
       if not found then
         delete from snapshots_legacy where id = old.id;
