@@ -256,3 +256,53 @@ dbTest(
     assert.ok(!announced.includes("never"));
   },
 );
+
+dbTest(
+  "the poll store's set-based write and an insert through the snapshots view set the same change flags",
+  async (db) => {
+    // The same sequence of (payload, stable hash) per label written to one device by the poll store
+    // (core/src/snapshots/write.ts) and to another through the view's INSTEAD OF trigger (migration 0017).
+    const { svc } = await setup(db);
+    const [viaStore, viaView] = await devices(svc, 2);
+    const store = new PollStore(db.kysely);
+    // label -> a sequence of [payload, stable hash given] (null: not computed; "same": equal to the payload)
+    const steps: Array<Array<[unknown, "a" | "b" | "same" | null]>> = [
+      [[{ v: 1 }, "a"], [{ v: 1 }, "a"], [{ v: 2 }, "a"], [{ v: 3 }, "b"], [{ v: 3 }, "b"], [{ v: 4 }, null]],
+      [[{ w: 1 }, null], [{ w: 2 }, "a"], [{ w: 3 }, "a"], [{ w: 3 }, "same"], [{ w: 4 }, "same"]],
+    ];
+    const stableOf = (h: { sha256: string }, s: "a" | "b" | "same" | null) =>
+      s === null ? null : s === "same" ? h.sha256 : s.repeat(64);
+    for (let k = 0; k < 6; k++) {
+      const hashed = [];
+      for (const [n, seq] of steps.entries()) {
+        const step = seq[k];
+        if (!step) continue;
+        const h = await snap(`label_${n}`, step[0]);
+        hashed.push({ ...h, stableSha256: stableOf(h, step[1]) });
+      }
+      await store.write(viaStore!, MODULE, { status: "ok", error: "", snapshots: hashed });
+      for (const h of hashed) {
+        await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, stable_sha256, collected_at,
+        adapter_module, adapter_version) values (${viaView!.id}, ${h.label}, ${h.sha256}, ${h.stableSha256},
+        now(), ${MODULE.name}, ${MODULE.version})`.execute(db.kysely);
+      }
+    }
+    const flags = async (device: string) =>
+      (await sql<{ endpoint_label: string; payload_changed: boolean; stable_changed: boolean | null }>`
+      select endpoint_label, payload_changed, stable_changed from snapshots where device_id = ${device}
+      order by endpoint_label, id`.execute(db.kysely)).rows;
+    const a = await flags(viaStore!.id);
+    assert.equal(a.length, 11);
+    assert.deepEqual(a, await flags(viaView!.id));
+    // And they are the flags the rule gives: label_0 unchanged, changed (same stable), changed (stable moved),
+    // unchanged, changed with no stable hash.
+    assert.deepEqual(
+      a.filter((r) => r.endpoint_label === "label_0").map((r) => [r.payload_changed, r.stable_changed]),
+      [[false, false], [false, false], [true, false], [true, true], [false, false], [true, null]],
+    );
+    assert.deepEqual(
+      a.filter((r) => r.endpoint_label === "label_1").map((r) => [r.payload_changed, r.stable_changed]),
+      [[false, false], [true, null], [true, false], [false, false], [true, true]],
+    );
+  },
+);
