@@ -1,5 +1,5 @@
 /**
- * Compact snapshots, migration 2026_11_25_0015 (issue 31 point 2): a stable hash equal to the payload hash is
+ * Compact snapshots, migrations 2026_11_25_0015 and 0017 (issue 31 point 2): a stable hash equal to the payload hash is
  * stored as the '' marker and compared as the payload hash, rows written before keep their full hash and
  * still compare, and a device's listing without `snapshots_device_id` returns the same pages through
  * `snapshots_device_label_id`.
@@ -15,6 +15,8 @@ import { testMigrator } from "@dutlab/core/testing";
 import { getSnapshot, listSnapshots } from "@dutlab/core/testing";
 
 const BEFORE = "2026_11_25_0014_snapshot_prunes";
+/** The last migration before the narrow layout (2026_11_25_0017): the one-table layout 0015 compacted. */
+const ONE_TABLE = "2026_11_25_0016_labs";
 
 async function ok(p: Promise<{ error?: unknown }>) {
   const { error } = await p;
@@ -79,7 +81,7 @@ dbTest(
     for (const [label, p, st] of SEQUENCE) await insert(k, 1, label, p, st);
     for (const [label, p, st] of SEQUENCE) await insert(k, 3, label, p, st);
     assert.equal(await flagsOf(k, 1), FLAGS);
-    await ok(m.migrateToLatest());
+    await ok(m.migrateTo(ONE_TABLE));
     // After: the same sequence on device 2 gets the same flags, with the marker where the hashes are equal.
     for (const [label, p, st] of SEQUENCE) await insert(k, 2, label, p, st);
     assert.equal(await flagsOf(k, 2), FLAGS);
@@ -136,78 +138,127 @@ dbTest(
       where adapter_module = '@dutlab/adapter-fixture' and adapter_version = '1.0.0'`.execute(k);
     assert.equal(back.rows[0]!.n, String(adapters.rows.length));
     await ok(m.migrateToLatest());
+    // Through the narrow layout's view (migration 0017) the rows written under 0015 show the full stable
+    // hash again, and the next insert compares with them.
+    assert.deepEqual((await stableOf(k, 1)).slice(-3), [h("8"), h("9"), h("c")]);
+    await insert(k, 1, "a", h("4"), h("c")); // unchanged after a legacy row
+    await insert(k, 1, "a", h("5"), h("d")); // a real change after it
+    assert.equal(await flagsOf(k, 1), FLAGS + ",f:f,t:t,t:f,f:f,t:t");
+    // Down from the narrow layout copies its rows back into one table: the same ids, flags and adapters.
+    const all = async () =>
+      (await sql<Record<string, unknown>>`select id::text, device_id, endpoint_label, payload_sha256,
+        payload_changed, stable_changed, adapter_module, adapter_version from snapshots order by snapshots.id`.execute(
+        k,
+      ))
+        .rows;
+    const narrow = await all();
+    await ok(m.migrateTo(ONE_TABLE));
+    const oneTable = await sql<Record<string, unknown>>`select s.id::text, s.device_id, s.endpoint_label,
+        s.payload_sha256, s.payload_changed, s.stable_changed, coalesce(s.adapter_module, r.module) as adapter_module,
+        coalesce(s.adapter_version, r.version) as adapter_version
+      from snapshots s left join adapter_releases r on r.id = s.adapter_release_id order by s.id`.execute(k);
+    assert.deepEqual(oneTable.rows, narrow);
+    await ok(m.migrateToLatest());
+    assert.deepEqual(await all(), narrow);
+    await insert(k, 1, "a", h("5"), h("d")); // unchanged, compared with the newest row before the round trip
+    assert.equal(await flagsOf(k, 1), FLAGS + ",f:f,t:t,t:f,f:f,t:t,f:f");
   },
 );
 
 dbTest(
-  "a device's listing without snapshots_device_id: the same pages, from snapshots_device_label_id",
+  "listings across the narrow layout's migration: rows before 0017 (snapshots_legacy) and after (snapshot_rows) page as one",
   async (db) => {
     const k = db.kysely;
+    const m = await testMigrator(k);
+    await ok(m.migrateTo(ONE_TABLE));
     await devices(k, [1, 2, 3]);
-    // Three devices, labels polled in an interleaved order, one label only device 1 has, now and then.
-    await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, collected_at, adapter_module,
-      adapter_version)
-    select ('00000000-0000-4000-8000-' || lpad(d::text, 12, '0'))::uuid,
-      case when l = 4 then 'rare' else 'label_' || l end, repeat((1 + (r + l) % 3)::text, 64),
-      now(), '@dutlab/adapter-fixture', '1.0.0'
-    from generate_series(1, 40) r, generate_series(1, 3) d, generate_series(1, 4) l
-    where l < 4 or (d = 1 and r % 7 = 0)
-    order by r, (d * 7 + l) % 5, d, l`.execute(k);
+    // Three devices, labels polled in an interleaved order, one label only device 1 has, now and then: the
+    // first 20 polls in the one-table layout, the next 20 in the narrow one.
+    const fill = (from: number, to: number) =>
+      sql`insert into snapshots (device_id, endpoint_label, payload_sha256, collected_at, adapter_module,
+        adapter_version)
+      select ('00000000-0000-4000-8000-' || lpad(d::text, 12, '0'))::uuid,
+        case when l = 4 then 'rare' else 'label_' || l end, repeat((1 + (r + l) % 3)::text, 64),
+        now(), '@dutlab/adapter-fixture', '1.0.0'
+      from generate_series(${from}::int, ${to}::int) r, generate_series(1, 3) d, generate_series(1, 4) l
+      where l < 4 or (d = 1 and r % 7 = 0)
+      order by r, (d * 7 + l) % 5, d, l`.execute(k);
+    await fill(1, 20);
+    const flagsBefore = await flagsOf(k, 1);
+    await ok(m.migrateToLatest());
+    await fill(21, 40);
+    const split = await sql<{ legacy: string; narrow: string }>`select
+      (select count(*) from snapshots_legacy)::text as legacy, (select count(*) from snapshot_rows)::text as narrow`
+      .execute(k);
+    assert.ok(
+      Number(split.rows[0]!.legacy) > 150 && Number(split.rows[0]!.narrow) > 150,
+      "rows in both tables",
+    );
+    // The flags of the rows written after 0017 continue from the rows before it.
+    assert.ok((await flagsOf(k, 1)).startsWith(flagsBefore + ","));
+    const expected = async (where: ReturnType<typeof sql>) =>
+      (await sql<{ id: string }>`select s.id::text as id from snapshots s where ${where} order by s.id desc`
+        .execute(k))
+        .rows.map((r) => r.id);
+    const filters: Array<[Parameters<typeof listSnapshots>[1], ReturnType<typeof sql>]> = [
+      [{}, sql`true`],
+      [{ endpointLabel: "rare" }, sql`endpoint_label = 'rare'`],
+      [{ endpointLabel: "label_2" }, sql`endpoint_label = 'label_2'`],
+    ];
     for (const d of [1, 2, 3, 4]) {
-      const expected = (await sql<{ id: string }>`select id::text as id from snapshots
-      where device_id = ${dev(d)}::uuid order by snapshots.id desc`.execute(k)).rows.map((r) => r.id);
+      filters.push([{ deviceId: dev(d) }, sql`device_id = ${dev(d)}::uuid`]);
+      filters.push([
+        { deviceId: dev(d), endpointLabel: "label_1" },
+        sql`device_id = ${dev(d)}::uuid and endpoint_label = 'label_1'`,
+      ]);
+    }
+    for (const [f, where] of filters) {
+      const want = await expected(where);
       for (const limit of [1, 7, 100, 500]) {
         const got: string[] = [];
         let cursor: string | undefined;
-        for (let page = 0; page < 200; page++) {
-          const r = await listSnapshots(k, { deviceId: dev(d), limit, cursor });
+        for (let page = 0; page < 400; page++) {
+          const r = await listSnapshots(k, { ...f, limit, cursor });
           assert.ok(!("badCursor" in r));
           for (const s of r.snapshots) {
-            assert.equal(s.deviceId, dev(d));
+            if (f.deviceId) assert.equal(s.deviceId, f.deviceId);
+            if (f.endpointLabel) assert.equal(s.endpointLabel, f.endpointLabel);
             got.push(s.id);
           }
           if (!r.nextCursor) break;
           cursor = r.nextCursor;
         }
-        assert.deepEqual(got, expected, `device ${d}, pages of ${limit}`);
+        assert.deepEqual(got, want, `${JSON.stringify(f)}, pages of ${limit}`);
       }
     }
-    // Every field as the single-snapshot form shows it.
-    const one = await listSnapshots(k, { deviceId: dev(1), limit: 1 });
-    assert.ok(!("badCursor" in one));
-    const [s] = one.snapshots;
-    assert.ok(s && /^[0-9]{64}$/.test(s.payloadSha256) && typeof s.payloadJson === "object");
-    assert.equal(s.adapterModule, "@dutlab/adapter-fixture");
-    assert.equal(s.adapterVersion, "1.0.0");
-    assert.deepEqual(await getSnapshot(k, s.id), s);
-    const all = await listSnapshots(k, { limit: 1000 });
-    assert.ok(!("badCursor" in all) && all.snapshots.length > 300);
-    assert.ok(
-      all.snapshots.every((x) =>
-        x.adapterModule === "@dutlab/adapter-fixture" && x.adapterVersion === "1.0.0"
-      ),
-    );
+    // Every field as the single-snapshot form shows it, from either table.
+    const legacyId = (await sql<{ id: string }>`select max(id)::text as id from snapshots_legacy`.execute(k))
+      .rows[0]!.id;
+    for (
+      const id of [
+        legacyId,
+        (await listSnapshots(k, { limit: 1 }) as { snapshots: Array<{ id: string }> })
+          .snapshots[0]!.id,
+      ]
+    ) {
+      const s = await getSnapshot(k, id);
+      assert.ok(s && /^[0-9]{64}$/.test(s.payloadSha256) && typeof s.payloadJson === "object");
+      assert.equal(s.adapterModule, "@dutlab/adapter-fixture");
+      assert.equal(s.adapterVersion, "1.0.0");
+    }
     assert.deepEqual(await listSnapshots(k, { deviceId: dev(1), cursor: "nope" }), { badCursor: true });
-    // No index on (device_id, id) is left, and the listing does not read the table in full.
-    await sql`analyze snapshots`.execute(k);
-    const plan = (await sql<{ "QUERY PLAN": string }>`explain with recursive labels(label) as (
-      (select x.endpoint_label from snapshots x where x.device_id = ${dev(2)}::uuid
-        order by x.endpoint_label limit 1)
-      union all
-      select (select x.endpoint_label from snapshots x
-          where x.device_id = ${
-      dev(2)
-    }::uuid and x.endpoint_label > l.label order by x.endpoint_label limit 1)
-        from labels l where l.label is not null)
-    select s.id from (select x.id from labels l cross join lateral (select x.id from snapshots x
-      where x.device_id = ${dev(2)}::uuid and x.endpoint_label = l.label order by x.id desc limit 101) x
-      where l.label is not null order by x.id desc limit 101) page
-    join snapshots s on s.id = page.id order by s.id desc limit 101`.execute(k)).rows.map((r) =>
-      r["QUERY PLAN"]
-    )
-      .join("\n");
-    assert.match(plan, /snapshots_device_label_id/, plan);
-    assert.doesNotMatch(plan, /Seq Scan on snapshots|snapshots_device_id\b/, plan);
+    // A series page walks the series' index; it never reads the table in full (with sequential scans priced
+    // out: the table is small here).
+    const plan = await k.transaction().execute(async (tx) => {
+      await sql`set local enable_seqscan = off`.execute(tx);
+      return (await sql<{ "QUERY PLAN": string }>`explain select x.id from snapshot_series se
+        cross join lateral (select r.id from snapshot_rows r where r.series_id = se.id order by r.id desc
+          limit 101) x
+        where se.device_id = ${dev(2)}::uuid order by x.id desc limit 101`.execute(tx)).rows
+        .map((r) => r["QUERY PLAN"]).join("\n");
+    });
+    assert.match(plan, /snapshot_rows_series_id/, plan);
+    assert.doesNotMatch(plan, /Seq Scan on snapshot_rows/, plan);
   },
 );
 
