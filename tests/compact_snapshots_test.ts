@@ -147,9 +147,10 @@ dbTest(
     // Down from the narrow layout copies its rows back into one table: the same ids, flags and adapters.
     const all = async () =>
       (await sql<Record<string, unknown>>`select id::text, device_id, endpoint_label, payload_sha256,
-        payload_changed, stable_changed, adapter_module, adapter_version from snapshots order by snapshots.id`.execute(
-        k,
-      ))
+        payload_changed, stable_changed, adapter_module, adapter_version from snapshots order by snapshots.id`
+        .execute(
+          k,
+        ))
         .rows;
     const narrow = await all();
     await ok(m.migrateTo(ONE_TABLE));
