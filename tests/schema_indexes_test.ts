@@ -6,15 +6,18 @@
 import assert from "node:assert/strict";
 import { type Kysely, sql } from "kysely";
 import { NO_MIGRATIONS } from "kysely/migration";
-import { dbTest, testMigrator } from "@dutlab/core/testing";
+import { dbTest, listSnapshots, testMigrator } from "@dutlab/core/testing";
 import type { Database } from "@dutlab/core/testing";
 
-/** The definition of every index on `snapshots`, by name, without the schema. */
-async function snapshotIndexes(db: Kysely<Database>): Promise<Record<string, string>> {
+/**
+ * The definition of every index on `table` (the one-table layout's `snapshots`, which migration 0017 renames
+ * `snapshots_legacy`), by name, without the schema and with the table called `snapshots`.
+ */
+async function snapshotIndexes(db: Kysely<Database>, table = "snapshots"): Promise<Record<string, string>> {
   const r = await sql<{ indexname: string; indexdef: string }>`select indexname, indexdef from pg_indexes
-    where schemaname = current_schema() and tablename = 'snapshots' order by indexname`.execute(db);
+    where schemaname = current_schema() and tablename = ${table} order by indexname`.execute(db);
   return Object.fromEntries(
-    r.rows.map((x) => [x.indexname, x.indexdef.replace(/ ON \S+\.snapshots /, " ON snapshots ")]),
+    r.rows.map((x) => [x.indexname, x.indexdef.replace(/ ON \S+\.snapshots(_legacy)? /, " ON snapshots ")]),
   );
 }
 
@@ -24,9 +27,30 @@ async function ok(p: Promise<{ error?: unknown }>) {
 }
 
 dbTest(
-  "snapshots carry the indexes of migrations 0003, 0009, 0011 and 0015: snapshots_label instead of snapshots_label_id, no snapshots_device_id",
+  "the narrow rows carry the indexes of migration 0017, and the rows not yet compacted keep those of 0003, 0009, 0011 and 0015",
   async (db) => {
-    const idx = await snapshotIndexes(db.kysely);
+    const rows = await snapshotIndexes(db.kysely, "snapshot_rows");
+    assert.deepEqual(
+      rows,
+      Object.fromEntries(
+        [
+          ["snapshot_rows_changed", "(series_id, id) WHERE payload_changed"],
+          ["snapshot_rows_payload", "(payload_id)"],
+          ["snapshot_rows_pkey", "(id) WITH (fillfactor='100')"],
+          ["snapshot_rows_run", "(test_run_execution_id, id) WHERE (test_run_execution_id IS NOT NULL)"],
+          ["snapshot_rows_series_id", "(series_id, id)"],
+          [
+            "snapshot_rows_stable_changed",
+            "(series_id, id) WHERE (payload_changed AND (stable_changed IS NOT FALSE))",
+          ],
+        ].map(([name, def]) => [
+          name,
+          `CREATE ${name === "snapshot_rows_pkey" ? "UNIQUE " : ""}INDEX ${name} ON ` +
+          `${(Object.values(rows)[0] ?? "").match(/ ON (\S+) /)?.[1]} USING btree ${def}`,
+        ]),
+      ),
+    );
+    const idx = await snapshotIndexes(db.kysely, "snapshots_legacy");
     assert.deepEqual(Object.keys(idx), [
       "snapshots_device_changed",
       "snapshots_device_label_id",
@@ -54,7 +78,7 @@ dbTest(
 
 dbTest("migration 0003 down restores snapshots_label_id exactly as 0001 created it", async (db) => {
   const m = await testMigrator(db.kysely);
-  const latest = await snapshotIndexes(db.kysely);
+  const latest = await snapshotIndexes(db.kysely, "snapshots_legacy");
   await ok(m.migrateTo("2026_11_21_0002_snapshot_payloads_immutable"));
   const down = await snapshotIndexes(db.kysely);
   assert.notDeepEqual(down, latest, "0003 changed the indexes");
@@ -64,7 +88,7 @@ dbTest("migration 0003 down restores snapshots_label_id exactly as 0001 created 
   await ok(m.migrateTo("2026_11_21_0002_snapshot_payloads_immutable"));
   assert.deepEqual(down, await snapshotIndexes(db.kysely));
   await ok(m.migrateToLatest());
-  assert.deepEqual(await snapshotIndexes(db.kysely), latest);
+  assert.deepEqual(await snapshotIndexes(db.kysely, "snapshots_legacy"), latest);
 });
 
 dbTest("listings by a rare label, by a missing label and by device and label read an index", async (db) => {
@@ -83,23 +107,32 @@ dbTest("listings by a rare label, by a missing label and by device and label rea
       now(), '@dutlab/adapter-fixture', '1.0.0'
     from generate_series(1, 150) r, generate_series(1, 20) d, generate_series(1, 6) l order by r, d, l`
     .execute(k);
-  await sql`analyze snapshots`.execute(k);
-  // The query of listSnapshots (core/src/snapshots/store.ts) with the default page size.
-  const plan = async (where: ReturnType<typeof sql>) =>
-    (await sql<{ "QUERY PLAN": string }>`explain select s.id::text as id, s.device_id, s.endpoint_label,
-        p.payload, s.payload_sha256, s.collected_at, s.test_run_execution_id, s.adapter_module,
-        s.adapter_version
-      from snapshots as s inner join snapshot_payloads as p on p.sha256 = s.payload_sha256
-      where ${where} order by s.id desc limit 101`.execute(k)).rows.map((r) => r["QUERY PLAN"]).join("\n");
+  await sql`analyze snapshot_rows`.execute(k);
+  await sql`analyze snapshot_series`.execute(k);
+  // The narrow side of the page queries of listSnapshots (core/src/snapshots/store.ts), default page size.
+  const plan = async (q: ReturnType<typeof sql>) =>
+    (await sql<{ "QUERY PLAN": string }>`explain ${q}`.execute(k)).rows.map((r) => r["QUERY PLAN"]).join(
+      "\n",
+    );
   for (const label of ["rare_label", "no_such_label"]) {
-    const text = await plan(sql`s.endpoint_label = ${label}`);
-    assert.match(text, /(on|using) snapshots_label\b/, text);
-    assert.doesNotMatch(text, /Seq Scan on snapshots|snapshots_pkey/, text);
+    const text = await plan(sql`select x.id from snapshot_series se
+        cross join lateral (select r.id from snapshot_rows r where r.series_id = se.id order by r.id desc
+          limit 101) x
+        where se.endpoint_label = ${label} order by x.id desc limit 101`);
+    assert.match(text, /(on|using) snapshot_rows_series_id\b/, text);
+    assert.doesNotMatch(text, /Seq Scan on snapshot_rows|snapshot_rows_pkey/, text);
   }
   const dev = "00000000-0000-4000-8000-000000000007";
-  const text = await plan(sql`s.device_id = ${dev} and s.endpoint_label = 'label_3'`);
-  assert.match(text, /(on|using) snapshots_device_label_id\b/, text);
-  assert.doesNotMatch(text, /Seq Scan on snapshots|snapshots_pkey/, text);
+  const text = await plan(sql`select r.id from snapshot_rows r
+    where r.series_id = (select se.id from snapshot_series se
+      where se.device_id = ${dev} and se.endpoint_label = 'label_3') order by r.id desc limit 101`);
+  assert.match(text, /(on|using) snapshot_rows_series_id\b/, text);
+  assert.doesNotMatch(text, /Seq Scan on snapshot_rows|snapshot_rows_pkey/, text);
+  // And the pages are the rows, newest first.
+  const rare = await listSnapshots(k, { endpointLabel: "rare_label" });
+  assert.ok(!("badCursor" in rare));
+  assert.equal(rare.snapshots.length, 19);
+  assert.ok(rare.snapshots.every((x, i, a) => i === 0 || BigInt(a[i - 1]!.id) > BigInt(x.id)));
 });
 
 dbTest(
@@ -158,6 +191,6 @@ dbTest(
     await ok(m.migrateTo("2026_11_23_0008_audited_delete_signatures"));
     assert.ok(!("snapshots_device_changed" in await snapshotIndexes(k)));
     await ok(m.migrateToLatest());
-    assert.ok("snapshots_device_changed" in await snapshotIndexes(k));
+    assert.ok("snapshots_device_changed" in await snapshotIndexes(k, "snapshots_legacy"));
   },
 );

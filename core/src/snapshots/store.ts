@@ -97,9 +97,17 @@ async function filteredPage(
     }
     r.push(sql`r.series_id in (select se.id from snapshot_series se where ${sql.join(se, sql` and `)})`);
   }
+  // A label without a run: per series of the label its newest rows (a rare label must not walk the whole
+  // primary key to find a page); otherwise the primary key or the run's index, with the rest as a filter.
+  const narrow = f.endpointLabel && !f.testRunExecutionId
+    ? sql`select x.id from snapshot_series se
+        cross join lateral (select r.id from snapshot_rows r where r.series_id = se.id
+          ${before === null ? sql`` : sql`and r.id < ${before}::bigint`} order by r.id desc limit ${n}) x
+        where se.endpoint_label = ${f.endpointLabel} order by x.id desc limit ${n}`
+    : sql`select r.id from snapshot_rows r where ${sql.join(r, sql` and `)} order by r.id desc limit ${n}`;
   const rows = await sql<{ id: string }>`
     select u.id::text as id from (
-      (select r.id from snapshot_rows r where ${sql.join(r, sql` and `)} order by r.id desc limit ${n})
+      (${narrow})
       union all
       (select l.id from snapshots_legacy l where ${sql.join(l, sql` and `)} order by l.id desc limit ${n})
     ) u order by u.id desc limit ${n}`.execute(db);
