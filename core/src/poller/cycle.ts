@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { asDeviceError } from "../devices/connect.ts";
 import { DeviceError, type PollStatus } from "../errors.ts";
@@ -166,8 +166,10 @@ export class PollService {
   /** The poll result recorded on the device (by another instance's cycle). */
   async #recorded(row: DeviceRow): Promise<PollResult> {
     const at = new Date(row.last_poll_at as Date | string);
-    const r = await this.db.selectFrom("snapshots").select((eb) => eb.fn.countAll<number>().as("n"))
-      .where("device_id", "=", row.id).where("collected_at", "=", at).executeTakeFirst();
+    // That poll's rows are its series' newest (migration 0017; a poll recorded before it counts none).
+    const r = (await sql<{ n: number }>`select count(*)::int as n from snapshot_series se
+      join snapshot_rows x on x.id = se.last_id where se.device_id = ${row.id} and x.collected_at = ${at}`
+      .execute(this.db)).rows[0];
     return {
       ok: row.last_poll_status === "ok",
       lastPollStatus: row.last_poll_status as PollStatus,
