@@ -199,7 +199,9 @@ dbTest(
       // reads them.
       const plan = await sql<{ "QUERY PLAN": string }>`explain select r.id from snapshot_rows r
       where r.series_id = (select se.id from snapshot_series se
-        where se.device_id = ${a} and se.endpoint_label = 'ntp_config') order by r.id desc limit 1`.execute(tx);
+        where se.device_id = ${a} and se.endpoint_label = 'ntp_config') order by r.id desc limit 1`.execute(
+        tx,
+      );
       const text = plan.rows.map((r) => r["QUERY PLAN"]).join("\n");
       assert.match(text, /Index (Only )?Scan (Backward )?using snapshot_rows_series_id/, text);
       assert.doesNotMatch(text, /Sort/, text);
