@@ -20,9 +20,14 @@ const str = JSON.stringify;
 export function snapshotJson(r: SnapshotRow): string {
   return `{"id":${str(r.id)},"deviceId":${str(r.device_id)},"endpointLabel":${str(r.endpoint_label)},` +
     `"payloadJson":${r.payload},"payloadSha256":${str(r.payload_sha256)},` +
-    `"collectedAt":${str(new Date(r.collected_at).toISOString())},` +
+    `"collectedAt":"${isoTime(r.collected_at)}",` +
     `"testRunExecutionId":${r.test_run_execution_id === null ? "null" : str(r.test_run_execution_id)},` +
     `"adapterModule":${str(r.adapter_module)},"adapterVersion":${str(r.adapter_version)}}`;
+}
+
+/** `toISOString()` of a timestamp (a `Date` from node-postgres, text from PGlite). */
+function isoTime(t: Date | string): string {
+  return (t instanceof Date ? t : new Date(t)).toISOString();
 }
 
 /** A page's JSON text: `{"snapshots":[…],"nextCursor":…}` (`SnapshotPage`). */
