@@ -171,3 +171,36 @@ dbTest("the listing and the single read send what the decoded views encoded befo
     if (JSON.stringify(payload) === canonicalize(payload)) assert.equal(text, JSON.stringify(s), s.id);
   }
 });
+
+dbTest("payload=omit: the same page without payloadJson; include is the default", async (db) => {
+  const { svc, app, auth } = await setup(db);
+  await using dev = await fixtureDevice();
+  const device = await addDevice(svc, dev.sim.url);
+  for (let i = 0; i < 3; i++) await svc.poller.poll(device);
+  const get = async (q: string) => {
+    const res = await app.request(`/api/admin/dut/snapshots${q}`, { headers: auth });
+    assert.equal(res.status, 200, q);
+    return { text: await res.text(), etag: res.headers.get("etag") };
+  };
+  for (const base of ["?limit=4", `?deviceId=${device}&limit=2`, "?endpointLabel=ntp_config&limit=2"]) {
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const q: string = cursor ? `${base}&cursor=${cursor}` : base;
+      const full = await get(q);
+      const omitted = await get(`${q}&payload=omit`);
+      assert.equal((await get(`${q}&payload=include`)).text, full.text, "include is the default");
+      const page = JSON.parse(full.text);
+      const expected = {
+        ...page,
+        snapshots: page.snapshots.map(({ payloadJson: _, ...rest }: Record<string, unknown>) => rest),
+      };
+      assert.equal(omitted.text, JSON.stringify(expected), q);
+      SnapshotPageSchema.strict().parse(JSON.parse(omitted.text));
+      assert.notEqual(omitted.etag, full.etag);
+      cursor = page.nextCursor;
+      pages++;
+    } while (cursor);
+    assert.ok(pages > 1, base);
+  }
+});

@@ -16,10 +16,13 @@ import type { SnapshotRow } from "./store.ts";
 
 const str = JSON.stringify;
 
-/** One snapshot's JSON text: the fields of `SnapshotView`, in its order. */
-export function snapshotJson(r: SnapshotRow): string {
+/**
+ * One snapshot's JSON text: the fields of `SnapshotView`, in its order; without `payloadJson` when
+ * `withPayload` is false (the listing's `payload=omit`).
+ */
+export function snapshotJson(r: SnapshotRow, withPayload = true): string {
   return `{"id":${str(r.id)},"deviceId":${str(r.device_id)},"endpointLabel":${str(r.endpoint_label)},` +
-    `"payloadJson":${r.payload},"payloadSha256":${str(r.payload_sha256)},` +
+    (withPayload ? `"payloadJson":${r.payload},` : "") + `"payloadSha256":${str(r.payload_sha256)},` +
     `"collectedAt":"${isoTime(r.collected_at)}",` +
     `"testRunExecutionId":${r.test_run_execution_id === null ? "null" : str(r.test_run_execution_id)},` +
     `"adapterModule":${str(r.adapter_module)},"adapterVersion":${str(r.adapter_version)}}`;
@@ -31,8 +34,12 @@ function isoTime(t: Date | string): string {
 }
 
 /** A page's JSON text: `{"snapshots":[…],"nextCursor":…}` (`SnapshotPage`). */
-export function snapshotPageJson(rows: readonly SnapshotRow[], nextCursor: string | null): string {
+export function snapshotPageJson(
+  rows: readonly SnapshotRow[],
+  nextCursor: string | null,
+  withPayload = true,
+): string {
   let body = '{"snapshots":[';
-  for (let i = 0; i < rows.length; i++) body += (i ? "," : "") + snapshotJson(rows[i]!);
+  for (let i = 0; i < rows.length; i++) body += (i ? "," : "") + snapshotJson(rows[i]!, withPayload);
   return `${body}],"nextCursor":${nextCursor === null ? "null" : str(nextCursor)}}`;
 }
