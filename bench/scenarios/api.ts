@@ -184,6 +184,7 @@ async function sseOverhead(
 
 const PAGED = "GET /api/admin/dut/devices?limit=100 (first page of 1,000 devices)";
 const LATEST = "GET /api/admin/dut/snapshots (unfiltered: latest 100)";
+const OMIT = "GET /api/admin/dut/snapshots?payload=omit (latest 100 without payloads)";
 const ONE = "GET /api/admin/dut/snapshots?deviceId=…&endpointLabel=… (one device and label)";
 
 /** The back ends to load: `BENCH_API_BACKENDS` (comma-separated), else PostgreSQL only when quick. */
@@ -211,6 +212,7 @@ async function endpoints(port: number, client: Deno.HttpClient, readsOnly: boole
     ...(readsOnly ? [] : [["GET /api/admin/dut/devices (1,000 devices)", "/api/admin/dut/devices"]]),
     [PAGED, "/api/admin/dut/devices?limit=100"],
     [LATEST, "/api/admin/dut/snapshots"],
+    [OMIT, "/api/admin/dut/snapshots?payload=omit"],
     [ONE, one],
   ] as [string, string][];
 }
@@ -219,22 +221,24 @@ async function endpoints(port: number, client: Deno.HttpClient, readsOnly: boole
 function ratios(ctx: Ctx, backend: string, rps: Map<string, { value: number; p99: number }>): Figure[] {
   const paged = rps.get(PAGED);
   if (!paged) return [];
-  return [[LATEST, "latest 100"], [ONE, "one device and label"]].flatMap(([name, short]) => {
-    const r = rps.get(name!);
-    if (!r) return [];
-    const value = r.value / paged.value;
-    ctx.log(`${backend} ${short} ÷ paged device list: ${round(value)} (p99 ${r.p99} ms)`);
-    return [{
-      scenario: "api",
-      name: `snapshots, ${short} ÷ paged device list, requests/s`,
-      value: Math.round(value * 1000) / 1000,
-      unit: "ratio",
-      params: { backend, snapshotsReqPerS: round(r.value), pagedReqPerS: round(paged.value), p99: r.p99 },
-      command: ctx.command,
-      target: ">= 0.3, p99 <= 100 ms",
-      pass: value >= 0.3 && r.p99 <= 100,
-    }];
-  });
+  return [[LATEST, "latest 100"], [OMIT, "latest 100, payload=omit"], [ONE, "one device and label"]].flatMap(
+    ([name, short]) => {
+      const r = rps.get(name!);
+      if (!r) return [];
+      const value = r.value / paged.value;
+      ctx.log(`${backend} ${short} ÷ paged device list: ${round(value)} (p99 ${r.p99} ms)`);
+      return [{
+        scenario: "api",
+        name: `snapshots, ${short} ÷ paged device list, requests/s`,
+        value: Math.round(value * 1000) / 1000,
+        unit: "ratio",
+        params: { backend, snapshotsReqPerS: round(r.value), pagedReqPerS: round(paged.value), p99: r.p99 },
+        command: ctx.command,
+        target: ">= 0.3, p99 <= 100 ms",
+        pass: value >= 0.3 && r.p99 <= 100,
+      }];
+    },
+  );
 }
 
 export async function run(ctx: Ctx): Promise<Figure[]> {
