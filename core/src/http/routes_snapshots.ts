@@ -53,7 +53,7 @@ function snapshotReadRoutes(app: OpenAPIHono, svc: Services) {
         "`payloadSha256` = lowercase hex SHA-256 of the RFC 8785 (JCS) canonical JSON of `payloadJson`; " +
         "`adapterModule`/`adapterVersion` name the adapter that collected it; `testRunExecutionId` is the run " +
         "active at collection (null when none). `payload=omit` leaves `payloadJson` out of every snapshot " +
-        "(a page of 100 is then about a seventh of the bytes); the default is `include`. Recompute the first hash of a page saved as page.json " +
+        "(the page keeps everything else); the default is `include`. Recompute the first hash of a page saved as page.json " +
         `(prints true): \`${RECOMPUTE}\``,
       request: { query: SnapshotQuery },
       responses: { 200: json(SnapshotPage, "A page of snapshots"), ...problemResponses },
