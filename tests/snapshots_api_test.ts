@@ -154,6 +154,9 @@ dbTest("bad query parameters answer 400 problem+json naming the parameter", asyn
     ["cursor=" + cursorOf("s:-1"), "query.cursor"],
     ["cursor=" + cursorOf("s:9999999999999999999"), "query.cursor"],
     ["cursor=x", "query.cursor"],
+    ["payload=none", "query.payload"],
+    ["payload=", "query.payload"],
+    ["payload=OMIT", "query.payload"],
   ];
   for (const [q, field] of cases) {
     const res = await app.request(`/api/admin/dut/snapshots?${q}`, { headers: auth });
@@ -164,7 +167,9 @@ dbTest("bad query parameters answer 400 problem+json naming the parameter", asyn
     assert.deepEqual(body.errors.map((e: { field: string }) => e.field), [field], q);
   }
   // limits at the edges are fine
-  for (const q of ["limit=1", "limit=1000", `deviceId=${crypto.randomUUID()}`]) {
+  for (
+    const q of ["limit=1", "limit=1000", `deviceId=${crypto.randomUUID()}`, "payload=omit", "payload=include"]
+  ) {
     assert.equal((await app.request(`/api/admin/dut/snapshots?${q}`, { headers: auth })).status, 200, q);
   }
 });

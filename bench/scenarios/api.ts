@@ -1,8 +1,13 @@
 /**
- * Scenario 5, HTTP API: requests/s and latency of `GET /api/admin/dut/devices` (1,000 devices) and of
- * the unfiltered snapshot listing (latest 100, payloads included) against `deno run -A server.ts`
- * started by the benchmark (poller disabled), loaded by autocannon (`npx -y autocannon@9.0.0`, its own
- * Node process) with 50 connections.
+ * Scenario 5, HTTP API: requests/s and latency of `GET /api/admin/dut/devices` (1,000 devices, unpaged and
+ * `limit=100`), of the unfiltered snapshot listing (latest 100, payloads included) and of the snapshots of one
+ * device and label, against `deno run -A server.ts` started by the benchmark (poller disabled), loaded by
+ * autocannon (`npx -y autocannon@9.0.0`, its own Node process) with 50 connections. The snapshot listings are
+ * also given as a ratio of the paged device list's requests/s in the same run (issue 34: ≥ 0.3).
+ *
+ * `BENCH_API_BACKENDS=pglite,postgres` chooses the back ends (default: PostgreSQL with `--quick`, both
+ * without); `BENCH_API_READS_ONLY=1` loads only the paged list and the two snapshot listings (no unpaged list,
+ * no event-stream rounds), for the snapshot-read work of issue 34.
  *
  * @module
  */
@@ -177,11 +182,71 @@ async function sseOverhead(
   ];
 }
 
+const PAGED = "GET /api/admin/dut/devices?limit=100 (first page of 1,000 devices)";
+const LATEST = "GET /api/admin/dut/snapshots (unfiltered: latest 100)";
+const OMIT = "GET /api/admin/dut/snapshots?payload=omit (latest 100 without payloads)";
+const ONE = "GET /api/admin/dut/snapshots?deviceId=…&endpointLabel=… (one device and label)";
+
+/** The back ends to load: `BENCH_API_BACKENDS` (comma-separated), else PostgreSQL only when quick. */
+function backendsOf(quick: boolean): ("postgres" | "pglite")[] {
+  const env = Deno.env.get("BENCH_API_BACKENDS");
+  if (!env) return quick ? ["postgres"] : ["postgres", "pglite"];
+  const list = env.split(",").map((s) => s.trim()).filter(Boolean);
+  for (const b of list) {
+    if (b !== "postgres" && b !== "pglite") throw new Error(`BENCH_API_BACKENDS: unknown back end "${b}"`);
+  }
+  return list as ("postgres" | "pglite")[];
+}
+
+/** The loaded endpoints (name, path); one device and label is the newest snapshot's. */
+async function endpoints(port: number, client: Deno.HttpClient, readsOnly: boolean) {
+  const r = await fetch(`http://127.0.0.1:${port}/api/admin/dut/snapshots?limit=1`, {
+    headers: { authorization: `Bearer ${TOKEN}` },
+    client,
+  });
+  const s = (await r.json()).snapshots[0] as { deviceId: string; endpointLabel: string };
+  const one = `/api/admin/dut/snapshots?deviceId=${s.deviceId}&endpointLabel=${
+    encodeURIComponent(s.endpointLabel)
+  }`;
+  return [
+    ...(readsOnly ? [] : [["GET /api/admin/dut/devices (1,000 devices)", "/api/admin/dut/devices"]]),
+    [PAGED, "/api/admin/dut/devices?limit=100"],
+    [LATEST, "/api/admin/dut/snapshots"],
+    [OMIT, "/api/admin/dut/snapshots?payload=omit"],
+    [ONE, one],
+  ] as [string, string][];
+}
+
+/** The snapshot listings' requests/s ÷ the paged device list's, in this run (issue 34: ≥ 0.3, p99 ≤ 100 ms). */
+function ratios(ctx: Ctx, backend: string, rps: Map<string, { value: number; p99: number }>): Figure[] {
+  const paged = rps.get(PAGED);
+  if (!paged) return [];
+  return [[LATEST, "latest 100"], [OMIT, "latest 100, payload=omit"], [ONE, "one device and label"]].flatMap(
+    ([name, short]) => {
+      const r = rps.get(name!);
+      if (!r) return [];
+      const value = r.value / paged.value;
+      ctx.log(`${backend} ${short} ÷ paged device list: ${round(value)} (p99 ${r.p99} ms)`);
+      return [{
+        scenario: "api",
+        name: `snapshots, ${short} ÷ paged device list, requests/s`,
+        value: Math.round(value * 1000) / 1000,
+        unit: "ratio",
+        params: { backend, snapshotsReqPerS: round(r.value), pagedReqPerS: round(paged.value), p99: r.p99 },
+        command: ctx.command,
+        target: ">= 0.3, p99 <= 100 ms",
+        pass: value >= 0.3 && r.p99 <= 100,
+      }];
+    },
+  );
+}
+
 export async function run(ctx: Ctx): Promise<Figure[]> {
   const captures = await captureVendors();
   const seconds = ctx.quick ? 3 : 15;
   const figures: Figure[] = [];
-  for (const backend of ctx.quick ? ["postgres"] as const : ["postgres", "pglite"] as const) {
+  const readsOnly = Deno.env.get("BENCH_API_READS_ONLY") === "1";
+  for (const backend of backendsOf(ctx.quick)) {
     const port = freePort();
     const env = serverEnv(port, { DUT_API_POLLER_DISABLE: "1" });
     let cleanup: () => Promise<void>;
@@ -212,16 +277,8 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
     const client = Deno.createHttpClient({});
     try {
       await waitFor200(`http://127.0.0.1:${port}/readyz`, performance.now(), 60_000, server);
-      for (
-        const [name, path] of [
-          ["GET /api/admin/dut/devices (1,000 devices)", "/api/admin/dut/devices"],
-          [
-            "GET /api/admin/dut/devices?limit=100 (first page of 1,000 devices)",
-            "/api/admin/dut/devices?limit=100",
-          ],
-          ["GET /api/admin/dut/snapshots (unfiltered: latest 100)", "/api/admin/dut/snapshots"],
-        ]
-      ) {
+      const rps = new Map<string, { value: number; p99: number }>();
+      for (const [name, path] of await endpoints(port, client, readsOnly)) {
         const url = `http://127.0.0.1:${port}${path}`;
         const first = await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` }, client });
         const bytes = (await first.arrayBuffer()).byteLength;
@@ -261,6 +318,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
         ctx.log(
           `${backend} ${path}: ${ac.requests.average} req/s, p99 ${ac.latency.p99} ms, ${ac.non2xx} non-2xx`,
         );
+        rps.set(name, { value: ac.requests.average, p99: ac.latency.p99 });
         const note = `${command}; server: ${serverCmd}`;
         figures.push(
           {
@@ -292,7 +350,8 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
           },
         );
       }
-      if (backend === "postgres") {
+      figures.push(...ratios(ctx, backend, rps));
+      if (backend === "postgres" && !readsOnly) {
         figures.push(...await sseOverhead(ctx, port, server.pid, client, ctx.quick));
       }
     } finally {

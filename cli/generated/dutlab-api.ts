@@ -243,7 +243,7 @@ export interface paths {
         };
         /**
          * List snapshots, newest first
-         * @description Filters: deviceId, endpointLabel, testRunExecutionId (UUID). Without parameters: the latest 100 across all devices. `limit` (1-1000, default 100) and the opaque `cursor` from `nextCursor` page through older snapshots; a cursor stays valid while new snapshots arrive. Newest first means storage order (ids increase with every stored snapshot). Bad parameters are a 400 problem naming the field. `payloadSha256` = lowercase hex SHA-256 of the RFC 8785 (JCS) canonical JSON of `payloadJson`; `adapterModule`/`adapterVersion` name the adapter that collected it; `testRunExecutionId` is the run active at collection (null when none). Recompute the first hash of a page saved as page.json (prints true): `deno eval 'import c from "npm:canonicalize@5.1.0"; const s = JSON.parse(await new Response(Deno.stdin.readable).text()).snapshots[0]; const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(c(s.payloadJson)))); console.log([...d].map((b) => b.toString(16).padStart(2, "0")).join("") === s.payloadSha256)' < page.json`
+         * @description Filters: deviceId, endpointLabel, testRunExecutionId (UUID). Without parameters: the latest 100 across all devices. `limit` (1-1000, default 100) and the opaque `cursor` from `nextCursor` page through older snapshots; a cursor stays valid while new snapshots arrive. Newest first means storage order (ids increase with every stored snapshot). Bad parameters are a 400 problem naming the field. `payloadSha256` = lowercase hex SHA-256 of the RFC 8785 (JCS) canonical JSON of `payloadJson`; `adapterModule`/`adapterVersion` name the adapter that collected it; `testRunExecutionId` is the run active at collection (null when none). `payload=omit` leaves `payloadJson` out of every snapshot (the page keeps everything else); the default is `include`. Recompute the first hash of a page saved as page.json (prints true): `deno eval 'import c from "npm:canonicalize@5.1.0"; const s = JSON.parse(await new Response(Deno.stdin.readable).text()).snapshots[0]; const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(c(s.payloadJson)))); console.log([...d].map((b) => b.toString(16).padStart(2, "0")).join("") === s.payloadSha256)' < page.json`
          */
         get: operations["listSnapshots"];
         put?: never;
@@ -1147,6 +1147,7 @@ export interface components {
             /** Format: uuid */
             deviceId: string;
             endpointLabel: string;
+            /** @description The payload, as JSON; absent only from a listing asked with `payload=omit` */
             payloadJson?: unknown;
             payloadSha256: string;
             /** Format: date-time */
@@ -2882,6 +2883,8 @@ export interface operations {
                 testRunExecutionId?: string;
                 limit?: number;
                 cursor?: string;
+                /** @description `omit`: the snapshots come without `payloadJson` (everything else, order and cursor as with `include`), for a dashboard that shows which snapshots exist and reads a payload by id when needed */
+                payload?: "include" | "omit";
             };
             header?: never;
             path?: never;

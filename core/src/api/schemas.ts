@@ -151,7 +151,9 @@ export const Snapshot = z.object({
   id: z.string(),
   deviceId: z.uuid(),
   endpointLabel: z.string(),
-  payloadJson: z.unknown(),
+  payloadJson: z.unknown().optional().openapi({
+    description: "The payload, as JSON; absent only from a listing asked with `payload=omit`",
+  }),
   payloadSha256: z.string(),
   collectedAt: z.string().openapi({ format: "date-time" }),
   testRunExecutionId: z.uuid().nullable(),
@@ -172,6 +174,11 @@ export const SnapshotQuery = z.object({
     .openapi({ type: "integer", minimum: 1, maximum: 1000, default: 100 }),
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be a cursor returned by a previous page")
     .optional(),
+  payload: z.enum(["include", "omit"], "must be include or omit").optional().openapi({
+    default: "include",
+    description: "`omit`: the snapshots come without `payloadJson` (everything else, order and cursor as " +
+      "with `include`), for a dashboard that shows which snapshots exist and reads a payload by id when needed",
+  }),
 }).strict();
 
 export const SnapshotPage = z.object({ snapshots: z.array(Snapshot), nextCursor: z.string().nullable() })

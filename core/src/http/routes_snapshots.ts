@@ -18,7 +18,10 @@ import {
 import { listPrunes, pruneSnapshots } from "../snapshots/prune.ts";
 import { principalOf } from "./auth.ts";
 import { z } from "@hono/zod-openapi";
-import { getSnapshot, listSnapshots } from "../snapshots/store.ts";
+import type { Context } from "hono";
+import { getSnapshotRow, listSnapshotRows } from "../snapshots/store.ts";
+import { snapshotJson, snapshotPageJson } from "../snapshots/view_json.ts";
+import { sha256Hex } from "../util/hash.ts";
 import { problems } from "./problem.ts";
 
 /** A one-line, independent recomputation of `payloadSha256` (README "Snapshot hashes"). */
@@ -49,18 +52,19 @@ function snapshotReadRoutes(app: OpenAPIHono, svc: Services) {
         "order (ids increase with every stored snapshot). Bad parameters are a 400 problem naming the field. " +
         "`payloadSha256` = lowercase hex SHA-256 of the RFC 8785 (JCS) canonical JSON of `payloadJson`; " +
         "`adapterModule`/`adapterVersion` name the adapter that collected it; `testRunExecutionId` is the run " +
-        "active at collection (null when none). Recompute the first hash of a page saved as page.json " +
+        "active at collection (null when none). `payload=omit` leaves `payloadJson` out of every snapshot " +
+        "(the page keeps everything else); the default is `include`. Recompute the first hash of a page saved as page.json " +
         `(prints true): \`${RECOMPUTE}\``,
       request: { query: SnapshotQuery },
       responses: { 200: json(SnapshotPage, "A page of snapshots"), ...problemResponses },
     }),
     async (c) => {
-      const q = c.req.valid("query");
-      const r = await listSnapshots(svc.db.kysely, q);
+      const { payload, ...filter } = c.req.valid("query");
+      const r = await listSnapshotRows(svc.db.kysely, filter);
       if ("badCursor" in r) {
         throw problems.badRequest("query.cursor", "must be a cursor returned by a previous page");
       }
-      return c.json(r, 200);
+      return await jsonText(c, snapshotPageJson(r.rows, r.nextCursor, payload !== "omit"));
     },
   );
 
@@ -82,11 +86,26 @@ function snapshotReadRoutes(app: OpenAPIHono, svc: Services) {
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const s = await getSnapshot(svc.db.kysely, id);
+      const s = await getSnapshotRow(svc.db.kysely, id);
       if (!s) throw problems.notFound(`No snapshot with id "${id}"`);
-      return c.json(s, 200);
+      return await jsonText(c, snapshotJson(s));
     },
   );
+}
+
+/**
+ * A 200 JSON answer from its text (view_json.ts writes the stored payloads in as they are), with its strong
+ * ETag: the SHA-256 of the body, hashed here synchronously, which spares the ETag
+ * middleware (app.ts) a copy of the response and an asynchronous digest; the middleware still answers
+ * `If-None-Match` with a 304.
+ */
+async function jsonText(c: Context, text: string): Promise<never> {
+  // The text itself, not its UTF-8 bytes: Deno's server encodes a string body natively, and node:crypto
+  // hashes the UTF-8 of a string, so no copy of the page is made on the JavaScript heap.
+  return c.body(text, 200, {
+    "content-type": "application/json",
+    etag: `"${await sha256Hex(text)}"`,
+  }) as never;
 }
 
 /** Pruning snapshots and the prune records. */

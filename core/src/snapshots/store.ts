@@ -48,6 +48,18 @@ export async function listSnapshots(
   db: Kysely<Database>,
   f: SnapshotFilter,
 ): Promise<{ snapshots: SnapshotView[]; nextCursor: string | null } | { badCursor: true }> {
+  const r = await listSnapshotRows(db, f);
+  return "badCursor" in r ? r : { snapshots: r.rows.map(toSnapshotView), nextCursor: r.nextCursor };
+}
+
+/**
+ * The rows of `listSnapshots`, payloads as their stored JSON text: the HTTP route writes that text into
+ * the page as it is (view_json.ts) instead of decoding and re-encoding every payload.
+ */
+export async function listSnapshotRows(
+  db: Kysely<Database>,
+  f: SnapshotFilter,
+): Promise<{ rows: SnapshotRow[]; nextCursor: string | null } | { badCursor: true }> {
   const limit = f.limit ?? 100;
   let before: string | null = null;
   if (f.cursor) {
@@ -114,14 +126,15 @@ async function filteredPage(
   return rows.rows.map((x) => x.id);
 }
 
-type SnapshotRow = Parameters<typeof toSnapshotView>[0];
+/** A snapshot row as the queries below read it; `payload` is the stored canonical JSON text. */
+export type SnapshotRow = Parameters<typeof toSnapshotView>[0];
 
 /** A page of at most `limit` rows out of `limit + 1` read, with the cursor of the next page. */
 function pageOf(rows: SnapshotRow[], limit: number) {
   const page = rows.slice(0, limit);
   const last = page.at(-1); // absent only when the limit is 0, then there is no next page
   return {
-    snapshots: page.map(toSnapshotView),
+    rows: page,
     nextCursor: rows.length > limit && last ? encodeCursor("s", last.id) : null,
   };
 }
@@ -208,11 +221,17 @@ async function devicePage(
 
 /** One snapshot by its id (digits), or undefined. */
 export async function getSnapshot(db: Kysely<Database>, id: string): Promise<SnapshotView | undefined> {
+  const row = await getSnapshotRow(db, id);
+  return row ? toSnapshotView(row) : undefined;
+}
+
+/** The row of `getSnapshot` (payload as its stored JSON text), or undefined. */
+export async function getSnapshotRow(db: Kysely<Database>, id: string): Promise<SnapshotRow | undefined> {
   if (!/^\d{1,19}$/.test(id) || BigInt(id) > MAX_ID) return undefined;
   const row = await db.selectFrom("snapshots as s")
     .innerJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256")
     .select(SNAPSHOT_COLUMNS).where(sql`s.id`, "=", sql`${id}::bigint`).executeTakeFirst();
-  return row ? toSnapshotView(row) : undefined;
+  return row;
 }
 
 export function toSnapshotView(r: {
