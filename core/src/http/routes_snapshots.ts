@@ -60,7 +60,7 @@ function snapshotReadRoutes(app: OpenAPIHono, svc: Services) {
     }),
     async (c) => {
       const { payload, ...filter } = c.req.valid("query");
-      const r = await listSnapshotRows(svc.db.kysely, filter);
+      const r = await listSnapshotRows(svc.db.kysely, filter, payload !== "omit");
       if ("badCursor" in r) {
         throw problems.badRequest("query.cursor", "must be a cursor returned by a previous page");
       }

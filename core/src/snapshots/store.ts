@@ -59,6 +59,7 @@ export async function listSnapshots(
 export async function listSnapshotRows(
   db: Kysely<Database>,
   f: SnapshotFilter,
+  withPayloads = true,
 ): Promise<{ rows: SnapshotRow[]; nextCursor: string | null } | { badCursor: true }> {
   const limit = f.limit ?? 100;
   let before: string | null = null;
@@ -71,7 +72,7 @@ export async function listSnapshotRows(
       ? await seriesPage(db, f.deviceId, f.endpointLabel, before, limit + 1)
       : await devicePage(db, f.deviceId, before, limit + 1)
     : await filteredPage(db, f, before, limit + 1);
-  return pageOf(await snapshotsByIds(db, ids), limit);
+  return pageOf(await snapshotsByIds(db, ids, withPayloads), limit);
 }
 
 /**
@@ -139,15 +140,27 @@ function pageOf(rows: SnapshotRow[], limit: number) {
   };
 }
 
-/** The snapshots with these ids, newest first, with their payloads. */
-async function snapshotsByIds(db: Kysely<Database>, ids: string[]): Promise<SnapshotRow[]> {
+/**
+ * The snapshots with these ids, newest first, with their payloads (without: `payload` is '' and no payload
+ * text is read, for `payload=omit`).
+ */
+async function snapshotsByIds(
+  db: Kysely<Database>,
+  ids: string[],
+  withPayloads = true,
+): Promise<SnapshotRow[]> {
   if (!ids.length) return [];
-  return await db.selectFrom("snapshots as s").innerJoin(
-    "snapshot_payloads as p",
-    "p.sha256",
-    "s.payload_sha256",
-  )
-    .select(SNAPSHOT_COLUMNS).where(sql`s.id`, "=", sql`any(${ids}::bigint[])`).orderBy("s.id", "desc")
+  const q = db.selectFrom("snapshots as s").where(sql`s.id`, "=", sql`any(${ids}::bigint[])`).orderBy(
+    "s.id",
+    "desc",
+  );
+  if (!withPayloads) {
+    return await q.select([
+      ...SNAPSHOT_COLUMNS.filter((c) => c !== "p.payload"),
+      sql<string>`''`.as("payload"),
+    ]).execute();
+  }
+  return await q.innerJoin("snapshot_payloads as p", "p.sha256", "s.payload_sha256").select(SNAPSHOT_COLUMNS)
     .execute();
 }
 
