@@ -2,8 +2,8 @@
  * The idle-memory half of the footprint scenario (issue 34 point 5): `deno run -A server.ts` on an empty
  * PGlite data directory, `n` farm devices registered through the API, `polls` manual snapshots of each
  * (`POST /api/admin/dut/devices/{id}/snapshot`, 8 at a time, as a lab's first hour would), then the server
- * left idle and its resident memory read. Beside it, `Deno.memoryUsage()` is not available from outside, so
- * the peak (VmHWM) is recorded too.
+ * left idle for 15 s and its resident memory read, with the peak (VmHWM) beside it. The log gets the largest
+ * resident mappings and the V8 heap figures of `/metrics`, to say where the bytes are.
  *
  * @module
  */
@@ -96,7 +96,8 @@ export async function idleAfterPolls(ctx: Ctx, n: number, polls: number): Promis
       });
       ctx.log(`poll round ${k + 1} of ${n} devices done (${failed} failed so far)`);
     }
-    await new Promise((r) => setTimeout(r, 5_000));
+    // Idle for 15 s: three periods of the service's idle reclaimer (DUT_IDLE_RECLAIM_SECONDS, default 5).
+    await new Promise((r) => setTimeout(r, 15_000));
     const rss = statusMiB("VmRSS", child.pid);
     ctx.log(`largest resident mappings: ${largestMappings(child.pid).join("; ")}`);
     const metrics = await (await fetch(`${base}/metrics`, { headers })).text();

@@ -20,6 +20,7 @@ import { PollWorker } from "../poller/worker.ts";
 import { CORE_VERSION } from "../version.ts";
 import { reencryptCredentials } from "../devices/key_rotation.ts";
 import { reconcilePatternSets } from "../snapshots/stable.ts";
+import { startIdleReclaimer } from "./idle.ts";
 
 export type { LoadedModules } from "../registry.ts";
 export { buildRegistry } from "../registry.ts";
@@ -105,6 +106,7 @@ export async function bootstrap(
   }
   started(registry, db);
   const stack = closeStack(st, db, services, () => services.pdf.close());
+  if (serve) reclaimWhenIdle(stack, config.DUT_IDLE_RECLAIM_SECONDS);
   return runtime(stack, { config, db, registry, services });
 }
 
@@ -129,7 +131,9 @@ export async function bootstrapPoller(
     throw e;
   }
   started(registry, db);
-  return runtime(closeStack(st, db, services), { config, db, registry, services });
+  const stack = closeStack(st, db, services);
+  reclaimWhenIdle(stack, config.DUT_IDLE_RECLAIM_SECONDS);
+  return runtime(stack, { config, db, registry, services });
 }
 
 /**
@@ -150,6 +154,15 @@ function closeStack(
   if (closeServices) stack.defer(closeServices);
   stack.defer(() => services.releaseAllParked());
   return stack;
+}
+
+/**
+ * A long-running process (`serve`, `poll`) gives memory back while idle (runtime/idle.ts,
+ * DUT_IDLE_RECLAIM_SECONDS); stopped first at shutdown.
+ */
+function reclaimWhenIdle(stack: AsyncDisposableStack, seconds: number): void {
+  const reclaimer = startIdleReclaimer(seconds);
+  stack.defer(() => Promise.resolve(reclaimer.stop()));
 }
 
 /** A runtime whose `close()` (and `await using`) unwinds `stack` once. */
