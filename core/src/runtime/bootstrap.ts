@@ -10,6 +10,7 @@ import {
   type SecretsOf,
 } from "./config.ts";
 import { loadOrCreateSecrets, lockDataDir } from "./datadir.ts";
+import { sql } from "kysely";
 import { type Db, migrate, openDatabase } from "../db/open.ts";
 import { StartupError } from "../errors.ts";
 import { logger } from "../util/log.ts";
@@ -89,7 +90,45 @@ export async function bootstrap(
   opts: { serve?: boolean } = {},
 ): Promise<Runtime> {
   const serve = opts.serve === true;
-  const st = await start(modules, env, serve ? "serve" : "admin", serve);
+  return await finish(await start(modules, env, serve ? "serve" : "admin", serve), serve);
+}
+
+/** `serve`'s first half (see {@link openServe}): the database is open, migrated and answering. */
+export interface OpenedServe {
+  /** The parsed environment (HOST and PORT to listen on; no secret is needed to listen). */
+  config: Env;
+  /** The database's kind, as `/readyz` names it. */
+  kind: Db["kind"];
+  /** Resolves when the database answers a query (`select 1`), rejects when it does not. */
+  ping(): Promise<void>;
+  /**
+   * The second half: every service, the PDF signing certificate checked, the signing keys registered; the
+   * same as {@link bootstrap} with `serve: true`. On failure it closes the database and releases the data
+   * directory, and rejects with the StartupError.
+   */
+  complete(): Promise<Runtime>;
+}
+
+/**
+ * `serve` in two halves, so that `/readyz` answers as soon as the database does (issue 34 point 5): this one
+ * parses the environment, takes the data directory, opens and migrates the database; `complete()` builds the
+ * services. Together they are exactly {@link bootstrap} with `serve: true`.
+ */
+export async function openServe(
+  modules: LoadedModules,
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): Promise<OpenedServe> {
+  const st = await start(modules, env, "serve", true);
+  return {
+    config: st.parsed,
+    kind: st.db.kind,
+    ping: async () => void await sql`select 1`.execute(st.db.kysely),
+    complete: () => finish(st, true),
+  };
+}
+
+/** Both entries' second half: the configuration with its secrets, the services, the shutdown stack. */
+async function finish(st: Started<"serve" | "admin">, serve: boolean): Promise<Runtime> {
   const { parsed, db, registry, secrets } = st;
   let pdfSigning = serve ? pdfSigningFromEnv(parsed) : null;
   if (st.storedPdfSigning) pdfSigning = { kind: "pem", ...st.storedPdfSigning };
