@@ -1,13 +1,5 @@
 /** `deno task serve`: the HTTP API and, in the same process, the polling worker. */
-import {
-  exitOnStartupError,
-  finishKeyRotation,
-  loadApp,
-  logger,
-  onShutdown,
-  openServe,
-  startWorker,
-} from "@dutlab/core/runtime";
+import { exitOnStartupError, logger, onShutdown, openServe } from "@dutlab/core/serve";
 import { modules } from "./modules.gen.ts";
 
 // The database open and migrated: the server listens from here on (issue 34 point 5). Until the services and
@@ -15,7 +7,12 @@ import { modules } from "./modules.gen.ts";
 // waits for the app; a start-up error in the second half still ends the process with its message (exit 2).
 const opened = await openServe(modules, Deno.env.toObject()).catch(exitOnStartupError);
 const ready = (async () => {
-  const [rt, createApp] = await Promise.all([opened.complete(), loadApp()]);
+  // The rest of the service (services, poll worker, HTTP app) is loaded meanwhile.
+  const [rt, { finishKeyRotation, loadApp, startWorker }] = await Promise.all([
+    opened.complete(),
+    import("@dutlab/core/runtime"),
+  ]);
+  const createApp = await loadApp();
   finishKeyRotation(rt);
   await startWorker(rt);
   return { rt, app: createApp(rt.services) };
