@@ -49,8 +49,8 @@ export interface OpenedServe {
   ping(): Promise<void>;
   /**
    * The second half: every service, the PDF signing certificate checked, the signing keys registered; the
-   * same as {@link bootstrap} with `serve: true`. On failure it closes the database and releases the data
-   * directory, and rejects with the StartupError.
+   * same as `bootstrap` (runtime/bootstrap.ts) with `serve: true`. On failure it closes the database,
+   * releases the data directory and rejects with the StartupError.
    */
   complete(): Promise<Runtime>;
 }
@@ -58,7 +58,7 @@ export interface OpenedServe {
 /**
  * `serve` in two halves, so that `/readyz` answers as soon as the database does (issue 34 point 5): this one
  * parses the environment, takes the data directory, opens and migrates the database; `complete()` builds the
- * services. Together they are exactly {@link bootstrap} with `serve: true`.
+ * services. Together they are exactly `bootstrap` (runtime/bootstrap.ts) with `serve: true`.
  */
 export async function openServe(
   modules: LoadedModules,
