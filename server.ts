@@ -1,37 +1,63 @@
 /** `deno task serve`: the HTTP API and, in the same process, the polling worker. */
-import {
-  bootstrap,
-  createApp,
-  exitOnStartupError,
-  finishKeyRotation,
-  logger,
-  onShutdown,
-  startWorker,
-} from "@dutlab/core/runtime";
+import { exitOnStartupError, logger, onShutdown, openServe } from "@dutlab/core/serve";
 import { modules } from "./modules.gen.ts";
 
-const rt = await bootstrap(modules, Deno.env.toObject(), { serve: true }).catch(exitOnStartupError);
-finishKeyRotation(rt);
-await startWorker(rt);
-const app = createApp(rt.services);
+// The database open and migrated: the server listens from here on (issue 34 point 5). Until the services and
+// the HTTP app are built, `/healthz` and `/readyz` answer from the open database and every other request
+// waits for the app; a start-up error in the second half still ends the process with its message (exit 2).
+const opened = await openServe(modules, Deno.env.toObject()).catch(exitOnStartupError);
+const ready = (async () => {
+  // The rest of the service (services, poll worker, HTTP app) is loaded meanwhile.
+  const [rt, { finishKeyRotation, loadApp, startWorker }] = await Promise.all([
+    opened.complete(),
+    import("@dutlab/core/runtime"),
+  ]);
+  const createApp = await loadApp();
+  finishKeyRotation(rt);
+  await startWorker(rt);
+  return { rt, app: createApp(rt.services) };
+})();
+ready.catch(exitOnStartupError);
+let app: Awaited<typeof ready>["app"] | null = null;
+
+/** `/healthz` and `/readyz` while the app is being built (the app's own answers, without its headers). */
+async function earlyProbe(req: Request): Promise<Response | null> {
+  if (req.method !== "GET") return null;
+  const path = new URL(req.url).pathname;
+  if (path === "/healthz") return Response.json({ status: "ok" });
+  if (path !== "/readyz") return null;
+  try {
+    await opened.ping();
+    return Response.json({ status: "ready", database: opened.kind });
+  } catch {
+    return null; // the app answers the 503 problem once it is built
+  }
+}
+
 const ac = new AbortController();
 const server = Deno.serve({
-  hostname: rt.config.HOST,
-  port: rt.config.PORT,
+  hostname: opened.config.HOST,
+  port: opened.config.PORT,
   signal: ac.signal,
   onListen: ({ hostname, port }) =>
     logger("http").info("dutlab listening on {url}", { url: `http://${hostname}:${port}` }),
-}, app.fetch);
-rt.defer(async () => {
-  ac.abort();
-  // End the live event streams, so that the server can finish (clients resume with Last-Event-ID).
-  await rt.services.events.close();
-  // Connections to clients that went away can keep `finished` pending: wait at most the grace period.
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([
-    server.finished,
-    new Promise((r) => (timer = setTimeout(r, rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000))),
-  ]);
-  clearTimeout(timer);
+}, async (req, info) => {
+  if (app) return await app.fetch(req, info);
+  return (await earlyProbe(req)) ?? await (await ready).app.fetch(req, info);
 });
-onShutdown(() => rt.close());
+ready.then(({ rt, app: built }) => {
+  app = built;
+  rt.defer(async () => {
+    ac.abort();
+    // End the live event streams, so that the server can finish (clients resume with Last-Event-ID).
+    await rt.services.events.close();
+    // Connections to clients that went away can keep `finished` pending: wait at most the grace period.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      server.finished,
+      new Promise((r) => (timer = setTimeout(r, rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000))),
+    ]);
+    clearTimeout(timer);
+  });
+}, () => {});
+onShutdown(async () => (await ready).rt.close());

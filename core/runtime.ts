@@ -7,4 +7,12 @@
  * @module
  */
 export * from "./src/runtime/bootstrap.ts";
-export { createApp } from "./src/http/app.ts";
+import type { createApp } from "./src/http/app.ts";
+
+/**
+ * The HTTP app's `createApp`, loaded when asked: its 50 modules (routes, OpenAPI schemas, report pages) are
+ * not on the path of a start to its first `/readyz` (issue 34 point 5).
+ */
+export async function loadApp(): Promise<typeof createApp> {
+  return (await import("./src/http/app.ts")).createApp;
+}

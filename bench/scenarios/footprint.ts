@@ -5,6 +5,11 @@
  * `deno task serve` and through the README's own command, `npx -y deno@2.9.6 task serve` (run in the
  * repository, so the project's `.npmrc` applies), to state what the wrappers cost (issue 33 point 7). The RSS while polling is measured by the poll scenario.
  *
+ * Issue 34 point 5: every start is also divided by the start of a bare `Deno.serve` script (the same
+ * `deno run -A`, from the repository, to its first 200), timed just before it, so the ratio holds on a busy
+ * machine; and the idle RSS after 200 farm devices × 3 manual polls on PGlite (bench/_idle_polls.ts).
+ * `BENCH_FOOTPRINT=run` limits the scenario to the plain process (skips the wrappers), for diagnosis.
+ *
  * @module
  */
 import {
@@ -19,7 +24,29 @@ import {
   stopChild,
   waitFor200,
 } from "../_util.ts";
+import { idleAfterPolls } from "../_idle_polls.ts";
 import type { Ctx } from "../main.ts";
+
+const BARE_SERVE =
+  'Deno.serve({ hostname: "127.0.0.1", port: Number(Deno.env.get("PORT")) }, () => new Response("ok"));\n';
+
+/** Milliseconds from spawning a bare `Deno.serve` script to its first 200. */
+async function bareStart(script: string): Promise<number> {
+  const port = freePort();
+  const t0 = performance.now();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", script],
+    env: { PORT: String(port) },
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  try {
+    return await waitFor200(`http://127.0.0.1:${port}/`, t0, 30_000, child);
+  } finally {
+    await stopChild(child, 5_000);
+  }
+}
 
 /** How the service is started: the plain process, the task, and the README's own command (issue 33 point 7). */
 const COMMANDS = [
@@ -64,7 +91,11 @@ async function stop(c: typeof COMMANDS[number], child: Deno.ChildProcess): Promi
 export async function run(ctx: Ctx): Promise<Figure[]> {
   const reps = ctx.quick ? 1 : 3;
   const figures: Figure[] = [];
-  for (const c of COMMANDS) {
+  const bareScript = `${ctx.tmp}/bare_serve.ts`;
+  await Deno.writeTextFile(bareScript, BARE_SERVE);
+  const only = Deno.env.get("BENCH_FOOTPRINT");
+  for (const c of COMMANDS.filter((c) => !only || c.key === only)) {
+    const bare: number[] = [];
     const cold: number[] = [];
     const warm: number[] = [];
     const rss: number[] = [];
@@ -77,6 +108,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
           const port = freePort();
           const env = { DUT_DATA_DIR: dir, HOST: "127.0.0.1", PORT: String(port) };
           command = commandLine(c.cmd, [...c.args], { ...env, DUT_DATA_DIR: "<empty temp dir>" });
+          bare.push(await bareStart(bareScript));
           const t0 = performance.now();
           const { child, logs } = start(c, env, `${ctx.tmp}/server-${c.key}-${k}-${phase}.log`);
           try {
@@ -114,6 +146,34 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
         params: { runs: warm.map((x) => round(x)), mean: round(mean(warm)) },
       },
     );
+    // Each start over the bare script's start timed just before it; the median of the ratios.
+    const ratios = (xs: number[], first: number) =>
+      xs.map((x, i) => x / bare[2 * i + first]!).sort((a, b) => a - b);
+    const median = (xs: number[]) => xs[Math.floor(xs.length / 2)]!;
+    figures.push(
+      {
+        ...base,
+        name: `bare Deno.serve script to first 200${via}`,
+        value: round(Math.min(...bare)),
+        unit: "ms",
+        params: { runs: bare.map((x) => round(x)), mean: round(mean(bare)) },
+        note: "deno run -A bare_serve.ts (one Deno.serve answering 200), timed before each start",
+      },
+      {
+        ...base,
+        name: `cold start ÷ bare Deno.serve start${via}`,
+        value: round(median(ratios(cold, 0))),
+        unit: "×",
+        params: { runs: ratios(cold, 0).map((x) => round(x)) },
+      },
+      {
+        ...base,
+        name: `restart ÷ bare Deno.serve start${via}`,
+        value: round(median(ratios(warm, 1))),
+        unit: "×",
+        params: { runs: ratios(warm, 1).map((x) => round(x)) },
+      },
+    );
     if (c.key === "run") {
       figures.push(
         {
@@ -133,5 +193,6 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       );
     }
   }
+  if (!only || only === "run") figures.push(...await idleAfterPolls(ctx, 200, 3));
   return figures;
 }

@@ -10,8 +10,8 @@ const sharedBuffers = async (opts: { sharedBuffers?: string }) => {
     ?.shared_buffers;
 };
 
-Deno.test("embedded PGlite opens with its configured buffer pool, 32MB unless told", async () => {
-  assert.equal(PGLITE_SHARED_BUFFERS, "32MB");
-  assert.equal(await sharedBuffers({}), "32MB");
-  assert.equal(await sharedBuffers({ sharedBuffers: "16MB" }), "16MB");
+Deno.test("embedded PGlite opens with its configured buffer pool, 16MB unless told", async () => {
+  assert.equal(PGLITE_SHARED_BUFFERS, "16MB");
+  assert.equal(await sharedBuffers({}), "16MB");
+  assert.equal(await sharedBuffers({ sharedBuffers: "32MB" }), "32MB");
 });

@@ -1,25 +1,13 @@
-import {
-  type Config,
-  type Entry,
-  ENTRY_SECRETS,
-  type Env,
-  parseEnv,
-  pdfSigningFromEnv,
-  type PollConfig,
-  pollConfig,
-  type SecretsOf,
-} from "./config.ts";
-import { loadOrCreateSecrets, lockDataDir } from "./datadir.ts";
-import { type Db, migrate, openDatabase } from "../db/open.ts";
-import { StartupError } from "../errors.ts";
+import { type Config, pdfSigningFromEnv, type PollConfig, pollConfig } from "./config.ts";
+import type { Db } from "../db/open.ts";
 import { logger } from "../util/log.ts";
-import { setupLogging } from "./logging.ts";
-import { buildRegistry, type LoadedModules, type Registry } from "../registry.ts";
+import type { LoadedModules, Registry } from "../registry.ts";
 import { buildPollServices, buildServices, type PollServices, type Services } from "./services.ts";
 import { PollWorker } from "../poller/worker.ts";
 import { CORE_VERSION } from "../version.ts";
 import { reencryptCredentials } from "../devices/key_rotation.ts";
-import { reconcilePatternSets } from "../snapshots/stable.ts";
+import { startIdleReclaimer } from "./idle.ts";
+import { start, type Started } from "./start.ts";
 
 export type { LoadedModules } from "../registry.ts";
 export { buildRegistry } from "../registry.ts";
@@ -30,7 +18,7 @@ export { PollWorker } from "../poller/worker.ts";
 export { StartupError } from "../errors.ts";
 export { logger } from "../util/log.ts";
 export { migrateOnly, openForTool, type ToolDatabase } from "./database.ts";
-import { openEmbedded } from "./database.ts";
+export { exitOnStartupError, onShutdown, type OpenedServe, openServe } from "./start.ts";
 
 /** A started poller (`deno task poll`): configuration, database, registry and poll services. */
 export interface PollRuntime extends AsyncDisposable {
@@ -62,19 +50,6 @@ export interface Runtime extends PollRuntime {
   services: Services;
 }
 
-/** What both start paths share: the parsed environment, the database (migrated) and the registry. */
-interface Started<E extends Entry> {
-  parsed: Env;
-  db: Db;
-  registry: Registry;
-  extraCa: string[];
-  /** The secrets the entry point uses: from the environment (PostgreSQL) or the data directory (embedded). */
-  secrets: SecretsOf<E>;
-  /** The embedded data directory's PDF signing certificate (null on PostgreSQL, or when not asked for). */
-  storedPdfSigning: { certificate: string; privateKey: string } | null;
-  release(): void;
-}
-
 /**
  * The one wiring path of `serve` and the admin tools: config → database → migrations → registry →
  * services. Throws StartupError with a code and a clear message on any problem. `serve: true` (the HTTP
@@ -88,7 +63,16 @@ export async function bootstrap(
   opts: { serve?: boolean } = {},
 ): Promise<Runtime> {
   const serve = opts.serve === true;
-  const st = await start(modules, env, serve ? "serve" : "admin", serve);
+  return await finish(await start(modules, env, serve ? "serve" : "admin", serve), serve);
+}
+
+/** The second half of {@link openServe} (its `complete()`, which loads this module on demand). */
+export function completeServe(st: Started<"serve">): Promise<Runtime> {
+  return finish(st, true);
+}
+
+/** Both entries' second half: the configuration with its secrets, the services, the shutdown stack. */
+async function finish(st: Started<"serve" | "admin">, serve: boolean): Promise<Runtime> {
   const { parsed, db, registry, secrets } = st;
   let pdfSigning = serve ? pdfSigningFromEnv(parsed) : null;
   if (st.storedPdfSigning) pdfSigning = { kind: "pem", ...st.storedPdfSigning };
@@ -105,6 +89,7 @@ export async function bootstrap(
   }
   started(registry, db);
   const stack = closeStack(st, db, services, () => services.pdf.close());
+  if (serve) reclaimWhenIdle(stack, config.DUT_IDLE_RECLAIM_SECONDS);
   return runtime(stack, { config, db, registry, services });
 }
 
@@ -129,7 +114,9 @@ export async function bootstrapPoller(
     throw e;
   }
   started(registry, db);
-  return runtime(closeStack(st, db, services), { config, db, registry, services });
+  const stack = closeStack(st, db, services);
+  reclaimWhenIdle(stack, config.DUT_IDLE_RECLAIM_SECONDS);
+  return runtime(stack, { config, db, registry, services });
 }
 
 /**
@@ -152,6 +139,15 @@ function closeStack(
   return stack;
 }
 
+/**
+ * A long-running process (`serve`, `poll`) gives memory back while idle (runtime/idle.ts,
+ * DUT_IDLE_RECLAIM_SECONDS); stopped first at shutdown.
+ */
+function reclaimWhenIdle(stack: AsyncDisposableStack, seconds: number): void {
+  const reclaimer = startIdleReclaimer(seconds);
+  stack.defer(() => Promise.resolve(reclaimer.stop()));
+}
+
 /** A runtime whose `close()` (and `await using`) unwinds `stack` once. */
 function runtime<R extends Omit<PollRuntime, "defer" | "close" | typeof Symbol.asyncDispose>>(
   stack: AsyncDisposableStack,
@@ -164,88 +160,6 @@ function runtime<R extends Omit<PollRuntime, "defer" | "close" | typeof Symbol.a
     close,
     [Symbol.asyncDispose]: close,
   };
-}
-
-async function start<E extends Entry>(
-  modules: LoadedModules,
-  env: Record<string, string | undefined>,
-  entry: E,
-  pdfCertificate: boolean,
-): Promise<Started<E>> {
-  const parsed = parseEnv(env, { entry });
-  await setupLogging({ format: parsed.DUT_LOG_FORMAT, level: parsed.DUT_LOG_LEVEL });
-  const log = logger("startup");
-  const registry = buildRegistry(modules);
-  let extraCa: string[] = [];
-  if (parsed.DUT_TLS_CA_FILE) {
-    try {
-      extraCa = [await Deno.readTextFile(parsed.DUT_TLS_CA_FILE)];
-    } catch (e) {
-      throw new StartupError(
-        "BAD_CONFIG",
-        `DUT_TLS_CA_FILE: cannot read ${parsed.DUT_TLS_CA_FILE} (${(e as Error).name})`,
-      );
-    }
-  }
-  let release = () => {};
-  let secrets: SecretsOf<E>;
-  let storedPdfSigning: Started<E>["storedPdfSigning"] = null;
-  let db: Db;
-  if (parsed.DATABASE_URL !== undefined) {
-    secrets = parsed;
-    db = await openDatabase({ url: parsed.DATABASE_URL });
-  } else {
-    const lock = await lockDataDir(parsed.DUT_DATA_DIR);
-    release = lock.release;
-    try {
-      const s = await loadOrCreateSecrets(
-        parsed.DUT_DATA_DIR,
-        parsed,
-        pdfCertificate && !pdfSigningFromEnv(parsed) ? { labName: parsed.DUT_LAB_NAME } : undefined,
-      );
-      secrets = secretsOf(entry, {
-        ADMIN_TOKEN: s.adminToken,
-        DUT_CRED_ENC_KEY: s.credEncKey,
-        DUT_REPORT_SIGNING_KEY: s.reportSigningKey,
-      });
-      storedPdfSigning = s.pdfSigning;
-      if (s.generatedPdfCertificate) {
-        log.info("Generated a self-signed PDF signing certificate for {lab} in {path}", {
-          lab: parsed.DUT_LAB_NAME,
-          path: s.path,
-        });
-      }
-      if (s.generatedAdminToken) {
-        log.info("Generated an admin token; read it from {path} (key adminToken)", { path: s.path });
-      }
-      db = await openEmbedded(parsed.DUT_DATA_DIR, parsed.DUT_PGLITE_SHARED_BUFFERS);
-    } catch (e) {
-      release();
-      throw e;
-    }
-  }
-  try {
-    const applied = await migrate(db.kysely);
-    if (applied.length) log.info("Applied migrations: {applied}", { applied: applied.join(", ") });
-    // Before anything polls or reads the change history: flags computed under older volatile patterns.
-    for (const c of await reconcilePatternSets(db.kysely, registry)) {
-      if (c.before === null && c.reset === 0) continue; // first record of the set, nothing to forget
-      log.info(
-        "Volatile paths of {vendor} {label} changed ({before} to {after}): {reset} snapshot(s) will be compared in full by the change history",
-        { ...c, before: c.before ?? "not recorded" },
-      );
-    }
-  } catch (e) {
-    await db.close();
-    release();
-    throw e;
-  }
-  return { parsed, db, registry, extraCa, secrets, storedPdfSigning, release };
-}
-
-/** Of the data directory's secrets, those `entry` uses (a poller keeps no admin token nor signing key). */
-function secretsOf<E extends Entry>(entry: E, all: SecretsOf<"admin">): SecretsOf<E> {
-  return Object.fromEntries(ENTRY_SECRETS[entry].map((k) => [k, all[k]])) as SecretsOf<E>;
 }
 
 /** The start-up summary line, and a warning for checks no enabled adapter serves. */
@@ -275,67 +189,6 @@ export function finishKeyRotation(rt: PollRuntime): void {
   reencryptCredentials(rt.db.kysely, rt.services.keys).catch((e) =>
     logger("keys").error("Credential re-encryption failed: {error}", { error: String(e) })
   );
-}
-
-/** Whether errors written outside the log (start-up, shutdown) are JSON lines (DUT_LOG_FORMAT=json). */
-function jsonErrors(): boolean {
-  return Deno.env.get("DUT_LOG_FORMAT")?.trim() === "json";
-}
-
-/** One error as a JSON line shaped like the log's, for start-up and shutdown failures. */
-function errorLine(loggerName: string, message: string, properties: Record<string, unknown>): string {
-  return JSON.stringify({
-    "@timestamp": new Date().toISOString(),
-    level: "ERROR",
-    message,
-    logger: loggerName,
-    properties,
-  });
-}
-
-/**
- * Print a start-up error as one clear line per problem and exit non-zero (2). With DUT_LOG_FORMAT=json each
- * line is a JSON object like the log's, so a JSON-lines collector reads it too; any other error is then
- * one JSON line as well (exit 1) instead of Deno's text trace.
- */
-export function exitOnStartupError(e: unknown): never {
-  const json = jsonErrors();
-  const jsonLine = (message: string, properties: Record<string, unknown>) =>
-    errorLine("dutlab.startup", message, properties);
-  if (e instanceof StartupError) {
-    for (const line of e.message.split("\n")) {
-      console.error(json ? jsonLine(`${e.code}: ${line}`, { code: e.code }) : `dutlab: ${e.code}: ${line}`);
-    }
-    Deno.exit(2);
-  }
-  if (json) {
-    console.error(jsonLine(`Start-up failed: ${String(e)}`, { stack: (e as Error)?.stack ?? null }));
-    Deno.exit(1);
-  }
-  throw e;
-}
-
-/** Run until SIGINT/SIGTERM, then call `stop` once. */
-export function onShutdown(stop: () => Promise<void>): void {
-  let stopping = false;
-  const handler = () => {
-    if (stopping) return;
-    stopping = true;
-    logger("shutdown").info("Shutting down");
-    stop().then(() => Deno.exit(0), (e) => {
-      // Written synchronously (a log sink may not flush before exit), as a JSON line in JSON mode.
-      console.error(
-        jsonErrors()
-          ? errorLine("dutlab.shutdown", `Shutdown failed: ${String(e)}`, {
-            stack: (e as Error)?.stack ?? null,
-          })
-          : e,
-      );
-      Deno.exit(1);
-    });
-  };
-  Deno.addSignalListener("SIGINT", handler);
-  Deno.addSignalListener("SIGTERM", handler);
 }
 
 /**

@@ -110,7 +110,7 @@ Deno.test("HOST must be an address or a host name", () => {
 });
 
 Deno.test("DUT_PGLITE_SHARED_BUFFERS takes a size with its unit between 128kB and 4GB", () => {
-  assert.equal(parseEnv({}).DUT_PGLITE_SHARED_BUFFERS, undefined); // the database layer's default (32MB)
+  assert.equal(parseEnv({}).DUT_PGLITE_SHARED_BUFFERS, undefined); // the database layer's default (16MB)
   for (const ok of ["128kB", "16MB", "32MB", "1GB", "4GB"]) {
     assert.deepEqual(lines({ DUT_PGLITE_SHARED_BUFFERS: ok }), [], ok);
     assert.equal(parseEnv({ DUT_PGLITE_SHARED_BUFFERS: ok }).DUT_PGLITE_SHARED_BUFFERS, ok);
