@@ -50,6 +50,9 @@ const backend = args.db as Backend;
 await setupLogging({ format: "text", level: args["log-level"] as "info" });
 await using db = await freshDb(backend);
 const env: Record<string, string> = args.concurrency ? { DUT_POLL_CONCURRENCY: args.concurrency } : {};
+// DUT_POLL_WORKERS from the bench's environment (hash workers, BENCHMARKS.md section 1x).
+const hashWorkers = Deno.env.get("DUT_POLL_WORKERS");
+if (hashWorkers !== undefined) env.DUT_POLL_WORKERS = hashWorkers;
 const { svc } = await benchServices(db, modules, env);
 if (args["no-device-locks"]) {
   // The production poll service but without per-device locks (its decrypt-alert hook included).
