@@ -258,6 +258,8 @@ export class PollService {
               payload: s.payload,
               volatile: volatileFor(this.registry, row.vendor, s.label),
             })),
+            signal,
+            this.deviceTimeoutMs,
           ),
         };
       } finally {
@@ -323,8 +325,14 @@ function logPoll(row: DeviceRow, outcome: Outcome, ms: number): void {
  * The snapshots as the store writes them (`hashSnapshot`, on the hash workers when there are any), in order;
  * a payload without a JSON form is the adapter's fault (the first such payload names the error).
  */
-async function hashed(pool: HashPool, jobs: HashJob[]): Promise<HashedSnapshot[]> {
-  const out = await pool.hashAll(jobs);
+async function hashed(
+  pool: HashPool,
+  jobs: HashJob[],
+  signal: AbortSignal,
+  ms: number,
+): Promise<HashedSnapshot[]> {
+  // On workers, the poll's time limit covers the hashing too (in this thread it cannot wait on anything).
+  const out = await (pool.size ? raceSignal(pool.hashAll(jobs), signal, ms) : pool.hashAll(jobs));
   return out.map((h, i) => {
     if (!(h instanceof Error)) return h;
     throw new DeviceError(
