@@ -1,7 +1,7 @@
 /**
  * The hash workers (`DUT_POLL_WORKERS`, core/src/poller/hash_pool.ts): the same hashes and errors as
  * `hashSnapshot` in this thread, in order under concurrency, and workers that stop at `close()` or when idle
- * (the test sanitizers fail a test that leaves one running).
+ * (checked through `running`: Deno's test sanitizers do not see a Web Worker left running).
  */
 import assert from "node:assert/strict";
 import { dbTest, HashPool, hashSnapshot } from "@dutlab/core/testing";
