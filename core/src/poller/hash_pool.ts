@@ -48,17 +48,13 @@ interface Slot {
   pending: Map<number, Pending>;
 }
 
-/** Hashes in this thread: per payload, what `hashSnapshot` returns or throws. */
-async function inProcess(jobs: HashJob[]): Promise<Array<HashedSnapshot | Error>> {
-  const out: Array<HashedSnapshot | Error> = [];
-  for (const j of jobs) {
-    try {
-      out.push(await hashSnapshot(j.label, j.payload, j.volatile));
-    } catch (e) {
-      out.push(e instanceof Error ? e : new Error(String(e)));
-    }
-  }
-  return out;
+/** Hashes in this thread, as the poll cycle always did: per payload, what `hashSnapshot` returns or throws. */
+function inProcess(jobs: HashJob[]): Promise<Array<HashedSnapshot | Error>> {
+  return Promise.all(
+    jobs.map((j) =>
+      hashSnapshot(j.label, j.payload, j.volatile).catch((e) => e instanceof Error ? e : new Error(String(e)))
+    ),
+  );
 }
 
 /** A pool of `size` hash workers (0: everything is hashed in this thread). */
