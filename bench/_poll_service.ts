@@ -19,7 +19,7 @@ import { PollWorker } from "../core/src/poller/worker.ts";
 import { type PollResult, PollService } from "../core/src/poller/cycle.ts";
 import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
 import { type Backend, benchServices, freshDb } from "./_db.ts";
-import { pct, postgresCpuSeconds, rssSampler, statusMiB } from "./_util.ts";
+import { cpuSeconds, pct, postgresCpuSeconds, rssSampler, statusMiB } from "./_util.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -50,6 +50,9 @@ const backend = args.db as Backend;
 await setupLogging({ format: "text", level: args["log-level"] as "info" });
 await using db = await freshDb(backend);
 const env: Record<string, string> = args.concurrency ? { DUT_POLL_CONCURRENCY: args.concurrency } : {};
+// DUT_POLL_WORKERS from the bench's environment (hash workers, BENCHMARKS.md section 1x).
+const hashWorkers = Deno.env.get("DUT_POLL_WORKERS");
+if (hashWorkers !== undefined) env.DUT_POLL_WORKERS = hashWorkers;
 const { svc } = await benchServices(db, modules, env);
 if (args["no-device-locks"]) {
   // The production poll service but without per-device locks (its decrypt-alert hook included).
@@ -112,6 +115,8 @@ const rssBefore = statusMiB("VmRSS");
 const rss = rssSampler("self", 250);
 const pg0 = backend === "postgres" ? postgresCpuSeconds() : 0;
 const cpu0 = process.cpuUsage();
+// The main thread's own CPU (the event loop; hash workers excluded), /proc/thread-self read from it.
+const main0 = cpuSeconds("thread-self");
 const t0 = performance.now();
 const worker = new PollWorker(db, svc.poller, svc.metrics, {
   scanSeconds: svc.config.DUT_POLL_SCAN_SECONDS,
@@ -123,6 +128,7 @@ await finished;
 clearTimeout(timeout);
 const wallMs = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
+const mainCpuMs = (cpuSeconds("thread-self") - main0) * 1000;
 const pgCpu = backend === "postgres" ? postgresCpuSeconds() - pg0 : null;
 const mem = rss.stop();
 // The first scan's figures, before the second scan reuses the counters.
@@ -145,6 +151,7 @@ const steady = await (async () => {
   await db.kysely.updateTable("devices").set({ last_poll_at: null }).execute();
   const pgS = backend === "postgres" ? postgresCpuSeconds() : 0;
   const cpuS = process.cpuUsage();
+  const mainS = cpuSeconds("thread-self");
   const tS = performance.now();
   void worker.scan();
   const t = setTimeout(() => allDone(), 600_000);
@@ -152,12 +159,14 @@ const steady = await (async () => {
   clearTimeout(t);
   const ms = performance.now() - tS;
   const c = process.cpuUsage(cpuS);
+  const mainMs = (cpuSeconds("thread-self") - mainS) * 1000;
   return {
     wallMs: ms,
     polled: done,
     statuses: { ...statuses },
     p95Ms: pct(durations, 95),
     cpuMsPerPoll: (c.user + c.system) / 1000 / done,
+    mainCpuMsPerPoll: mainMs / done,
     postgresCpuMsPerPoll: backend === "postgres" ? ((postgresCpuSeconds() - pgS) * 1000) / done : null,
   };
 })();
@@ -185,6 +194,8 @@ console.log(JSON.stringify({
   maxMs: firstMaxMs,
   cpuMs,
   cpuMsPerPoll: cpuMs / done,
+  mainCpuMsPerPoll: mainCpuMs / done,
+  hashWorkers: svc.config.DUT_POLL_WORKERS,
   postgresCpuMs: pgCpu === null ? null : pgCpu * 1000,
   snapshots: Number(firstSnapshots),
   snapshotsAfterSecondScan: Number(snapshots),

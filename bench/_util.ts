@@ -40,7 +40,7 @@ export const round = (v: number, d = 1) => Number.isFinite(v) ? Math.round(v * 1
 const CLK_TCK = 100;
 
 /** CPU seconds (user + system) used so far by a process, from /proc/<pid>/stat. */
-export function cpuSeconds(pid: number | "self" = "self"): number {
+export function cpuSeconds(pid: number | "self" | "thread-self" = "self"): number {
   try {
     const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");

@@ -22,6 +22,10 @@ interface ServiceResult {
   p50Ms: number;
   p95Ms: number;
   cpuMsPerPoll: number;
+  /** The main thread's share of it (hash workers excluded). */
+  mainCpuMsPerPoll: number;
+  /** DUT_POLL_WORKERS of the run. */
+  hashWorkers: number;
   postgresCpuMs: number | null;
   snapshots: number;
   pinned: number;
@@ -34,6 +38,7 @@ interface ServiceResult {
     polled: number;
     p95Ms: number;
     cpuMsPerPoll: number;
+    mainCpuMsPerPoll: number;
     postgresCpuMsPerPoll: number | null;
   };
 }
@@ -210,7 +215,11 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
           }), ` +
             `${s.connections} connections, statuses ${JSON.stringify(r.statuses)}; second scan ${
               round(r.steady.wallMs)
-            } ms (ratio ${round(r.steady.wallMs / f.wallMs, 2)})`,
+            } ms (ratio ${round(r.steady.wallMs / f.wallMs, 2)}); main-thread CPU/poll ${
+              round(r.mainCpuMsPerPoll, 2)
+            } / ${round(r.steady.mainCpuMsPerPoll, 2)} ms, all threads ${round(r.cpuMsPerPoll, 2)} / ${
+              round(r.steady.cpuMsPerPoll, 2)
+            } ms, hash workers ${r.hashWorkers}`,
         );
         figures.push(
           {
@@ -249,6 +258,15 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
             value: round(r.cpuMsPerPoll, 2),
             unit: "ms",
             params: p,
+            note: command,
+          },
+          {
+            ...base,
+            scenario: "poll",
+            name: "service main-thread CPU per poll (first scan; second scan)",
+            value: round(r.mainCpuMsPerPoll, 2),
+            unit: "ms",
+            params: { ...p, hashWorkers: r.hashWorkers, second: round(r.steady.mainCpuMsPerPoll, 2) },
             note: command,
           },
           ...(r.postgresCpuMs !== null

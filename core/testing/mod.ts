@@ -25,6 +25,7 @@ export type { Db } from "../src/db/open.ts";
 export type { Services } from "../src/runtime/services.ts";
 export { hashSnapshot, LostLockError, type Outcome, PollStore } from "../src/poller/store.ts";
 export { DeviceLocks } from "../src/poller/device_locks.ts";
+export { HashPool } from "../src/poller/hash_pool.ts";
 export { decryptAlertWriter } from "../src/runs/alerts.ts";
 export { openDatabase } from "../src/db/open.ts";
 export { migrate } from "../src/db/open.ts";

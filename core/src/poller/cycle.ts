@@ -10,9 +10,9 @@ import type { Registry } from "../registry.ts";
 import type { DeviceLocks } from "./device_locks.ts";
 import { volatileFor } from "../snapshots/volatile.ts";
 import type { EventBus } from "../events/bus.ts";
+import { type HashJob, HashPool } from "./hash_pool.ts";
 import {
   type HashedSnapshot,
-  hashSnapshot,
   LostLockError,
   type Outcome,
   PollStore,
@@ -59,6 +59,8 @@ export interface PollServiceOptions {
   events?: EventBus;
   /** Write hooks of features, called in the poll store's transaction (see {@link PollWriteHook}). */
   writeHooks?: readonly PollWriteHook[];
+  /** Hash workers (`DUT_POLL_WORKERS`, see `hash_pool.ts`); 0 or omitted: payloads are hashed in this thread. */
+  hashWorkers?: number;
 }
 
 /**
@@ -70,6 +72,7 @@ export interface PollServiceOptions {
 export class PollService {
   #inflight = new Map<string, Promise<PollResult>>();
   #store: PollStore;
+  #hashes: HashPool;
   private db: Kysely<Database>;
   private devices: DeviceStore;
   private registry: Registry;
@@ -90,6 +93,12 @@ export class PollService {
       events: this.events,
     } = options);
     this.#store = new PollStore(this.db, { hooks: options.writeHooks });
+    this.#hashes = new HashPool(options.hashWorkers ?? 0);
+  }
+
+  /** Stop the hash workers, if any (shutdown); polls that still run hash in this thread. */
+  close(): void {
+    this.#hashes.close();
   }
 
   /** Whether a poll of the device runs in this process now. */
@@ -244,8 +253,15 @@ export class PollService {
         outcome = {
           status: "ok",
           error: [`collected ${snapshots.length} snapshot(s)`, ...notes].join("; "),
-          snapshots: await Promise.all(
-            snapshots.map((s) => hashed(s, volatileFor(this.registry, row.vendor, s.label))),
+          snapshots: await hashed(
+            this.#hashes,
+            snapshots.map((s) => ({
+              label: s.label,
+              payload: s.payload,
+              volatile: volatileFor(this.registry, row.vendor, s.label),
+            })),
+            signal,
+            this.deviceTimeoutMs,
           ),
         };
       } finally {
@@ -307,19 +323,25 @@ function logPoll(row: DeviceRow, outcome: Outcome, ms: number): void {
   }
 }
 
-/** The snapshot as the store writes it (`hashSnapshot`); a payload without a JSON form is the adapter's fault. */
+/**
+ * The snapshots as the store writes them (`hashSnapshot`, on the hash workers when there are any), in order;
+ * a payload without a JSON form is the adapter's fault (the first such payload names the error).
+ */
 async function hashed(
-  s: { label: string; payload: unknown },
-  volatile: readonly string[],
-): Promise<HashedSnapshot> {
-  try {
-    return await hashSnapshot(s.label, s.payload, volatile);
-  } catch (e) {
+  pool: HashPool,
+  jobs: HashJob[],
+  signal: AbortSignal,
+  ms: number,
+): Promise<HashedSnapshot[]> {
+  // On workers, the poll's time limit covers the hashing too (in this thread it cannot wait on anything).
+  const out = await (pool.size ? raceSignal(pool.hashAll(jobs), signal, ms) : pool.hashAll(jobs));
+  return out.map((h, i) => {
+    if (!(h instanceof Error)) return h;
     throw new DeviceError(
       "adapter_error",
-      `Adapter returned a "${s.label}" payload with no JSON form: ${(e as Error).message}`,
+      `Adapter returned a "${jobs[i]!.label}" payload with no JSON form: ${h.message}`,
     );
-  }
+  });
 }
 
 /** Settle with a timeout error when the signal fires, even if the adapter ignores it. */

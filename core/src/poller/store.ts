@@ -3,49 +3,10 @@ import type { Database } from "../db/schema.ts";
 import type { PollStatus } from "../errors.ts";
 import type { DeviceRow } from "../devices/store.ts";
 import { logger } from "../util/log.ts";
-import { canonicalJson, sha256Hex } from "../util/hash.ts";
-import { stableSha256 } from "../snapshots/volatile.ts";
 import { payloadIds, writeSnapshotRows } from "../snapshots/write.ts";
+import type { HashedSnapshot } from "./hash.ts";
 
-/** A collected snapshot with its canonical JSON text and hash. */
-export interface HashedSnapshot {
-  /** The endpoint label the snapshot was collected under. */
-  label: string;
-  /** The payload as collected. */
-  payload: unknown;
-  /** RFC 8785 canonical JSON of the payload. */
-  text: string;
-  /** SHA-256 (hex) of `text`. */
-  sha256: string;
-  /**
-   * The hash without the label's volatile paths (`stableSha256`, core/src/snapshots/volatile.ts). Absent or
-   * null: not computed, and the change history compares this snapshot in full.
-   */
-  stableSha256?: string | null;
-  /** Length of `text` in UTF-8 bytes. */
-  size: number;
-}
-
-/**
- * A payload as the store writes it: RFC 8785 canonical JSON, its SHA-256, the hash without the `volatile`
- * paths of its label (null or omitted: not computed) and its size. Throws when the payload has no JSON form.
- */
-export async function hashSnapshot(
-  label: string,
-  payload: unknown,
-  volatile?: readonly string[] | null,
-): Promise<HashedSnapshot> {
-  const text = canonicalJson(payload);
-  const sha256 = await sha256Hex(text);
-  return {
-    label,
-    payload,
-    text,
-    sha256,
-    stableSha256: volatile ? await stableSha256({ payload, text, sha256 }, volatile) : null,
-    size: new TextEncoder().encode(text).length,
-  };
-}
+export { type HashedSnapshot, hashSnapshot } from "./hash.ts";
 
 /** What one poll cycle writes: its status and, on success, its snapshots. */
 export interface Outcome {

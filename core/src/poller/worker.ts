@@ -208,6 +208,7 @@ export class PollWorker {
       this.#abort.abort();
       await drained;
     }
+    this.poller.close();
     await this.#leader.stop();
   }
 }

@@ -74,6 +74,7 @@ export const EnvSchema = z.object({
   DUT_API_POLLER_DISABLE: z.enum(["0", "1"], { message: 'must be "0" or "1"' }).default("0"),
   DUT_POLL_SCAN_SECONDS: int(1, 3600, 30),
   DUT_POLL_CONCURRENCY: int(1, 1024, 64),
+  DUT_POLL_WORKERS: int(0, 16, 0),
   DUT_POLL_DEVICE_TIMEOUT_SECONDS: int(1, 3600, 25),
   DUT_SHUTDOWN_GRACE_SECONDS: int(0, 600, 20),
   DUT_IDLE_RECLAIM_SECONDS: int(0, 3600, 5),

@@ -151,6 +151,19 @@ Deno.test("DUT_EVENTS_FLUSH_MS is a whole number of milliseconds from 0 to 1000,
   }
 });
 
+Deno.test("DUT_POLL_WORKERS is a whole number of hash workers from 0 to 16, 0 (main thread) by default", () => {
+  assert.equal(parseEnv({}).DUT_POLL_WORKERS, 0);
+  for (const [ok, n] of [["0", 0], ["2", 2], [" 16 ", 16]] as const) {
+    assert.equal(parseEnv({ DUT_POLL_WORKERS: ok }).DUT_POLL_WORKERS, n);
+  }
+  for (const [bad, why] of [["-1", /whole number/], ["17", /at most 16/], ["two", /whole number/]] as const) {
+    const l = lines({ DUT_POLL_WORKERS: bad });
+    assert.equal(l.length, 1, bad);
+    assert.match(l[0]!, /^DUT_POLL_WORKERS: /);
+    assert.match(l[0]!, why, bad);
+  }
+});
+
 Deno.test("serve with DATABASE_URL needs a PDF signing certificate; poll does not; pairs are checked", async () => {
   const { TEST_PDF_CERT, TEST_PDF_KEY } = await import("../../testing/app.ts");
   const base = {

@@ -100,6 +100,7 @@ export async function buildPollServices(
     metrics,
     limits,
     deviceTimeoutMs: config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
+    hashWorkers: config.DUT_POLL_WORKERS,
     locks: db.kind === "postgres" ? new DeviceLocks(db) : undefined,
     // The runs feature records decrypt alerts in the poll store's transaction (the poller knows no runs).
     writeHooks: [decryptAlertWriter(registry, events)],
