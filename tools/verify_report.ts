@@ -90,6 +90,7 @@ var deno_default = {
     ".": "./mod.ts",
     "./testing": "./testing/mod.ts",
     "./runtime": "./runtime.ts",
+    "./serve": "./serve.ts",
     "./testing/chromium": "./testing/chromium.ts"
   }
 };
