@@ -32,10 +32,12 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
     await raw.unsafe(
       `vacuum snapshot_rows, snapshot_series, snapshots_legacy, snapshot_payloads, snapshot_latest, naive_snapshots`,
     );
-    // The snapshots: the narrow rows, their series and the rows not yet compacted (migration 0017).
+    // The snapshots: the narrow rows and the rows not yet compacted (migration 0017). Their series, one row
+    // per device and label (updated by every poll, so its size follows the updates since the last vacuum, not
+    // the number of snapshots), count with the other per-series table, snapshot_latest.
     const [r] = await raw.unsafe<Array<Record<string, string>>>(`select
-      (pg_total_relation_size('snapshot_rows') + pg_total_relation_size('snapshot_series')
-        + pg_total_relation_size('snapshots_legacy'))::text as snapshots,
+      (pg_total_relation_size('snapshot_rows') + pg_total_relation_size('snapshots_legacy'))::text as snapshots,
+      pg_total_relation_size('snapshot_series')::text as series,
       pg_total_relation_size('snapshot_payloads')::text as payloads,
       pg_total_relation_size('snapshot_latest')::text as latest,
       pg_total_relation_size('naive_snapshots')::text as naive,
@@ -43,7 +45,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       (select count(*) from snapshot_payloads)::text as p`);
     if (!r) throw new Error("the size query returned no row");
     return {
-      dedup: Number(r.snapshots) + Number(r.payloads) + Number(r.latest),
+      dedup: Number(r.snapshots) + Number(r.series) + Number(r.payloads) + Number(r.latest),
       snapshotsTable: Number(r.snapshots),
       payloadsTable: Number(r.payloads),
       naive: Number(r.naive),
@@ -88,7 +90,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
   const perNaive = end.naive / stored;
   const margDedup = (end.dedup - mid!.dedup) / (end.n - mid!.n);
   const margNaive = (end.naive - mid!.naive) / (end.n - mid!.n);
-  // What one more unchanged snapshot costs: the `snapshots` table alone (heap, TOAST, every index), since an
+  // What one more unchanged snapshot costs: its row in `snapshot_rows` (heap, TOAST, every index), since an
   // unchanged payload adds no payload row.
   const margRow = (end.snapshotsTable - mid!.snapshotsTable) / (end.n - mid!.n);
   const p = {

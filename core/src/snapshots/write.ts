@@ -5,7 +5,8 @@
  *
  * The change flags are computed exactly as that trigger computes them (`snapshots_view_insert`): from the
  * series' newest payload hash and stable hash in `snapshot_series`, read under a row lock so that concurrent
- * writers of one series compare in the order they write. tests/poller_store_test.ts checks that both paths
+ * writers of one series compare in the order they write (FOR NO KEY UPDATE: other inserts' foreign-key checks on
+ * the series, KEY SHARE, do not wait for it). tests/poller_store_test.ts checks that both paths
  * give the same flags.
  *
  * @module
@@ -65,7 +66,9 @@ async function lockSeries(tx: Kysely<Database>, items: SnapshotWrite[]): Promise
         select s.id, s.device_id, s.endpoint_label, s.last_payload_sha256, s.last_stable_sha256
         from snapshot_series s
         join unnest(${devices}::uuid[], ${labels}::text[]) v(d, l) on s.device_id = v.d and s.endpoint_label = v.l
-        order by s.id for update of s`.execute(tx)).rows.map((s) => [key(s.device_id, s.endpoint_label), s]),
+        order by s.id for no key update of s`.execute(tx)).rows.map((
+        s,
+      ) => [key(s.device_id, s.endpoint_label), s]),
     );
   let series = await read();
   if (series.size < items.length) {
