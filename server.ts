@@ -6,6 +6,7 @@ import {
   finishKeyRotation,
   logger,
   onShutdown,
+  startCompaction,
   startWorker,
 } from "@dutlab/core/runtime";
 import { modules } from "./modules.gen.ts";
@@ -34,4 +35,6 @@ rt.defer(async () => {
   ]);
   clearTimeout(timer);
 });
+// Old snapshots move to the narrow layout in the background (never delaying /readyz); stopped first at close.
+void startCompaction(rt);
 onShutdown(() => rt.close());

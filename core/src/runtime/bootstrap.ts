@@ -30,6 +30,7 @@ export { PollWorker } from "../poller/worker.ts";
 export { StartupError } from "../errors.ts";
 export { logger } from "../util/log.ts";
 export { migrateOnly, openForTool, type ToolDatabase } from "./database.ts";
+export { startCompaction } from "./compaction.ts";
 import { openEmbedded } from "./database.ts";
 
 /** A started poller (`deno task poll`): configuration, database, registry and poll services. */
