@@ -12,6 +12,8 @@
  * 3. Starts a reader (a device's first page, a device and label's first page, a device's page 5,000 rows back,
  *    in turn, back to back) and runs `compactSnapshots` to its end: total time, rows/s, the longest batch
  *    transaction, the writer's and the reader's slowest call and their errors.
+ *    With BENCH_NO_KEY_UPDATE=1 the view's insert trigger is first changed to lock its series FOR NO KEY
+ *    UPDATE (an experiment, see BENCHMARKS.md 3b).
  * 4. VACUUM, sizes; then VACUUM FULL of the emptied `snapshots_legacy` (only that returns its space to the
  *    operating system, as would pg_repack) and sizes again. Listings (median of 30) before and after.
  *
@@ -27,6 +29,8 @@ import { encodeCursor } from "../core/src/util/paging.ts";
 const URL = Deno.env.get("BENCH_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/test";
 const n = Number(Deno.args[0] ?? 1_000_000);
 const batchSize = Number(Deno.args[1] ?? 2000);
+/** BENCH_NO_KEY_UPDATE=1: the series lock of the view's insert trigger as proposed in BENCHMARKS.md 3b. */
+const noKeyUpdate = Deno.env.get("BENCH_NO_KEY_UPDATE") === "1";
 const schema = `bench_mig_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
 const admin = postgres(URL, { max: 1, onnotice: () => {} });
 await admin.unsafe(`create schema ${schema}`);
@@ -141,6 +145,15 @@ try {
   const applied = await migrate(db.kysely, schema);
   const migrationMs = Math.round(performance.now() - m0);
   console.error(`migration ${applied.join(", ")}: ${migrationMs} ms`);
+  if (noKeyUpdate) {
+    // The experiment proposed to the lead (not the product): the view's insert trigger locks its series FOR
+    // NO KEY UPDATE, which the compaction's foreign-key checks (FOR KEY SHARE) do not wait for nor block.
+    const [f] = await raw.unsafe<[{ d: string }]>(
+      `select pg_get_functiondef('snapshots_view_insert'::regproc) as d`,
+    );
+    if (!f.d.includes("for update;")) throw new Error("snapshots_view_insert has no FOR UPDATE to change");
+    await raw.unsafe(f.d.replace("for update;", "for no key update;"));
+  }
   const k = db.kysely;
   const [deep] = await raw.unsafe<[{ id: string }]>(`select id::text as id from snapshots_legacy
     where device_id = '${dev(0)}' order by id desc offset ${Math.min(5000, Math.floor(n / 200))} limit 1`);
@@ -193,6 +206,7 @@ try {
     snapshots: Number(c.n),
     buildS,
     batchSize,
+    noKeyUpdate,
     migrationMs,
     compaction: {
       ...r,
