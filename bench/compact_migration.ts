@@ -63,9 +63,10 @@ async function median(f: (i: number) => Promise<unknown>) {
   return Number(t.sort((a, b) => a - b)[15]!.toFixed(2));
 }
 
-/** A loop calling `f` until stopped (pausing `pauseMs` between calls): calls, errors, slowest call. */
+/** A loop calling `f` until stopped (pausing `pauseMs` between calls): calls, errors, p50, p99, slowest. */
 function loop(pauseMs: number, f: (i: number) => Promise<unknown>) {
   let stop = false, errors = 0, calls = 0, slowest = 0;
+  const times: number[] = [];
   const done = (async () => {
     for (let i = 0; !stop; i++) {
       const s = performance.now();
@@ -77,6 +78,7 @@ function loop(pauseMs: number, f: (i: number) => Promise<unknown>) {
         console.error(e);
       }
       slowest = Math.max(slowest, performance.now() - s);
+      times.push(performance.now() - s);
       if (pauseMs) await new Promise((r) => setTimeout(r, pauseMs));
     }
   })();
@@ -84,7 +86,9 @@ function loop(pauseMs: number, f: (i: number) => Promise<unknown>) {
     async stop() {
       stop = true;
       await done;
-      return { calls, errors, slowestMs: Math.round(slowest) };
+      times.sort((a, b) => a - b);
+      const q = (f: number) => Number((times[Math.floor(f * (times.length - 1))] ?? 0).toFixed(1));
+      return { calls, errors, p50Ms: q(0.5), p99Ms: q(0.99), slowestMs: Math.round(slowest) };
     },
   };
 }
