@@ -25,10 +25,13 @@
  *    in `snapshot_rows`); the insert and the delete must count the same rows or the batch is rolled back.
  *
  * Resumable by construction: what is left to move is what is in `snapshots_legacy`; a kill loses at most the
- * batch in flight (rolled back). The batch waits at most `lock_timeout` (500 ms) for a row or series lock
- * a writer holds and then gives up (and is retried after a pause): it never holds a lock a poll waits for
- * long enough for that poll's deadlock check (1 s) to fire, so a deadlock with a writer ends the batch, not
- * the poll.
+ * batch in flight (rolled back). A batch waits at most `lock_timeout` (500 ms) for a row or series lock a
+ * writer holds, then gives up and is retried after a pause; so in a deadlock with a writer the batch is the
+ * one that ends, unless the writer had been waiting for the batch more than 500 ms before (its own deadlock
+ * check fires after 1 s): batches stay short for that reason (under 0.5 s at 2000 rows on a loaded VM,
+ * BENCHMARKS.md 3b). A writer of a series does wait for the batch in flight that copies rows of the same
+ * series: the view's insert trigger locks the series FOR UPDATE, which conflicts with the foreign-key check's
+ * FOR KEY SHARE (BENCHMARKS.md 3b proposes FOR NO KEY UPDATE there).
  *
  * @module
  */
