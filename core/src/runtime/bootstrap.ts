@@ -19,6 +19,7 @@ export { StartupError } from "../errors.ts";
 export { logger } from "../util/log.ts";
 export { migrateOnly, openForTool, type ToolDatabase } from "./database.ts";
 export { exitOnStartupError, onShutdown, type OpenedServe, openServe } from "./start.ts";
+export { startCompaction } from "./compaction.ts";
 
 /** A started poller (`deno task poll`): configuration, database, registry and poll services. */
 export interface PollRuntime extends AsyncDisposable {
