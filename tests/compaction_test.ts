@@ -211,6 +211,11 @@ dbTest(
     assert.equal(second.left, 0);
     assert.ok(second.longestBatchMs >= 0);
     assert.equal(await legacyCount(k), 0);
+    // The emptied table gave its space back (a TRUNCATE its guard allows once it is empty), and a TRUNCATE of
+    // a table with rows is still refused.
+    const size = await sql<{ n: string }>`select pg_relation_size('snapshots_legacy')::text as n`.execute(k);
+    assert.equal(size.rows[0]!.n, "0");
+    await assert.rejects(sql`truncate snapshot_rows`.execute(k), /append-only/);
     assert.deepEqual(w.errors, []);
     assert.ok(w.ids.length > 0, "the writer wrote during the compaction");
     // Every old row, column by column; the writer's rows after them.

@@ -90,6 +90,33 @@ const code = (e: unknown) => (e as { code?: string })?.code;
 /** A lock wait given up (lock_timeout), a deadlock, or a serialization failure: retry the batch. */
 const isRetryable = (e: unknown) => ["55P03", "40P01", "40001"].includes(code(e) ?? "");
 
+/**
+ * Give the emptied `snapshots_legacy`'s space back: TRUNCATE, which its guard allows once it is empty
+ * (migration 0017); VACUUM would leave the file and its indexes' dead entries, which listings still walk. Skipped
+ * when the table holds no page; a busy table (lock wait over 2 s) is left for the next run.
+ */
+async function releaseLegacySpace(db: Kysely<Database>): Promise<void> {
+  try {
+    await db.transaction().execute(async (tx) => {
+      const { rows } = await sql<{ n: string }>`select pg_relation_size('snapshots_legacy')::text as n`
+        .execute(tx);
+      if (rows[0]?.n === "0") return;
+      await sql`set local lock_timeout = '2s'`.execute(tx);
+      await sql`truncate snapshots_legacy`.execute(tx);
+      log.info("Snapshot compaction: the emptied snapshots_legacy gave back {bytes} byte(s)", {
+        bytes: rows[0]?.n,
+      });
+    });
+  } catch (e) {
+    log.warn(
+      "Snapshot compaction: the emptied snapshots_legacy was not truncated ({error}); the next run tries again",
+      {
+        error: String(e),
+      },
+    );
+  }
+}
+
 /** Rows left in `snapshots_legacy`. */
 export async function legacyRowsLeft(db: Kysely<Database>): Promise<number> {
   const r = await sql<{ n: string }>`select count(*)::text as n from snapshots_legacy`.execute(db);
@@ -235,6 +262,7 @@ export async function compactSnapshots(
       );
     }
   }
+  if (end === "done") await releaseLegacySpace(db);
   const left = end === "done" ? 0 : end === "busy" && moved === 0 ? -1 : await legacyRowsLeft(db);
   const ms = Math.round(performance.now() - t0);
   if (moved > 0 || end === "busy") {

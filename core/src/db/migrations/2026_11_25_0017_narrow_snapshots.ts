@@ -92,6 +92,17 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`create index snapshot_rows_run on snapshot_rows (test_run_execution_id, id)
     where test_run_execution_id is not null`.execute(db);
 
+  // A TRUNCATE of snapshots_legacy once it is empty (the compaction moved every row): it loses nothing and gives
+  // the table's space back at once, where VACUUM leaves the file and its indexes' dead entries in place.
+  await sql`
+    create or replace function snapshots_no_truncate() returns trigger language plpgsql as $$
+    begin
+      if tg_table_name = 'snapshots_legacy' and not exists (select 1 from snapshots_legacy) then
+        return null;
+      end if;
+      raise exception 'snapshots are append-only: TRUNCATE refused' using errcode = 'P0001';
+    end $$`.execute(db);
+
   // 5. Guards: the same append-only function as the legacy table (UPDATE only to forget a stable flag; DELETE
   //    by a device's cascade, a running prune, or, for a legacy row, once its copy is in snapshot_rows).
   await sql`
@@ -309,6 +320,11 @@ export async function down(db: Kysely<any>): Promise<void> {
       raise exception 'snapshot payloads are immutable: UPDATE refused' using errcode = 'P0001';
     end $$`.execute(db);
   await sql`alter table snapshot_payloads drop column id`.execute(db);
+  await sql`
+    create or replace function snapshots_no_truncate() returns trigger language plpgsql as $$
+    begin
+      raise exception 'snapshots are append-only: TRUNCATE refused' using errcode = 'P0001';
+    end $$`.execute(db);
   await sql`alter table snapshots_legacy rename to snapshots`.execute(db);
   await sql`create trigger snapshots_adapter_release before insert on snapshots
     for each row execute function snapshots_adapter_release()`.execute(db);
