@@ -137,6 +137,31 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`create trigger snapshot_rows_no_truncate before truncate on snapshot_rows
     for each statement execute function snapshots_no_truncate()`.execute(db);
 
+  // What a row references must not change under it either: a series keeps its device and label (only the
+  // state the next insert compares with moves) and goes only by its device's cascade; an adapter release never
+  // changes (deleting one that rows reference is refused by their foreign key).
+  await sql`
+    create function snapshot_refs_guard() returns trigger language plpgsql as $$
+    begin
+      if tg_op = 'UPDATE' and tg_table_name = 'snapshot_series' then
+        -- (nested: the fields exist only on this table)
+        if (new.id, new.device_id, new.endpoint_label) = (old.id, old.device_id, old.endpoint_label) then
+          return new;
+        end if;
+      end if;
+      if tg_op = 'DELETE' and (pg_trigger_depth() >= 2 or tg_table_name = 'adapter_releases') then
+        return old;
+      end if;
+      raise exception 'snapshots are append-only: % of % refused (delete the device to delete its snapshots)',
+        tg_op, tg_table_name using errcode = 'P0001';
+    end $$`.execute(db);
+  for (const t of ["snapshot_series", "adapter_releases"]) {
+    await sql`create trigger ${sql.raw(`${t}_guard`)} before update or delete on ${sql.table(t)}
+      for each row execute function snapshot_refs_guard()`.execute(db);
+    await sql`create trigger ${sql.raw(`${t}_no_truncate`)} before truncate on ${sql.table(t)}
+      for each statement execute function snapshots_no_truncate()`.execute(db);
+  }
+
   // 6. The series of a (device, label), added when missing with the newest legacy row as what the next insert
   //    compares with (a series is added before any of its rows is copied or written, so that row is its newest).
   await sql`
@@ -311,8 +336,11 @@ export async function down(db: Kysely<any>): Promise<void> {
   await sql`select setval('snapshots_id_seq', greatest((select last_value from snapshots_id_seq),
     coalesce((select max(id) from snapshots_legacy), 1)))`.execute(db);
   await sql`drop table snapshot_rows`.execute(db);
+  await sql`drop trigger adapter_releases_guard on adapter_releases`.execute(db);
+  await sql`drop trigger adapter_releases_no_truncate on adapter_releases`.execute(db);
   await sql`drop function snapshot_series_of(uuid, text)`.execute(db);
   await sql`drop table snapshot_series`.execute(db);
+  await sql`drop function snapshot_refs_guard()`.execute(db);
   await sql`drop function snapshot_payload_id(text)`.execute(db);
   await sql`
     create or replace function snapshot_payloads_immutable() returns trigger language plpgsql as $$
