@@ -25,8 +25,9 @@
  * row's neighbours by `snapshot_rows_series_id (series_id, id)`, and deletes from `snapshot_rows` directly.
  * Rows still in `snapshots_legacy` (not yet moved by the compaction) are never deleted: a later prune, once
  * they are compacted, decides them. A row whose neighbour, after or before it in its device and label, is such
- * a legacy row (one lies between the row's neighbours in `snapshot_rows`, or the row itself is one being
- * moved) is kept too, since its decision would need that row. So every deleted row's neighbours are rows of
+ * a legacy row (a legacy row lies between the row's neighbours in `snapshot_rows`, both included: the row or
+ * a neighbour may be one being moved, in both tables for a moment) is kept too, since its decision would
+ * need that row. So every deleted row's neighbours are rows of
  * `snapshot_rows`, which the argument above covers, and the dry run still counts what the prune deletes
  * (if the compaction moves rows in between, they may both change, as with polls). A payload is freed when no
  * row of `snapshot_rows` (`snapshot_rows_payload`) nor of `snapshots_legacy` refers to it and no run cites it.
@@ -128,7 +129,7 @@ function candidates(
   const legacyNeighbour = legacy
     ? sql`and not exists (select 1 from snapshots_legacy l
         where l.device_id = se.device_id and l.endpoint_label = se.endpoint_label
-          and l.id > p.id and l.id < n.id)`
+          and l.id >= p.id and l.id <= n.id)`
     : sql``;
   return sql`
     from snapshot_rows r
