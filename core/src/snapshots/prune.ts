@@ -40,6 +40,7 @@ import type { Database } from "../db/schema.ts";
 import { jsonValue } from "../db/json.ts";
 import { ConflictError } from "../errors.ts";
 import { citedSnapshots } from "./cited.ts";
+import { type RowOf, SeriesNames, Tally } from "./prune_tally.ts";
 
 export { type Citations, citedSnapshots } from "./cited.ts";
 export { listPrunes, type PruneRecord } from "./prune_records.ts";
@@ -115,7 +116,8 @@ const REAL_CHANGE = (t: string) => sql.raw(`(${t}.payload_changed and ${t}.stabl
 
 /**
  * The rows of `snapshot_rows` with ids in (lo, hi] that the policy deletes (see the module's documentation),
- * as `from … where …` over `r` (the row) and `se` (its series). `legacy`: whether `snapshots_legacy` may still
+ * as `from … where …` over `r` (the row; its series' device and label are read once per series, by
+ * {@link SeriesNames}: `snapshot_series` takes an update per insert and a per-row join of it is slow). `legacy`: whether `snapshots_legacy` may still
  * hold rows, whose neighbours are then kept.
  */
 function candidates(
@@ -127,13 +129,13 @@ function candidates(
   legacy: boolean,
 ) {
   const legacyNeighbour = legacy
-    ? sql`and not exists (select 1 from snapshots_legacy l
-        where l.device_id = se.device_id and l.endpoint_label = se.endpoint_label
+    ? sql`and not exists (select 1 from snapshot_series se join snapshots_legacy l
+          on l.device_id = se.device_id and l.endpoint_label = se.endpoint_label
+        where se.id = r.series_id
           and l.id >= p.id and l.id <= n.id)`
     : sql``;
   return sql`
     from snapshot_rows r
-      join snapshot_series se on se.id = r.series_id
       cross join lateral (select n.id, ${REAL_CHANGE("n")} as real from snapshot_rows n
         where n.series_id = r.series_id and n.id > r.id order by n.id limit 1) n
       cross join lateral (select p.id, p.collected_at from snapshot_rows p
@@ -146,40 +148,6 @@ function candidates(
       and not n.real
       and date_trunc(${unit}, p.collected_at, 'UTC') = date_trunc(${unit}, r.collected_at, 'UTC')
       ${legacyNeighbour}`;
-}
-
-type Row = { device_id: string; endpoint_label: string; payload_id: string; bytes: number | string };
-
-class Tally {
-  snapshots = 0;
-  snapshotBytes = 0;
-  payloads = 0;
-  payloadBytes = 0;
-  #counts = new Map<string, PruneCount>();
-  constructor(counts: PruneCount[] = []) {
-    for (const c of counts) this.#counts.set(`${c.deviceId}\u0000${c.endpointLabel}`, { ...c });
-  }
-  add(rows: Row[]) {
-    for (const r of rows) {
-      const key = `${r.device_id}\u0000${r.endpoint_label}`;
-      let c = this.#counts.get(key);
-      if (!c) {
-        this.#counts.set(
-          key,
-          c = { deviceId: r.device_id, endpointLabel: r.endpoint_label, snapshots: 0, snapshotBytes: 0 },
-        );
-      }
-      c.snapshots++;
-      c.snapshotBytes += Number(r.bytes);
-      this.snapshots++;
-      this.snapshotBytes += Number(r.bytes);
-    }
-  }
-  counts(): PruneCount[] {
-    return [...this.#counts.values()].sort((a, b) =>
-      a.deviceId < b.deviceId ? -1 : a.deviceId > b.deviceId ? 1 : a.endpointLabel < b.endpointLabel ? -1 : 1
-    );
-  }
 }
 
 const isForeignKeyViolation = (e: unknown) => (e as { code?: string })?.code === "23503";
@@ -234,6 +202,7 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
   const citedHashes = [...cited.hashes];
   /** Dry run: per payload id of a deleted row, how many of its rows would go. */
   const wouldGo = new Map<string, number>();
+  const names = new SeriesNames();
   let longest = 0;
 
   while (BigInt(cursor) < BigInt(endId)) {
@@ -246,13 +215,13 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
     const where = candidates(lo, hi, cutoff, policy.keepOnePer, keep, legacy);
     const started = performance.now();
     if (opts.dryRun) {
-      const rows = await sql<Row>`
-        select se.device_id, se.endpoint_label, r.payload_id::text as payload_id, pg_column_size(r.*) as bytes
-        ${where}`.execute(db);
-      tally.add(rows.rows);
-      for (const r of rows.rows) wouldGo.set(r.payload_id, (wouldGo.get(r.payload_id) ?? 0) + 1);
+      const rows = (await sql<RowOf>`
+        select r.series_id::text as series_id, r.payload_id::text as payload_id, pg_column_size(r.*) as bytes
+        ${where}`.execute(db)).rows;
+      tally.add(await names.of(db, rows));
+      for (const r of rows) wouldGo.set(r.payload_id, (wouldGo.get(r.payload_id) ?? 0) + 1);
     } else {
-      tally = await deleteBatch(db, { where, pruneId: pruneId!, hi, batches, citedHashes }, tally);
+      tally = await deleteBatch(db, { where, pruneId: pruneId!, hi, batches, citedHashes, names }, tally);
     }
     longest = Math.max(longest, performance.now() - started);
     cursor = hi;
@@ -367,6 +336,7 @@ interface Batch {
   /** Batches done before this one. */
   batches: number;
   citedHashes: string[];
+  names: SeriesNames;
 }
 
 /**
@@ -374,18 +344,18 @@ interface Batch {
  * transaction; returns the tally after it.
  */
 async function deleteBatch(db: Kysely<Database>, b: Batch, tally: Tally): Promise<Tally> {
-  const { where, pruneId, hi, batches, citedHashes } = b;
+  const { where, pruneId, hi, batches, citedHashes, names } = b;
   for (let attempt = 1;; attempt++) {
     try {
       return await db.transaction().execute(async (tx) => {
         await sql`select set_config('dutlab.snapshot_prune', ${pruneId}, true)`.execute(tx);
-        const rows = (await sql<Row>`
-          with d as (
+        const rows = await names.of(
+          tx,
+          (await sql<RowOf>`
             delete from snapshot_rows x where x.id in (select r.id ${where})
-            returning x.series_id, x.payload_id, pg_column_size(x.*) as bytes
-          )
-          select se.device_id, se.endpoint_label, d.payload_id::text as payload_id, d.bytes
-          from d join snapshot_series se on se.id = d.series_id`.execute(tx)).rows;
+            returning x.series_id::text as series_id, x.payload_id::text as payload_id,
+              pg_column_size(x.*) as bytes`.execute(tx)).rows,
+        );
         const ids = [...new Set(rows.map((r) => r.payload_id))];
         const freed = ids.length
           ? (await sql<{ size_bytes: number }>`
