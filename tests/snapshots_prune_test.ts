@@ -54,11 +54,12 @@ async function seedHistory(db: Db, deviceId: string, from: Date, rows: number, s
 /** Move every snapshot `days` into the past (the fixture's stand-in for time passing; guards lifted for it). */
 async function age(db: Db, days: number) {
   await db.kysely.transaction().execute(async (tx) => {
-    await sql`alter table snapshots disable trigger user`.execute(tx);
-    await sql`update snapshots set collected_at = collected_at - make_interval(days => ${days}::int)`.execute(
-      tx,
-    );
-    await sql`alter table snapshots enable trigger user`.execute(tx);
+    for (const t of ["snapshot_rows", "snapshots_legacy"]) {
+      await sql`alter table ${sql.table(t)} disable trigger user`.execute(tx);
+      await sql`update ${sql.table(t)} set collected_at = collected_at - make_interval(days => ${days}::int)`
+        .execute(tx);
+      await sql`alter table ${sql.table(t)} enable trigger user`.execute(tx);
+    }
   });
 }
 
@@ -263,6 +264,11 @@ dbTest(
       sql`delete from snapshots where id = ${after[0]!.id}::bigint`.execute(db.kysely),
       /append-only/,
     );
+    await assert.rejects(
+      sql`delete from snapshot_rows where id = ${after[0]!.id}::bigint`.execute(db.kysely),
+      /append-only/,
+    );
+    await assert.rejects(sql`delete from snapshot_series`.execute(db.kysely), /append-only/);
     await assert.rejects(sql`delete from snapshot_prunes`.execute(db.kysely), /audit trail/);
     await assert.rejects(sql`update snapshot_prunes set actor = 'x'`.execute(db.kysely), /audit trail/);
   },

@@ -5,7 +5,8 @@
  * every device each second through the production poll store and API reads (snapshot listing, change history)
  * run back to back.
  *
- * The history is built with SQL through the real insert trigger (`payload_changed`, `stable_changed`): two
+ * The history is built with SQL through the `snapshots` view's insert trigger (migration 0017: the narrow row,
+ * `payload_changed`, `stable_changed`), so every row is in `snapshot_rows` (a compacted database): two
  * labels per device polled at the same instants; `system_info` changes its payload on every 20th poll, only
  * in a volatile member (stable hash unchanged: not a real change); `ntp_config` changes for real 3 times. Each
  * run lasts an hour: the snapshots of that hour are linked to it; its report (the report fixture with its
@@ -15,8 +16,9 @@
  * polls and API calls saw no error. Reported: dry-run and prune durations, rows per second, bytes freed, the
  * longest batch transaction (the longest any lock of the prune was held) and the API's latency during the
  * prune; then the backup of what is left (`writeBackup`: duration and archive size) and its restore into an
- * empty database of the same backend. `BENCH_PRUNE_SNAPSHOTS` (default 10^6) and `BENCH_PRUNE_DAYS` (default 30) size it (a smoke run of the
- * scenario with fewer); `BENCH_PRUNE_BACKENDS` (default `postgres`; `postgres,pglite`).
+ * empty database of the same backend. `BENCH_PRUNE_SNAPSHOTS` (default 10^6; `--quick`: 10^5) and
+ * `BENCH_PRUNE_DAYS` (default 30; `--quick`: 10) size it, `BENCH_PRUNE_OLDER_THAN_DAYS` (default 7; `--quick`:
+ * 3) is the policy's age; `BENCH_PRUNE_BACKENDS` (default `postgres`; `postgres,pglite`).
  *
  * @module
  */
@@ -36,14 +38,14 @@ import { type Backend, freshDb } from "../_db.ts";
 import { type HashedPoll, storeRound } from "../_store_sql.ts";
 import type { Ctx } from "../main.ts";
 
-const SNAPSHOTS = Number(Deno.env.get("BENCH_PRUNE_SNAPSHOTS") ?? 1_000_000);
 const DEVICES = 100;
-const DAYS = Number(Deno.env.get("BENCH_PRUNE_DAYS") ?? 30);
 const RUNS = 10;
 const VENDOR = "vendor-b-ngfw";
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
 
 async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
+  const SNAPSHOTS = Number(Deno.env.get("BENCH_PRUNE_SNAPSHOTS") ?? (ctx.quick ? 100_000 : 1_000_000));
+  const DAYS = Number(Deno.env.get("BENCH_PRUNE_DAYS") ?? (ctx.quick ? 10 : 30));
   await using db = await freshDb(backend);
   const k = db.kysely;
   const registry = buildRegistry(modules);
@@ -95,8 +97,7 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
         '@dutlab/adapter-vendor-b-ngfw', '1.0.0'
       ${rows} order by g, l.k`.execute(k);
     await sql`insert into snapshot_latest (device_id, endpoint_label, snapshot_id)
-      select device_id, endpoint_label, max(id) from snapshots where device_id = ${d}::uuid group by 1, 2`
-      .execute(k);
+      select device_id, endpoint_label, last_id from snapshot_series where device_id = ${d}::uuid`.execute(k);
     if (i % 10 === 9) ctx.log(`${backend}: ${i + 1} devices built`);
   }
   const buildS = (performance.now() - t0) / 1000;
@@ -109,10 +110,9 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
       select id::text as id, device_id, endpoint_label, payload_sha256 from snapshots
       where test_run_execution_id = ${r.id}::uuid order by snapshots.id`.execute(k)).rows;
     const before = (await sql<{ id: string; payload_sha256: string }>`
-      select x.id::text as id, x.payload_sha256 from snapshot_latest l cross join lateral (
-        select s.id, s.payload_sha256 from snapshots s where s.device_id = l.device_id
-          and s.endpoint_label = l.endpoint_label and s.collected_at < ${r.s} order by s.id desc limit 1) x`
-      .execute(k)).rows;
+      select x.id::text as id, p.sha256 as payload_sha256 from snapshot_series se cross join lateral (
+        select s.id, s.payload_id from snapshot_rows s where s.series_id = se.id and s.collected_at < ${r.s}
+        order by s.id desc limit 1) x join snapshot_payloads p on p.id = x.payload_id`.execute(k)).rows;
     for (const b of before) cited.add(b.id);
     const preflight = {
       pass: true,
@@ -156,7 +156,8 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
   );
   const sizeOf = async () =>
     Number(
-      (await sql<{ b: string }>`select (pg_total_relation_size('snapshots') +
+      (await sql<{ b: string }>`select (pg_total_relation_size('snapshot_rows') +
+      pg_total_relation_size('snapshot_series') + pg_total_relation_size('snapshots_legacy') +
       pg_total_relation_size('snapshot_payloads'))::text as b`.execute(k)).rows[0]!.b,
     );
   const sample = devices.slice(0, 10);
@@ -215,7 +216,7 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
     }
   })();
   const policy = {
-    olderThanDays: Number(Deno.env.get("BENCH_PRUNE_OLDER_THAN_DAYS") ?? 7),
+    olderThanDays: Number(Deno.env.get("BENCH_PRUNE_OLDER_THAN_DAYS") ?? (ctx.quick ? 3 : 7)),
     keepOnePer: "hour" as const,
   };
   const td = performance.now();
@@ -273,7 +274,7 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
     problems.push(`${errors.length} error(s) during the prune: ${errors.slice(0, 3).join("; ")}`);
   }
   if (problems.length) throw new Error(`prune ${backend}: ${problems.join("; ")}`);
-  await sql`vacuum snapshots, snapshot_payloads`.execute(k).catch(() => {});
+  await sql`vacuum snapshot_rows, snapshot_payloads`.execute(k).catch(() => {});
   const bytesAfter = await sizeOf();
   // The backup of what is left (what `deno task backup` and GET /api/admin/backup write): one read transaction,
   // on PGlite the time the service answers nothing else.
@@ -323,7 +324,7 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
       note: "row sizes of deleted snapshots + freed payload text",
     }),
     fig("relationBytesBefore", bytesBefore, "B", {
-      note: "pg_total_relation_size(snapshots + snapshot_payloads)",
+      note: "pg_total_relation_size(snapshot_rows + snapshot_series + snapshots_legacy + snapshot_payloads)",
     }),
     fig("relationBytesAfterVacuum", bytesAfter, "B", {
       note: "plain VACUUM keeps the files' size: freed space is reused by new rows",

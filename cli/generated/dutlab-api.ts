@@ -285,7 +285,7 @@ export interface paths {
         put?: never;
         /**
          * Prune old snapshots (admin), or dry-run a prune
-         * @description Never automatic (README "Pruning snapshots"). Keeps every snapshot younger than `olderThanDays` (cut-off rounded down to the hour or UTC day); of older ones keeps every snapshot a run cites (linked snapshots, alerts, start state, pre-flight evidence, report annexes and drift diffs) or its evidence bundle reads by time (of each device of its lab and label, the last snapshot at or before its pre-flight, start and end, so that every finished run's bundle still replays), every real change (`payload_changed` and `stable_changed` not false) and the snapshot before it, the newest per device and label, and the first per device, label and `keepOnePer`; deletes the rest in batches of short transactions, then the payloads no snapshot refers to any more. `dryRun: true` answers the same counts and changes nothing. Each prune is recorded (who, policy, counts) and resumable: after an interrupted prune, the next request finishes it first (with its own policy) and answers `resumed: true`; a prune running elsewhere is a 409. Admin role only.
+         * @description Never automatic (README "Pruning snapshots"). Keeps every snapshot younger than `olderThanDays` (cut-off rounded down to the hour or UTC day); of older ones keeps every snapshot a run cites (linked snapshots, alerts, start state, pre-flight evidence, report annexes and drift diffs) or its evidence bundle reads by time (of each device of its lab and label, the last snapshot at or before its pre-flight, start and end, so that every finished run's bundle still replays), every real change (`payload_changed` and `stable_changed` not false) and the snapshot before it, the newest per device and label, and the first per device, label and `keepOnePer`; deletes the rest in batches of short transactions, then the payloads no snapshot refers to any more. Snapshots not yet moved by the compaction (`snapshots_legacy`, migration 0017) are never deleted, nor a snapshot whose next or previous one of its device and label is such a row: a later prune, once they are compacted, decides them. `dryRun: true` answers the same counts and changes nothing. Each prune is recorded (who, policy, counts) and resumable: after an interrupted prune, the next request finishes it first (with its own policy) and answers `resumed: true`; a prune running elsewhere is a 409. Admin role only.
          */
         post: operations["pruneSnapshots"];
         delete?: never;
@@ -1173,7 +1173,7 @@ export interface components {
             cutoff: string;
             /** @description Snapshots deleted (dry run: that would be) */
             snapshots: number;
-            /** @description Their row sizes (heap tuple data; indexes not counted) */
+            /** @description Their row sizes (`pg_column_size` of the `snapshot_rows` row: heap tuple data; indexes not counted) */
             snapshotBytes: number;
             /** @description Payloads no snapshot refers to any more, freed */
             payloads: number;

@@ -36,7 +36,8 @@ export const PruneResult = z.object({
   cutoff: z.iso.datetime(),
   snapshots: z.number().int().openapi({ description: "Snapshots deleted (dry run: that would be)" }),
   snapshotBytes: z.number().int().openapi({
-    description: "Their row sizes (heap tuple data; indexes not counted)",
+    description:
+      "Their row sizes (`pg_column_size` of the `snapshot_rows` row: heap tuple data; indexes not counted)",
   }),
   payloads: z.number().int().openapi({ description: "Payloads no snapshot refers to any more, freed" }),
   payloadBytes: z.number().int().openapi({ description: "Their canonical JSON sizes" }),

@@ -125,7 +125,10 @@ function snapshotPruneRoutes(app: OpenAPIHono, svc: Services) {
         "pre-flight, start and end, so that every finished run's bundle still replays), every real change (`payload_changed` and `stable_changed` not " +
         "false) and the snapshot before it, the newest per device and label, and the first per device, label " +
         "and `keepOnePer`; deletes the rest in batches of short transactions, then the payloads no snapshot " +
-        "refers to any more. `dryRun: true` answers the same counts and changes nothing. Each prune is recorded " +
+        "refers to any more. Snapshots not yet moved by the compaction (`snapshots_legacy`, migration 0017) are " +
+        "never deleted, nor a snapshot whose next or previous one of its device and label is such a row: a later " +
+        "prune, once they are compacted, decides them. " +
+        "`dryRun: true` answers the same counts and changes nothing. Each prune is recorded " +
         "(who, policy, counts) and resumable: after an interrupted prune, the next request finishes it first " +
         "(with its own policy) and answers `resumed: true`; a prune running elsewhere is a 409. Admin role only.",
       request: { body: { content: { "application/json": { schema: PruneRequest } }, required: true } },

@@ -78,14 +78,24 @@ export async function citedSnapshots(db: Kysely<Database>): Promise<Citations> {
     if (!active && r.ended_at) instants.push(new Date(r.ended_at));
     for (const at of instants) {
       if (Number.isNaN(at.getTime())) continue;
+      // Per device and label: the series' rows by `snapshot_rows_series_id` and the rows not yet compacted by
+      // `snapshots_device_label_id`, each walked back from the newest; the higher id of the two.
       const reads = await sql<{ id: string }>`
         select x.id::text as id from snapshot_latest l cross join lateral (
-          select s.id from snapshots s
-          where s.device_id = l.device_id and s.endpoint_label = l.endpoint_label
-            and s.collected_at <= ${at}
-          order by s.id desc limit 1
+          select max(u.id) as id from (
+            (select r.id from snapshot_rows r
+              where r.series_id = (select se.id from snapshot_series se
+                where se.device_id = l.device_id and se.endpoint_label = l.endpoint_label)
+                and r.collected_at <= ${at}
+              order by r.id desc limit 1)
+            union all
+            (select y.id from snapshots_legacy y
+              where y.device_id = l.device_id and y.endpoint_label = l.endpoint_label and y.collected_at <= ${at}
+              order by y.id desc limit 1)
+          ) u
         ) x
-        where ${active}::boolean or l.device_id::text = any(${devices}::text[])`.execute(db);
+        where x.id is not null and (${active}::boolean or l.device_id::text = any(${devices}::text[]))`
+        .execute(db);
       for (const b of reads.rows) out.ids.add(b.id);
     }
   }

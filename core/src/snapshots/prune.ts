@@ -21,6 +21,18 @@
  * batches counts exactly what the prune deletes. Progress lives in `snapshot_prunes` (the audit record):
  * a prune killed halfway is resumed from its last committed batch by the next prune request.
  *
+ * The narrow layout (migration 2026_11_25_0017): the prune walks `snapshot_rows` by id range, finds each
+ * row's neighbours by `snapshot_rows_series_id (series_id, id)`, and deletes from `snapshot_rows` directly.
+ * Rows still in `snapshots_legacy` (not yet moved by the compaction) are never deleted: a later prune, once
+ * they are compacted, decides them. A row whose neighbour, after or before it in its device and label, is such
+ * a legacy row (a legacy row lies between the row's neighbours in `snapshot_rows`, both included: the row or
+ * a neighbour may be one being moved, in both tables for a moment) is kept too, since its decision would
+ * need that row. So every deleted row's neighbours are rows of
+ * `snapshot_rows`, which the argument above covers, and the dry run still counts what the prune deletes
+ * (if the compaction moves rows in between, they may both change, as with polls). A payload is freed when no
+ * row of `snapshot_rows` (`snapshot_rows_payload`) nor of `snapshots_legacy` refers to it and no run cites it.
+ * `snapshotBytes` is `pg_column_size` of the deleted `snapshot_rows` row (heap tuple data, 32 B a row).
+ *
  * @module
  */
 import { type Kysely, sql } from "kysely";
@@ -28,6 +40,7 @@ import type { Database } from "../db/schema.ts";
 import { jsonValue } from "../db/json.ts";
 import { ConflictError } from "../errors.ts";
 import { citedSnapshots } from "./cited.ts";
+import { type RowOf, SeriesNames, Tally } from "./prune_tally.ts";
 
 export { type Citations, citedSnapshots } from "./cited.ts";
 export { listPrunes, type PruneRecord } from "./prune_records.ts";
@@ -101,60 +114,40 @@ export interface PruneOptions extends PrunePolicy {
 /** A snapshot that is a real change (or one not known to be volatile-only). */
 const REAL_CHANGE = (t: string) => sql.raw(`(${t}.payload_changed and ${t}.stable_changed is not false)`);
 
-/** The snapshots of ids (lo, hi] that the policy deletes (see the module's documentation). */
-function candidates(lo: string, hi: string, cutoff: Date, unit: "hour" | "day", keep: string[]) {
+/**
+ * The rows of `snapshot_rows` with ids in (lo, hi] that the policy deletes (see the module's documentation),
+ * as `from … where …` over `r` (the row; its series' device and label are read once per series, by
+ * {@link SeriesNames}: `snapshot_series` takes an update per insert and a per-row join of it is slow). `legacy`: whether `snapshots_legacy` may still
+ * hold rows, whose neighbours are then kept.
+ */
+function candidates(
+  lo: string,
+  hi: string,
+  cutoff: Date,
+  unit: "hour" | "day",
+  keep: string[],
+  legacy: boolean,
+) {
+  const legacyNeighbour = legacy
+    ? sql`and not exists (select 1 from snapshot_series se join snapshots_legacy l
+          on l.device_id = se.device_id and l.endpoint_label = se.endpoint_label
+        where se.id = r.series_id
+          and l.id >= p.id and l.id <= n.id)`
+    : sql``;
   return sql`
-    from snapshots s
-    where s.id > ${lo}::bigint and s.id <= ${hi}::bigint
-      and s.collected_at < ${cutoff}
-      and s.test_run_execution_id is null
-      and not (s.id = any(${keep}::bigint[]))
-      and not ${REAL_CHANGE("s")}
-      and coalesce((
-        select not ${REAL_CHANGE("n")} from snapshots n
-        where n.device_id = s.device_id and n.endpoint_label = s.endpoint_label and n.id > s.id
-        order by n.id limit 1
-      ), false)
-      and coalesce((
-        select date_trunc(${unit}, p.collected_at, 'UTC') = date_trunc(${unit}, s.collected_at, 'UTC')
-        from snapshots p
-        where p.device_id = s.device_id and p.endpoint_label = s.endpoint_label and p.id < s.id
-        order by p.id desc limit 1
-      ), false)`;
-}
-
-type Row = { device_id: string; endpoint_label: string; payload_sha256: string; bytes: number | string };
-
-class Tally {
-  snapshots = 0;
-  snapshotBytes = 0;
-  payloads = 0;
-  payloadBytes = 0;
-  #counts = new Map<string, PruneCount>();
-  constructor(counts: PruneCount[] = []) {
-    for (const c of counts) this.#counts.set(`${c.deviceId}\u0000${c.endpointLabel}`, { ...c });
-  }
-  add(rows: Row[]) {
-    for (const r of rows) {
-      const key = `${r.device_id}\u0000${r.endpoint_label}`;
-      let c = this.#counts.get(key);
-      if (!c) {
-        this.#counts.set(
-          key,
-          c = { deviceId: r.device_id, endpointLabel: r.endpoint_label, snapshots: 0, snapshotBytes: 0 },
-        );
-      }
-      c.snapshots++;
-      c.snapshotBytes += Number(r.bytes);
-      this.snapshots++;
-      this.snapshotBytes += Number(r.bytes);
-    }
-  }
-  counts(): PruneCount[] {
-    return [...this.#counts.values()].sort((a, b) =>
-      a.deviceId < b.deviceId ? -1 : a.deviceId > b.deviceId ? 1 : a.endpointLabel < b.endpointLabel ? -1 : 1
-    );
-  }
+    from snapshot_rows r
+      cross join lateral (select n.id, ${REAL_CHANGE("n")} as real from snapshot_rows n
+        where n.series_id = r.series_id and n.id > r.id order by n.id limit 1) n
+      cross join lateral (select p.id, p.collected_at from snapshot_rows p
+        where p.series_id = r.series_id and p.id < r.id order by p.id desc limit 1) p
+    where r.id > ${lo}::bigint and r.id <= ${hi}::bigint
+      and r.collected_at < ${cutoff}
+      and r.test_run_execution_id is null
+      and not (r.id = any(${keep}::bigint[]))
+      and not ${REAL_CHANGE("r")}
+      and not n.real
+      and date_trunc(${unit}, p.collected_at, 'UTC') = date_trunc(${unit}, r.collected_at, 'UTC')
+      ${legacyNeighbour}`;
 }
 
 const isForeignKeyViolation = (e: unknown) => (e as { code?: string })?.code === "23503";
@@ -175,7 +168,7 @@ const isForeignKeyViolation = (e: unknown) => (e as { code?: string })?.code ===
  */
 export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): Promise<PruneResult> {
   const batchSize = opts.batchSize ?? 2000;
-  const t0 = await sql<{ cutoff: Date | string; end_id: string }>`
+  const t0 = await sql<{ cutoff: Date | string; end_id: string; legacy: boolean }>`
     select date_trunc(
         ${opts.keepOnePer},
         coalesce(${
@@ -183,7 +176,12 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
   }::timestamptz, now()) - make_interval(days => ${opts.olderThanDays}::int),
         'UTC'
       )
-      as cutoff, coalesce((select max(id) from snapshots), 0)::text as end_id`.execute(db);
+      as cutoff,
+      greatest(coalesce((select max(id) from snapshot_rows), 0), coalesce((select max(id) from snapshots_legacy), 0))
+        ::text as end_id,
+      exists (select 1 from snapshots_legacy) as legacy`.execute(db);
+  // Legacy rows are only ever moved out (migration 0017): none at the start, none during the prune.
+  const legacy = t0.rows[0]!.legacy;
   const start = await startPrune(db, opts, {
     cutoff: new Date(t0.rows[0]!.cutoff),
     endId: t0.rows[0]!.end_id,
@@ -202,8 +200,9 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
   const keepIds = [...cited.ids].map(BigInt).sort((a, b) => a < b ? -1 : a > b ? 1 : 0);
   const keepIn = (lo: bigint, hi: bigint) => keepIds.filter((id) => id > lo && id <= hi).map(String);
   const citedHashes = [...cited.hashes];
-  /** Dry run: per payload hash of a deleted snapshot, how many of its snapshots would go. */
+  /** Dry run: per payload id of a deleted row, how many of its rows would go. */
   const wouldGo = new Map<string, number>();
+  const names = new SeriesNames();
   let longest = 0;
 
   while (BigInt(cursor) < BigInt(endId)) {
@@ -213,16 +212,16 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
       BigInt(lo) + BigInt(batchSize) < BigInt(endId) ? BigInt(lo) + BigInt(batchSize) : BigInt(endId),
     );
     const keep = keepIn(BigInt(lo), BigInt(hi));
-    const where = candidates(lo, hi, cutoff, policy.keepOnePer, keep);
+    const where = candidates(lo, hi, cutoff, policy.keepOnePer, keep, legacy);
     const started = performance.now();
     if (opts.dryRun) {
-      const rows = await sql<Row>`
-        select s.device_id, s.endpoint_label, s.payload_sha256, pg_column_size(s.*) as bytes ${where}`
-        .execute(db);
-      tally.add(rows.rows);
-      for (const r of rows.rows) wouldGo.set(r.payload_sha256, (wouldGo.get(r.payload_sha256) ?? 0) + 1);
+      const rows = (await sql<RowOf>`
+        select r.series_id::text as series_id, r.payload_id::text as payload_id, pg_column_size(r.*) as bytes
+        ${where}`.execute(db)).rows;
+      tally.add(await names.of(db, rows));
+      for (const r of rows) wouldGo.set(r.payload_id, (wouldGo.get(r.payload_id) ?? 0) + 1);
     } else {
-      tally = await deleteBatch(db, { where, pruneId: pruneId!, hi, batches, citedHashes }, tally);
+      tally = await deleteBatch(db, { where, pruneId: pruneId!, hi, batches, citedHashes, names }, tally);
     }
     longest = Math.max(longest, performance.now() - started);
     cursor = hi;
@@ -337,6 +336,7 @@ interface Batch {
   /** Batches done before this one. */
   batches: number;
   citedHashes: string[];
+  names: SeriesNames;
 }
 
 /**
@@ -344,21 +344,25 @@ interface Batch {
  * transaction; returns the tally after it.
  */
 async function deleteBatch(db: Kysely<Database>, b: Batch, tally: Tally): Promise<Tally> {
-  const { where, pruneId, hi, batches, citedHashes } = b;
+  const { where, pruneId, hi, batches, citedHashes, names } = b;
   for (let attempt = 1;; attempt++) {
     try {
       return await db.transaction().execute(async (tx) => {
         await sql`select set_config('dutlab.snapshot_prune', ${pruneId}, true)`.execute(tx);
-        const rows = (await sql<Row>`
-          delete from snapshots where id in (select s.id ${where})
-          returning device_id, endpoint_label, payload_sha256, pg_column_size(snapshots.*) as bytes`
-          .execute(tx)).rows;
-        const hashes = [...new Set(rows.map((r) => r.payload_sha256))];
-        const freed = hashes.length
+        const rows = await names.of(
+          tx,
+          (await sql<RowOf>`
+            delete from snapshot_rows x where x.id in (select r.id ${where})
+            returning x.series_id::text as series_id, x.payload_id::text as payload_id,
+              pg_column_size(x.*) as bytes`.execute(tx)).rows,
+        );
+        const ids = [...new Set(rows.map((r) => r.payload_id))];
+        const freed = ids.length
           ? (await sql<{ size_bytes: number }>`
             delete from snapshot_payloads p
-            where p.sha256 = any(${hashes}::text[]) and not (p.sha256 = any(${citedHashes}::text[]))
-              and not exists (select 1 from snapshots s where s.payload_sha256 = p.sha256)
+            where p.id = any(${ids}::bigint[]) and not (p.sha256 = any(${citedHashes}::text[]))
+              and not exists (select 1 from snapshot_rows r where r.payload_id = p.id)
+              and not exists (select 1 from snapshots_legacy l where l.payload_sha256 = p.sha256)
             returning p.size_bytes`.execute(tx)).rows
           : [];
         const next = new Tally(tally.counts());
@@ -388,8 +392,9 @@ async function deleteBatch(db: Kysely<Database>, b: Batch, tally: Tally): Promis
 }
 
 /**
- * Dry run: the payloads a prune would free (not cited, and every snapshot naming them would go), added to
- * `tally`. `wouldGo`: per payload hash of a deleted snapshot, how many of its snapshots would go.
+ * Dry run: the payloads a prune would free (not cited, no legacy row naming them, and every row of
+ * `snapshot_rows` naming them would go), added to `tally`. `wouldGo`: per payload id of a deleted row, how many
+ * of its rows would go.
  */
 async function countFreedPayloads(
   db: Kysely<Database>,
@@ -397,15 +402,15 @@ async function countFreedPayloads(
   citedHashes: ReadonlySet<string>,
   tally: Tally,
 ): Promise<void> {
-  const hashes = [...wouldGo.keys()].filter((h) => !citedHashes.has(h));
-  for (let i = 0; i < hashes.length; i += 1000) {
-    const part = hashes.slice(i, i + 1000);
-    const refs = await sql<{ sha256: string; n: string; size_bytes: number }>`
-      select p.sha256, (select count(*) from snapshots s where s.payload_sha256 = p.sha256)::text as n,
-        p.size_bytes
-      from snapshot_payloads p where p.sha256 = any(${part}::text[])`.execute(db);
+  const ids = [...wouldGo.keys()];
+  for (let i = 0; i < ids.length; i += 1000) {
+    const part = ids.slice(i, i + 1000);
+    const refs = await sql<{ id: string; sha256: string; n: string; legacy: boolean; size_bytes: number }>`
+      select p.id::text as id, p.sha256, (select count(*) from snapshot_rows r where r.payload_id = p.id)::text as n,
+        exists (select 1 from snapshots_legacy l where l.payload_sha256 = p.sha256) as legacy, p.size_bytes
+      from snapshot_payloads p where p.id = any(${part}::bigint[])`.execute(db);
     for (const r of refs.rows) {
-      if (Number(r.n) === wouldGo.get(r.sha256)) {
+      if (!r.legacy && !citedHashes.has(r.sha256) && Number(r.n) === wouldGo.get(r.id)) {
         tally.payloads++;
         tally.payloadBytes += Number(r.size_bytes);
       }
