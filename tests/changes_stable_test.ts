@@ -11,6 +11,7 @@ import { dbTest } from "@dutlab/core/testing";
 import { type HashedSnapshot, hashSnapshot, PollStore } from "@dutlab/core/testing";
 import { listChanges } from "@dutlab/core/testing";
 import { reconcilePatternSets } from "@dutlab/core/testing";
+import { remarkAll, remarkStep } from "@dutlab/core/testing";
 import { buildRegistry } from "@dutlab/core/testing";
 import type { Database } from "@dutlab/core/testing";
 import { testMigrator } from "@dutlab/core/testing";
@@ -190,11 +191,11 @@ dbTest(
     const r2 = buildRegistry(v2);
     const first = await reconcilePatternSets(k, r1);
     assert.deepEqual(
-      first.map((c) => [c.label, c.before, c.after, c.reset]),
+      first.map((c) => [c.label, c.before, c.after, c.remarkBelow]),
       [
-        ["system_info", null, '["/uptime","/version"]', 0],
-        ["ntp_config", null, "[]", 0],
-        ["decrypt_policy", null, "[]", 0],
+        ["system_info", null, '["/uptime","/version"]', null],
+        ["ntp_config", null, "[]", null],
+        ["decrypt_policy", null, "[]", null],
       ],
     );
     assert.deepEqual(await reconcilePatternSets(k, r1), []);
@@ -217,11 +218,53 @@ dbTest(
     // Adapter v2 no longer does: the flag computed under v1 would hide the upgrade.
     assert.deepEqual(await history(r2), [], "the stale flag hides the change until the set is reconciled");
     const changed = await reconcilePatternSets(k, r2);
-    assert.deepEqual(changed.map((c) => [c.vendor, c.label, c.before, c.after, c.reset]), [
-      ["fixture-fw", "system_info", '["/uptime","/version"]', '["/uptime"]', 3],
+    const top = String(BigInt(ids.at(-1)!) + 1n);
+    assert.deepEqual(changed.map((c) => [c.vendor, c.label, c.before, c.after, c.remarkBelow]), [
+      ["fixture-fw", "system_info", '["/uptime","/version"]', '["/uptime"]', top],
+    ]);
+    // Start-up only recorded the change: no flag is touched yet, and the history does not trust them.
+    assert.deepEqual((await flags(k, id, "system_info")).map(([, p, s]) => [p, s]), [
+      [false, false],
+      [true, false],
+      [true, false],
+      [true, false],
     ]);
     assert.deepEqual(await history(r2), [ids[2]]);
+    const pending = await listChanges(k, r2, id, {});
+    assert.ok("changes" in pending);
+    assert.deepEqual(pending.remarking, [{ endpointLabel: "system_info", belowId: top, remaining: null }]);
+    // `volatile=include` reads every hash change anyway: nothing to report.
+    const incl = await listChanges(k, r2, id, { volatile: "include" });
+    assert.ok("changes" in incl && incl.remarking === undefined);
     assert.deepEqual(await reconcilePatternSets(k, r2), [], "done once");
+    // The background re-mark, in batches of one: a step under another release's patterns does nothing.
+    assert.equal(await remarkStep(k, r1, "fixture-fw", "system_info", 1), null);
+    const step = await remarkStep(k, r2, "fixture-fw", "system_info", 1);
+    assert.deepEqual(step, {
+      vendor: "fixture-fw",
+      label: "system_info",
+      compared: 1,
+      forgotten: 0,
+      done: false,
+    });
+    const mid = await listChanges(k, r2, id, {});
+    assert.ok("changes" in mid);
+    assert.deepEqual(mid.changes.map((c) => c.snapshotId), [ids[2]], "correct half-way");
+    assert.deepEqual(mid.remarking, [{ endpointLabel: "system_info", belowId: ids[3], remaining: 2 }]);
+    assert.deepEqual(await remarkAll(k, r2, { batch: 1 }), [
+      { vendor: "fixture-fw", label: "system_info", compared: 2, forgotten: 1, done: true },
+    ]);
+    // Only the upgrade's flag no longer holds under v2; the uptime-only polls keep `false`.
+    assert.deepEqual((await flags(k, id, "system_info")).map(([, p, s]) => [p, s]), [
+      [false, false],
+      [true, false],
+      [true, null],
+      [true, false],
+    ]);
+    const done = await listChanges(k, r2, id, {});
+    assert.ok("changes" in done && done.remarking === undefined);
+    assert.deepEqual(done.changes.map((c) => c.snapshotId), [ids[2]]);
+    assert.deepEqual(await remarkAll(k, r2), [], "nothing pending");
     // New polls under v2: the first is compared with a hash made under v1 (never equal, so a candidate that
     // is compared in full); after it the flags are v2's.
     await poll("2.0", 10, ["/uptime"]);
@@ -234,8 +277,8 @@ dbTest(
     // A set that only gains a pattern keeps the flags: equal without the old patterns is equal without more.
     const v3 = buildRegistry(modulesWith({ system_info: ["/uptime", "/serial"] }));
     const gained = await reconcilePatternSets(k, v3);
-    assert.deepEqual(gained.map((c) => [c.label, c.before, c.after, c.reset]), [
-      ["system_info", '["/uptime"]', '["/serial","/uptime"]', 0],
+    assert.deepEqual(gained.map((c) => [c.label, c.before, c.after, c.remarkBelow]), [
+      ["system_info", '["/uptime"]', '["/serial","/uptime"]', null],
     ]);
     assert.deepEqual(await history(v3), [all[6], ids[2]]);
     // A vendor that is gone keeps no patterns: its non-empty set is reconciled to none.

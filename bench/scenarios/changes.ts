@@ -19,7 +19,7 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../../core/src/db/schema.ts";
 import { reconcilePatternSets } from "../../core/src/snapshots/stable.ts";
-import { listChanges } from "../../core/src/snapshots/diff.ts";
+import { listChanges } from "../../core/src/snapshots/changes.ts";
 import { hashSnapshot } from "../../core/src/poller/store.ts";
 import { patternSetKey, volatileFor } from "../../core/src/snapshots/volatile.ts";
 import { canonicalJson } from "../../core/src/util/hash.ts";

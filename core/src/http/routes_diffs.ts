@@ -4,7 +4,8 @@ import { json, notFoundResponse, problemResponses } from "./openapi_util.ts";
 import { IdParam } from "../api/schemas.ts";
 import { cursorParam, dateTimeParam, limitParam } from "../api/schemas_query.ts";
 import { problems } from "./problem.ts";
-import { listChanges, snapshotDiff } from "../snapshots/diff.ts";
+import { snapshotDiff } from "../snapshots/diff.ts";
+import { listChanges } from "../snapshots/changes.ts";
 
 const snapshotIdParam = (what: string) =>
   z.string().regex(/^\d{1,19}$/, "must be a snapshot id (digits)").openapi({ description: what });

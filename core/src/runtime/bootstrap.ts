@@ -20,6 +20,7 @@ import { PollWorker } from "../poller/worker.ts";
 import { CORE_VERSION } from "../version.ts";
 import { reencryptCredentials } from "../devices/key_rotation.ts";
 import { reconcilePatternSets } from "../snapshots/stable.ts";
+import { remarkAll } from "../snapshots/remark.ts";
 
 export type { LoadedModules } from "../registry.ts";
 export { buildRegistry } from "../registry.ts";
@@ -105,6 +106,7 @@ export async function bootstrap(
   }
   started(registry, db);
   const stack = closeStack(st, db, services, () => services.pdf.close());
+  if (serve) stack.defer(startRemark(db, registry));
   return runtime(stack, { config, db, registry, services });
 }
 
@@ -228,11 +230,15 @@ async function start<E extends Entry>(
     const applied = await migrate(db.kysely);
     if (applied.length) log.info("Applied migrations: {applied}", { applied: applied.join(", ") });
     // Before anything polls or reads the change history: flags computed under older volatile patterns.
+    // Records only; the re-mark of older rows runs in the background (`startRemark`), start-up does not wait.
     for (const c of await reconcilePatternSets(db.kysely, registry)) {
-      if (c.before === null && c.reset === 0) continue; // first record of the set, nothing to forget
+      if (c.before === null) continue; // first record of the set, nothing to re-mark
       log.info(
-        "Volatile paths of {vendor} {label} changed ({before} to {after}): {reset} snapshot(s) will be compared in full by the change history",
-        { ...c, before: c.before ?? "not recorded" },
+        "Volatile paths of {vendor} {label} changed ({before} to {after}): " +
+          (c.remarkBelow === null
+            ? "stored flags still hold"
+            : "older snapshots are re-marked in the background and compared in full until then"),
+        { ...c },
       );
     }
   } catch (e) {
@@ -264,6 +270,32 @@ function started(registry: Registry, db: Db): void {
       { checks: registry.unservedChecks.join(", ") },
     );
   }
+}
+
+/**
+ * The background re-mark of stable flags after a volatile-path change (remark.ts), started by `serve`;
+ * returns its stop (awaited at close, before the database closes).
+ */
+function startRemark(db: Db, registry: Registry): () => Promise<void> {
+  const ac = new AbortController();
+  const log = logger("snapshots");
+  const job = remarkAll(db.kysely, registry, { signal: ac.signal, pauseMs: 20 }).then(
+    (steps) => {
+      for (const s of steps) {
+        if (s.done) {
+          log.info("Re-marked {compared} snapshot(s) of {vendor} {label}: {forgotten} now compared in full", {
+            ...s,
+          });
+        }
+      }
+    },
+    (e) =>
+      log.error("Re-marking stable flags failed (retried at the next start): {error}", { error: String(e) }),
+  );
+  return async () => {
+    ac.abort();
+    await job;
+  };
 }
 
 /**
