@@ -370,3 +370,97 @@ dbTest("rows written before migration 0011 have no stable flag and still count a
   assert.ok("changes" in r);
   assert.deepEqual(r.changes.map((c) => c.snapshotId), [f[6]![0], f[2]![0]]);
 });
+
+dbTest(
+  "rows not yet compacted: the history and the re-mark cross from snapshot_rows into snapshots_legacy",
+  async (db) => {
+    const k = db.kysely;
+    const m = await testMigrator(k);
+    const v1 = modulesWith({ system_info: ["/uptime", "/version"] });
+    const v2 = buildRegistry(modulesWith({ system_info: ["/uptime"] }));
+    const { svc } = await setup(db, {}, v1);
+    const r1 = buildRegistry(v1);
+    await reconcilePatternSets(k, r1);
+    const id = await addDevice(svc, "https://192.0.2.14");
+    const row = await svc.devices.get(id);
+    const down = await m.migrateTo("2026_11_25_0016_labs");
+    if (down.error) throw down.error;
+    // Before 0017: one table with the stable hash per row (the insert trigger sets the flags).
+    const P1 = ["/uptime", "/version"];
+    const legacy = async (version: string, uptime: number) => {
+      const s = await snap("system_info", { model: "FX-1000", version, uptime }, P1);
+      await sql`insert into snapshot_payloads (sha256, payload, size_bytes) values (${s.sha256}, ${s.text},
+        ${s.size}) on conflict do nothing`.execute(k);
+      await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, stable_sha256, collected_at,
+        adapter_module, adapter_version) values (${id}::uuid, 'system_info', ${s.sha256}, ${s.stableSha256!},
+        now(), ${MODULE.name}, ${MODULE.version})`.execute(k);
+    };
+    await legacy("1.0", 1);
+    await legacy("1.1", 2); // only /version moved: false under v1
+    await legacy("1.1", 3);
+    const up = await m.migrateToLatest();
+    if (up.error) throw up.error;
+    const store = new PollStore(k);
+    for (const [v, u] of [["1.2", 4], ["1.2", 5]] as const) {
+      await store.write(row, MODULE, {
+        status: "ok",
+        error: "collected 1 snapshot(s)",
+        snapshots: [await snap("system_info", { model: "FX-1000", version: v, uptime: u }, P1)],
+      });
+    }
+    const legacyIds = (await sql<{ id: string }>`select id::text as id from snapshots_legacy
+      where device_id = ${id}::uuid order by id`.execute(k)).rows.map((r) => r.id);
+    const rowIds = (await sql<{ id: string }>`select r.id::text as id from snapshot_rows r
+      join snapshot_series se on se.id = r.series_id where se.device_id = ${id}::uuid order by r.id`.execute(
+      k,
+    ))
+      .rows.map((r) => r.id);
+    assert.equal(legacyIds.length, 3);
+    assert.equal(rowIds.length, 2);
+    const f = await flags(k, id, "system_info");
+    assert.deepEqual(f.map(([, p, s]) => [p, s]), [
+      [false, false],
+      [true, false],
+      [true, false],
+      [true, false], // 1.1 -> 1.2 compared with the legacy row's stable hash: only /version, volatile in v1
+      [true, false],
+    ]);
+    const history = async (registry: typeof r1, q = {}) => {
+      const r = await listChanges(k, registry, id, q);
+      assert.ok("changes" in r);
+      return r.changes.map((c) => [c.snapshotId, c.previousId]);
+    };
+    assert.deepEqual(await history(r1), []);
+    // With volatile paths included, the oldest compacted row's previous poll is the newest legacy row.
+    assert.deepEqual(await history(r1, { volatile: "include" }), [
+      [rowIds[1], rowIds[0]],
+      [rowIds[0], legacyIds[2]],
+      [legacyIds[2], legacyIds[1]],
+      [legacyIds[1], legacyIds[0]],
+    ]);
+    // v2 no longer calls /version volatile: the two upgrades are changes, in both tables, before and after
+    // the re-mark.
+    const [c] = await reconcilePatternSets(k, v2);
+    assert.ok(c?.remarkBelow);
+    const want = [[rowIds[0], legacyIds[2]], [legacyIds[1], legacyIds[0]]];
+    assert.deepEqual(await history(v2), want);
+    assert.deepEqual(await history(v2, { label: "system_info" }), want);
+    assert.deepEqual(await remarkAll(k, v2, { batch: 2 }), [
+      { vendor: "fixture-fw", label: "system_info", compared: 4, forgotten: 2, done: true },
+    ]);
+    assert.deepEqual((await flags(k, id, "system_info")).map(([, p, s]) => [p, s]), [
+      [false, false],
+      [true, null],
+      [true, false],
+      [true, null],
+      [true, false],
+    ]);
+    assert.deepEqual(await history(v2), want);
+    // A page of one, then the next through the cursor.
+    const p1 = await listChanges(k, v2, id, { limit: 1 });
+    assert.ok("changes" in p1 && p1.nextCursor);
+    const p2 = await listChanges(k, v2, id, { limit: 1, cursor: p1.nextCursor });
+    assert.ok("changes" in p2);
+    assert.deepEqual(p2.changes.map((x) => x.snapshotId), [legacyIds[1]]);
+  },
+);
