@@ -15,7 +15,7 @@ import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import { canonicalJson } from "../util/hash.ts";
 import { patternSetKey, stripVolatile, volatileFor } from "./volatile.ts";
-import { payloadsBySha, previousLateral } from "./series.ts";
+import { previousLateral } from "./series.ts";
 
 /** A label whose older flags are not re-marked yet, as the change history reports it. */
 export interface Remarking {
@@ -99,26 +99,24 @@ export async function remarkStep(
       }) u`.execute(tx);
       remaining = Number(c.rows[0]?.n ?? 0);
     }
-    const rows = (await sql<{ id: string; sha: string; prev_sha: string | null }>`
-      select u.id::text as id,
-        coalesce(u.psha, (select p.sha256 from snapshot_payloads p where p.id = u.pid)) as sha,
-        prev.sha as prev_sha
+    // Each row with its payload and the previous row's, as text, in one round trip.
+    const rows = (await sql<{ id: string; payload: string; prev: string | null }>`
+      select u.id::text as id, pa.payload, pb.payload as prev
       from (${falseRows(vendor, label, set.below, batch)} order by 1 desc limit ${batch}) u
       left join lateral ${
       previousLateral(sql`u.sid`, sql`u.dev`, sql`${label}::text`, sql`u.id`)
     } prev on true
+      join snapshot_payloads pa on pa.sha256 = coalesce(u.psha,
+        (select p.sha256 from snapshot_payloads p where p.id = u.pid))
+      left join snapshot_payloads pb on pb.sha256 = prev.sha
       order by u.id desc`.execute(tx)).rows;
-    const p = await payloadsBySha(
-      tx,
-      rows.flatMap((r) => r.prev_sha === null ? [r.sha] : [r.sha, r.prev_sha]),
-    );
     const canon = new Map<string, string>();
-    const stripped = (sha: string) => {
-      let c = canon.get(sha);
-      if (c === undefined) canon.set(sha, c = canonicalJson(stripVolatile(p.get(sha), patterns)));
+    const stripped = (text: string) => {
+      let c = canon.get(text);
+      if (c === undefined) canon.set(text, c = canonicalJson(stripVolatile(JSON.parse(text), patterns)));
       return c;
     };
-    const forget = rows.filter((r) => r.prev_sha === null || stripped(r.sha) !== stripped(r.prev_sha))
+    const forget = rows.filter((r) => r.prev === null || stripped(r.payload) !== stripped(r.prev))
       .map((r) => r.id);
     if (forget.length) {
       await sql`update snapshot_rows set stable_changed = null where id = any(${forget}::bigint[])`.execute(
