@@ -399,7 +399,7 @@ dbTest("snapshot-fresh is judged against asOf, not against now", async (db) => {
 });
 
 dbTest(
-  "the asOf read is a range of snapshots_device_label_id per pair, never a scan of the primary key or the table",
+  "the asOf read is a range of the pair's series (and of snapshots_device_label_id), never a scan of the primary key or the table",
   async (db) => {
     const { svc } = await testServices(db, modules);
     const ids: string[] = [];
@@ -428,7 +428,9 @@ dbTest(
     from generate_series(1, 2000) g, unnest(${ids}::uuid[]) as d(id),
       unnest(array['ntp_config', 'system_info', 'interfaces', 'resources', 'fabric']) as l(label)
     order by g`.execute(db.kysely);
-    await sql`analyze snapshots`.execute(db.kysely);
+    for (const t of ["snapshot_rows", "snapshot_series", "snapshots_legacy"]) {
+      await sql`analyze ${sql.table(t)}`.execute(db.kysely);
+    }
     const asOf = new Date(Date.now() - 3 * 3_600_000);
     const q = latestAsOfSql(["ntp_config", "system_info"], [ids.join(","), ids.join(",")], asOf);
     const explained = await sql<{ "QUERY PLAN": unknown }>`explain (format json) ${q}`.execute(db.kysely);
@@ -442,17 +444,22 @@ dbTest(
       (typeof plan === "string" ? JSON.parse(plan) : plan as Array<{ Plan: Record<string, unknown> }>)[0]
         .Plan,
     );
-    const onSnapshots = nodes.filter((n) => n["Relation Name"] === "snapshots");
+    const all = JSON.stringify(nodes.map((n) => [n["Node Type"], n["Relation Name"], n["Index Name"]]));
+    const onRows = nodes.filter((n) => n["Relation Name"] === "snapshot_rows");
     assert.deepEqual(
-      onSnapshots.map((n) => [n["Node Type"], n["Index Name"], n["Scan Direction"]]),
-      [["Index Scan", "snapshots_device_label_id", "Forward"]],
-      JSON.stringify(nodes.map((n) => [n["Node Type"], n["Relation Name"], n["Index Name"]])),
+      onRows.map((n) => [n["Node Type"], n["Index Name"], n["Scan Direction"]]),
+      [["Index Scan", "snapshot_rows_series_id", "Backward"]],
+      all,
     );
     assert.match(
-      String(onSnapshots[0]!["Index Cond"]),
-      /^\(\(ROW\(device_id, endpoint_label\) >= ROW\(n\.device_id, g\.label\)\) AND \(ROW\(device_id, endpoint_label\) <= ROW\(n\.device_id, g\.label\)\)\)$/,
-      "both bounds of the pair are the index condition",
+      String(onRows[0]!["Index Cond"]),
+      /^\(\(series_id >= se\.id\) AND \(series_id <= se\.id\)\)$/,
+      "both bounds of the series are the index condition",
     );
+    // The rows not yet compacted (none here): never a scan of the whole legacy table.
+    const onLegacy = nodes.filter((n) => n["Relation Name"] === "snapshots_legacy");
+    assert.equal(onLegacy.length, 1, all);
+    assert.notEqual(onLegacy[0]!["Node Type"], "Seq Scan", all);
     // And the statement answers: per pair, the last snapshot collected at or before asOf.
     const { rows } = await q.execute(db.kysely);
     assert.equal(rows.length, 8);

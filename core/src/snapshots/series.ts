@@ -60,3 +60,41 @@ export async function payloadsBySha(db: Kysely<Database>, hashes: string[]): Pro
   for (const r of rows) out.set(r.sha256, JSON.parse(r.payload));
   return out;
 }
+
+/** A snapshot found by a series walk: id (text), device, label, payload hash and collection time. */
+export interface SeriesSnap {
+  id: string;
+  device_id: string;
+  endpoint_label: string;
+  payload_sha256: string;
+  collected_at: Date | string;
+}
+
+/**
+ * The newest snapshot (highest id) of a device and label collected at or before `at`: a backward walk of the
+ * series on `snapshot_rows_series_id` and of `snapshots_legacy` on `snapshots_device_label_id`, each stopping
+ * at its first row collected at or before `at`; the newer of the two.
+ */
+export async function lastSnapshotAt(
+  db: Kysely<Database>,
+  deviceId: string,
+  label: string,
+  at: Date,
+): Promise<SeriesSnap | undefined> {
+  const r = await sql<SeriesSnap>`
+    select z.id::text as id, ${deviceId}::uuid::text as device_id, ${label}::text as endpoint_label,
+      z.payload_sha256, z.collected_at from (
+      (select r.id, (select p.sha256 from snapshot_payloads p where p.id = r.payload_id) as payload_sha256,
+          r.collected_at
+        from snapshot_rows r
+        where r.series_id = (select se.id from snapshot_series se
+            where se.device_id = ${deviceId}::uuid and se.endpoint_label = ${label})
+          and r.collected_at <= ${at}
+        order by r.id desc limit 1)
+      union all
+      (select l.id, l.payload_sha256, l.collected_at from snapshots_legacy l
+        where l.device_id = ${deviceId}::uuid and l.endpoint_label = ${label} and l.collected_at <= ${at}
+        order by l.id desc limit 1)
+    ) z order by z.id desc limit 1`.execute(db);
+  return r.rows[0];
+}
