@@ -124,6 +124,24 @@ dbTest(
     );
     assert.equal(loud.changes.length, 99);
     assert.equal((await get(`/api/admin/dut/devices/${id}/changes?label=system_info`)).changes.length, 0);
+    // The flags were recorded under a set with one more pattern: start-up records the change and the route
+    // says which label waits for the background re-mark, with the same changes meanwhile.
+    await reconcilePatternSets(k, svc.registry);
+    await k.updateTable("volatile_path_sets").set({ patterns: '["/dropped","/uptime"]' })
+      .where("vendor", "=", "fixture-fw").where("endpoint_label", "=", "system_info").execute();
+    const [changed, ...none] = await reconcilePatternSets(k, svc.registry);
+    assert.deepEqual([changed?.label, none], ["system_info", []]);
+    const pending = await get(`/api/admin/dut/devices/${id}/changes`);
+    assert.deepEqual(pending.remarking, [
+      { endpointLabel: "system_info", belowId: changed?.remarkBelow, remaining: null },
+    ]);
+    assert.deepEqual(pending.changes, page.changes);
+    assert.deepEqual(await remarkAll(k, svc.registry, { batch: 40 }), [
+      { vendor: "fixture-fw", label: "system_info", compared: 99, forgotten: 0, done: true },
+    ]);
+    const after = await get(`/api/admin/dut/devices/${id}/changes`);
+    assert.equal("remarking" in after, false);
+    assert.deepEqual(after.changes, page.changes);
   },
 );
 
