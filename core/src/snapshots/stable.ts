@@ -5,8 +5,8 @@
  * is no longer volatile), a stored `false` may hide what is now a change, so at start-up every changed set
  * records that the rows of its vendor and label below the newest id are not re-marked (`remark_below`,
  * migration 2026_11_25_0018): the change history compares those in full (as an unknown flag) while a
- * background job (remark.ts) re-marks them in bounded batches. Start-up reads no snapshot for it. A set that only gained patterns keeps them: what was equal without the old
- * patterns is equal without more. Sets are kept per vendor and label in `volatile_path_sets`. A vendor and
+ * background job (remark.ts) re-marks them in bounded batches. Start-up reads no snapshot for it. A set that
+ * only gained patterns keeps them: what was equal without the old patterns is equal without more. Sets are kept per vendor and label in `volatile_path_sets`. A vendor and
  * label with no row yet has no flag to forget: every process that writes snapshots records its sets here at
  * start-up, before it polls (`bootstrap`), so the first record (after the upgrade to migration 0011, or for a
  * new adapter) reads no snapshot at all, however large the table.
