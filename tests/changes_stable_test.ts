@@ -11,6 +11,7 @@ import { dbTest } from "@dutlab/core/testing";
 import { type HashedSnapshot, hashSnapshot, PollStore } from "@dutlab/core/testing";
 import { listChanges } from "@dutlab/core/testing";
 import { reconcilePatternSets } from "@dutlab/core/testing";
+import { remarkAll, remarkStep } from "@dutlab/core/testing";
 import { buildRegistry } from "@dutlab/core/testing";
 import type { Database } from "@dutlab/core/testing";
 import { testMigrator } from "@dutlab/core/testing";
@@ -123,6 +124,24 @@ dbTest(
     );
     assert.equal(loud.changes.length, 99);
     assert.equal((await get(`/api/admin/dut/devices/${id}/changes?label=system_info`)).changes.length, 0);
+    // The flags were recorded under a set with one more pattern: start-up records the change and the route
+    // says which label waits for the background re-mark, with the same changes meanwhile.
+    await reconcilePatternSets(k, svc.registry);
+    await k.updateTable("volatile_path_sets").set({ patterns: '["/dropped","/uptime"]' })
+      .where("vendor", "=", "fixture-fw").where("endpoint_label", "=", "system_info").execute();
+    const [changed, ...none] = await reconcilePatternSets(k, svc.registry);
+    assert.deepEqual([changed?.label, none], ["system_info", []]);
+    const pending = await get(`/api/admin/dut/devices/${id}/changes`);
+    assert.deepEqual(pending.remarking, [
+      { endpointLabel: "system_info", belowId: changed?.remarkBelow, remaining: null },
+    ]);
+    assert.deepEqual(pending.changes, page.changes);
+    assert.deepEqual(await remarkAll(k, svc.registry, { batch: 40 }), [
+      { vendor: "fixture-fw", label: "system_info", compared: 99, forgotten: 0, done: true },
+    ]);
+    const after = await get(`/api/admin/dut/devices/${id}/changes`);
+    assert.equal("remarking" in after, false);
+    assert.deepEqual(after.changes, page.changes);
   },
 );
 
@@ -190,11 +209,11 @@ dbTest(
     const r2 = buildRegistry(v2);
     const first = await reconcilePatternSets(k, r1);
     assert.deepEqual(
-      first.map((c) => [c.label, c.before, c.after, c.reset]),
+      first.map((c) => [c.label, c.before, c.after, c.remarkBelow]),
       [
-        ["system_info", null, '["/uptime","/version"]', 0],
-        ["ntp_config", null, "[]", 0],
-        ["decrypt_policy", null, "[]", 0],
+        ["system_info", null, '["/uptime","/version"]', null],
+        ["ntp_config", null, "[]", null],
+        ["decrypt_policy", null, "[]", null],
       ],
     );
     assert.deepEqual(await reconcilePatternSets(k, r1), []);
@@ -217,11 +236,53 @@ dbTest(
     // Adapter v2 no longer does: the flag computed under v1 would hide the upgrade.
     assert.deepEqual(await history(r2), [], "the stale flag hides the change until the set is reconciled");
     const changed = await reconcilePatternSets(k, r2);
-    assert.deepEqual(changed.map((c) => [c.vendor, c.label, c.before, c.after, c.reset]), [
-      ["fixture-fw", "system_info", '["/uptime","/version"]', '["/uptime"]', 3],
+    const top = String(BigInt(ids.at(-1)!) + 1n);
+    assert.deepEqual(changed.map((c) => [c.vendor, c.label, c.before, c.after, c.remarkBelow]), [
+      ["fixture-fw", "system_info", '["/uptime","/version"]', '["/uptime"]', top],
+    ]);
+    // Start-up only recorded the change: no flag is touched yet, and the history does not trust them.
+    assert.deepEqual((await flags(k, id, "system_info")).map(([, p, s]) => [p, s]), [
+      [false, false],
+      [true, false],
+      [true, false],
+      [true, false],
     ]);
     assert.deepEqual(await history(r2), [ids[2]]);
+    const pending = await listChanges(k, r2, id, {});
+    assert.ok("changes" in pending);
+    assert.deepEqual(pending.remarking, [{ endpointLabel: "system_info", belowId: top, remaining: null }]);
+    // `volatile=include` reads every hash change anyway: nothing to report.
+    const incl = await listChanges(k, r2, id, { volatile: "include" });
+    assert.ok("changes" in incl && incl.remarking === undefined);
     assert.deepEqual(await reconcilePatternSets(k, r2), [], "done once");
+    // The background re-mark, in batches of one: a step under another release's patterns does nothing.
+    assert.equal(await remarkStep(k, r1, "fixture-fw", "system_info", 1), null);
+    const step = await remarkStep(k, r2, "fixture-fw", "system_info", 1);
+    assert.deepEqual(step, {
+      vendor: "fixture-fw",
+      label: "system_info",
+      compared: 1,
+      forgotten: 0,
+      done: false,
+    });
+    const mid = await listChanges(k, r2, id, {});
+    assert.ok("changes" in mid);
+    assert.deepEqual(mid.changes.map((c) => c.snapshotId), [ids[2]], "correct half-way");
+    assert.deepEqual(mid.remarking, [{ endpointLabel: "system_info", belowId: ids[3], remaining: 2 }]);
+    assert.deepEqual(await remarkAll(k, r2, { batch: 1 }), [
+      { vendor: "fixture-fw", label: "system_info", compared: 2, forgotten: 1, done: true },
+    ]);
+    // Only the upgrade's flag no longer holds under v2; the uptime-only polls keep `false`.
+    assert.deepEqual((await flags(k, id, "system_info")).map(([, p, s]) => [p, s]), [
+      [false, false],
+      [true, false],
+      [true, null],
+      [true, false],
+    ]);
+    const done = await listChanges(k, r2, id, {});
+    assert.ok("changes" in done && done.remarking === undefined);
+    assert.deepEqual(done.changes.map((c) => c.snapshotId), [ids[2]]);
+    assert.deepEqual(await remarkAll(k, r2), [], "nothing pending");
     // New polls under v2: the first is compared with a hash made under v1 (never equal, so a candidate that
     // is compared in full); after it the flags are v2's.
     await poll("2.0", 10, ["/uptime"]);
@@ -234,8 +295,8 @@ dbTest(
     // A set that only gains a pattern keeps the flags: equal without the old patterns is equal without more.
     const v3 = buildRegistry(modulesWith({ system_info: ["/uptime", "/serial"] }));
     const gained = await reconcilePatternSets(k, v3);
-    assert.deepEqual(gained.map((c) => [c.label, c.before, c.after, c.reset]), [
-      ["system_info", '["/uptime"]', '["/serial","/uptime"]', 0],
+    assert.deepEqual(gained.map((c) => [c.label, c.before, c.after, c.remarkBelow]), [
+      ["system_info", '["/uptime"]', '["/serial","/uptime"]', null],
     ]);
     assert.deepEqual(await history(v3), [all[6], ids[2]]);
     // A vendor that is gone keeps no patterns: its non-empty set is reconciled to none.
@@ -327,3 +388,97 @@ dbTest("rows written before migration 0011 have no stable flag and still count a
   assert.ok("changes" in r);
   assert.deepEqual(r.changes.map((c) => c.snapshotId), [f[6]![0], f[2]![0]]);
 });
+
+dbTest(
+  "rows not yet compacted: the history and the re-mark cross from snapshot_rows into snapshots_legacy",
+  async (db) => {
+    const k = db.kysely;
+    const m = await testMigrator(k);
+    const v1 = modulesWith({ system_info: ["/uptime", "/version"] });
+    const v2 = buildRegistry(modulesWith({ system_info: ["/uptime"] }));
+    const { svc } = await setup(db, {}, v1);
+    const r1 = buildRegistry(v1);
+    await reconcilePatternSets(k, r1);
+    const id = await addDevice(svc, "https://192.0.2.14");
+    const row = await svc.devices.get(id);
+    const down = await m.migrateTo("2026_11_25_0016_labs");
+    if (down.error) throw down.error;
+    // Before 0017: one table with the stable hash per row (the insert trigger sets the flags).
+    const P1 = ["/uptime", "/version"];
+    const legacy = async (version: string, uptime: number) => {
+      const s = await snap("system_info", { model: "FX-1000", version, uptime }, P1);
+      await sql`insert into snapshot_payloads (sha256, payload, size_bytes) values (${s.sha256}, ${s.text},
+        ${s.size}) on conflict do nothing`.execute(k);
+      await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, stable_sha256, collected_at,
+        adapter_module, adapter_version) values (${id}::uuid, 'system_info', ${s.sha256}, ${s.stableSha256!},
+        now(), ${MODULE.name}, ${MODULE.version})`.execute(k);
+    };
+    await legacy("1.0", 1);
+    await legacy("1.1", 2); // only /version moved: false under v1
+    await legacy("1.1", 3);
+    const up = await m.migrateToLatest();
+    if (up.error) throw up.error;
+    const store = new PollStore(k);
+    for (const [v, u] of [["1.2", 4], ["1.2", 5]] as const) {
+      await store.write(row, MODULE, {
+        status: "ok",
+        error: "collected 1 snapshot(s)",
+        snapshots: [await snap("system_info", { model: "FX-1000", version: v, uptime: u }, P1)],
+      });
+    }
+    const legacyIds = (await sql<{ id: string }>`select id::text as id from snapshots_legacy
+      where device_id = ${id}::uuid order by id`.execute(k)).rows.map((r) => r.id);
+    const rowIds = (await sql<{ id: string }>`select r.id::text as id from snapshot_rows r
+      join snapshot_series se on se.id = r.series_id where se.device_id = ${id}::uuid order by r.id`.execute(
+      k,
+    ))
+      .rows.map((r) => r.id);
+    assert.equal(legacyIds.length, 3);
+    assert.equal(rowIds.length, 2);
+    const f = await flags(k, id, "system_info");
+    assert.deepEqual(f.map(([, p, s]) => [p, s]), [
+      [false, false],
+      [true, false],
+      [true, false],
+      [true, false], // 1.1 -> 1.2 compared with the legacy row's stable hash: only /version, volatile in v1
+      [true, false],
+    ]);
+    const history = async (registry: typeof r1, q = {}) => {
+      const r = await listChanges(k, registry, id, q);
+      assert.ok("changes" in r);
+      return r.changes.map((c) => [c.snapshotId, c.previousId]);
+    };
+    assert.deepEqual(await history(r1), []);
+    // With volatile paths included, the oldest compacted row's previous poll is the newest legacy row.
+    assert.deepEqual(await history(r1, { volatile: "include" }), [
+      [rowIds[1], rowIds[0]],
+      [rowIds[0], legacyIds[2]],
+      [legacyIds[2], legacyIds[1]],
+      [legacyIds[1], legacyIds[0]],
+    ]);
+    // v2 no longer calls /version volatile: the two upgrades are changes, in both tables, before and after
+    // the re-mark.
+    const [c] = await reconcilePatternSets(k, v2);
+    assert.ok(c?.remarkBelow);
+    const want = [[rowIds[0], legacyIds[2]], [legacyIds[1], legacyIds[0]]];
+    assert.deepEqual(await history(v2), want);
+    assert.deepEqual(await history(v2, { label: "system_info" }), want);
+    assert.deepEqual(await remarkAll(k, v2, { batch: 2 }), [
+      { vendor: "fixture-fw", label: "system_info", compared: 4, forgotten: 2, done: true },
+    ]);
+    assert.deepEqual((await flags(k, id, "system_info")).map(([, p, s]) => [p, s]), [
+      [false, false],
+      [true, null],
+      [true, false],
+      [true, null],
+      [true, false],
+    ]);
+    assert.deepEqual(await history(v2), want);
+    // A page of one, then the next through the cursor.
+    const p1 = await listChanges(k, v2, id, { limit: 1 });
+    assert.ok("changes" in p1 && p1.nextCursor);
+    const p2 = await listChanges(k, v2, id, { limit: 1, cursor: p1.nextCursor });
+    assert.ok("changes" in p2);
+    assert.deepEqual(p2.changes.map((x) => x.snapshotId), [legacyIds[1]]);
+  },
+);

@@ -399,7 +399,7 @@ dbTest("snapshot-fresh is judged against asOf, not against now", async (db) => {
 });
 
 dbTest(
-  "the asOf read is a range of snapshots_device_label_id per pair, never a scan of the primary key or the table",
+  "the asOf read is a range of the pair's series (and of snapshots_device_label_id), never a scan of the primary key or the table",
   async (db) => {
     const { svc } = await testServices(db, modules);
     const ids: string[] = [];
@@ -421,14 +421,23 @@ dbTest(
     await sql`insert into snapshot_payloads (sha256, payload, size_bytes) values (${sha}, '{}', 2)`.execute(
       db.kysely,
     );
-    // 40,000 snapshots: 4 devices × 5 labels × 2,000 polls, one a minute, the newest an hour ago.
+    // 40,000 snapshots: 4 devices × 5 labels × 2,000 polls, one a minute, the newest an hour ago. The older
+    // half is not compacted yet (in snapshots_legacy, as migration 2026_11_25_0017 leaves rows until the
+    // compaction moves them; ids from the one sequence), the newer half written through the view.
+    const polls = (from: number, to: number) =>
+      sql`select d.id, l.label, ${sha}, now() - interval '1 hour' - make_interval(mins => 2000 - g), 'bench', '0'
+      from generate_series(${from}::int, ${to}::int) g, unnest(${ids}::uuid[]) as d(id),
+        unnest(array['ntp_config', 'system_info', 'interfaces', 'resources', 'fabric']) as l(label)
+      order by g`;
+    await sql`insert into snapshots_legacy (id, device_id, endpoint_label, payload_sha256, collected_at,
+        adapter_module, adapter_version) overriding system value
+      select nextval(pg_get_serial_sequence('snapshot_rows', 'id')), p.* from (${polls(1, 1000)}) p`
+      .execute(db.kysely);
     await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, collected_at, adapter_module,
-      adapter_version)
-    select d.id, l.label, ${sha}, now() - interval '1 hour' - make_interval(mins => 2000 - g), 'bench', '0'
-    from generate_series(1, 2000) g, unnest(${ids}::uuid[]) as d(id),
-      unnest(array['ntp_config', 'system_info', 'interfaces', 'resources', 'fabric']) as l(label)
-    order by g`.execute(db.kysely);
-    await sql`analyze snapshots`.execute(db.kysely);
+      adapter_version) ${polls(1001, 2000)}`.execute(db.kysely);
+    for (const t of ["snapshot_rows", "snapshot_series", "snapshots_legacy"]) {
+      await sql`analyze ${sql.table(t)}`.execute(db.kysely);
+    }
     const asOf = new Date(Date.now() - 3 * 3_600_000);
     const q = latestAsOfSql(["ntp_config", "system_info"], [ids.join(","), ids.join(",")], asOf);
     const explained = await sql<{ "QUERY PLAN": unknown }>`explain (format json) ${q}`.execute(db.kysely);
@@ -442,14 +451,26 @@ dbTest(
       (typeof plan === "string" ? JSON.parse(plan) : plan as Array<{ Plan: Record<string, unknown> }>)[0]
         .Plan,
     );
-    const onSnapshots = nodes.filter((n) => n["Relation Name"] === "snapshots");
+    const all = JSON.stringify(nodes.map((n) => [n["Node Type"], n["Relation Name"], n["Index Name"]]));
+    const onRows = nodes.filter((n) => n["Relation Name"] === "snapshot_rows");
     assert.deepEqual(
-      onSnapshots.map((n) => [n["Node Type"], n["Index Name"], n["Scan Direction"]]),
-      [["Index Scan", "snapshots_device_label_id", "Forward"]],
-      JSON.stringify(nodes.map((n) => [n["Node Type"], n["Relation Name"], n["Index Name"]])),
+      onRows.map((n) => [n["Node Type"], n["Index Name"], n["Scan Direction"]]),
+      [["Index Scan", "snapshot_rows_series_id", "Backward"]],
+      all,
     );
     assert.match(
-      String(onSnapshots[0]!["Index Cond"]),
+      String(onRows[0]!["Index Cond"]),
+      /^\(\(series_id >= se\.id\) AND \(series_id <= se\.id\)\)$/,
+      "both bounds of the series are the index condition",
+    );
+    const onLegacy = nodes.filter((n) => n["Relation Name"] === "snapshots_legacy");
+    assert.deepEqual(
+      onLegacy.map((n) => [n["Node Type"], n["Index Name"], n["Scan Direction"]]),
+      [["Index Scan", "snapshots_device_label_id", "Forward"]],
+      all,
+    );
+    assert.match(
+      String(onLegacy[0]!["Index Cond"]),
       /^\(\(ROW\(device_id, endpoint_label\) >= ROW\(n\.device_id, g\.label\)\) AND \(ROW\(device_id, endpoint_label\) <= ROW\(n\.device_id, g\.label\)\)\)$/,
       "both bounds of the pair are the index condition",
     );

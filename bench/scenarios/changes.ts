@@ -19,7 +19,8 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../../core/src/db/schema.ts";
 import { reconcilePatternSets } from "../../core/src/snapshots/stable.ts";
-import { listChanges } from "../../core/src/snapshots/diff.ts";
+import { remarkAll } from "../../core/src/snapshots/remark.ts";
+import { listChanges } from "../../core/src/snapshots/changes.ts";
 import { hashSnapshot } from "../../core/src/poller/store.ts";
 import { patternSetKey, volatileFor } from "../../core/src/snapshots/volatile.ts";
 import { canonicalJson } from "../../core/src/util/hash.ts";
@@ -87,7 +88,11 @@ async function one(ctx: Ctx, backend: Backend, kind: Case): Promise<Figure[]> {
   }
   const t0 = performance.now();
   // Odd polls: ntp_config, its payload index stepping every SNAPSHOTS / (CHANGES + 1) rows; even: system_info.
-  const batch = 100_000;
+  // Small statements: through the view's INSTEAD OF INSERT trigger (migration 0017) every row updates its
+  // series' row in snapshot_series, and within one statement those versions pile up on one HOT chain that
+  // each later row walks, so a statement's cost grows with the square of its rows per series (one statement
+  // of 10^5 rows did not finish in 12 minutes; 2,000 rows per statement stay linear).
+  const batch = 2_000;
   for (let from = 1; from <= SNAPSHOTS; from += batch) {
     const to = Math.min(SNAPSHOTS, from + batch - 1);
     if (kind === "volatile") {
@@ -107,7 +112,8 @@ async function one(ctx: Ctx, backend: Backend, kind: Case): Promise<Figure[]> {
         '@dutlab/adapter-vendor-a-ngfw', '1.0.0'
       from generate_series(${from}::int, ${to}::int) g`.execute(k);
   }
-  await sql`analyze snapshots`.execute(k);
+  await sql`analyze snapshot_rows`.execute(k);
+  await sql`analyze snapshot_series`.execute(k);
   await sql`analyze snapshot_payloads`.execute(k);
   const hashChanges = (await sql<{ n: string }>`select count(*)::text as n from snapshots
     where device_id = ${DEVICE} and payload_changed`.execute(k)).rows[0]!.n; // one row
@@ -118,9 +124,10 @@ async function one(ctx: Ctx, backend: Backend, kind: Case): Promise<Figure[]> {
   );
 
   // The rows a page walks: the plan of listChanges' candidate scan (its lateral join and filters aside).
-  const plan = await sql<{ "QUERY PLAN": string }>`explain select s.id from snapshots s
-    where s.device_id = ${DEVICE} and s.payload_changed and s.stable_changed is not false
-    order by s.id desc limit 500`.execute(k);
+  const plan = await sql<{ "QUERY PLAN": string }>`explain select r.id from snapshot_rows r
+    where r.series_id = (select se.id from snapshot_series se where se.device_id = ${DEVICE}
+      and se.endpoint_label = 'system_info') and r.payload_changed and r.stable_changed is not false
+    order by r.id desc limit 500`.execute(k);
   ctx.log(`${backend} ${kind}: candidate scan: ${plan.rows.map((r) => r["QUERY PLAN"].trim()).join(" | ")}`);
 
   const iterations = ctx.quick ? 10 : 30;
@@ -211,35 +218,74 @@ async function afterPatternChange(
   let t = performance.now();
   const changed = await reconcilePatternSets(k, registry);
   const reconcileMs = performance.now() - t;
-  const reset = changed.reduce((n, c) => n + c.reset, 0);
+  const pending = changed.filter((c) => c.remarkBelow !== null).length;
+  // Right after start-up: the re-mark has not run, the label's older rows are compared in full.
   t = performance.now();
   const r = await listChanges(k, registry, DEVICE, { limit: 20 });
   const pageMs = performance.now() - t;
   if (!("changes" in r) || r.changes.length !== CHANGES) throw new Error(`listChanges: ${JSON.stringify(r)}`);
+  if (!r.remarking?.length) {
+    throw new Error("listChanges: no remarking reported while the re-mark is pending");
+  }
+  // The background job, run here to the end (what `serve` runs after start-up, without its pauses).
+  t = performance.now();
+  const steps = await remarkAll(k, registry);
+  const remarkMs = performance.now() - t;
+  const compared = steps.reduce((n, s) => n + s.compared, 0);
+  const forgotten = steps.reduce((n, s) => n + s.forgotten, 0);
+  const after: number[] = [];
+  for (let i = 0; i < 7; i++) {
+    t = performance.now();
+    const a = await listChanges(k, registry, DEVICE, { limit: 20 });
+    if (i >= 2) after.push(performance.now() - t); // two warm-up rounds
+    if (!("changes" in a) || a.changes.length !== CHANGES || a.remarking) {
+      throw new Error(`listChanges after the re-mark: ${JSON.stringify(a)}`);
+    }
+  }
   ctx.log(
-    `${backend} volatile: a dropped volatile path forgets ${reset} flags in ${round(reconcileMs)} ms; the ` +
-      `first page then takes ${round(pageMs)} ms`,
+    `${backend} volatile: a dropped volatile path: start-up records it in ${
+      round(reconcileMs)
+    } ms (${pending} ` +
+      `label(s) to re-mark); the first page right after takes ${
+        round(pageMs)
+      } ms (rows compared in full); the ` +
+      `re-mark compares ${compared} rows (${forgotten} flags forgotten) in ${
+        round(remarkMs)
+      } ms; the first ` +
+      `page after it p50 ${round(pct(after, 50))} ms`,
   );
-  const note = "once, not a target of issue 22: the cost of an adapter upgrade that drops a volatile path";
+  const note = "once: the cost of an adapter upgrade that drops a volatile path (issue 34 point 6)";
+  const fig = (name: string, value: number, extra: Partial<Figure> = {}): Figure => ({
+    scenario: "changes",
+    name: `${name}, ${backend}`,
+    value: round(value),
+    unit: "ms",
+    params: { ...params, remarkCompared: compared, remarkForgotten: forgotten },
+    note,
+    command: ctx.command,
+    ...extra,
+  });
   return [
-    {
-      scenario: "changes",
-      name: `start-up reconciliation after a dropped volatile path (${reset} flags forgotten), ${backend}`,
-      value: round(reconcileMs),
-      unit: "ms",
-      params,
-      note,
-      command: ctx.command,
-    },
-    {
-      scenario: "changes",
-      name: `change history first page right after that reconciliation (rows compared in full), ${backend}`,
-      value: round(pageMs),
-      unit: "ms",
-      params,
-      note,
-      command: ctx.command,
-    },
+    fig(
+      "start-up reconciliation after a dropped volatile path (recorded, re-mark in the background)",
+      reconcileMs,
+      {
+        target: "start-up not held up",
+      },
+    ),
+    fig(
+      "change history first page right after that start-up (re-mark pending, rows compared in full)",
+      pageMs,
+      {
+        target: "≤ 100 ms",
+        pass: pageMs <= 100,
+      },
+    ),
+    fig(`background re-mark of ${compared} rows to the end`, remarkMs),
+    fig("change history first page once re-marked, p50", pct(after, 50), {
+      target: "≤ 100 ms",
+      pass: pct(after, 50) <= 100,
+    }),
   ];
 }
 

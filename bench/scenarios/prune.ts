@@ -26,7 +26,7 @@ import { createHash } from "node:crypto";
 import { sql } from "kysely";
 import { pruneSnapshots } from "../../core/src/snapshots/prune.ts";
 import { listSnapshots } from "../../core/src/snapshots/store.ts";
-import { listChanges } from "../../core/src/snapshots/diff.ts";
+import { listChanges } from "../../core/src/snapshots/changes.ts";
 import { reportFixture } from "../../core/testing/report_fixture.ts";
 import { jsonAnnex, sealReport } from "../../core/src/report/seal.ts";
 import { verifyReport } from "../../core/src/report/verify.ts";

@@ -1369,6 +1369,8 @@ export interface components {
         DeviceChangePage: {
             changes: components["schemas"]["DeviceChange"][];
             nextCursor: string | null;
+            /** @description Present while the adapter's volatile paths for these labels changed recently and the stored change markers of older polls are re-marked in the background: those polls are compared in full meanwhile (the answer is the same, it may take longer). Absent when nothing is pending. */
+            remarking?: components["schemas"]["ChangeRemarking"][];
         };
         DeviceChange: {
             snapshotId: string;
@@ -1383,6 +1385,13 @@ export interface components {
             patch: components["schemas"]["JsonPatchOperation"][];
             /** @description One entry per operation, same order; `before` is read from the document as the preceding operations left it */
             changes: components["schemas"]["ChangeSummary"][];
+        };
+        ChangeRemarking: {
+            endpointLabel: string;
+            /** @description Polls of this label with a smaller snapshot id are not re-marked yet */
+            belowId: string;
+            /** @description Flags left to re-mark (null until counted) */
+            remaining: number | null;
         };
         RunComparison: {
             /** @enum {number} */

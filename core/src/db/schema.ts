@@ -274,6 +274,10 @@ export interface VolatilePathSetsTable {
   vendor: string;
   endpoint_label: string;
   patterns: string;
+  /** Rows of this vendor and label below this id are not re-marked under `patterns` yet (migration 0018). */
+  remark_below: ColumnType<string | null, string | null | undefined, string | null>;
+  /** How many `false` flags are left below `remark_below` (null: not counted yet). */
+  remark_remaining: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /**

@@ -18,6 +18,7 @@ import { Batcher } from "../util/batcher.ts";
 import { isUuid } from "../util/ids.ts";
 import { decodeCursor, encodeCursor } from "../util/paging.ts";
 import { isUniqueViolation } from "../db/errors.ts";
+import { deleteUnreferencedPayloads, devicePayloadHashes } from "../db/payloads.ts";
 
 /** Filters and paging of the device list (README "Paging and filters"). */
 export interface DeviceFilter {
@@ -288,27 +289,12 @@ export class DeviceStore {
   async delete(id: string): Promise<void> {
     const row = await this.get(id);
     await this.db.transaction().execute(async (tx) => {
-      const hashes = await tx.selectFrom("snapshots").select("payload_sha256").distinct()
-        .where("device_id", "=", id).execute();
+      const hashes = await devicePayloadHashes(tx, id);
       // Exactly one of concurrent deletes removes the row (the others wait on its row lock, then find
       // nothing): those answer 404, like a delete after the delete.
       const { numDeletedRows } = await tx.deleteFrom("devices").where("id", "=", id).executeTakeFirst();
       if (numDeletedRows === 0n) throw new NotFoundError(`No device with id "${id}"`);
-      if (hashes.length) {
-        await tx.deleteFrom("snapshot_payloads")
-          .where("sha256", "in", hashes.map((h) => h.payload_sha256))
-          .where(({ not, exists, selectFrom }) =>
-            not(
-              exists(
-                selectFrom("snapshots").select(sql`1`.as("one")).whereRef(
-                  "snapshots.payload_sha256",
-                  "=",
-                  "snapshot_payloads.sha256",
-                ),
-              ),
-            )
-          ).execute();
-      }
+      await deleteUnreferencedPayloads(tx, hashes);
     });
     void this.releaseParked(row);
   }

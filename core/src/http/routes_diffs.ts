@@ -4,7 +4,8 @@ import { json, notFoundResponse, problemResponses } from "./openapi_util.ts";
 import { IdParam } from "../api/schemas.ts";
 import { cursorParam, dateTimeParam, limitParam } from "../api/schemas_query.ts";
 import { problems } from "./problem.ts";
-import { listChanges, snapshotDiff } from "../snapshots/diff.ts";
+import { snapshotDiff } from "../snapshots/diff.ts";
+import { listChanges } from "../snapshots/changes.ts";
 
 const snapshotIdParam = (what: string) =>
   z.string().regex(/^\d{1,19}$/, "must be a snapshot id (digits)").openapi({ description: what });
@@ -67,8 +68,25 @@ export const DeviceChange = z.object({
   ...diffFields,
 }).openapi("DeviceChange");
 
-const ChangePage = z.object({ changes: z.array(DeviceChange), nextCursor: z.string().nullable() })
-  .openapi("DeviceChangePage");
+const Remarking = z.object({
+  endpointLabel: z.string(),
+  belowId: z.string().openapi({
+    description: "Polls of this label with a smaller snapshot id are not re-marked yet",
+  }),
+  remaining: z.number().int().nullable().openapi({
+    description: "Flags left to re-mark (null until counted)",
+  }),
+}).openapi("ChangeRemarking");
+
+const ChangePage = z.object({
+  changes: z.array(DeviceChange),
+  nextCursor: z.string().nullable(),
+  remarking: z.array(Remarking).optional().openapi({
+    description: "Present while the adapter's volatile paths for these labels changed recently and the " +
+      "stored change markers of older polls are re-marked in the background: those polls are compared in " +
+      "full meanwhile (the answer is the same, it may take longer). Absent when nothing is pending.",
+  }),
+}).openapi("DeviceChangePage");
 
 export const ChangeQuery = z.object({
   label: z.string().min(1).max(100).regex(/^[a-z][a-z0-9_]*$/, "must be a snapshot label like ntp_config")

@@ -9,6 +9,7 @@ import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import type { DeviceRow, KeyRing } from "../devices/store.ts";
 import { isUniqueViolation } from "../db/errors.ts";
+import { deleteUnreferencedPayloads, devicePayloadHashes } from "../db/payloads.ts";
 import { encryptSecret, passwordFingerprint } from "../devices/credentials.ts";
 import { ConflictError, InvalidInputError, PreconditionFailedError } from "../errors.ts";
 import { type Desired, FIELDS, type LabPlan, type LabRequest, makePlan, type PlanEntry } from "./plan.ts";
@@ -198,19 +199,9 @@ async function deleteDevice(tx: Transaction<Database>, row: DeviceRow) {
       { errors: [{ field: row.hostname, message: "is in an active run" }] },
     );
   }
-  const hashes = await tx.selectFrom("snapshots").select("payload_sha256").distinct()
-    .where("device_id", "=", row.id).execute();
+  const hashes = await devicePayloadHashes(tx, row.id);
   await tx.deleteFrom("devices").where("id", "=", row.id).execute();
-  if (hashes.length) {
-    await tx.deleteFrom("snapshot_payloads")
-      .where("sha256", "in", hashes.map((h) => h.payload_sha256))
-      .where(({ not, exists, selectFrom }) =>
-        not(exists(
-          selectFrom("snapshots").select(sql`1`.as("one"))
-            .whereRef("snapshots.payload_sha256", "=", "snapshot_payloads.sha256"),
-        ))
-      ).execute();
-  }
+  await deleteUnreferencedPayloads(tx, hashes);
 }
 
 function hostnameTaken(e: unknown, hostname: string): unknown {

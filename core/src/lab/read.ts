@@ -134,8 +134,8 @@ export interface LabReadOptions {
  * pairs; then each distinct payload text once, except those in {@link payloadCache}.
  *
  * With `asOf`, "latest" means the newest snapshot collected at or before `asOf`, found per pair by a
- * backward scan of the index `snapshots_device_label_id (device_id, endpoint_label, id desc)` that stops at
- * the first row collected at or before `asOf` (README "Pre-flight", "As of a past moment").
+ * backward scan of the pair's series that stops at the first row collected at or before `asOf`
+ * ({@link latestAsOfSql}; README "Pre-flight", "As of a past moment").
  */
 export async function readLab(
   db: Kysely<Database>,
@@ -166,16 +166,18 @@ export type LatestRow = {
  * The snapshot statement of a lab read as of a moment (exported for its plan test in
  * tests/preflight_filters_test.ts): per wanted pair (per label, its device ids comma-separated), the last
  * snapshot stored (highest id, the order `snapshot_latest` keeps) among those collected at or before `asOf`.
- * It reads the pair's range of the index `snapshots_device_label_id (device_id, endpoint_label, id desc)` from
- * the newest entry and stops at the first row collected at or before `asOf`: the rows read are the pair's
- * snapshots stored since `asOf`.
+ * On the narrow layout (migration 2026_11_25_0017) it reads the pair's series in `snapshot_rows` by
+ * `snapshot_rows_series_id (series_id, id)` backwards, and the rows not yet compacted in `snapshots_legacy` by
+ * `snapshots_device_label_id (device_id, endpoint_label, id desc)`, each from the newest entry and stopping at
+ * the first row collected at or before `asOf`; the newer of the two. The rows read are the pair's snapshots
+ * stored since `asOf`. (Not through the `snapshots` view, which would join and sort every row.)
  *
- * The pair is matched with row comparisons, not equalities, on purpose: with `device_id = … and
- * endpoint_label = …` PostgreSQL drops both from the ORDER BY (they equal outer values), leaving `id desc`,
- * which the primary key also serves; for a small lab with a long history the planner then prefers a backward
- * scan of the primary key filtered on the pair, which walks every device's snapshots since `asOf` once per
- * pair (seen on PGlite with 40,000 rows). A row comparison is no equivalence: the ORDER BY keeps
- * `device_id, endpoint_label, id desc`, which only `snapshots_device_label_id` provides, and both bounds are
+ * Each pair is matched with row comparisons, not equalities, on purpose: with `device_id = … and
+ * endpoint_label = …` (or `series_id = …`) PostgreSQL drops them from the ORDER BY (they equal outer values),
+ * leaving `id desc`, which the primary key also serves; for a small lab with a long history the planner then
+ * prefers a backward scan of the primary key filtered on the pair, which walks every device's snapshots since
+ * `asOf` once per pair (seen on PGlite with 40,000 rows). A range of one value is no equivalence: the ORDER BY
+ * keeps its leading columns, which only the series (or device and label) index provides, and both bounds are
  * its index condition.
  */
 export function latestAsOfSql(labels: string[], ids: string[], asOf: Date): RawBuilder<LatestRow> {
@@ -183,10 +185,20 @@ export function latestAsOfSql(labels: string[], ids: string[], asOf: Date): RawB
       s.payload_sha256 as sha256, s.collected_at
     from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
     cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
-    cross join lateral (select x.id, x.payload_sha256, x.collected_at from snapshots x
-      where (x.device_id, x.endpoint_label) >= (n.device_id, g.label)
-        and (x.device_id, x.endpoint_label) <= (n.device_id, g.label) and x.collected_at <= ${asOf}
-      order by x.device_id, x.endpoint_label, x.id desc limit 1) s`;
+    cross join lateral (select z.id, z.payload_sha256, z.collected_at from (
+      (select r.id, (select p.sha256 from snapshot_payloads p where p.id = r.payload_id) as payload_sha256,
+          r.collected_at
+        from snapshot_series se
+        cross join lateral (select r.id, r.payload_id, r.collected_at from snapshot_rows r
+          where r.series_id >= se.id and r.series_id <= se.id and r.collected_at <= ${asOf}
+          order by r.series_id desc, r.id desc limit 1) r
+        where se.device_id = n.device_id and se.endpoint_label = g.label)
+      union all
+      (select x.id, x.payload_sha256, x.collected_at from snapshots_legacy x
+        where (x.device_id, x.endpoint_label) >= (n.device_id, g.label)
+          and (x.device_id, x.endpoint_label) <= (n.device_id, g.label) and x.collected_at <= ${asOf}
+        order by x.device_id, x.endpoint_label, x.id desc limit 1)
+    ) z order by z.id desc limit 1) s`;
 }
 
 async function readLabIn(tx: Kysely<Database>, readers: LabWants[], opts: LabReadOptions): Promise<LabRead> {

@@ -15,6 +15,7 @@ import type { PreflightResult } from "../preflight/engine.ts";
 import type { RunResults } from "../api/schemas.ts";
 import type { StartState } from "../lab/state.ts";
 import { dbDriftSource, driftOf, type DriftSource } from "./results/drift.ts";
+import { lastSnapshotAt } from "../snapshots/series.ts";
 import { jsonValue } from "../db/json.ts";
 import { NotFoundError } from "../errors.ts";
 import { isUuid } from "../util/ids.ts";
@@ -235,17 +236,7 @@ async function startSnapshots(
     for (const label of checks.get(c.checkId)?.alsoReads ?? []) {
       const k = `${label}\n${c.deviceId}`;
       if (startSnaps.has(k)) continue;
-      const r = await db.selectFrom("snapshots")
-        .select([
-          sql<string>`id::text`.as("id"),
-          "device_id",
-          "endpoint_label",
-          "payload_sha256",
-          "collected_at",
-        ])
-        .where("device_id", "=", c.deviceId).where("endpoint_label", "=", label)
-        .where("collected_at", "<=", new Date(preflight.ranAt)).orderBy(sql`snapshots.id`, "desc").limit(1)
-        .executeTakeFirst();
+      const r = await lastSnapshotAt(db, c.deviceId, label, new Date(preflight.ranAt));
       if (r) startSnaps.set(k, readSnapshot(r as SnapRow, "inferred"));
     }
   }

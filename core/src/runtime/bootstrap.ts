@@ -8,6 +8,7 @@ import { CORE_VERSION } from "../version.ts";
 import { reencryptCredentials } from "../devices/key_rotation.ts";
 import { startIdleReclaimer } from "./idle.ts";
 import { start, type Started } from "./start.ts";
+import { remarkAll } from "../snapshots/remark.ts";
 
 export type { LoadedModules } from "../registry.ts";
 export { buildRegistry } from "../registry.ts";
@@ -91,6 +92,7 @@ async function finish(st: Started<"serve" | "admin">, serve: boolean): Promise<R
   started(registry, db);
   const stack = closeStack(st, db, services, () => services.pdf.close());
   if (serve) reclaimWhenIdle(stack, config.DUT_IDLE_RECLAIM_SECONDS);
+  if (serve) stack.defer(startRemark(db, registry));
   return runtime(stack, { config, db, registry, services });
 }
 
@@ -179,6 +181,32 @@ function started(registry: Registry, db: Db): void {
       { checks: registry.unservedChecks.join(", ") },
     );
   }
+}
+
+/**
+ * The background re-mark of stable flags after a volatile-path change (remark.ts), started by `serve`;
+ * returns its stop (awaited at close, before the database closes).
+ */
+function startRemark(db: Db, registry: Registry): () => Promise<void> {
+  const ac = new AbortController();
+  const log = logger("snapshots");
+  const job = remarkAll(db.kysely, registry, { signal: ac.signal, pauseMs: 20 }).then(
+    (steps) => {
+      for (const s of steps) {
+        if (s.done) {
+          log.info("Re-marked {compared} snapshot(s) of {vendor} {label}: {forgotten} now compared in full", {
+            ...s,
+          });
+        }
+      }
+    },
+    (e) =>
+      log.error("Re-marking stable flags failed (retried at the next start): {error}", { error: String(e) }),
+  );
+  return async () => {
+    ac.abort();
+    await job;
+  };
 }
 
 /**

@@ -139,11 +139,16 @@ export async function start<E extends Entry>(
     const applied = await migrate(db.kysely);
     if (applied.length) log.info("Applied migrations: {applied}", { applied: applied.join(", ") });
     // Before anything polls or reads the change history: flags computed under older volatile patterns.
+    // Records only; the re-mark of older rows runs in the background (`startRemark`, bootstrap.ts),
+    // start-up does not wait.
     for (const c of await reconcilePatternSets(db.kysely, registry)) {
-      if (c.before === null && c.reset === 0) continue; // first record of the set, nothing to forget
+      if (c.before === null) continue; // first record of the set, nothing to re-mark
       log.info(
-        "Volatile paths of {vendor} {label} changed ({before} to {after}): {reset} snapshot(s) will be compared in full by the change history",
-        { ...c, before: c.before ?? "not recorded" },
+        "Volatile paths of {vendor} {label} changed ({before} to {after}): " +
+          (c.remarkBelow === null
+            ? "stored flags still hold"
+            : "older snapshots are re-marked in the background and compared in full until then"),
+        { ...c },
       );
     }
   } catch (e) {

@@ -8,9 +8,8 @@ import { createPatch, type Operation, Pointer } from "rfc6902";
 import { diffArrays } from "diff";
 import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
-import { canonicalJson } from "../util/hash.ts";
 import { stripVolatile, volatileFor } from "./volatile.ts";
-import { decodeCursor, encodeCursor } from "../util/paging.ts";
+import { payloadsBySha, previousSnapshotId } from "./series.ts";
 
 /** `exclude` (default): volatile paths are left out of both payloads; `include`: the payloads as stored. */
 export type VolatileMode = "exclude" | "include";
@@ -222,16 +221,6 @@ async function snapRow(db: Kysely<Database>, id: string): Promise<SnapRow | unde
     .where(sql`s.id`, "=", sql`${id}::bigint`).executeTakeFirst();
 }
 
-async function payloads(db: Kysely<Database>, hashes: string[]): Promise<Map<string, unknown>> {
-  const out = new Map<string, unknown>();
-  const want = [...new Set(hashes)];
-  if (!want.length) return out;
-  const rows = await db.selectFrom("snapshot_payloads").select(["sha256", "payload"])
-    .where("sha256", "in", want).execute();
-  for (const r of rows) out.set(r.sha256, JSON.parse(r.payload));
-  return out;
-}
-
 /** The diff of one snapshot against another, as the API answers it. */
 export interface SnapshotDiffView extends PayloadDiff {
   snapshotId: string;
@@ -276,11 +265,10 @@ export async function snapshotDiff(
       return { labelMismatch: { snapshot: s.endpoint_label, against: other.endpoint_label } };
     }
   } else {
-    const prev = await db.selectFrom("snapshots").select(sql<string>`id::text`.as("id"))
-      .where("device_id", "=", s.device_id).where("endpoint_label", "=", s.endpoint_label)
-      .where(sql`id`, "<", sql`${id}::bigint`).orderBy(sql`snapshots.id`, "desc").limit(1).executeTakeFirst();
+    // Not through the view ordered by id (that sorts every row): the series' own indexes (series.ts).
+    const prev = await previousSnapshotId(db, s.device_id, s.endpoint_label, s.id);
     if (!prev) return { noPrevious: true };
-    other = await snapRow(db, prev.id);
+    other = await snapRow(db, prev);
     if (!other) return { noPrevious: true };
   }
   const patterns = mode === "include" ? [] : [...volatileFor(registry, s.vendor, s.endpoint_label)];
@@ -299,132 +287,10 @@ export async function snapshotDiff(
     ...d,
   });
   if (s.payload_sha256 === other.payload_sha256) return { ok: view({ patch: [], changes: [] }) };
-  const p = await payloads(db, [s.payload_sha256, other.payload_sha256]);
+  const p = await payloadsBySha(db, [s.payload_sha256, other.payload_sha256]);
   const d = diffPayloads(
     stripVolatile(p.get(other.payload_sha256), patterns),
     stripVolatile(p.get(s.payload_sha256), patterns),
   );
   return { ok: view(d) };
-}
-
-/** One poll whose payload changed, with its diff against the poll before it. */
-export interface ChangeView extends PayloadDiff {
-  snapshotId: string;
-  /** The poll before it (same device and label): its non-volatile payload is the previous change's. */
-  previousId: string;
-  endpointLabel: string;
-  collectedAt: string;
-  payloadSha256: string;
-  previousPayloadSha256: string;
-}
-
-export interface ChangeQuery {
-  label?: string;
-  since?: Date;
-  until?: Date;
-  cursor?: string;
-  limit?: number;
-  volatile?: VolatileMode;
-}
-
-/** Rows read per round trip while looking for changes. */
-const CHUNK = 500;
-
-/**
- * The polls of a device whose payload changed (without volatile paths, unless `include`), newest first.
- * The first snapshot of a label has nothing before it and is not a change. Only polls whose payload hash
- * differs from the poll before are read: `payload_changed`, set at insert, marks them, and the partial
- * index `snapshots_device_changed` holds only them, so polls that repeat the payload cost nothing however
- * many there are. Without volatile paths (the default), polls known to have moved only volatile paths are
- * not read either: `stable_changed` is false for them (the hash without volatile paths, computed by the poll
- * cycle, equals the previous one), and `snapshots_device_stable_changed` holds only the rows where it is
- * true or unknown. Every row read is still compared here with the patterns in force, so an unknown flag (a
- * row written without the stable hash, or before migration 0011) or a stale `true` gives the same answer as
- * a full comparison; stale `false` flags are forgotten at start-up when the patterns change
- * (`reconcilePatternSets`).
- */
-export async function listChanges(
-  db: Kysely<Database>,
-  registry: Registry,
-  deviceId: string,
-  q: ChangeQuery,
-): Promise<{ changes: ChangeView[]; nextCursor: string | null } | { badCursor: true } | { noDevice: true }> {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(deviceId)) {
-    return { noDevice: true };
-  }
-  const device = await db.selectFrom("devices").select(["vendor"]).where("id", "=", deviceId)
-    .executeTakeFirst();
-  if (!device) return { noDevice: true };
-  const limit = q.limit ?? 20;
-  let below: string | null = null;
-  if (q.cursor) {
-    below = decodeCursor("c", q.cursor);
-    if (!below || !/^\d{1,19}$/.test(below)) return { badCursor: true };
-  }
-  const mode = q.volatile ?? "exclude";
-  const patternsOf = (label: string) => mode === "include" ? [] : volatileFor(registry, device.vendor, label);
-  const canon = new Map<string, string>();
-  const stripped = (label: string, sha: string, payload: unknown) => {
-    const key = `${label}\n${sha}`;
-    let c = canon.get(key);
-    if (c === undefined) {
-      c = canonicalJson(stripVolatile(payload, patternsOf(label)));
-      canon.set(key, c);
-    }
-    return c;
-  };
-  const found: ChangeView[] = [];
-  for (;;) {
-    const rows = await sql<{
-      id: string;
-      endpoint_label: string;
-      payload_sha256: string;
-      collected_at: Date | string;
-      prev_id: string | null;
-      prev_sha: string | null;
-    }>`
-      select s.id::text as id, s.endpoint_label, s.payload_sha256, s.collected_at,
-        prev.id::text as prev_id, prev.payload_sha256 as prev_sha
-      from snapshots s
-      left join lateral (
-        select p.id, p.payload_sha256 from snapshots p
-        where p.device_id = s.device_id and p.endpoint_label = s.endpoint_label and p.id < s.id
-        order by p.id desc limit 1
-      ) prev on true
-      where s.device_id = ${deviceId} and s.payload_changed
-        ${mode === "exclude" ? sql`and s.stable_changed is not false` : sql``}
-        ${q.label ? sql`and s.endpoint_label = ${q.label}` : sql``}
-        ${q.since ? sql`and s.collected_at >= ${q.since.toISOString()}::timestamptz` : sql``}
-        ${q.until ? sql`and s.collected_at < ${q.until.toISOString()}::timestamptz` : sql``}
-        ${below ? sql`and s.id < ${below}::bigint` : sql``}
-      order by s.id desc limit ${CHUNK}`.execute(db);
-    const candidates = rows.rows.filter((r) => r.prev_sha !== null && r.prev_sha !== r.payload_sha256);
-    const p = await payloads(db, candidates.flatMap((r) => [r.payload_sha256, r.prev_sha!]));
-    for (const r of candidates) {
-      const label = r.endpoint_label;
-      const a = p.get(r.prev_sha!);
-      const b = p.get(r.payload_sha256);
-      if (stripped(label, r.prev_sha!, a) === stripped(label, r.payload_sha256, b)) continue;
-      const patterns = patternsOf(label);
-      found.push({
-        snapshotId: r.id,
-        previousId: r.prev_id!,
-        endpointLabel: label,
-        collectedAt: new Date(r.collected_at).toISOString(),
-        payloadSha256: r.payload_sha256,
-        previousPayloadSha256: r.prev_sha!,
-        ...diffPayloads(stripVolatile(a, patterns), stripVolatile(b, patterns)),
-      });
-      if (found.length > limit) break;
-    }
-    const oldest = rows.rows.at(-1);
-    if (found.length > limit || rows.rows.length < CHUNK || !oldest) break;
-    below = oldest.id;
-  }
-  const page = found.slice(0, limit);
-  const last = page.at(-1); // absent only when the limit is 0, then there is no next page
-  return {
-    changes: page,
-    nextCursor: found.length > limit && last ? encodeCursor("c", last.snapshotId) : null,
-  };
 }

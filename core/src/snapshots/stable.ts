@@ -3,16 +3,17 @@
  * 2026_11_24_0011). A `false` flag says "only volatile paths moved" under the patterns of the adapter that
  * wrote it; the change history skips such rows. When an adapter version changes a label's patterns (a member
  * is no longer volatile), a stored `false` may hide what is now a change, so at start-up every changed set
- * forgets the `false` flags of its vendor and label (they become null: unknown, read and compared in full as
- * before the flag existed). A set that only gained patterns keeps them: what was equal without the old
- * patterns is equal without more. Sets are kept per vendor and label in `volatile_path_sets`. A vendor and
+ * records that the rows of its vendor and label below the newest id are not re-marked (`remark_below`,
+ * migration 2026_11_25_0018): the change history compares those in full (as an unknown flag) while a
+ * background job (remark.ts) re-marks them in bounded batches. Start-up reads no snapshot for it. A set that
+ * only gained patterns keeps them: what was equal without the old patterns is equal without more. Sets are kept per vendor and label in `volatile_path_sets`. A vendor and
  * label with no row yet has no flag to forget: every process that writes snapshots records its sets here at
  * start-up, before it polls (`bootstrap`), so the first record (after the upgrade to migration 0011, or for a
  * new adapter) reads no snapshot at all, however large the table.
  *
  * @module
  */
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import { patternSetKey, volatileFor } from "./volatile.ts";
@@ -25,19 +26,20 @@ function onlyGained(before: string, after: string): boolean {
   return had.every((p) => has.has(p));
 }
 
-/** A vendor and label whose pattern set changed, and how many `false` flags were forgotten. */
+/** A vendor and label whose pattern set changed, and from which id its rows wait for a re-mark. */
 export interface PatternSetChange {
   vendor: string;
   label: string;
   before: string | null;
   after: string;
-  reset: number;
+  /** Rows of this vendor and label below this id are re-marked in the background (null: nothing to re-mark). */
+  remarkBelow: string | null;
 }
 
 /**
- * Record the registry's volatile pattern sets; for each one that differs from the recorded set, reset the
- * stored `stable_changed = false` flags of that vendor's devices and label to null, in one transaction per
- * set (concurrent start-ups wait for each other on the set's row and do the work once).
+ * Record the registry's volatile pattern sets; for each one that lost patterns since the recorded set, record
+ * that the rows of that vendor and label up to the newest are to be re-marked (remark.ts), in one transaction
+ * per set (concurrent start-ups wait for each other on the set's row and do the work once).
  */
 export async function reconcilePatternSets(
   db: Kysely<Database>,
@@ -81,7 +83,7 @@ export async function reconcilePatternSets(
         label: r.endpoint_label,
         before: null,
         after: want.get(k)!.key,
-        reset: 0,
+        remarkBelow: null,
       });
       have.set(k, want.get(k)!.key);
     }
@@ -96,27 +98,29 @@ export async function reconcilePatternSets(
         .where("vendor", "=", w.vendor).where("endpoint_label", "=", w.label).forUpdate()
         .executeTakeFirstOrThrow();
       if (row.patterns === w.key) return null; // another instance did it meanwhile
-      let reset = 0;
+      // Dropped patterns: rows up to the newest one now may carry a stale `false`. Recorded, not re-marked here
+      // (remark.ts does it in the background); a re-mark still pending from an earlier change restarts from the
+      // top, since its done rows were re-marked under a set that is now also stale. Gained patterns only: a
+      // pending re-mark continues (its rows were marked under a subset of the patterns in force).
+      let remarkBelow: string | null = null;
       if (!onlyGained(row.patterns, w.key)) {
-        const r = await tx.updateTable("snapshots").set({ stable_changed: null })
-          .where("payload_changed", "=", true).where("stable_changed", "=", false)
-          .where("endpoint_label", "=", w.label)
-          .where(
-            "device_id",
-            "in",
-            (eb) => eb.selectFrom("devices").select("id").where("vendor", "=", w.vendor),
-          )
-          .executeTakeFirst();
-        reset = Number(r.numUpdatedRows);
+        const top = await sql<{ id: string }>`select (greatest(
+            (select max(id) from snapshot_rows), (select max(id) from snapshots_legacy), 0) + 1)::text as id`
+          .execute(tx);
+        remarkBelow = top.rows[0]!.id; // one row
       }
-      await tx.updateTable("volatile_path_sets").set({ patterns: w.key })
+      await tx.updateTable("volatile_path_sets")
+        .set({
+          patterns: w.key,
+          ...(remarkBelow === null ? {} : { remark_below: remarkBelow, remark_remaining: null }),
+        })
         .where("vendor", "=", w.vendor).where("endpoint_label", "=", w.label).execute();
       return {
         vendor: w.vendor,
         label: w.label,
         before: row.patterns === "" ? null : row.patterns,
         after: w.key,
-        reset,
+        remarkBelow,
       };
     });
     if (change) out.push(change);

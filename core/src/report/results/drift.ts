@@ -3,12 +3,13 @@
  * device and label of the lab at start whose payload, without the adapter's volatile paths, differs between
  * the last snapshot collected at or before the run's start and the last one collected at or before its end.
  */
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import type { Database } from "../../db/schema.ts";
 import type { Registry } from "../../registry.ts";
 import { canonicalJson } from "../../util/hash.ts";
 import { stripVolatile, volatileFor } from "../../snapshots/volatile.ts";
 import { diffPayloads, type PayloadDiff } from "../../snapshots/diff.ts";
+import { lastSnapshotAt } from "../../snapshots/series.ts";
 
 export interface DriftEntry extends PayloadDiff {
   deviceId: string;
@@ -50,10 +51,11 @@ export interface DriftSource {
 /** The drift's reads from the database (the last snapshot by id collected at or before the moment). */
 export function dbDriftSource(db: Kysely<Database>): DriftSource {
   return {
-    lastAt: async (deviceId, label, at) =>
-      await db.selectFrom("snapshots").select([sql<string>`id::text`.as("id"), "payload_sha256"])
-        .where("device_id", "=", deviceId).where("endpoint_label", "=", label)
-        .where("collected_at", "<=", at).orderBy(sql`snapshots.id`, "desc").limit(1).executeTakeFirst(),
+    // By the series' own indexes, not through the `snapshots` view ordered by id (which sorts every row).
+    lastAt: async (deviceId, label, at) => {
+      const s = await lastSnapshotAt(db, deviceId, label, at);
+      return s && { id: s.id, payload_sha256: s.payload_sha256 };
+    },
     payload: async (sha) => {
       const r = await db.selectFrom("snapshot_payloads").select("payload").where("sha256", "=", sha)
         .executeTakeFirstOrThrow();

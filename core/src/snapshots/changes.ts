@@ -1,0 +1,208 @@
+/**
+ * The change history (README "Diffs and change history"): the polls of a device whose payload changed,
+ * without the adapter's volatile paths unless asked, each with its diff against the poll before it.
+ *
+ * @module
+ */
+import { type Kysely, type RawBuilder, sql } from "kysely";
+import type { Database } from "../db/schema.ts";
+import type { Registry } from "../registry.ts";
+import { canonicalJson } from "../util/hash.ts";
+import { decodeCursor, encodeCursor } from "../util/paging.ts";
+import { diffPayloads, type PayloadDiff, type VolatileMode } from "./diff.ts";
+import { stripVolatile, volatileFor } from "./volatile.ts";
+import { payloadsBySha, previousLateral } from "./series.ts";
+import { pendingRemarks, type Remarking } from "./remark.ts";
+
+/** One poll whose payload changed, with its diff against the poll before it. */
+export interface ChangeView extends PayloadDiff {
+  snapshotId: string;
+  /** The poll before it (same device and label): its non-volatile payload is the previous change's. */
+  previousId: string;
+  endpointLabel: string;
+  collectedAt: string;
+  payloadSha256: string;
+  previousPayloadSha256: string;
+}
+
+export interface ChangeQuery {
+  label?: string;
+  since?: Date;
+  until?: Date;
+  cursor?: string;
+  limit?: number;
+  volatile?: VolatileMode;
+}
+
+export interface ChangePage {
+  changes: ChangeView[];
+  nextCursor: string | null;
+  /**
+   * Labels whose stable flags are still being re-marked after their volatile paths changed (absent when
+   * none): their older polls are compared in full, so the answer is the same, only slower.
+   */
+  remarking?: Remarking[];
+}
+
+/** Rows read per round trip while looking for changes. */
+const CHUNK = 500;
+
+interface Candidate {
+  id: string;
+  endpoint_label: string;
+  payload_sha256: string;
+  collected_at: Date | string;
+  prev_id: string | null;
+  prev_sha: string | null;
+}
+
+/**
+ * The polls of a device whose payload changed (without volatile paths, unless `include`), newest first.
+ * The first snapshot of a label has nothing before it and is not a change. Only polls whose payload hash
+ * differs from the poll before are read: `payload_changed`, set at insert, marks them, and the partial
+ * indexes `snapshot_rows_changed (series_id, id)` (and `snapshots_device_changed` for rows not yet compacted)
+ * hold only them, so polls that repeat the payload cost nothing however many there are. Without volatile paths
+ * (the default), polls known to have moved only volatile paths are not read either: `stable_changed` is false
+ * for them, and `snapshot_rows_stable_changed` / `snapshots_device_stable_changed` hold only the rows where it
+ * is true or unknown. Each series of the device is walked backwards on its index and the walks are merged by
+ * id (no read through the `snapshots` view, which would sort every row). Every row read is still compared
+ * here with the patterns in force, so an unknown flag or a stale `true` gives the same answer as a full
+ * comparison. A `false` written under older patterns (an adapter that dropped a volatile path) is not trusted
+ * below the label's `remark_below` while the background re-mark (remark.ts) works: those rows are read from
+ * the `payload_changed` indexes and compared in full, and the page says so in `remarking`.
+ */
+export async function listChanges(
+  db: Kysely<Database>,
+  registry: Registry,
+  deviceId: string,
+  q: ChangeQuery,
+): Promise<ChangePage | { badCursor: true } | { noDevice: true }> {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(deviceId)) {
+    return { noDevice: true };
+  }
+  const device = await db.selectFrom("devices").select(["vendor"]).where("id", "=", deviceId)
+    .executeTakeFirst();
+  if (!device) return { noDevice: true };
+  const limit = q.limit ?? 20;
+  let below: string | null = null;
+  if (q.cursor) {
+    below = decodeCursor("c", q.cursor);
+    if (!below || !/^\d{1,19}$/.test(below) || BigInt(below) > 2n ** 63n - 1n) return { badCursor: true };
+  }
+  const mode = q.volatile ?? "exclude";
+  const patternsOf = (label: string) => mode === "include" ? [] : volatileFor(registry, device.vendor, label);
+  const canon = new Map<string, string>();
+  const stripped = (label: string, sha: string, payload: unknown) => {
+    const key = `${label}\n${sha}`;
+    let c = canon.get(key);
+    if (c === undefined) {
+      c = canonicalJson(stripVolatile(payload, patternsOf(label)));
+      canon.set(key, c);
+    }
+    return c;
+  };
+  const remarks = (await pendingRemarks(db, device.vendor))
+    .filter((r) => q.label === undefined || r.endpointLabel === q.label);
+  const series = await db.selectFrom("snapshot_series").select(["id", "endpoint_label"])
+    .where("device_id", "=", deviceId)
+    .$if(q.label !== undefined, (qb) => qb.where("endpoint_label", "=", q.label!)).execute();
+  const plan = { deviceId, q, mode, series, cuts: mode === "exclude" ? remarks : [] };
+  const found: ChangeView[] = [];
+  for (;;) {
+    const rows = await sql<Candidate>`${candidates(plan, below)}`.execute(db);
+    const diffable = rows.rows.filter((r) => r.prev_sha !== null && r.prev_sha !== r.payload_sha256);
+    const p = await payloadsBySha(db, diffable.flatMap((r) => [r.payload_sha256, r.prev_sha!]));
+    for (const r of diffable) {
+      const label = r.endpoint_label;
+      const a = p.get(r.prev_sha!);
+      const b = p.get(r.payload_sha256);
+      if (stripped(label, r.prev_sha!, a) === stripped(label, r.payload_sha256, b)) continue;
+      const patterns = patternsOf(label);
+      found.push({
+        snapshotId: r.id,
+        previousId: r.prev_id!,
+        endpointLabel: label,
+        collectedAt: new Date(r.collected_at).toISOString(),
+        payloadSha256: r.payload_sha256,
+        previousPayloadSha256: r.prev_sha!,
+        ...diffPayloads(stripVolatile(a, patterns), stripVolatile(b, patterns)),
+      });
+      if (found.length > limit) break;
+    }
+    const oldest = rows.rows.at(-1);
+    if (found.length > limit || rows.rows.length < CHUNK || !oldest) break;
+    below = oldest.id;
+  }
+  const page = found.slice(0, limit);
+  const last = page.at(-1); // absent only when the limit is 0, then there is no next page
+  return {
+    changes: page,
+    nextCursor: found.length > limit && last ? encodeCursor("c", last.snapshotId) : null,
+    ...(plan.cuts.length ? { remarking: plan.cuts } : {}),
+  };
+}
+
+interface Plan {
+  deviceId: string;
+  q: ChangeQuery;
+  mode: VolatileMode;
+  series: { id: number; endpoint_label: string }[];
+  cuts: Remarking[];
+}
+
+/**
+ * The next `CHUNK` candidate rows below `below`, newest first, each with the poll before it: per series a
+ * backward walk of its partial index (two ranges when the label is being re-marked: flags trusted at and above
+ * `remark_below`, every hash change below it), the rows not yet compacted by the device's partial indexes of
+ * `snapshots_legacy`, merged by id; the page's payload hashes and previous rows are looked up afterwards.
+ */
+function candidates(plan: Plan, below: string | null): RawBuilder<unknown> {
+  const { deviceId, q, mode } = plan;
+  const common = (t: string) => {
+    const c: RawBuilder<unknown>[] = [sql`${sql.ref(t + ".payload_changed")}`];
+    if (below !== null) c.push(sql`${sql.ref(t + ".id")} < ${below}::bigint`);
+    if (q.since) c.push(sql`${sql.ref(t + ".collected_at")} >= ${q.since.toISOString()}::timestamptz`);
+    if (q.until) c.push(sql`${sql.ref(t + ".collected_at")} < ${q.until.toISOString()}::timestamptz`);
+    return c;
+  };
+  const parts: RawBuilder<unknown>[] = [];
+  const part = (from: RawBuilder<unknown>, where: RawBuilder<unknown>[]) =>
+    parts.push(sql`(${from} where ${sql.join(where, sql` and `)} order by 1 desc limit ${CHUNK})`);
+  const cutOf = new Map(plan.cuts.map((c) => [c.endpointLabel, c.belowId]));
+  for (const s of plan.series) {
+    const from = sql`select r.id, r.collected_at, r.payload_id as pid, null::text as psha,
+      ${s.id}::int as sid, ${s.endpoint_label}::text as label from snapshot_rows r`;
+    const w = [sql`r.series_id = ${s.id}::int`, ...common("r")];
+    const cut = cutOf.get(s.endpoint_label);
+    if (mode === "include") part(from, w);
+    else if (cut === undefined) part(from, [...w, sql`r.stable_changed is not false`]);
+    else {
+      part(from, [...w, sql`r.stable_changed is not false`, sql`r.id >= ${cut}::bigint`]);
+      part(from, [...w, sql`r.id < ${cut}::bigint`]);
+    }
+  }
+  const legacyFrom = sql`select l.id, l.collected_at, null::bigint as pid, l.payload_sha256 as psha,
+    (select se.id from snapshot_series se where se.device_id = l.device_id
+      and se.endpoint_label = l.endpoint_label) as sid, l.endpoint_label as label from snapshots_legacy l`;
+  const lw = [sql`l.device_id = ${deviceId}::uuid`, ...common("l")];
+  if (q.label !== undefined) lw.push(sql`l.endpoint_label = ${q.label}`);
+  const inCut = plan.cuts.map((c) =>
+    sql`(l.endpoint_label = ${c.endpointLabel} and l.id < ${c.belowId}::bigint)`
+  );
+  if (mode === "include") part(legacyFrom, lw);
+  else {
+    const trusted = [...lw, sql`l.stable_changed is not false`];
+    if (inCut.length) trusted.push(sql`not (${sql.join(inCut, sql` or `)})`);
+    part(legacyFrom, trusted);
+    if (inCut.length) part(legacyFrom, [...lw, sql`(${sql.join(inCut, sql` or `)})`]);
+  }
+  return sql`
+    select u.id::text as id, u.label as endpoint_label,
+      coalesce(u.psha, (select p.sha256 from snapshot_payloads p where p.id = u.pid)) as payload_sha256,
+      u.collected_at, prev.id::text as prev_id, prev.sha as prev_sha
+    from (${sql.join(parts, sql` union all `)} order by 1 desc limit ${CHUNK}) u
+    left join lateral ${
+    previousLateral(sql`u.sid`, sql`${deviceId}::uuid`, sql`u.label`, sql`u.id`)
+  } prev on true
+    order by u.id desc`;
+}

@@ -1,0 +1,100 @@
+/**
+ * Walking one device and label's snapshots on the narrow layout (migration 2026_11_25_0017) without the
+ * `snapshots` view: a query through the view that filters by device and label and orders by id joins and
+ * sorts every row. Compacted rows are read from `snapshot_rows` by `snapshot_rows_series_id (series_id, id)`,
+ * rows not yet compacted from `snapshots_legacy` by `snapshots_device_label_id`; the newer of the two wins.
+ *
+ * @module
+ */
+import { type Kysely, type RawBuilder, sql } from "kysely";
+import type { Database } from "../db/schema.ts";
+
+/**
+ * A lateral subquery (`prev(id, sha)`) for the snapshot before `id` of a series: `sid` the series id (may be
+ * null when the series has no compacted rows), `device` and `label` for the legacy rows.
+ */
+export function previousLateral(
+  sid: RawBuilder<unknown>,
+  device: RawBuilder<unknown>,
+  label: RawBuilder<unknown>,
+  id: RawBuilder<unknown>,
+): RawBuilder<unknown> {
+  return sql`(
+    select z.id, z.sha from (
+      (select r.id, (select p.sha256 from snapshot_payloads p where p.id = r.payload_id) as sha
+        from snapshot_rows r where r.series_id = ${sid} and r.id < ${id} order by r.id desc limit 1)
+      union all
+      (select l.id, l.payload_sha256 from snapshots_legacy l
+        where l.device_id = ${device} and l.endpoint_label = ${label} and l.id < ${id}
+        order by l.id desc limit 1)
+    ) z order by z.id desc limit 1)`;
+}
+
+/** The id of the snapshot before `id` of the same device and label, or undefined for the first one. */
+export async function previousSnapshotId(
+  db: Kysely<Database>,
+  deviceId: string,
+  label: string,
+  id: string,
+): Promise<string | undefined> {
+  const r = await sql<{ id: string | null }>`
+    select prev.id::text as id from (select 1) one
+    left join lateral ${
+    previousLateral(
+      sql`(select se.id from snapshot_series se where se.device_id = ${deviceId} and se.endpoint_label = ${label})`,
+      sql`${deviceId}::uuid`,
+      sql`${label}::text`,
+      sql`${id}::bigint`,
+    )
+  } prev on true`.execute(db);
+  return r.rows[0]?.id ?? undefined;
+}
+
+/** Parsed payloads by hash. */
+export async function payloadsBySha(db: Kysely<Database>, hashes: string[]): Promise<Map<string, unknown>> {
+  const out = new Map<string, unknown>();
+  const want = [...new Set(hashes)];
+  if (!want.length) return out;
+  const rows = await db.selectFrom("snapshot_payloads").select(["sha256", "payload"])
+    .where("sha256", "in", want).execute();
+  for (const r of rows) out.set(r.sha256, JSON.parse(r.payload));
+  return out;
+}
+
+/** A snapshot found by a series walk: id (text), device, label, payload hash and collection time. */
+export interface SeriesSnap {
+  id: string;
+  device_id: string;
+  endpoint_label: string;
+  payload_sha256: string;
+  collected_at: Date | string;
+}
+
+/**
+ * The newest snapshot (highest id) of a device and label collected at or before `at`: a backward walk of the
+ * series on `snapshot_rows_series_id` and of `snapshots_legacy` on `snapshots_device_label_id`, each stopping
+ * at its first row collected at or before `at`; the newer of the two.
+ */
+export async function lastSnapshotAt(
+  db: Kysely<Database>,
+  deviceId: string,
+  label: string,
+  at: Date,
+): Promise<SeriesSnap | undefined> {
+  const r = await sql<SeriesSnap>`
+    select z.id::text as id, ${deviceId}::uuid::text as device_id, ${label}::text as endpoint_label,
+      z.payload_sha256, z.collected_at from (
+      (select r.id, (select p.sha256 from snapshot_payloads p where p.id = r.payload_id) as payload_sha256,
+          r.collected_at
+        from snapshot_rows r
+        where r.series_id = (select se.id from snapshot_series se
+            where se.device_id = ${deviceId}::uuid and se.endpoint_label = ${label})
+          and r.collected_at <= ${at}
+        order by r.id desc limit 1)
+      union all
+      (select l.id, l.payload_sha256, l.collected_at from snapshots_legacy l
+        where l.device_id = ${deviceId}::uuid and l.endpoint_label = ${label} and l.collected_at <= ${at}
+        order by l.id desc limit 1)
+    ) z order by z.id desc limit 1`.execute(db);
+  return r.rows[0];
+}
