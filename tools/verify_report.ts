@@ -1104,9 +1104,6 @@ function k6Figures(k, runDurationS) {
   };
 }
 
-// core/src/report/results/drift.ts
-import { sql as sql3 } from "npm:kysely@0.29.9";
-
 // core/src/snapshots/volatile.ts
 function patternSegments(pattern) {
   return pattern.slice(1).split("/").map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
@@ -1139,9 +1136,14 @@ function volatileFor(registry, vendor, label) {
 }
 
 // core/src/snapshots/diff.ts
-import { sql as sql2 } from "npm:kysely@0.29.9";
+import { sql as sql3 } from "npm:kysely@0.29.9";
 import { createPatch, Pointer } from "npm:rfc6902@5.4.0";
 import { diffArrays } from "npm:diff@9.0.0";
+
+// core/src/snapshots/series.ts
+import { sql as sql2 } from "npm:kysely@0.29.9";
+
+// core/src/snapshots/diff.ts
 function arrayDiff(input, output, ptr) {
   if (!Array.isArray(input) || !Array.isArray(output)) return void 0;
   const ka = input.map((x) => JSON.stringify(x));
