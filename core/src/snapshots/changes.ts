@@ -200,7 +200,7 @@ function candidates(plan: Plan, below: string | null): RawBuilder<unknown> {
     select u.id::text as id, u.label as endpoint_label,
       coalesce(u.psha, (select p.sha256 from snapshot_payloads p where p.id = u.pid)) as payload_sha256,
       u.collected_at, prev.id::text as prev_id, prev.sha as prev_sha
-    from (${sql.join(parts, sql` union all `)} order by 1 desc limit ${CHUNK}) u
+    from (select * from (${sql.join(parts, sql` union all `)}) m order by 1 desc limit ${CHUNK}) u
     left join lateral ${
     previousLateral(sql`u.sid`, sql`${deviceId}::uuid`, sql`u.label`, sql`u.id`)
   } prev on true

@@ -44,6 +44,14 @@ const log = logger("snapshots", "compact");
 /** Advisory lock class id of the compaction (the object id is `hashtext(current_schema())`). */
 export const COMPACT_LOCK_CLASS = 20261125;
 
+/**
+ * Wait for (and hold until the transaction ends) the lock that a compaction batch and a batch of the stable
+ * flags' re-mark (remark.ts) both take, so that neither changes rows under the other.
+ */
+export async function excludeRemark(tx: Kysely<Database>): Promise<void> {
+  await sql`select pg_advisory_xact_lock(${COMPACT_LOCK_CLASS + 1}, hashtext(current_schema()))`.execute(tx);
+}
+
 /** How long a batch waits for a lock another transaction holds before it is given up (and retried). */
 const LOCK_TIMEOUT = "500ms";
 
@@ -140,6 +148,9 @@ async function moveBatch(
     const lock = await sql<{ ok: boolean }>`
       select pg_try_advisory_xact_lock(${COMPACT_LOCK_CLASS}, hashtext(current_schema())) as ok`.execute(tx);
     if (!lock.rows[0]!.ok) return null;
+    // One batch of the re-mark of stable flags (remark.ts) at a time with a batch here: a re-mark that nulled a
+    // legacy row's flag while this batch copied it would leave the copy's stale flag behind.
+    await excludeRemark(tx);
     // The batch: the newest legacy rows (below the previous batch), locked. Rows are never added to
     // snapshots_legacy, so "id >= lo" (and below the previous batch) names exactly the locked rows (less any a
     // concurrent delete took first).

@@ -16,6 +16,7 @@ import type { Registry } from "../registry.ts";
 import { canonicalJson } from "../util/hash.ts";
 import { patternSetKey, stripVolatile, volatileFor } from "./volatile.ts";
 import { previousLateral } from "./series.ts";
+import { excludeRemark } from "./compact.ts";
 
 /** A label whose older flags are not re-marked yet, as the change history reports it. */
 export interface Remarking {
@@ -88,6 +89,8 @@ export async function remarkStep(
 ): Promise<RemarkStep | null> {
   const patterns = volatileFor(registry, vendor, label);
   return await db.transaction().execute(async (tx) => {
+    // Not while a compaction batch moves rows (compact.ts): its copies would keep flags this batch nulls.
+    await excludeRemark(tx);
     const set = await tx.selectFrom("volatile_path_sets")
       .select(["patterns", sql<string | null>`remark_below::text`.as("below"), "remark_remaining"])
       .where("vendor", "=", vendor).where("endpoint_label", "=", label).forUpdate().executeTakeFirst();
