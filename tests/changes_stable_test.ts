@@ -482,3 +482,58 @@ dbTest(
     assert.deepEqual(p2.changes.map((x) => x.snapshotId), [legacyIds[1]]);
   },
 );
+
+dbTest(
+  "while a re-mark is pending a page reads a bounded number of polls; following the cursors gives every change",
+  async (db) => {
+    const v1 = modulesWith({ system_info: ["/uptime", "/version"] });
+    const v2 = modulesWith({ system_info: ["/uptime"] });
+    const { svc } = await setup(db, {}, v1);
+    const id = await addDevice(svc, "https://192.0.2.12");
+    const k = db.kysely;
+    const r1 = buildRegistry(v1);
+    const r2 = buildRegistry(v2);
+    await reconcilePatternSets(k, r1);
+    // 1,500 polls, the uptime moving on every one (every poll a hash change) and the version moving at three
+    // of them: under v1 (version volatile) no change, under v2 three, all below the re-mark's cut.
+    await sql`insert into snapshot_payloads (sha256, payload, size_bytes)
+      select encode(sha256(convert_to(t, 'UTF8')), 'hex'), t, length(t) from (
+        select '{"model":"FX-1000","uptime":' || i || ',"version":"' ||
+          case when i < 300 then '1.0' when i < 700 then '1.1' when i < 1400 then '2.0' else '2.1' end || '"}' as t
+        from generate_series(0, 1499) i) x`.execute(k);
+    for (let from = 0; from < 1500; from += 500) {
+      // Under v1 every poll's stable hash is the same (uptime and version stripped): flags false.
+      await sql`insert into snapshots (device_id, endpoint_label, payload_sha256, stable_sha256, collected_at,
+          adapter_module, adapter_version)
+        select ${id}::uuid, 'system_info', encode(sha256(convert_to('{"model":"FX-1000","uptime":' || i ||
+          ',"version":"' || case when i < 300 then '1.0' when i < 700 then '1.1' when i < 1400 then '2.0'
+          else '2.1' end || '"}', 'UTF8')), 'hex'), ${
+        "a".repeat(64)
+      }, now(), ${MODULE.name}, ${MODULE.version}
+        from generate_series(${from}::int, ${from + 499}::int) i order by i`.execute(k);
+    }
+    const all = async (registry: typeof r1) => {
+      const out: string[] = [];
+      let cursor: string | undefined;
+      let short = 0;
+      for (let n = 0; n < 100; n++) {
+        const r = await listChanges(k, registry, id, { limit: 20, cursor });
+        assert.ok("changes" in r);
+        out.push(...r.changes.map((c) => c.snapshotId));
+        if (!r.nextCursor) return { out, short };
+        if (r.changes.length < 20) short++;
+        cursor = r.nextCursor;
+      }
+      throw new Error("more than 100 pages");
+    };
+    assert.deepEqual((await all(r1)).out, [], "under v1 nothing changed");
+    await reconcilePatternSets(k, r2);
+    const pending = await all(r2);
+    assert.equal(pending.out.length, 3, "the three version changes");
+    assert.ok(pending.short >= 1, "a page stopped early with a cursor while the re-mark was pending");
+    await remarkAll(k, r2);
+    const done = await all(r2);
+    assert.deepEqual(done.out, pending.out, "the same changes once re-marked");
+    assert.equal(done.short, 0);
+  },
+);

@@ -46,6 +46,11 @@ export interface ChangePage {
 
 /** Rows read per round trip while looking for changes. */
 const CHUNK = 500;
+/**
+ * While a re-mark is pending (`remarking`), a page reads at most this many chunks and may then hold fewer than
+ * `limit` changes, with a `nextCursor` (the history reads every hash change below the re-mark's cut in full).
+ */
+const REMARK_CHUNKS = 2;
 
 interface Candidate {
   id: string;
@@ -108,6 +113,8 @@ export async function listChanges(
     .$if(q.label !== undefined, (qb) => qb.where("endpoint_label", "=", q.label!)).execute();
   const plan = { deviceId, q, mode, series, cuts: mode === "exclude" ? remarks : [] };
   const found: ChangeView[] = [];
+  let chunks = 0;
+  let partial: string | null = null;
   for (;;) {
     const rows = await sql<Candidate>`${candidates(plan, below)}`.execute(db);
     const diffable = rows.rows.filter((r) => r.prev_sha !== null && r.prev_sha !== r.payload_sha256);
@@ -132,12 +139,22 @@ export async function listChanges(
     const oldest = rows.rows.at(-1);
     if (found.length > limit || rows.rows.length < CHUNK || !oldest) break;
     below = oldest.id;
+    // While a re-mark is pending, rows below its cut are compared in full: a page stops after a bounded read
+    // (REMARK_CHUNKS chunks) with what it found, and its cursor continues below the last row read.
+    if (plan.cuts.length && ++chunks >= REMARK_CHUNKS) {
+      partial = oldest.id;
+      break;
+    }
   }
   const page = found.slice(0, limit);
   const last = page.at(-1); // absent only when the limit is 0, then there is no next page
   return {
     changes: page,
-    nextCursor: found.length > limit && last ? encodeCursor("c", last.snapshotId) : null,
+    nextCursor: found.length > limit && last
+      ? encodeCursor("c", last.snapshotId)
+      : partial !== null && limit > 0
+      ? encodeCursor("c", partial)
+      : null,
     ...(plan.cuts.length ? { remarking: plan.cuts } : {}),
   };
 }
