@@ -1369,7 +1369,7 @@ export interface components {
         DeviceChangePage: {
             changes: components["schemas"]["DeviceChange"][];
             nextCursor: string | null;
-            /** @description Present while the adapter's volatile paths for these labels changed recently and the stored change markers of older polls are re-marked in the background: those polls are compared in full meanwhile (the answer is the same, it may take longer). Absent when nothing is pending. */
+            /** @description Present while the adapter's volatile paths for these labels changed recently and the stored change markers of older polls are re-marked in the background: those polls are compared in full meanwhile: to stay quick a page then reads a bounded number of polls and may hold fewer than `limit` changes (even none) with a `nextCursor` to go on; the changes over all pages are the same. Absent when nothing is pending. */
             remarking?: components["schemas"]["ChangeRemarking"][];
         };
         DeviceChange: {
