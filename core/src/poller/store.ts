@@ -3,7 +3,7 @@ import type { Database } from "../db/schema.ts";
 import type { PollStatus } from "../errors.ts";
 import type { DeviceRow } from "../devices/store.ts";
 import { logger } from "../util/log.ts";
-import { payloadIds, writeSnapshotRows } from "../snapshots/write.ts";
+import { type KnownIds, payloadIds, writeSnapshotRows } from "../snapshots/write.ts";
 import type { HashedSnapshot } from "./hash.ts";
 
 export { type HashedSnapshot, hashSnapshot } from "./hash.ts";
@@ -118,6 +118,8 @@ export class PollStore {
   #writing = false;
 
   #hooks: readonly PollWriteHook[];
+  /** Adapter release ids seen committed (a release never changes: migration 0017). */
+  #releases = new Map<string, number>();
 
   /** A store writing to `db`; `opts.hooks` run inside each batch's write transaction. */
   constructor(private db: Kysely<Database>, opts: PollStoreOptions = {}) {
@@ -207,8 +209,12 @@ export class PollStore {
         const run = await tx.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
           .forShare().executeTakeFirst();
         executionId = run?.execution_id ?? null;
-        newPayloads = await writePayloads(tx, withSnapshots);
-        const rows = await insertSnapshots(tx, withSnapshots, at, executionId);
+        const payloads = await writePayloads(tx, withSnapshots);
+        newPayloads = payloads.added;
+        const rows = await insertSnapshots(tx, withSnapshots, at, executionId, {
+          payloadIds: payloads.ids,
+          releases: this.#releases,
+        });
         byDevice = groupByDevice(rows);
         await writeLatest(tx, rows);
         const polls = withSnapshots.map(({ j }) => ({
@@ -265,7 +271,7 @@ async function lockDevices(tx: Tx, deviceIds: string[]): Promise<Set<string>> {
 async function writePayloads(
   tx: Tx,
   withSnapshots: Array<{ j: Job; i: number }>,
-): Promise<Map<number, number>> {
+): Promise<{ added: Map<number, number>; ids: Map<string, string> }> {
   // In hash order, so concurrent writers sharing payloads take their row locks in one order.
   const owner = new Map<string, { h: HashedSnapshot; i: number }>();
   for (const { j, i } of withSnapshots) {
@@ -275,26 +281,34 @@ async function writePayloads(
   const insert = (list: typeof unique) =>
     tx.insertInto("snapshot_payloads")
       .values(list.map(({ h }) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
-      .onConflict((oc) => oc.column("sha256").doNothing()).returning("sha256").execute();
+      .onConflict((oc) => oc.column("sha256").doNothing())
+      .returning(["sha256", sql<string>`id::text`.as("id")]).execute();
   const inserted = await insert(unique);
-  // Payloads stored before migration 0017 get their id before they are held below.
-  await payloadIds(tx, unique.map(({ h }) => h.sha256));
   // A prune (core/src/snapshots/prune.ts) may free a payload between the insert above, which found it,
   // and the snapshots' foreign-key check that follows: hold every payload (FOR KEY SHARE, what that check
   // takes) and write again the few that went meanwhile.
-  const held = new Set(
-    (await tx.selectFrom("snapshot_payloads").select("sha256")
-      .where("sha256", "in", unique.map(({ h }) => h.sha256)).orderBy("sha256").forKeyShare().execute())
-      .map((r) => r.sha256),
-  );
-  const gone = unique.filter(({ h }) => !held.has(h.sha256));
+  const hold = (hashes: string[]) =>
+    tx.selectFrom("snapshot_payloads").select(["sha256", sql<string | null>`id::text`.as("id")])
+      .where("sha256", "in", hashes).orderBy("sha256").forKeyShare().execute();
+  const held = await hold(unique.map(({ h }) => h.sha256));
+  // Payloads stored before migration 0017 get their id when first written again (rare: the compaction gives
+  // the others theirs).
+  const noId = held.filter((r) => r.id === null).map((r) => r.sha256);
+  if (noId.length) {
+    await payloadIds(tx, noId);
+    held.push(...await hold(noId));
+  }
+  const ids = new Map<string, string>();
+  for (const r of held) if (r.id !== null) ids.set(r.sha256, r.id);
+  const gone = unique.filter(({ h }) => !ids.has(h.sha256));
   if (gone.length) inserted.push(...await insert(gone));
   const added = new Map<number, number>();
-  for (const { sha256 } of inserted) {
+  for (const { sha256, id } of inserted) {
+    ids.set(sha256, id);
     const i = owner.get(sha256)!.i;
     added.set(i, (added.get(i) ?? 0) + 1);
   }
-  return added;
+  return { added, ids };
 }
 
 /** Writes one snapshot row per collected label, stamped with the database clock and the active run. */
@@ -303,6 +317,7 @@ async function insertSnapshots(
   withSnapshots: Array<{ j: Job }>,
   at: Date,
   executionId: string | null,
+  known: KnownIds,
 ): Promise<SnapshotRef[]> {
   return await writeSnapshotRows(
     tx,
@@ -318,6 +333,7 @@ async function insertSnapshots(
     ),
     at,
     executionId,
+    known,
   );
 }
 

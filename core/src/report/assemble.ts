@@ -74,17 +74,27 @@ export interface LinkedSnapshot {
 
 /** The snapshots linked to a run, oldest first (annex `snapshots`). */
 export async function linkedSnapshots(db: Kysely<Database>, executionId: string): Promise<LinkedSnapshot[]> {
-  const rows = await db.selectFrom("snapshots as s")
-    .innerJoin("devices as d", "d.id", "s.device_id")
-    .select([
-      sql<string>`s.id::text`.as("id"),
-      "s.device_id",
-      "d.hostname",
-      "s.endpoint_label",
-      "s.payload_sha256",
-      "s.collected_at",
-    ])
-    .where("s.test_run_execution_id", "=", executionId).orderBy("s.id").execute();
+  // From the tables' own run indexes (a filter on the `snapshots` view would join every row first), then the
+  // device, label and hash of each (migration 2026_11_25_0017).
+  const rows = (await sql<{
+    id: string;
+    device_id: string;
+    hostname: string;
+    endpoint_label: string;
+    payload_sha256: string;
+    collected_at: Date | string;
+  }>`
+    select x.id::text as id, x.device_id, d.hostname, x.endpoint_label, x.payload_sha256, x.collected_at
+    from (
+      select r.id, se.device_id, se.endpoint_label, p.sha256 as payload_sha256, r.collected_at
+      from snapshot_rows r join snapshot_series se on se.id = r.series_id
+        join snapshot_payloads p on p.id = r.payload_id
+      where r.test_run_execution_id = ${executionId}::uuid
+      union all
+      select l.id, l.device_id, l.endpoint_label, l.payload_sha256, l.collected_at from snapshots_legacy l
+      where l.test_run_execution_id = ${executionId}::uuid
+    ) x join devices d on d.id = x.device_id
+    order by x.id`.execute(db)).rows;
   return rows.map((s) => ({
     snapshotId: s.id,
     deviceId: s.device_id,

@@ -1,6 +1,7 @@
 /**
  * The poll cycle's write of snapshot rows in the narrow layout (migration 2026_11_25_0017), set-based: a batch
- * of polls costs five statements whatever its size, where an insert through the `snapshots` view runs its
+ * of polls costs two statements whatever its size (the series; the rows with the series' state; a third for
+ * an adapter release new to the writer), where an insert through the `snapshots` view runs its
  * INSTEAD OF trigger (six look-ups and writes) once per row.
  *
  * The change flags are computed exactly as that trigger computes them (`snapshots_view_insert`): from the
@@ -81,19 +82,47 @@ async function lockSeries(tx: Kysely<Database>, items: SnapshotWrite[]): Promise
   return series;
 }
 
-/** The adapter release id of each module and version, added when missing. */
-async function releaseIds(tx: Kysely<Database>, items: SnapshotWrite[]): Promise<Map<string, number>> {
-  const pairs = [...new Map(items.map((i) => [key(i.module, i.version), i])).values()];
-  const rows = (await sql<{ id: number; module: string; version: string }>`
+/**
+ * The adapter release id of each module and version, added when missing. `known` holds releases seen
+ * committed before (a release never changes nor goes while rows reference it); it gains the ones this read
+ * found already stored, never one this transaction adds (it could still roll back).
+ */
+async function releaseIds(
+  tx: Kysely<Database>,
+  items: SnapshotWrite[],
+  known: Map<string, number>,
+): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const pairs = [...new Map(items.map((i) => [key(i.module, i.version), i])).values()]
+    .filter((p) => {
+      const id = known.get(key(p.module, p.version));
+      if (id !== undefined) out.set(key(p.module, p.version), id);
+      return id === undefined;
+    });
+  if (!pairs.length) return out;
+  const rows = (await sql<{ id: number; module: string; version: string; fresh: boolean }>`
     with v(m, ver) as (select * from unnest(${pairs.map((p) => p.module)}::text[],
         ${pairs.map((p) => p.version)}::text[])),
       ins as (insert into adapter_releases (module, version) select m, ver from v
         on conflict (module, version) do nothing returning id, module, version)
-    select id, module, version from ins
+    select id, module, version, true as fresh from ins
     union all
-    select r.id, r.module, r.version from adapter_releases r join v on r.module = v.m and r.version = v.ver`
+    select r.id, r.module, r.version, false from adapter_releases r join v on r.module = v.m and r.version = v.ver`
     .execute(tx)).rows;
-  return new Map(rows.map((r) => [key(r.module, r.version), r.id]));
+  for (const r of rows) {
+    out.set(key(r.module, r.version), r.id);
+    if (!r.fresh) known.set(key(r.module, r.version), r.id);
+  }
+  return out;
+}
+
+/**
+ * What a writer may already know: payload ids by hash (held by the caller in this transaction), adapter release
+ * ids seen committed (kept across batches).
+ */
+export interface KnownIds {
+  payloadIds?: Map<string, string>;
+  releases?: Map<string, number>;
 }
 
 /**
@@ -105,14 +134,15 @@ export async function writeSnapshotRows(
   items: SnapshotWrite[],
   at: Date,
   executionId: string | null,
+  known: KnownIds = {},
 ): Promise<WrittenRow[]> {
   if (!items.length) return [];
   const series = await lockSeries(tx, items);
-  const releases = await releaseIds(tx, items);
+  const releases = await releaseIds(tx, items, known.releases ?? new Map());
   const hashes = [...new Set(items.map((i) => i.sha256))];
-  const ids = new Map(
+  const ids = known.payloadIds && hashes.every((h) => known.payloadIds!.has(h)) ? known.payloadIds : new Map(
     (await sql<{ sha256: string; id: string }>`select sha256, id::text as id from snapshot_payloads
-      where sha256 = any(${hashes}::text[])`.execute(tx)).rows.map((r) => [r.sha256, r.id]),
+        where sha256 = any(${hashes}::text[])`.execute(tx)).rows.map((r) => [r.sha256, r.id]),
   );
   const rows = items.map((i) => {
     const s = series.get(key(i.deviceId, i.label));
@@ -126,21 +156,22 @@ export async function writeSnapshotRows(
       : s.last_stable_sha256 !== i.stableSha256;
     return { i, s, payloadId, release: releases.get(key(i.module, i.version))!, changed, stable };
   });
+  // The rows, and each series' state moved on to its new row, in one statement.
   const written = (await sql<{ id: string; series_id: number }>`
-    insert into snapshot_rows (collected_at, payload_id, series_id, release_id, payload_changed, stable_changed,
-      test_run_execution_id)
-    select ${at}::timestamptz, v.p, v.s, v.r, v.c, v.sc, ${executionId}::uuid
-    from unnest(${rows.map((r) => r.payloadId)}::bigint[], ${rows.map((r) => r.s.id)}::int[],
-      ${rows.map((r) => r.release)}::smallint[], ${rows.map((r) => r.changed)}::bool[],
-      ${rows.map((r) => r.stable)}::bool[]) with ordinality v(p, s, r, c, sc, o)
-    order by v.o
-    returning id::text as id, series_id`.execute(tx)).rows;
+    with v(p, s, r, c, sc, sha, st, o) as (
+      select * from unnest(${rows.map((r) => r.payloadId)}::bigint[], ${rows.map((r) => r.s.id)}::int[],
+        ${rows.map((r) => r.release)}::smallint[], ${rows.map((r) => r.changed)}::bool[],
+        ${rows.map((r) => r.stable)}::bool[], ${rows.map((r) => r.i.sha256)}::text[],
+        ${rows.map((r) => r.i.stableSha256)}::text[]) with ordinality),
+    ins as (
+      insert into snapshot_rows (collected_at, payload_id, series_id, release_id, payload_changed,
+        stable_changed, test_run_execution_id)
+      select ${at}::timestamptz, v.p, v.s, v.r, v.c, v.sc, ${executionId}::uuid from v order by v.o
+      returning id, series_id),
+    upd as (
+      update snapshot_series se set last_id = ins.id, last_payload_sha256 = v.sha, last_stable_sha256 = v.st
+      from ins join v on v.s = ins.series_id where se.id = ins.series_id)
+    select id::text as id, series_id from ins`.execute(tx)).rows;
   const idOf = new Map(written.map((w) => [w.series_id, w.id]));
-  await sql`update snapshot_series s set last_id = v.id, last_payload_sha256 = v.sha, last_stable_sha256 = v.st
-    from unnest(${rows.map((r) => idOf.get(r.s.id)!)}::bigint[], ${rows.map((r) => r.s.id)}::int[],
-      ${rows.map((r) => r.i.sha256)}::text[], ${
-    rows.map((r) => r.i.stableSha256)
-  }::text[]) v(id, sid, sha, st)
-    where s.id = v.sid`.execute(tx);
   return rows.map((r) => ({ id: idOf.get(r.s.id)!, device_id: r.i.deviceId, endpoint_label: r.i.label }));
 }
