@@ -1335,6 +1335,13 @@ async function driftOf(source, registry, devices, startedAt, endedAt) {
     drift: [],
     notCompared: []
   };
+  await source.prefetch?.(devices.flatMap((d) => (registry.adapters.get(d.vendor)?.adapter.labels ?? []).map((label) => ({
+    deviceId: d.id,
+    label
+  }))), [
+    startedAt,
+    endedAt
+  ]);
   for (const d of devices) {
     const labels = registry.adapters.get(d.vendor)?.adapter.labels ?? [];
     for (const label of labels) {

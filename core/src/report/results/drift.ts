@@ -9,7 +9,7 @@ import type { Registry } from "../../registry.ts";
 import { canonicalJson } from "../../util/hash.ts";
 import { stripVolatile, volatileFor } from "../../snapshots/volatile.ts";
 import { diffPayloads, type PayloadDiff } from "../../snapshots/diff.ts";
-import { lastSnapshotAt } from "../../snapshots/series.ts";
+import { lastSnapshotAt, lastSnapshotsAt } from "../../snapshots/series.ts";
 
 export interface DriftEntry extends PayloadDiff {
   deviceId: string;
@@ -46,15 +46,30 @@ export type Snap = { id: string; payload_sha256: string };
 export interface DriftSource {
   lastAt(deviceId: string, label: string, at: Date): Promise<Snap | undefined>;
   payload(sha256: string): Promise<unknown>;
+  /** Optional: read what `lastAt` will be asked for these pairs at these moments, all at once. */
+  prefetch?(pairs: ReadonlyArray<{ deviceId: string; label: string }>, moments: Date[]): Promise<void>;
 }
 
 /** The drift's reads from the database (the last snapshot by id collected at or before the moment). */
 export function dbDriftSource(db: Kysely<Database>): DriftSource {
+  // Prefetched answers by moment, then `device\nlabel`.
+  const known = new Map<number, Map<string, Snap>>();
   return {
     // By the series' own indexes, not through the `snapshots` view ordered by id (which sorts every row).
     lastAt: async (deviceId, label, at) => {
+      const byPair = known.get(at.getTime());
+      if (byPair) return byPair.get(`${deviceId}\n${label}`);
       const s = await lastSnapshotAt(db, deviceId, label, at);
       return s && { id: s.id, payload_sha256: s.payload_sha256 };
+    },
+    prefetch: async (pairs, moments) => {
+      for (const at of moments) {
+        const found = await lastSnapshotsAt(db, pairs, at);
+        known.set(
+          at.getTime(),
+          new Map([...found].map(([k, s]) => [k, { id: s.id, payload_sha256: s.payload_sha256 }])),
+        );
+      }
     },
     payload: async (sha) => {
       const r = await db.selectFrom("snapshot_payloads").select("payload").where("sha256", "=", sha)
@@ -87,6 +102,12 @@ export async function driftOf(
   endedAt: Date,
 ): Promise<DriftAnnex> {
   const out: DriftAnnex = { compared: 0, drift: [], notCompared: [] };
+  await source.prefetch?.(
+    devices.flatMap((d) =>
+      (registry.adapters.get(d.vendor)?.adapter.labels ?? []).map((label) => ({ deviceId: d.id, label }))
+    ),
+    [startedAt, endedAt],
+  );
   for (const d of devices) {
     const labels = registry.adapters.get(d.vendor)?.adapter.labels ?? [];
     for (const label of labels) {
