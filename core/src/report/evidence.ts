@@ -15,7 +15,7 @@ import type { PreflightResult } from "../preflight/engine.ts";
 import type { RunResults } from "../api/schemas.ts";
 import type { StartState } from "../lab/state.ts";
 import { dbDriftSource, driftOf, type DriftSource } from "./results/drift.ts";
-import { lastSnapshotAt } from "../snapshots/series.ts";
+import { lastSnapshotsAt } from "../snapshots/series.ts";
 import { jsonValue } from "../db/json.ts";
 import { NotFoundError } from "../errors.ts";
 import { isUuid } from "../util/ids.ts";
@@ -122,6 +122,7 @@ function recording(source: DriftSource, reads: DriftRead[]): DriftSource {
       return s;
     },
     payload: (sha) => source.payload(sha),
+    prefetch: source.prefetch && ((pairs, moments) => source.prefetch!(pairs, moments)),
   };
 }
 
@@ -232,13 +233,18 @@ async function startSnapshots(
   const startSnaps = new Map<string, ReadSnapshot>();
   for (const r of startCited) startSnaps.set(`${r.endpoint_label}\n${r.device_id}`, readSnapshot(r, "cited"));
   const checks = new Map(registry.checks.map((c) => [c.check.id, c.check]));
+  // What the checks also read, not cited: the last snapshot at the pre-flight, all pairs in one statement.
+  const wanted = new Map<string, { deviceId: string; label: string }>();
   for (const c of preflight.checks) {
     for (const label of checks.get(c.checkId)?.alsoReads ?? []) {
       const k = `${label}\n${c.deviceId}`;
-      if (startSnaps.has(k)) continue;
-      const r = await lastSnapshotAt(db, c.deviceId, label, new Date(preflight.ranAt));
-      if (r) startSnaps.set(k, readSnapshot(r as SnapRow, "inferred"));
+      if (!startSnaps.has(k)) wanted.set(k, { deviceId: c.deviceId, label });
     }
+  }
+  const found = await lastSnapshotsAt(db, [...wanted.values()], new Date(preflight.ranAt));
+  for (const [k, p] of wanted) {
+    const r = found.get(`${p.deviceId}\n${p.label}`);
+    if (r) startSnaps.set(k, readSnapshot(r as SnapRow, "inferred"));
   }
   return [...startSnaps.values()];
 }
