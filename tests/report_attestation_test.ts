@@ -188,7 +188,12 @@ dbTest("attestations: admin token or the page's share link; 401, 403, 404 otherw
   const none = await attestations(app, id);
   assert.equal(none.status, 401);
   await none.body?.cancel();
-  const tampered = await attestations(app, id, {}, q.replace(/sig=./, "sig=A"));
+  const tampered = await attestations(
+    app,
+    id,
+    {},
+    q.replace(/sig=(.)/, (_, c: string) => `sig=${c === "A" ? "B" : "A"}`),
+  );
   assert.equal(tampered.status, 403);
   await tampered.body?.cancel();
   const other = await finished(app, auth);

@@ -126,7 +126,11 @@ dbTest(
       const none = await app.request(`/api/test-runs/${id}/report.pdf`);
       assert.equal(none.status, 401);
       await none.body?.cancel();
-      const tampered = await app.request(`/api/test-runs/${id}/report.pdf${q.replace(/sig=./, "sig=A")}`);
+      const tampered = await app.request(
+        `/api/test-runs/${id}/report.pdf${
+          q.replace(/sig=(.)/, (_, c: string) => `sig=${c === "A" ? "B" : "A"}`)
+        }`,
+      );
       assert.equal(tampered.status, 403);
       await tampered.body?.cancel();
       const other = await finishedRun(app, auth);
