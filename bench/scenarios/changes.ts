@@ -219,14 +219,24 @@ async function afterPatternChange(
   const changed = await reconcilePatternSets(k, registry);
   const reconcileMs = performance.now() - t;
   const pending = changed.filter((c) => c.remarkBelow !== null).length;
-  // Right after start-up: the re-mark has not run, the label's older rows are compared in full.
+  // Right after start-up: the re-mark has not run, the label's older rows are compared in full, a bounded
+  // number per page (a page may hold fewer changes, with a cursor); then every page to the end.
   t = performance.now();
   const r = await listChanges(k, registry, DEVICE, { limit: 20 });
   const pageMs = performance.now() - t;
-  if (!("changes" in r) || r.changes.length !== CHANGES) throw new Error(`listChanges: ${JSON.stringify(r)}`);
-  if (!r.remarking?.length) {
-    throw new Error("listChanges: no remarking reported while the re-mark is pending");
+  if (!("changes" in r) || !r.remarking?.length) {
+    throw new Error(`listChanges: no remarking reported while the re-mark is pending: ${JSON.stringify(r)}`);
   }
+  let seen = r.changes.length, pages = 1, cursor = r.nextCursor;
+  while (cursor) {
+    const p = await listChanges(k, registry, DEVICE, { limit: 20, cursor });
+    if (!("changes" in p)) throw new Error(`listChanges: ${JSON.stringify(p)}`);
+    seen += p.changes.length;
+    pages++;
+    cursor = p.nextCursor;
+  }
+  const allPagesMs = performance.now() - t;
+  if (seen !== CHANGES) throw new Error(`listChanges while re-marking: ${seen} changes, not ${CHANGES}`);
   // The background job, run here to the end (what `serve` runs after start-up, without its pauses).
   t = performance.now();
   const steps = await remarkAll(k, registry);
@@ -274,12 +284,17 @@ async function afterPatternChange(
       },
     ),
     fig(
-      "change history first page right after that start-up (re-mark pending, rows compared in full)",
+      "change history first page right after that start-up (re-mark pending: a bounded read, rows compared in full)",
       pageMs,
       {
         target: "≤ 100 ms",
         pass: pageMs <= 100,
       },
+    ),
+    fig(
+      "every change right after that start-up, following the cursors (re-mark pending)",
+      allPagesMs,
+      { params: { ...params, remarkCompared: compared, remarkForgotten: forgotten, pages } },
     ),
     fig(`background re-mark of ${compared} rows to the end`, remarkMs),
     fig("change history first page once re-marked, p50", pct(after, 50), {
