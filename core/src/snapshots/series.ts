@@ -81,22 +81,8 @@ export async function lastSnapshotAt(
   label: string,
   at: Date,
 ): Promise<SeriesSnap | undefined> {
-  const r = await sql<SeriesSnap>`
-    select z.id::text as id, ${deviceId}::uuid::text as device_id, ${label}::text as endpoint_label,
-      z.payload_sha256, z.collected_at from (
-      (select r.id, (select p.sha256 from snapshot_payloads p where p.id = r.payload_id) as payload_sha256,
-          r.collected_at
-        from snapshot_rows r
-        where r.series_id = (select se.id from snapshot_series se
-            where se.device_id = ${deviceId}::uuid and se.endpoint_label = ${label})
-          and r.collected_at <= ${at}
-        order by r.id desc limit 1)
-      union all
-      (select l.id, l.payload_sha256, l.collected_at from snapshots_legacy l
-        where l.device_id = ${deviceId}::uuid and l.endpoint_label = ${label} and l.collected_at <= ${at}
-        order by l.id desc limit 1)
-    ) z order by z.id desc limit 1`.execute(db);
-  return r.rows[0];
+  // One pair: its row, if any, is the only one (keyed by the database's spelling of the uuid).
+  return [...(await lastSnapshotsAt(db, [{ deviceId, label }], at)).values()][0];
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from "kysely";
+import { type Kysely, type RawBuilder, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { decodeCursor, encodeCursor } from "../util/paging.ts";
 
@@ -113,10 +113,7 @@ async function filteredPage(
   // A label without a run: per series of the label its newest rows (a rare label must not walk the whole
   // primary key to find a page); otherwise the primary key or the run's index, with the rest as a filter.
   const narrow = f.endpointLabel && !f.testRunExecutionId
-    ? sql`select x.id from snapshot_series se
-        cross join lateral (select r.id from snapshot_rows r where r.series_id = se.id
-          ${before === null ? sql`` : sql`and r.id < ${before}::bigint`} order by r.id desc limit ${n}) x
-        where se.endpoint_label = ${f.endpointLabel} order by x.id desc limit ${n}`
+    ? seriesWalk(sql`se.endpoint_label = ${f.endpointLabel}`, before, n)
     : sql`select r.id from snapshot_rows r where ${sql.join(r, sql` and `)} order by r.id desc limit ${n}`;
   const rows = await sql<{ id: string }>`
     select u.id::text as id from (
@@ -204,7 +201,6 @@ async function devicePage(
   before: string | null,
   n: number,
 ): Promise<string[]> {
-  const belowR = before === null ? sql`` : sql`and r.id < ${before}::bigint`;
   const belowL = before === null ? sql`` : sql`and x.id < ${before}::bigint`;
   const r = await sql<{ id: string }>`
     with recursive labels(label) as (
@@ -216,11 +212,7 @@ async function devicePage(
         from labels l where l.label is not null
     )
     select u.id::text as id from (
-      (select x.id from snapshot_series se
-        cross join lateral (select r.id from snapshot_rows r where r.series_id = se.id ${belowR}
-          order by r.id desc limit ${n}) x
-        where se.device_id = ${deviceId}
-        order by x.id desc limit ${n})
+      (${seriesWalk(sql`se.device_id = ${deviceId}`, before, n)})
       union all
       (select x.id from labels l
         cross join lateral (select x.id from snapshots_legacy x
@@ -230,6 +222,18 @@ async function devicePage(
         order by x.id desc limit ${n})
     ) u order by u.id desc limit ${n}`.execute(db);
   return r.rows.map((x) => x.id);
+}
+
+/**
+ * The ids of the newest `n` narrow rows below `before` of the series matching `which` (a condition on
+ * `snapshot_series se`): per series its newest `n` by `snapshot_rows_series_id`, merged by id. A handful of
+ * series per device or label: at most series × n index entries, however old the history.
+ */
+function seriesWalk(which: RawBuilder<unknown>, before: string | null, n: number): RawBuilder<unknown> {
+  return sql`select x.id from snapshot_series se
+    cross join lateral (select r.id from snapshot_rows r where r.series_id = se.id
+      ${before === null ? sql`` : sql`and r.id < ${before}::bigint`} order by r.id desc limit ${n}) x
+    where ${which} order by x.id desc limit ${n}`;
 }
 
 /** One snapshot by its id (digits), or undefined. */
