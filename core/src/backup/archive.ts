@@ -242,8 +242,28 @@ export async function readBackup(archive: Uint8Array): Promise<OpenedBackup> {
   return { manifest, lines: (t) => text.get(t) ?? [] };
 }
 
-/** Tables a freshly migrated database already fills (replaced by the backup's rows). */
+/** Tables a freshly migrated database already fills (replaced by the backup's rows): `table_versions` only. */
 const SEEDED = new Set(["table_versions"]);
+
+/** The target's version rows (migrations 0010, 0019), deleted to make room for the backup's. */
+async function takeVersions(tx: Kysely<Database>): Promise<Array<{ name: string; version: string }>> {
+  return (await sql<{ name: string; version: string }>`
+    delete from table_versions returning name, version::text as version`.execute(tx)).rows;
+}
+
+/**
+ * After the backup's version rows: every name the target had is there again (a backup written before a
+ * version row existed lacks it) and above the target's own version, so that an answer a listing cache
+ * (core/src/http/list_cache.ts) kept for the target before the restore is never taken for the restored rows'.
+ */
+async function keepVersionsAhead(tx: Kysely<Database>, before: Array<{ name: string; version: string }>) {
+  for (const b of before) {
+    await sql`insert into table_versions (name, version) values (${b.name}, ${b.version}::bigint + 1)
+      on conflict (name) do update set version = greatest(table_versions.version, excluded.version)`.execute(
+      tx,
+    );
+  }
+}
 
 export interface RestoreOptions {
   /**
@@ -299,7 +319,7 @@ export async function restoreBackup(
       const cols = t.columns.map(quote).join(", ");
       const table = sql.table(t.name);
       await sql`alter table ${table} disable trigger user`.execute(tx);
-      if (SEEDED.has(t.name)) await sql`delete from ${table}`.execute(tx);
+      const versions = SEEDED.has(t.name) ? await takeVersions(tx) : null;
       const lines = backup.lines(t.name);
       for (let i = 0; i < lines.length; i += 1000) {
         const chunk = `[${lines.slice(i, i + 1000).join(",")}]`;
@@ -307,6 +327,7 @@ export async function restoreBackup(
           select ${sql.raw(cols)} from jsonb_populate_recordset(null::${table}, ${chunk}::jsonb)`.execute(tx);
         if ((i / 1000) % 50 === 49) progress(`restore: ${t.name}: ${i + 1000} of ${lines.length} rows`);
       }
+      if (versions) await keepVersionsAhead(tx, versions);
       await sql`alter table ${table} enable trigger user`.execute(tx);
       progress(`restore: ${t.name}: ${lines.length} rows`);
       loaded.push({ name: t.name, rows: lines.length });

@@ -2,26 +2,34 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { sha256Hex } from "../util/hash.ts";
 
-/** At most this many bytes of answers are kept (the whole list of 1,000 devices is about 0.5 MB). */
-const MAX_BYTES = 32 * 1024 * 1024;
-
 /**
- * The device list's answers (the whole list and its pages, per query), kept between changes of the devices
- * table. Before answering from one, a primary-key read gets the table's version: a counter that a deferred
- * trigger raises in every transaction that inserts, updates (a poll, a pin, a PATCH, by any instance) or
- * deletes a device (migration `2026_11_24_0010_devices_version`). The version is read before the rows, so an
- * answer is never kept under a version older than its content; a change committed later gives a new version
- * and the next request rebuilds. Least recently used answers are dropped past {@link MAX_BYTES}.
+ * Answers of a listing (per query), kept between changes of the table they read. Before answering from one, a
+ * primary-key read gets the table's version in `table_versions`: a counter that a deferred trigger raises in
+ * every transaction that changes the table, whichever instance or tool commits it (migration
+ * `2026_11_24_0010_devices_version` for the devices: an insert, a poll, a pin, a PATCH, a delete;
+ * `2026_11_26_0019_snapshots_version` for the snapshots: an insert or a delete of a snapshot, i.e. a poll, a
+ * prune, a device's cascade, the compaction). The version is read before the rows, so an answer is never kept
+ * under a version older than its content; a change committed later gives a new version and the next request
+ * rebuilds. Without a version row (a database restored from a backup that had none) nothing is kept. Least
+ * recently used answers are dropped past `maxBytes`.
  */
-export class DeviceListCache {
+export class ListCache {
   #entries = new Map<string, { version: string; body: Uint8Array<ArrayBuffer>; etag: string }>();
   #bytes = 0;
-  constructor(private db: Kysely<Database>) {}
+  /**
+   * @param table the `table_versions` name
+   * @param maxBytes at most this many bytes of answers are kept (the whole list of 1,000 devices is about
+   * 0.5 MB; the latest 100 snapshots about 170 kB)
+   */
+  constructor(private db: Kysely<Database>, private table = "devices", private maxBytes = 32 * 1024 * 1024) {}
 
-  async version(): Promise<string> {
-    const r = await sql<{ v: string }>`select version::text as v from table_versions where name = 'devices'`
+  /** The table's version, or null when `table_versions` has no row for it. */
+  async version(): Promise<string | null> {
+    const r = await sql<
+      { v: string }
+    >`select version::text as v from table_versions where name = ${this.table}`
       .execute(this.db);
-    return r.rows[0]?.v ?? "";
+    return r.rows[0]?.v ?? null;
   }
 
   /**
@@ -43,12 +51,13 @@ export class DeviceListCache {
     const text = await build();
     if (text === null) return null;
     const body = new TextEncoder().encode(text);
-    const entry = { version, body, etag: `"${await sha256Hex(body)}"` };
+    const entry = { version: version ?? "", body, etag: `"${await sha256Hex(body)}"` };
     this.#drop(key);
+    if (version === null || body.byteLength > this.maxBytes) return entry;
     this.#entries.set(key, entry);
     this.#bytes += body.byteLength;
     for (const [k] of this.#entries) {
-      if (this.#bytes <= MAX_BYTES || k === key) break;
+      if (this.#bytes <= this.maxBytes || k === key) break;
       this.#drop(k);
     }
     return entry;
@@ -59,5 +68,12 @@ export class DeviceListCache {
     if (!old) return;
     this.#bytes -= old.body.byteLength;
     this.#entries.delete(key);
+  }
+}
+
+/** The device list's answers (routes_devices.ts). */
+export class DeviceListCache extends ListCache {
+  constructor(db: Kysely<Database>) {
+    super(db, "devices");
   }
 }

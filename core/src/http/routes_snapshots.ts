@@ -23,6 +23,7 @@ import { getSnapshotRow, listSnapshotRows } from "../snapshots/store.ts";
 import { snapshotJson, snapshotPageJson } from "../snapshots/view_json.ts";
 import { sha256Hex } from "../util/hash.ts";
 import { problems } from "./problem.ts";
+import { ListCache } from "./list_cache.ts";
 
 /** A one-line, independent recomputation of `payloadSha256` (README "Snapshot hashes"). */
 export const RECOMPUTE = String.raw`deno eval 'import c from "npm:canonicalize@5.1.0"; ` +
@@ -31,13 +32,16 @@ export const RECOMPUTE = String.raw`deno eval 'import c from "npm:canonicalize@5
   String.raw`c(s.payloadJson)))); console.log([...d].map((b) => b.toString(16).padStart(2, "0")).join("") ` +
   String.raw`=== s.payloadSha256)' < page.json`;
 
+/** At most this many bytes of snapshot listings are kept in memory (the latest 100: about 170 kB). */
+const LISTING_CACHE_BYTES = 8 * 1024 * 1024;
+
 export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
-  snapshotReadRoutes(app, svc);
+  snapshotReadRoutes(app, svc, new ListCache(svc.db.kysely, "snapshots", LISTING_CACHE_BYTES));
   snapshotPruneRoutes(app, svc);
 }
 
 /** Listing snapshots and reading one. */
-function snapshotReadRoutes(app: OpenAPIHono, svc: Services) {
+function snapshotReadRoutes(app: OpenAPIHono, svc: Services, listings: ListCache) {
   app.openapi(
     createRoute({
       method: "get",
@@ -59,12 +63,15 @@ function snapshotReadRoutes(app: OpenAPIHono, svc: Services) {
       responses: { 200: json(SnapshotPage, "A page of snapshots"), ...problemResponses },
     }),
     async (c) => {
-      const { payload, ...filter } = c.req.valid("query");
-      const r = await listSnapshotRows(svc.db.kysely, filter, payload !== "omit");
-      if ("badCursor" in r) {
-        throw problems.badRequest("query.cursor", "must be a cursor returned by a previous page");
-      }
-      return await jsonText(c, snapshotPageJson(r.rows, r.nextCursor, payload !== "omit"));
+      const q = c.req.valid("query");
+      const { payload, ...filter } = q;
+      // Answered from the page's JSON kept per query between changes of the snapshots (list_cache.ts).
+      const hit = await listings.get(JSON.stringify(q), async () => {
+        const r = await listSnapshotRows(svc.db.kysely, filter, payload !== "omit");
+        return "badCursor" in r ? null : snapshotPageJson(r.rows, r.nextCursor, payload !== "omit");
+      });
+      if (!hit) throw problems.badRequest("query.cursor", "must be a cursor returned by a previous page");
+      return c.body(hit.body, 200, { "content-type": "application/json", etag: hit.etag }) as never;
     },
   );
 
