@@ -10,6 +10,7 @@ import { type Db, dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { createApp } from "../core/src/http/app.ts";
+import { ListCache } from "../core/src/http/list_cache.ts";
 import { addDevice } from "../core/testing/poller_lab.ts";
 import type { Services } from "../core/src/runtime/services.ts";
 
@@ -122,5 +123,34 @@ dbTest(
     assert.ok(del.status < 300, `delete: ${del.status}`);
     await sameAsFresh(svc, auth, [one, two], "after a device delete");
     assert.ok(!(await body(two, auth, "")).text.includes(b), "no snapshot of the deleted device is listed");
+  },
+);
+
+dbTest(
+  "concurrent requests share one build per query and version; without a version row nothing is kept",
+  async (db) => {
+    const { svc } = await testServices(db, fixtureModules());
+    const cache = new ListCache(db.kysely, "snapshots");
+    let builds = 0;
+    const build = async () => {
+      builds++;
+      await new Promise((r) => setTimeout(r, 20));
+      return `{"build":${builds}}`;
+    };
+    const texts = async (key: string, n: number) =>
+      (await Promise.all(Array.from({ length: n }, () => cache.get(key, build))))
+        .map((e) => new TextDecoder().decode(e!.body));
+    assert.deepEqual(await texts("a", 20), Array(20).fill('{"build":1}'));
+    assert.equal(builds, 1);
+    assert.deepEqual(await texts("a", 3), Array(3).fill('{"build":1}'), "kept");
+    assert.equal(builds, 1);
+    assert.deepEqual(await texts("b", 2), Array(2).fill('{"build":2}'), "another query builds its own");
+    await insertSnapshots(db, await addDevice(svc, "https://127.0.0.1:9"), 1);
+    assert.deepEqual(await texts("a", 5), Array(5).fill('{"build":3}'), "a new version builds again, once");
+    assert.equal(builds, 3);
+    const none = new ListCache(db.kysely, "no such table");
+    assert.equal(await none.version(), null);
+    for (let i = 0; i < 2; i++) assert.ok(await none.get("a", build));
+    assert.equal(builds, 5, "nothing kept without a version");
   },
 );

@@ -13,9 +13,16 @@ import { sha256Hex } from "../util/hash.ts";
  * rebuilds. Without a version row (a database restored from a backup that had none) nothing is kept. Least
  * recently used answers are dropped past `maxBytes`.
  */
+interface Entry {
+  version: string;
+  body: Uint8Array<ArrayBuffer>;
+  etag: string;
+}
+
 export class ListCache {
-  #entries = new Map<string, { version: string; body: Uint8Array<ArrayBuffer>; etag: string }>();
+  #entries = new Map<string, Entry>();
   #bytes = 0;
+  #pending = new Map<string, { version: string; entry: Promise<Entry | null> }>();
   /**
    * @param table the `table_versions` name
    * @param maxBytes at most this many bytes of answers are kept (the whole list of 1,000 devices is about
@@ -48,19 +55,41 @@ export class ListCache {
       this.#entries.set(key, hit);
       return hit;
     }
+    if (version === null) return await this.#build(build, "");
+    // Requests that find no answer while one is being built for the same query at the same version share that
+    // build (50 clients after a poll would otherwise build the page 50 times). Sound: every change committed
+    // when such a request read the version is counted in it, so it was committed before the build's own read
+    // of the version too, and the build reads rows after that.
+    const pending = this.#pending.get(key);
+    if (pending?.version === version) return await pending.entry;
+    const entry = this.#build(build, version);
+    this.#pending.set(key, { version, entry });
+    try {
+      const e = await entry;
+      if (e) this.#keep(key, e);
+      return e;
+    } finally {
+      if (this.#pending.get(key)?.entry === entry) this.#pending.delete(key);
+    }
+  }
+
+  async #build(build: () => Promise<string | null>, version: string): Promise<Entry | null> {
     const text = await build();
     if (text === null) return null;
     const body = new TextEncoder().encode(text);
-    const entry = { version: version ?? "", body, etag: `"${await sha256Hex(body)}"` };
+    return { version, body, etag: `"${await sha256Hex(body)}"` };
+  }
+
+  #keep(key: string, entry: Entry) {
+    const body = entry.body;
     this.#drop(key);
-    if (version === null || body.byteLength > this.maxBytes) return entry;
+    if (body.byteLength > this.maxBytes) return;
     this.#entries.set(key, entry);
     this.#bytes += body.byteLength;
     for (const [k] of this.#entries) {
       if (this.#bytes <= this.maxBytes || k === key) break;
       this.#drop(k);
     }
-    return entry;
   }
 
   #drop(key: string) {
