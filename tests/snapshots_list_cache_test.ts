@@ -55,7 +55,7 @@ async function sameAsFresh(svc: Services, auth: Record<string, string>, apps: Op
 
 const version = async (db: Db) =>
   Number(
-    (await sql<{ v: string }>`select version::text as v from table_versions where name = 'snapshots'`
+    (await sql<{ v: string }>`select version::text as v from table_versions where name = 'devices'`
       .execute(db.kysely)).rows[0]!.v,
   );
 
@@ -130,7 +130,7 @@ dbTest(
   "concurrent requests share one build per query and version; without a version row nothing is kept",
   async (db) => {
     const { svc } = await testServices(db, fixtureModules());
-    const cache = new ListCache(db.kysely, "snapshots");
+    const cache = new ListCache(db.kysely, "devices");
     let builds = 0;
     const build = async () => {
       builds++;

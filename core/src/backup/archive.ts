@@ -245,15 +245,15 @@ export async function readBackup(archive: Uint8Array): Promise<OpenedBackup> {
 /** Tables a freshly migrated database already fills (replaced by the backup's rows): `table_versions` only. */
 const SEEDED = new Set(["table_versions"]);
 
-/** The target's version rows (migrations 0010, 0019), deleted to make room for the backup's. */
+/** The target's version rows (migration 0010), deleted to make room for the backup's. */
 async function takeVersions(tx: Kysely<Database>): Promise<Array<{ name: string; version: string }>> {
   return (await sql<{ name: string; version: string }>`
     delete from table_versions returning name, version::text as version`.execute(tx)).rows;
 }
 
 /**
- * After the backup's version rows: every name the target had is there again (a backup written before a
- * version row existed lacks it) and above the target's own version, so that an answer a listing cache
+ * After the backup's version rows: every name the target had is there (a backup written before a version row
+ * existed lacks it) and above the target's own version, so that an answer a listing cache
  * (core/src/http/list_cache.ts) kept for the target before the restore is never taken for the restored rows'.
  */
 async function keepVersionsAhead(tx: Kysely<Database>, before: Array<{ name: string; version: string }>) {

@@ -2,39 +2,39 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { sha256Hex } from "../util/hash.ts";
 
-/**
- * Answers of a listing (per query), kept between changes of the table they read. Before answering from one, a
- * primary-key read gets the table's version in `table_versions`: a counter that a deferred trigger raises in
- * every transaction that changes the table, whichever instance or tool commits it (migration
- * `2026_11_24_0010_devices_version` for the devices: an insert, a poll, a pin, a PATCH, a delete;
- * `2026_11_26_0019_snapshots_version` for the snapshots: an insert or a delete of a snapshot, i.e. a poll, a
- * prune, a device's cascade, the compaction). The version is read before the rows, so an answer is never kept
- * under a version older than its content; a change committed later gives a new version and the next request
- * rebuilds. Without a version row (a database restored from a backup that had none) nothing is kept. Least
- * recently used answers are dropped past `maxBytes`.
- */
 interface Entry {
   version: string;
   body: Uint8Array<ArrayBuffer>;
   etag: string;
 }
 
+/**
+ * Answers of a listing (per query), kept between changes of what it reads. Before answering from one, a
+ * primary-key read gets a version in `table_versions`: a counter that a deferred trigger raises in every
+ * transaction that changes the data, whichever instance or tool commits it. The 'devices' version counts every
+ * insert, update (a poll, a pin, a PATCH) and delete of a device (migration `2026_11_24_0010_devices_version`)
+ * and every insert and delete of a snapshot (a poll, a prune, a device's cascade, the compaction; migration
+ * `2026_11_26_0019_snapshots_version`): the device list and the snapshot listings use it. The version is read
+ * before the rows, so an answer is never kept under a version older than its content; a change committed later
+ * gives a new version and the next request rebuilds. Without the version row nothing is kept. Least recently
+ * used answers are dropped past `maxBytes`.
+ */
 export class ListCache {
   #entries = new Map<string, Entry>();
   #bytes = 0;
   #pending = new Map<string, { version: string; entry: Promise<Entry | null> }>();
   /**
-   * @param table the `table_versions` name
+   * @param name the `table_versions` row
    * @param maxBytes at most this many bytes of answers are kept (the whole list of 1,000 devices is about
    * 0.5 MB; the latest 100 snapshots about 170 kB)
    */
-  constructor(private db: Kysely<Database>, private table = "devices", private maxBytes = 32 * 1024 * 1024) {}
+  constructor(private db: Kysely<Database>, private name = "devices", private maxBytes = 32 * 1024 * 1024) {}
 
-  /** The table's version, or null when `table_versions` has no row for it. */
+  /** The version, or null when `table_versions` has no such row. */
   async version(): Promise<string | null> {
     const r = await sql<
       { v: string }
-    >`select version::text as v from table_versions where name = ${this.table}`
+    >`select version::text as v from table_versions where name = ${this.name}`
       .execute(this.db);
     return r.rows[0]?.v ?? null;
   }

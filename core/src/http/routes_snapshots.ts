@@ -36,7 +36,8 @@ export const RECOMPUTE = String.raw`deno eval 'import c from "npm:canonicalize@5
 const LISTING_CACHE_BYTES = 8 * 1024 * 1024;
 
 export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
-  snapshotReadRoutes(app, svc, new ListCache(svc.db.kysely, "snapshots", LISTING_CACHE_BYTES));
+  // Kept under the 'devices' version, which every insert and delete of a snapshot raises too (migration 0019).
+  snapshotReadRoutes(app, svc, new ListCache(svc.db.kysely, "devices", LISTING_CACHE_BYTES));
   snapshotPruneRoutes(app, svc);
 }
 
