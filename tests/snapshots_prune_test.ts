@@ -268,6 +268,8 @@ dbTest(
       sql`delete from snapshot_rows where id = ${after[0]!.id}::bigint`.execute(db.kysely),
       /append-only/,
     );
+    // Checked once per statement (migration 0019): a delete that matches nothing is refused too.
+    await assert.rejects(sql`delete from snapshot_rows where id = -1`.execute(db.kysely), /append-only/);
     await assert.rejects(sql`delete from snapshot_series`.execute(db.kysely), /append-only/);
     await assert.rejects(sql`delete from snapshot_prunes`.execute(db.kysely), /audit trail/);
     await assert.rejects(sql`update snapshot_prunes set actor = 'x'`.execute(db.kysely), /audit trail/);

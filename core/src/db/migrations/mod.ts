@@ -16,6 +16,7 @@ import * as m0015 from "./2026_11_25_0015_compact_snapshots.ts";
 import * as m0016 from "./2026_11_25_0016_labs.ts";
 import * as m0017 from "./2026_11_25_0017_narrow_snapshots.ts";
 import * as m0018 from "./2026_11_25_0018_remark_stable.ts";
+import * as m0019 from "./2026_11_26_0019_snapshot_rows_delete_guard.ts";
 
 /** Static migration provider: every migration, by its date-prefixed name. */
 export const migrationProvider: MigrationProvider = {
@@ -38,6 +39,7 @@ export const migrationProvider: MigrationProvider = {
       "2026_11_25_0016_labs": m0016,
       "2026_11_25_0017_narrow_snapshots": m0017,
       "2026_11_25_0018_remark_stable": m0018,
+      "2026_11_26_0019_snapshot_rows_delete_guard": m0019,
     });
   },
 };
