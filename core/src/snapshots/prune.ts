@@ -227,6 +227,7 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
   /** Dry run: per payload id of a deleted row, how many of its rows would go. */
   const wouldGo = new Map<string, number>();
   const names = new SeriesNames();
+  await names.load(db);
   let longest = 0;
 
   while (BigInt(cursor) < BigInt(endId)) {
