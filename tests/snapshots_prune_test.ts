@@ -328,6 +328,31 @@ dbTest("an interrupted prune is resumed by the next one, and the totals equal it
   assert.equal(rest.payloadBytes, dry.payloadBytes);
 });
 
+dbTest("batches of any size decide the same: a row's neighbours across a batch's edges count", async (db) => {
+  const { app, auth } = await testServices(db, fixtureModules());
+  await lab(app, auth, db);
+  const policy = { olderThanDays: 30, keepOnePer: "hour" as const };
+  const whole = await pruneSnapshots(db.kysely, {
+    ...policy,
+    dryRun: true,
+    actor: "test",
+    batchSize: 100_000,
+  });
+  assert.equal(whole.batches, 1);
+  assert.ok(whole.snapshots > 0);
+  // One id a batch: every neighbour is outside the batch, found at its edges.
+  for (const batchSize of [1, 4]) {
+    const dry = await pruneSnapshots(db.kysely, { ...policy, dryRun: true, actor: "test", batchSize });
+    assert.ok(dry.batches > 100);
+    assert.equal(dry.snapshots, whole.snapshots, `batches of ${batchSize}`);
+    assert.deepEqual(dry.counts, whole.counts, `batches of ${batchSize}`);
+  }
+  const before = await allSnapshots(db);
+  const real = await pruneSnapshots(db.kysely, { ...policy, dryRun: false, actor: "test", batchSize: 4 });
+  assert.deepEqual(real.counts, whole.counts);
+  assert.equal((await allSnapshots(db)).length, before.length - whole.snapshots);
+});
+
 dbTest("only an admin may prune, and the policy is validated field by field", async (db) => {
   const { app, auth, svc } = await testServices(db, fixtureModules());
   for (const role of ["viewer", "operator"] as const) {
