@@ -149,9 +149,8 @@ function candidates(
       select w.*, lag(w.id) over s as p_id, lag(w.collected_at) over s as p_at,
         lead(w.id) over s as n_id, lead(w.real) over s as n_real
       from (
-        with b as (select ${
-    COLUMNS("x")
-  } from snapshot_rows x where x.id > ${lo}::bigint and x.id <= ${hi}::bigint)
+        with b as (select ${COLUMNS("x")} from snapshot_rows x
+          where x.id > ${lo}::bigint and x.id <= ${hi}::bigint)
         select * from b
         union all
         select e.* from (select distinct b.series_id from b) q cross join lateral (
@@ -241,9 +240,8 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
     const started = performance.now();
     if (opts.dryRun) {
       const rows = (await sql<RowOf>`
-        select r.series_id::text as series_id, r.payload_id::text as payload_id, r.bytes ${where}`.execute(
-        db,
-      )).rows;
+        select r.series_id::text as series_id, r.payload_id::text as payload_id, r.bytes
+        ${where}`.execute(db)).rows;
       tally.add(await names.of(db, rows));
       for (const r of rows) wouldGo.set(r.payload_id, (wouldGo.get(r.payload_id) ?? 0) + 1);
     } else {
