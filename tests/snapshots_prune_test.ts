@@ -268,6 +268,8 @@ dbTest(
       sql`delete from snapshot_rows where id = ${after[0]!.id}::bigint`.execute(db.kysely),
       /append-only/,
     );
+    // Checked once per statement (migration 0020): a delete that matches nothing is refused too.
+    await assert.rejects(sql`delete from snapshot_rows where id = -1`.execute(db.kysely), /append-only/);
     await assert.rejects(sql`delete from snapshot_series`.execute(db.kysely), /append-only/);
     await assert.rejects(sql`delete from snapshot_prunes`.execute(db.kysely), /audit trail/);
     await assert.rejects(sql`update snapshot_prunes set actor = 'x'`.execute(db.kysely), /audit trail/);
@@ -324,6 +326,31 @@ dbTest("an interrupted prune is resumed by the next one, and the totals equal it
   assert.deepEqual(rest.counts, dry.counts);
   assert.equal(rest.payloads, dry.payloads);
   assert.equal(rest.payloadBytes, dry.payloadBytes);
+});
+
+dbTest("batches of any size decide the same: a row's neighbours across a batch's edges count", async (db) => {
+  const { app, auth } = await testServices(db, fixtureModules());
+  await lab(app, auth, db);
+  const policy = { olderThanDays: 30, keepOnePer: "hour" as const };
+  const whole = await pruneSnapshots(db.kysely, {
+    ...policy,
+    dryRun: true,
+    actor: "test",
+    batchSize: 100_000,
+  });
+  assert.equal(whole.batches, 1);
+  assert.ok(whole.snapshots > 0);
+  // One id a batch: every neighbour is outside the batch, found at its edges.
+  for (const batchSize of [1, 4]) {
+    const dry = await pruneSnapshots(db.kysely, { ...policy, dryRun: true, actor: "test", batchSize });
+    assert.ok(dry.batches > 100);
+    assert.equal(dry.snapshots, whole.snapshots, `batches of ${batchSize}`);
+    assert.deepEqual(dry.counts, whole.counts, `batches of ${batchSize}`);
+  }
+  const before = await allSnapshots(db);
+  const real = await pruneSnapshots(db.kysely, { ...policy, dryRun: false, actor: "test", batchSize: 4 });
+  assert.deepEqual(real.counts, whole.counts);
+  assert.equal((await allSnapshots(db)).length, before.length - whole.snapshots);
 });
 
 dbTest("only an admin may prune, and the policy is validated field by field", async (db) => {

@@ -219,6 +219,9 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
     olderThanDays: Number(Deno.env.get("BENCH_PRUNE_OLDER_THAN_DAYS") ?? (ctx.quick ? 3 : 7)),
     keepOnePer: "hour" as const,
   };
+  // The API's latency with the poller but no prune (what the figures during the prune compare with).
+  await new Promise((r) => setTimeout(r, 1000));
+  const apiBefore = apiMs.slice();
   const td = performance.now();
   const dry = await pruneSnapshots(k, { ...policy, dryRun: true, actor: "bench" });
   const dryS = (performance.now() - td) / 1000;
@@ -333,7 +336,11 @@ async function one(ctx: Ctx, backend: Backend): Promise<Figure[]> {
     fig("apiP50DuringPruneMs", round(pct(apiDuring, 50)), "ms", {
       params: { ...params, calls: apiDuring.length },
     }),
+    fig("apiP99DuringPruneMs", round(pct(apiDuring, 99)), "ms"),
     fig("apiMaxDuringPruneMs", round(Math.max(...apiDuring)), "ms"),
+    fig("apiP50BeforePruneMs", round(pct(apiBefore, 50)), "ms", {
+      note: `${apiBefore.length} calls in the second before the dry run (polls running, no prune)`,
+    }),
     fig("pollRoundMaxMs", round(Math.max(...pollMs)), "ms", {
       note: `${pollMs.length} rounds of ${DEVICES} polls`,
     }),

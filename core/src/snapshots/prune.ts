@@ -22,7 +22,8 @@
  * a prune killed halfway is resumed from its last committed batch by the next prune request.
  *
  * The narrow layout (migration 2026_11_25_0017): the prune walks `snapshot_rows` by id range, finds each
- * row's neighbours by `snapshot_rows_series_id (series_id, id)`, and deletes from `snapshot_rows` directly.
+ * row's neighbours in that one walk (the range's edges by `snapshot_rows_series_id (series_id, id)`), and
+ * deletes from `snapshot_rows` directly.
  * Rows still in `snapshots_legacy` (not yet moved by the compaction) are never deleted: a later prune, once
  * they are compacted, decides them. A row whose neighbour, after or before it in its device and label, is such
  * a legacy row (a legacy row lies between the row's neighbours in `snapshot_rows`, both included: the row or
@@ -111,14 +112,23 @@ export interface PruneOptions extends PrunePolicy {
   stopAfterBatches?: number;
 }
 
-/** A snapshot that is a real change (or one not known to be volatile-only). */
-const REAL_CHANGE = (t: string) => sql.raw(`(${t}.payload_changed and ${t}.stable_changed is not false)`);
+/**
+ * A row's columns that a decision reads, and its size (`pg_column_size`); `real`: a real change (or one not
+ * known to be volatile-only).
+ */
+const COLUMNS = (t: string) =>
+  sql.raw(`${t}.id, ${t}.series_id, ${t}.payload_id, ${t}.collected_at, ${t}.test_run_execution_id,
+    (${t}.payload_changed and ${t}.stable_changed is not false) as real, pg_column_size(${t}.*) as bytes`);
 
 /**
  * The rows of `snapshot_rows` with ids in (lo, hi] that the policy deletes (see the module's documentation),
- * as `from … where …` over `r` (the row; its series' device and label are read once per series, by
- * {@link SeriesNames}: `snapshot_series` takes an update per insert and a per-row join of it is slow). `legacy`: whether `snapshots_legacy` may still
- * hold rows, whose neighbours are then kept.
+ * as `from … where …` over `r` (the row with its neighbours' `p_id`, `p_at`, `n_id`, `n_real`, and `bytes`;
+ * its series' device and label are read once per series, by {@link SeriesNames}: `snapshot_series` takes an
+ * update per insert and a per-row join of it is slow). The neighbours come from one walk of the range: its rows,
+ * and of each series in it the row just before and just after the range (by `snapshot_rows_series_id`),
+ * ordered by series and id, `lag` and `lead` giving each row the one before and after it in its series (two
+ * index look-ups per row cost twice as much). `legacy`: whether `snapshots_legacy` may still hold rows, whose
+ * neighbours are then kept.
  */
 function candidates(
   lo: string,
@@ -132,21 +142,34 @@ function candidates(
     ? sql`and not exists (select 1 from snapshot_series se join snapshots_legacy l
           on l.device_id = se.device_id and l.endpoint_label = se.endpoint_label
         where se.id = r.series_id
-          and l.id >= p.id and l.id <= n.id)`
+          and l.id >= r.p_id and l.id <= r.n_id)`
     : sql``;
   return sql`
-    from snapshot_rows r
-      cross join lateral (select n.id, ${REAL_CHANGE("n")} as real from snapshot_rows n
-        where n.series_id = r.series_id and n.id > r.id order by n.id limit 1) n
-      cross join lateral (select p.id, p.collected_at from snapshot_rows p
-        where p.series_id = r.series_id and p.id < r.id order by p.id desc limit 1) p
+    from (
+      select w.*, lag(w.id) over s as p_id, lag(w.collected_at) over s as p_at,
+        lead(w.id) over s as n_id, lead(w.real) over s as n_real
+      from (
+        with b as (select ${COLUMNS("x")} from snapshot_rows x
+          where x.id > ${lo}::bigint and x.id <= ${hi}::bigint)
+        select * from b
+        union all
+        select e.* from (select distinct b.series_id from b) q cross join lateral (
+          (select ${COLUMNS("p")} from snapshot_rows p
+            where p.series_id = q.series_id and p.id <= ${lo}::bigint order by p.id desc limit 1)
+          union all
+          (select ${COLUMNS("n")} from snapshot_rows n
+            where n.series_id = q.series_id and n.id > ${hi}::bigint order by n.id limit 1)
+        ) e
+      ) w
+      window s as (partition by w.series_id order by w.id)
+    ) r
     where r.id > ${lo}::bigint and r.id <= ${hi}::bigint
       and r.collected_at < ${cutoff}
       and r.test_run_execution_id is null
       and not (r.id = any(${keep}::bigint[]))
-      and not ${REAL_CHANGE("r")}
-      and not n.real
-      and date_trunc(${unit}, p.collected_at, 'UTC') = date_trunc(${unit}, r.collected_at, 'UTC')
+      and not r.real
+      and not r.n_real
+      and date_trunc(${unit}, r.p_at, 'UTC') = date_trunc(${unit}, r.collected_at, 'UTC')
       ${legacyNeighbour}`;
 }
 
@@ -203,6 +226,7 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
   /** Dry run: per payload id of a deleted row, how many of its rows would go. */
   const wouldGo = new Map<string, number>();
   const names = new SeriesNames();
+  await names.load(db);
   let longest = 0;
 
   while (BigInt(cursor) < BigInt(endId)) {
@@ -216,7 +240,7 @@ export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): 
     const started = performance.now();
     if (opts.dryRun) {
       const rows = (await sql<RowOf>`
-        select r.series_id::text as series_id, r.payload_id::text as payload_id, pg_column_size(r.*) as bytes
+        select r.series_id::text as series_id, r.payload_id::text as payload_id, r.bytes
         ${where}`.execute(db)).rows;
       tally.add(await names.of(db, rows));
       for (const r of rows) wouldGo.set(r.payload_id, (wouldGo.get(r.payload_id) ?? 0) + 1);

@@ -46,9 +46,21 @@ export class Tally {
   }
 }
 
-/** The device and label of each series id, read once per series (a series never changes them). */
+/**
+ * The device and label of each series id, read once per series (a series never changes them): all of them by
+ * {@link SeriesNames.load} at a prune's start (one query instead of one per batch), a series added since then
+ * when first met.
+ */
 export class SeriesNames {
   #names = new Map<string, { device_id: string; endpoint_label: string }>();
+  /** Read every series' device and label. */
+  async load(db: Kysely<Database>): Promise<void> {
+    const all = await sql<{ id: string; device_id: string; endpoint_label: string }>`
+      select id::text as id, device_id, endpoint_label from snapshot_series`.execute(db);
+    for (const f of all.rows) {
+      this.#names.set(f.id, { device_id: f.device_id, endpoint_label: f.endpoint_label });
+    }
+  }
   /** `rows` with their device and label. */
   async of(db: Kysely<Database>, rows: RowOf[]): Promise<Row[]> {
     const missing = [...new Set(rows.map((r) => r.series_id))].filter((id) => !this.#names.has(id));

@@ -17,6 +17,7 @@ import * as m0016 from "./2026_11_25_0016_labs.ts";
 import * as m0017 from "./2026_11_25_0017_narrow_snapshots.ts";
 import * as m0018 from "./2026_11_25_0018_remark_stable.ts";
 import * as m0019 from "./2026_11_26_0019_snapshots_version.ts";
+import * as m0020 from "./2026_11_26_0020_snapshot_rows_delete_guard.ts";
 
 /** Static migration provider: every migration, by its date-prefixed name. */
 export const migrationProvider: MigrationProvider = {
@@ -40,6 +41,7 @@ export const migrationProvider: MigrationProvider = {
       "2026_11_25_0017_narrow_snapshots": m0017,
       "2026_11_25_0018_remark_stable": m0018,
       "2026_11_26_0019_snapshots_version": m0019,
+      "2026_11_26_0020_snapshot_rows_delete_guard": m0020,
     });
   },
 };
