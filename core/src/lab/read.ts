@@ -171,10 +171,23 @@ const collectedMs = (alias: string) =>
     sql.ref(`${alias}.collected_at`)
   })) * 1000)::int8::text`;
 
-/** The wanted (label, device) pairs: per label, its device ids comma-separated (UUIDs). */
-const pairsOf = (labels: string[], ids: string[]) =>
-  sql`unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
-    cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)`;
+/**
+ * The wanted (label, device) pairs, `n(device_id, li)` with the label `(labels)[n.li]` ({@link labelOf}): from
+ * two flat lists, all device ids (UUIDs) comma-separated and each one's label number, which the planner reads
+ * as constants, so it knows how many pairs there are (thousands for a pre-flight: hash joins on the pairs, not
+ * one index look-up per pair; a few: the look-ups).
+ */
+function pairsOf(labels: string[], ids: string[]) {
+  const li: number[] = [];
+  ids.forEach((list, i) => {
+    if (list) { for (let k = list.split(",").length; k > 0; k--) li.push(i + 1); }
+  });
+  return {
+    from: sql`unnest(string_to_array(${ids.filter((list) => list).join(",")}::text, ',')::uuid[],
+      string_to_array(${li.join(",")}::text, ',')::int[]) as n(device_id, li)`,
+    label: sql`(${labels}::text[])[n.li]`,
+  };
+}
 
 /**
  * The snapshot statement of a lab read (now): per wanted pair, the snapshot `snapshot_latest` names, with its
@@ -183,19 +196,20 @@ const pairsOf = (labels: string[], ids: string[]) =>
  * before, each pair looks in `snapshot_rows` and else in `snapshots_legacy` (by their primary keys).
  */
 export function latestSql(labels: string[], ids: string[], legacyLeft = true): RawBuilder<LatestRow> {
+  const pairs = pairsOf(labels, ids);
   if (!legacyLeft) {
     return sql<LatestRow>`select l.device_id::text, l.endpoint_label, l.snapshot_id::text, p.sha256,
         ${collectedMs("r")} as collected_ms
-      from ${pairsOf(labels, ids)}
-      join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = g.label
+      from ${pairs.from}
+      join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = ${pairs.label}
       join snapshot_rows r on r.id = l.snapshot_id
       join snapshot_payloads p on p.id = r.payload_id`;
   }
   return sql<LatestRow>`select
       l.device_id::text, l.endpoint_label, l.snapshot_id::text, s.payload_sha256 as sha256,
       ${collectedMs("s")} as collected_ms
-    from ${pairsOf(labels, ids)}
-    join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = g.label
+    from ${pairs.from}
+    join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = ${pairs.label}
     cross join lateral (
       (select r.id, p.sha256 as payload_sha256, r.collected_at
         from snapshot_rows r join snapshot_payloads p on p.id = r.payload_id where r.id = l.snapshot_id)
@@ -233,30 +247,31 @@ export function latestAsOfSql(
   asOf: Date,
   legacyLeft = true,
 ): RawBuilder<LatestRow> {
+  const pairs = pairsOf(labels, ids);
   // The pair's newest row collected at or before asOf (`se`: the pair's series).
   const rowAsOf = sql`(select r.id, r.payload_id, r.collected_at from snapshot_rows r
       where r.series_id >= se.id and r.series_id <= se.id and r.collected_at <= ${asOf}
       order by r.series_id desc, r.id desc limit 1) r`;
   if (!legacyLeft) {
-    return sql<LatestRow>`select n.device_id::text, g.label as endpoint_label, r.id::text as snapshot_id,
+    return sql<LatestRow>`select se.device_id::text, se.endpoint_label, r.id::text as snapshot_id,
         p.sha256, ${collectedMs("r")} as collected_ms
-      from ${pairsOf(labels, ids)}
-      join snapshot_series se on se.device_id = n.device_id and se.endpoint_label = g.label
+      from ${pairs.from}
+      join snapshot_series se on se.device_id = n.device_id and se.endpoint_label = ${pairs.label}
       cross join lateral ${rowAsOf}
       join snapshot_payloads p on p.id = r.payload_id`;
   }
-  return sql<LatestRow>`select n.device_id::text, g.label as endpoint_label, s.id::text as snapshot_id,
+  return sql<LatestRow>`select n.device_id::text, ${pairs.label} as endpoint_label, s.id::text as snapshot_id,
       s.payload_sha256 as sha256, ${collectedMs("s")} as collected_ms
-    from ${pairsOf(labels, ids)}
+    from ${pairs.from}
     cross join lateral (select z.id, z.payload_sha256, z.collected_at from (
       (select r.id, (select p.sha256 from snapshot_payloads p where p.id = r.payload_id) as payload_sha256,
           r.collected_at
         from snapshot_series se cross join lateral ${rowAsOf}
-        where se.device_id = n.device_id and se.endpoint_label = g.label)
+        where se.device_id = n.device_id and se.endpoint_label = ${pairs.label})
       union all
       (select x.id, x.payload_sha256, x.collected_at from snapshots_legacy x
-        where (x.device_id, x.endpoint_label) >= (n.device_id, g.label)
-          and (x.device_id, x.endpoint_label) <= (n.device_id, g.label) and x.collected_at <= ${asOf}
+        where (x.device_id, x.endpoint_label) >= (n.device_id, ${pairs.label})
+          and (x.device_id, x.endpoint_label) <= (n.device_id, ${pairs.label}) and x.collected_at <= ${asOf}
         order by x.device_id, x.endpoint_label, x.id desc limit 1)
     ) z order by z.id desc limit 1) s`;
 }
