@@ -180,7 +180,9 @@ const collectedMs = (alias: string) =>
 function pairsOf(labels: string[], ids: string[]) {
   const li: number[] = [];
   ids.forEach((list, i) => {
-    if (list) { for (let k = list.split(",").length; k > 0; k--) li.push(i + 1); }
+    if (!list) return;
+    li.push(i + 1); // one per id: the first, then one per comma
+    for (let at = list.indexOf(","); at >= 0; at = list.indexOf(",", at + 1)) li.push(i + 1);
   });
   return {
     from: sql`unnest(string_to_array(${ids.filter((list) => list).join(",")}::text, ',')::uuid[],
@@ -289,12 +291,15 @@ async function readLabIn(tx: Kysely<Database>, readers: LabWants[], opts: LabRea
   const legacyLeft = deviceRows[0]?.legacy_left ?? true;
   const devices: CheckDevice[] = deviceRows
     .map((d) => ({ id: d.id, hostname: d.hostname, vendor: d.vendor, deviceRole: d.device_role }));
-  const wanted = new Map<string, Set<string>>();
-  for (const reader of readers) {
-    for (const [label, ids] of reader(devices)) {
-      let all = wanted.get(label);
-      if (!all) wanted.set(label, all = new Set());
-      for (const id of ids) all.add(id);
+  // One reader (a pre-flight): its wants as they are; more: merged.
+  const wanted = readers.length === 1 ? readers[0]!(devices) : new Map<string, Set<string>>();
+  if (readers.length > 1) {
+    for (const reader of readers) {
+      for (const [label, ids] of reader(devices)) {
+        let all = wanted.get(label);
+        if (!all) wanted.set(label, all = new Set());
+        for (const id of ids) all.add(id);
+      }
     }
   }
   const latest = new Map<string, Map<string, Latest>>();
