@@ -4,7 +4,8 @@
  * hashes of their own, equal to the payload's, and unknown), then 0017, then the compaction while a writer
  * inserts through the `snapshots` view. Every row keeps its id, device, label, payload hash, time, adapter
  * module and version, flags and run id; the listings and the change history answer the same before and after
- * (and half-way); a compaction stopped after a few batches resumes; a second runner finds the lock taken;
+ * (and half-way), and so does the lab read (pre-flight's, now and as of moments in the old history); a
+ * compaction stopped after a few batches resumes; a second runner finds the lock taken;
  * `serve`'s background job and `deno task compact` move everything.
  */
 import assert from "node:assert/strict";
@@ -20,6 +21,7 @@ import {
 import type { Database, Db } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 import { compactSnapshots } from "../core/src/snapshots/compact.ts";
+import { readLab } from "../core/src/lab/read.ts";
 import { startCompaction } from "../core/src/runtime/compaction.ts";
 import type { Runtime } from "../core/src/runtime/bootstrap.ts";
 
@@ -42,8 +44,8 @@ async function ok(p: Promise<{ error?: unknown }>) {
 async function fill(k: Kysely<Database>) {
   for (const n of DEVICES) {
     await sql`insert into devices (id, hostname, vendor, base_url, username, password_enc, tls_verify_mode,
-        poll_interval_seconds) values (${dev(n)}::uuid, ${"dev-" + n}, 'fixture-fw', 'https://10.0.0.1',
-        'admin', 'v1.x.y.z', 'insecure', 300)`.execute(k);
+        poll_interval_seconds, created_at) values (${dev(n)}::uuid, ${"dev-" + n}, 'fixture-fw',
+        'https://10.0.0.1', 'admin', 'v1.x.y.z', 'insecure', 300, '2026-09-01T00:00:00Z')`.execute(k);
   }
   await sql`insert into snapshot_payloads (sha256, payload, size_bytes)
     select repeat(n::text, 64), '{"n":' || n || '}', 7 from generate_series(1, 9) n`.execute(k);
@@ -51,6 +53,9 @@ async function fill(k: Kysely<Database>) {
   await polls(k, 1, 15, "0.9.0");
   await sql`alter table snapshots enable trigger snapshots_adapter_release`.execute(k);
   await polls(k, 16, 40, "1.0.0");
+  // What the poller keeps beside the rows: each (device, label)'s last stored snapshot.
+  await sql`insert into snapshot_latest (device_id, endpoint_label, snapshot_id)
+    select device_id, endpoint_label, max(id) from snapshots group by device_id, endpoint_label`.execute(k);
 }
 
 async function polls(k: Kysely<Database>, from: number, to: number, version: string) {
@@ -119,10 +124,38 @@ async function changes(k: Kysely<Database>, d: number, volatile: "include" | "ex
   }
 }
 
+/**
+ * The lab read of labels a and b of one device (pre-flight's, core/src/lab/read.ts): now, or as of a moment
+ * (per label the last snapshot collected by then), as [label, id, payload hash, time] per label.
+ */
+async function labRead(k: Kysely<Database>, d: number, asOf?: Date) {
+  const read = await readLab(k, [() => new Map([["a", new Set([dev(d)])], ["b", new Set([dev(d)])]])], {
+    asOf,
+    payloads: false,
+  });
+  return [...read.latest].flatMap(([label, byDevice]) =>
+    [...byDevice.values()].map((s) => [label, s.id, s.sha, s.at.toISOString()])
+  ).sort();
+}
+
+/**
+ * Moments in the old history (polls 1-40 a minute apart from 00:01, device d at second d): before it, among the
+ * rows the first three batches leave in the old table, among those they move, and at its end.
+ */
+const MOMENTS = [
+  "2026-10-01T00:00:30Z",
+  "2026-10-01T00:07:02Z",
+  "2026-10-01T00:25:00Z",
+  "2026-10-01T00:37:02Z",
+  "2026-10-01T00:40:03Z",
+];
+
 /** What every reader answers: listings by device, by device and label, by run, unfiltered; the change history. */
 async function answers(k: Kysely<Database>, devices = DEVICES) {
   const a: Record<string, unknown> = {};
   for (const d of devices) {
+    a[`lab ${d} now`] = await labRead(k, d);
+    for (const m of MOMENTS) a[`lab ${d} as of ${m}`] = await labRead(k, d, new Date(m));
     a[`device ${d}`] = await pages(k, { deviceId: dev(d) });
     for (const l of ["a", "b"]) {
       a[`device ${d} ${l}`] = await pages(k, { deviceId: dev(d), endpointLabel: l });
@@ -151,7 +184,12 @@ async function prepared(db: Db) {
   await ok(m.migrateToLatest());
   assert.equal(await legacyCount(k), 240);
   assert.deepEqual(await rows(k), before);
-  return { k, before, answers: await answers(k) };
+  const a = await answers(k);
+  // The lab read finds labels a and b of each device, none before the history began.
+  assert.equal((a["lab 1 now"] as unknown[]).length, 2);
+  assert.equal((a[`lab 1 as of ${MOMENTS[0]}`] as unknown[]).length, 0);
+  assert.equal((a[`lab 1 as of ${MOMENTS[1]}`] as unknown[]).length, 2);
+  return { k, before, answers: a };
 }
 
 /** A writer of device 1 through the view, one row after another until stopped: its ids and errors. */

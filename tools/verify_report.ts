@@ -374,7 +374,6 @@ var PayloadCache = class {
   }
 };
 var payloadCache = new PayloadCache(32 * 1024 * 1024);
-var LEGACY_LEFT = sql`(select exists (select 1 from snapshots_legacy))`;
 
 // core/src/preflight/evaluate.ts
 var MAX_ERROR_TEXT = 300;

@@ -158,19 +158,82 @@ export type LatestRow = {
   snapshot_id: string;
   /** SHA-256 (hex) of the snapshot's payload. */
   sha256: string;
-  /** When the snapshot was collected (a Date, or text on drivers that return it so). */
-  collected_at: Date | string;
+  /**
+   * When the snapshot was collected: milliseconds since 1970 (bigint, as text), the instant a driver's Date
+   * would hold (truncated to the millisecond), without the driver parsing 3,000 timestamps.
+   */
+  collected_ms: string;
 };
+
+/** `collected_at` as {@link LatestRow.collected_ms} (exact whether `extract` answers numeric or float8). */
+const collectedMs = (alias: string) =>
+  sql`round(extract(epoch from date_trunc('milliseconds', ${
+    sql.ref(`${alias}.collected_at`)
+  })) * 1000)::int8::text`;
+
+/**
+ * The wanted (label, device) pairs, `n(device_id, li)` with the label `(labels)[n.li]` ({@link labelOf}): from
+ * two flat lists, all device ids (UUIDs) comma-separated and each one's label number, which the planner reads
+ * as constants, so it knows how many pairs there are (thousands for a pre-flight: hash joins on the pairs, not
+ * one index look-up per pair; a few: the look-ups).
+ */
+function pairsOf(labels: string[], ids: string[]) {
+  const li: number[] = [];
+  ids.forEach((list, i) => {
+    if (!list) return;
+    li.push(i + 1); // one per id: the first, then one per comma
+    for (let at = list.indexOf(","); at >= 0; at = list.indexOf(",", at + 1)) li.push(i + 1);
+  });
+  return {
+    from: sql`unnest(string_to_array(${ids.filter((list) => list).join(",")}::text, ',')::uuid[],
+      string_to_array(${li.join(",")}::text, ',')::int[]) as n(device_id, li)`,
+    label: sql`(${labels}::text[])[n.li]`,
+  };
+}
+
+/**
+ * The snapshot statement of a lab read (now): per wanted pair, the snapshot `snapshot_latest` names, with its
+ * payload hash and time. Once the compaction is done (`legacyLeft` false: `snapshots_legacy` is empty in this
+ * read's snapshot of the database) it is plain joins on primary keys, `snapshot_rows` then `snapshot_payloads`;
+ * before, each pair looks in `snapshot_rows` and else in `snapshots_legacy` (by their primary keys).
+ */
+export function latestSql(labels: string[], ids: string[], legacyLeft = true): RawBuilder<LatestRow> {
+  const pairs = pairsOf(labels, ids);
+  if (!legacyLeft) {
+    return sql<LatestRow>`select l.device_id::text, l.endpoint_label, l.snapshot_id::text, p.sha256,
+        ${collectedMs("r")} as collected_ms
+      from ${pairs.from}
+      join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = ${pairs.label}
+      join snapshot_rows r on r.id = l.snapshot_id
+      join snapshot_payloads p on p.id = r.payload_id`;
+  }
+  return sql<LatestRow>`select
+      l.device_id::text, l.endpoint_label, l.snapshot_id::text, s.payload_sha256 as sha256,
+      ${collectedMs("s")} as collected_ms
+    from ${pairs.from}
+    join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = ${pairs.label}
+    cross join lateral (
+      (select r.id, p.sha256 as payload_sha256, r.collected_at
+        from snapshot_rows r join snapshot_payloads p on p.id = r.payload_id where r.id = l.snapshot_id)
+      union all
+      (select x.id, x.payload_sha256, x.collected_at from snapshots_legacy x where x.id = l.snapshot_id)
+      limit 1) s`;
+}
 
 /**
  * The snapshot statement of a lab read as of a moment (exported for its plan test in
  * tests/preflight_filters_test.ts): per wanted pair (per label, its device ids comma-separated), the last
  * snapshot stored (highest id, the order `snapshot_latest` keeps) among those collected at or before `asOf`.
  * On the narrow layout (migration 2026_11_25_0017) it reads the pair's series in `snapshot_rows` by
- * `snapshot_rows_series_id (series_id, id)` backwards, and the rows not yet compacted in `snapshots_legacy` by
- * `snapshots_device_label_id (device_id, endpoint_label, id desc)`, each from the newest entry and stopping at
- * the first row collected at or before `asOf`; the newer of the two. The rows read are the pair's snapshots
- * stored since `asOf`. (Not through the `snapshots` view, which would join and sort every row.)
+ * `snapshot_rows_series_id (series_id, id)` backwards from the newest entry, stopping at the first row
+ * collected at or before `asOf`: the rows read are the pair's snapshots stored since `asOf`. (Not through the
+ * `snapshots` view, which would join and sort every row.) Its payload hash by `snapshot_payloads_id`, joined
+ * to the row found (one look-up per pair, not one per row read).
+ *
+ * While rows not yet compacted are left (`legacyLeft`, the default), it also walks the pair's range of
+ * `snapshots_legacy` by `snapshots_device_label_id (device_id, endpoint_label, id desc)` the same way, and
+ * takes the newer of the two; once the compaction is done, the statement without that walk (per pair, the
+ * union, its sort and the legacy branch cost about as much as the series walk itself).
  *
  * Each pair is matched with row comparisons, not equalities, on purpose: with `device_id = … and
  * endpoint_label = …` (or `series_id = …`) PostgreSQL drops them from the ORDER BY (they equal outer values),
@@ -180,46 +243,63 @@ export type LatestRow = {
  * keeps its leading columns, which only the series (or device and label) index provides, and both bounds are
  * its index condition.
  */
-/**
- * True while rows not yet compacted are left (migration 0017): computed once per statement (an InitPlan), it
- * gates the legacy table's walk off once the compaction is done (a quarter of the as-of read at 700 pairs).
- */
-const LEGACY_LEFT = sql`(select exists (select 1 from snapshots_legacy))`;
-
-export function latestAsOfSql(labels: string[], ids: string[], asOf: Date): RawBuilder<LatestRow> {
-  return sql<LatestRow>`select n.device_id::text, g.label as endpoint_label, s.id::text as snapshot_id,
-      s.payload_sha256 as sha256, s.collected_at
-    from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
-    cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
+export function latestAsOfSql(
+  labels: string[],
+  ids: string[],
+  asOf: Date,
+  legacyLeft = true,
+): RawBuilder<LatestRow> {
+  const pairs = pairsOf(labels, ids);
+  // The pair's newest row collected at or before asOf (`se`: the pair's series).
+  const rowAsOf = sql`(select r.id, r.payload_id, r.collected_at from snapshot_rows r
+      where r.series_id >= se.id and r.series_id <= se.id and r.collected_at <= ${asOf}
+      order by r.series_id desc, r.id desc limit 1) r`;
+  if (!legacyLeft) {
+    return sql<LatestRow>`select se.device_id::text, se.endpoint_label, r.id::text as snapshot_id,
+        p.sha256, ${collectedMs("r")} as collected_ms
+      from ${pairs.from}
+      join snapshot_series se on se.device_id = n.device_id and se.endpoint_label = ${pairs.label}
+      cross join lateral ${rowAsOf}
+      join snapshot_payloads p on p.id = r.payload_id`;
+  }
+  return sql<LatestRow>`select n.device_id::text, ${pairs.label} as endpoint_label, s.id::text as snapshot_id,
+      s.payload_sha256 as sha256, ${collectedMs("s")} as collected_ms
+    from ${pairs.from}
     cross join lateral (select z.id, z.payload_sha256, z.collected_at from (
       (select r.id, (select p.sha256 from snapshot_payloads p where p.id = r.payload_id) as payload_sha256,
           r.collected_at
-        from snapshot_series se
-        cross join lateral (select r.id, r.payload_id, r.collected_at from snapshot_rows r
-          where r.series_id >= se.id and r.series_id <= se.id and r.collected_at <= ${asOf}
-          order by r.series_id desc, r.id desc limit 1) r
-        where se.device_id = n.device_id and se.endpoint_label = g.label)
+        from snapshot_series se cross join lateral ${rowAsOf}
+        where se.device_id = n.device_id and se.endpoint_label = ${pairs.label})
       union all
       (select x.id, x.payload_sha256, x.collected_at from snapshots_legacy x
-        where ${LEGACY_LEFT} and (x.device_id, x.endpoint_label) >= (n.device_id, g.label)
-          and (x.device_id, x.endpoint_label) <= (n.device_id, g.label) and x.collected_at <= ${asOf}
+        where (x.device_id, x.endpoint_label) >= (n.device_id, ${pairs.label})
+          and (x.device_id, x.endpoint_label) <= (n.device_id, ${pairs.label}) and x.collected_at <= ${asOf}
         order by x.device_id, x.endpoint_label, x.id desc limit 1)
     ) z order by z.id desc limit 1) s`;
 }
 
 async function readLabIn(tx: Kysely<Database>, readers: LabWants[], opts: LabReadOptions): Promise<LabRead> {
+  // With the devices, whether rows not yet compacted are left (migration 0017; one InitPlan, not per row):
+  // the snapshot statement skips `snapshots_legacy` once the compaction is done. No row is added to it after
+  // 0017, so once empty it stays empty, whatever the isolation of a transaction `db` already is in.
   let dq = tx.selectFrom("devices").select(["id", "hostname", "vendor", "device_role"])
+    .select(sql<boolean>`(select exists (select 1 from snapshots_legacy))`.as("legacy_left"))
     .where("enabled", "=", true);
   // As of a moment: a device registered after it was not part of the lab then.
   if (opts.asOf) dq = dq.where(sql<boolean>`created_at <= ${opts.asOf}`);
-  const devices: CheckDevice[] = (await dq.orderBy("hostname").orderBy("id").execute())
+  const deviceRows = await dq.orderBy("hostname").orderBy("id").execute();
+  const legacyLeft = deviceRows[0]?.legacy_left ?? true;
+  const devices: CheckDevice[] = deviceRows
     .map((d) => ({ id: d.id, hostname: d.hostname, vendor: d.vendor, deviceRole: d.device_role }));
-  const wanted = new Map<string, Set<string>>();
-  for (const reader of readers) {
-    for (const [label, ids] of reader(devices)) {
-      let all = wanted.get(label);
-      if (!all) wanted.set(label, all = new Set());
-      for (const id of ids) all.add(id);
+  // One reader (a pre-flight): its wants as they are; more: merged.
+  const wanted = readers.length === 1 ? readers[0]!(devices) : new Map<string, Set<string>>();
+  if (readers.length > 1) {
+    for (const reader of readers) {
+      for (const [label, ids] of reader(devices)) {
+        let all = wanted.get(label);
+        if (!all) wanted.set(label, all = new Set());
+        for (const id of ids) all.add(id);
+      }
     }
   }
   const latest = new Map<string, Map<string, Latest>>();
@@ -228,23 +308,14 @@ async function readLabIn(tx: Kysely<Database>, readers: LabWants[], opts: LabRea
   if (labels.length === 0) return { devices, latest, payloads };
   // The latest snapshot of each wanted pair (small rows). Per label, its device ids comma-separated (UUIDs).
   const ids = labels.map((l) => [...wanted.get(l)!].join(","));
-  const { rows } = await (opts.asOf ? latestAsOfSql(labels, ids, opts.asOf) : sql<LatestRow>`select
-        l.device_id::text, l.endpoint_label, l.snapshot_id::text, s.payload_sha256 as sha256, s.collected_at
-      from unnest(${labels}::text[], ${ids}::text[]) as g(label, ids)
-      cross join lateral unnest(string_to_array(g.ids, ',')::uuid[]) as n(device_id)
-      join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = g.label
-      cross join lateral (
-        (select r.id, p.sha256 as payload_sha256, r.collected_at
-          from snapshot_rows r join snapshot_payloads p on p.id = r.payload_id where r.id = l.snapshot_id)
-        union all
-        (select x.id, x.payload_sha256, x.collected_at from snapshots_legacy x
-          where ${LEGACY_LEFT} and x.id = l.snapshot_id)
-        limit 1) s`).execute(tx);
+  const { rows } =
+    await (opts.asOf ? latestAsOfSql(labels, ids, opts.asOf, legacyLeft) : latestSql(labels, ids, legacyLeft))
+      .execute(tx);
   const shas = new Set<string>();
   for (const r of rows) {
     let byDevice = latest.get(r.endpoint_label);
     if (!byDevice) latest.set(r.endpoint_label, byDevice = new Map());
-    byDevice.set(r.device_id, { id: r.snapshot_id, sha: r.sha256, at: new Date(r.collected_at) });
+    byDevice.set(r.device_id, { id: r.snapshot_id, sha: r.sha256, at: new Date(Number(r.collected_ms)) });
     shas.add(r.sha256);
   }
   if (opts.payloads === false) return { devices, latest, payloads };
