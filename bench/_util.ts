@@ -243,8 +243,16 @@ export function startServer(
 ): { child: Deno.ChildProcess; logs: Promise<unknown> } {
   // BENCH_PROFILE_DIR=<dir>: a CPU profile of the server (written when it exits), for diagnosis.
   const prof = Deno.env.get("BENCH_PROFILE_DIR");
+  // BENCH_V8_FLAGS=<flags>: V8 flags for the server (`--v8-flags=`), to measure a trade-off.
+  const v8 = Deno.env.get("BENCH_V8_FLAGS");
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", ...(prof ? ["--cpu-prof", `--cpu-prof-dir=${prof}`] : []), "server.ts"],
+    args: [
+      "run",
+      "-A",
+      ...(v8 ? [`--v8-flags=${v8}`] : []),
+      ...(prof ? ["--cpu-prof", `--cpu-prof-dir=${prof}`] : []),
+      "server.ts",
+    ],
     env,
     stdin: "null",
     stdout: "piped",
