@@ -47,7 +47,7 @@ export interface TransportHooks {
   pool?: ConnectionPool;
 }
 
-/** A device transport for one cycle; `close()` drops its connections. */
+/** A device transport for one cycle; `close()` drops its connections, or parks them in `hooks.pool`. */
 export interface DeviceTransport extends DeviceHttp {
   /** SHA-256 of the leaf certificate the device presented on the last connection. */
   readonly presentedCertSha256: string | null;

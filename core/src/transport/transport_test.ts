@@ -190,6 +190,13 @@ Deno.test("kept connections serve the next transport of the same device and pin 
     }
     assert.equal(pool.size, 2, "the insecure agent and the pinned one");
 
+    // The device restarts (same certificate): the kept connection it closed is not used, a new one is.
+    await dev.server.shutdown();
+    dev = portEcho(first, dev.port);
+    const t4 = openTransport({ ...target, pinnedCertSha256: first.sha256 }, undefined, { pool });
+    assert.notEqual((await t4.request({ path: "/e" })).json<{ port: number }>().port, p1);
+    t4.close();
+
     // The device restarts with another certificate: the kept connection is gone, the new one is refused.
     await dev.server.shutdown();
     dev = portEcho(await selfSignedCertificate(), dev.port);
