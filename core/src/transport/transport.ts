@@ -144,7 +144,7 @@ async function verifyPeer(
   cert: CertState,
   hooks: TransportHooks,
 ): Promise<void> {
-  const raw = socket.getPeerCertificate(true)?.raw as Uint8Array | undefined;
+  const raw = socket.getPeerCertificate(false)?.raw as Uint8Array | undefined;
   if (!raw) throw new DeviceError("tls_error", `${ep.where} presented no certificate`);
   const presented = await sha256Hex(new Uint8Array(raw));
   cert.presented = presented;
