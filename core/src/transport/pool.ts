@@ -33,10 +33,17 @@ export class ConnectionPool {
     return { agent: e.agent, presented: e.presented };
   }
 
-  /** Keep an agent's idle connections for the next transport of `key`; without any, it is destroyed. */
+  /**
+   * Keep an agent's idle connections for the next transport of `key`. An agent without idle connections,
+   * or with a request still under way (a transport closed before all its answers came), is destroyed.
+   */
   park(key: string, parked: ParkedAgent): void {
-    const free = Object.values(parked.agent.freeSockets ?? {}).some((s) => (s?.length ?? 0) > 0);
-    if (this.idleMs <= 0 || !free) return void parked.agent.destroy();
+    const { agent } = parked;
+    const any = (m: NodeJS.Dict<unknown[]> | undefined) =>
+      Object.values(m ?? {}).some((s) => (s?.length ?? 0) > 0);
+    if (this.idleMs <= 0 || !any(agent.freeSockets) || any(agent.sockets) || any(agent.requests)) {
+      return void agent.destroy();
+    }
     this.take(key)?.agent.destroy();
     const timer = setTimeout(() => {
       if (this.#idle.get(key)?.agent === parked.agent) this.#idle.delete(key);

@@ -209,3 +209,32 @@ Deno.test("kept connections serve the next transport of the same device and pin 
     await dev.server.shutdown();
   }
 });
+
+Deno.test("a transport closed with a request under way keeps none of its connections", async () => {
+  const pool = new ConnectionPool(10_000);
+  const cert = await selfSignedCertificate();
+  let release = () => {};
+  const hung = new Promise<void>((r) => release = r);
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, cert: cert.certPem, key: cert.keyPem, onListen: () => {} },
+    async (req) => {
+      if (new URL(req.url).pathname === "/hang") await hung;
+      return Response.json({ ok: true });
+    },
+  );
+  try {
+    const target = { baseUrl: `https://127.0.0.1:${server.addr.port}`, tlsVerifyMode: "insecure" as const };
+    const t = openTransport({ ...target, pinnedCertSha256: null }, undefined, { pool });
+    // Two connections, then a request that hangs on one of them while the other is idle.
+    await Promise.all([t.request({ path: "/a" }), t.request({ path: "/b" })]);
+    const pending = t.request({ path: "/hang" }).then(() => null, (e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    t.close();
+    assert.equal(pool.size, 0, "nothing parked");
+    assert.ok((await pending) instanceof DeviceError, "the request under way was dropped with the agent");
+  } finally {
+    release();
+    pool.closeAll();
+    await server.shutdown();
+  }
+});
