@@ -8,6 +8,7 @@ import {
   openTransport,
   type TransportLimits,
 } from "../transport/transport.ts";
+import type { ConnectionPool } from "../transport/pool.ts";
 
 /** A device as the connection layer needs it. */
 export interface ConnectTarget extends AdapterDevice {
@@ -24,6 +25,8 @@ export interface ConnectOptions {
   limits?: TransportLimits;
   signal?: AbortSignal;
   onPin?(sha256: string): Promise<void> | void;
+  /** Keep-alive connections kept between the sessions of a device (between polls). */
+  pool?: ConnectionPool;
 }
 
 /** An adapter session bound to its transport; `close()` ends the session and drops the connections. */
@@ -79,7 +82,11 @@ function transportTo(
 export async function openDeviceSession(opts: ConnectOptions): Promise<ConnectedDevice> {
   const { adapter, device } = opts;
   const log = logger("adapter", adapter.vendorKey);
-  const transport = transportTo(device, opts.limits, { onPin: opts.onPin, signal: opts.signal });
+  const transport = transportTo(device, opts.limits, {
+    onPin: opts.onPin,
+    signal: opts.signal,
+    pool: opts.pool,
+  });
   const stale = opts.sessions.takeStale(device.id, opts.credentialKey);
   const base = {
     device: adapterView(device),

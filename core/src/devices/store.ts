@@ -12,6 +12,7 @@ import { type ConnectedDevice, openDeviceSession, releaseDeviceSession } from ".
 import { DEFAULT_LIMITS, type TransportLimits } from "../transport/transport.ts";
 import type { RegisteredAdapter, Registry } from "../registry.ts";
 import type { SessionRegistry } from "./sessions.ts";
+import { ConnectionPool } from "../transport/pool.ts";
 import { sha256Hex } from "../util/hash.ts";
 import { ConflictError, DeviceError, InvalidInputError, NotFoundError, type PollStatus } from "../errors.ts";
 import { Batcher } from "../util/batcher.ts";
@@ -91,6 +92,9 @@ function asHostnameConflict(e: unknown, hostname: string | undefined): unknown {
  * device is deleted or its credential or URL changes, here rather than in the routes.
  */
 export class DeviceStore {
+  /** Keep-alive connections of the devices between polls (dropped by `releaseAllParked`). */
+  readonly connections = new ConnectionPool();
+
   constructor(
     private db: Kysely<Database>,
     private registry: Registry,
@@ -328,6 +332,7 @@ export class DeviceStore {
       limits,
       signal,
       onPin: (fp) => this.pin(row.id, fp),
+      pool: this.connections,
     });
     return { conn, reg };
   }
@@ -365,8 +370,9 @@ export class DeviceStore {
     });
   }
 
-  /** Log out every parked session (shutdown). */
+  /** Log out every parked session and drop the kept connections (shutdown). */
   async releaseAllParked(): Promise<void> {
+    this.connections.closeAll();
     const ids = this.sessions.deviceIds();
     if (!ids.length) return;
     const rows = await this.db.selectFrom("devices").selectAll().where("id", "in", ids).execute();

@@ -5,6 +5,10 @@ import { Buffer } from "node:buffer";
 import { DeviceError } from "../errors.ts";
 import type { DeviceHttp, DeviceRequest, DeviceResponse, TlsVerifyMode } from "./types.ts";
 import { sha256Hex } from "../util/hash.ts";
+import type { ConnectionPool } from "./pool.ts";
+import { classifyNetworkError } from "./errors.ts";
+
+export { classifyNetworkError };
 
 /** Limits applied to every device connection. */
 export interface TransportLimits {
@@ -39,60 +43,17 @@ export interface TransportHooks {
   /** Called once when a `self-signed` device presents its first certificate (trust on first use). */
   onPin?(sha256: string): Promise<void> | void;
   signal?: AbortSignal;
+  /** Keep-alive connections kept between transports of the same device (between polls). */
+  pool?: ConnectionPool;
 }
 
-/** A device transport for one cycle; `close()` drops its connections. */
+/** A device transport for one cycle; `close()` drops its connections, or parks them in `hooks.pool`. */
 export interface DeviceTransport extends DeviceHttp {
   /** SHA-256 of the leaf certificate the device presented on the last connection. */
   readonly presentedCertSha256: string | null;
   /** The pin in force (set by trust on first use during this cycle, or the stored one). */
   readonly pinnedCertSha256: string | null;
   close(): void;
-}
-
-const TLS_CODES = new Set([
-  "DEPTH_ZERO_SELF_SIGNED_CERT",
-  "SELF_SIGNED_CERT_IN_CHAIN",
-  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
-  "UNABLE_TO_GET_ISSUER_CERT",
-  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
-  "CERT_HAS_EXPIRED",
-  "CERT_NOT_YET_VALID",
-  "CERT_UNTRUSTED",
-  "CERT_REJECTED",
-  "ERR_TLS_CERT_ALTNAME_INVALID",
-  "HOSTNAME_MISMATCH",
-  "ERR_SSL_WRONG_VERSION_NUMBER",
-]);
-const UNREACHABLE_CODES = new Set([
-  "ECONNREFUSED",
-  "ENOTFOUND",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EAI_AGAIN",
-  "ECONNRESET",
-  "EPIPE",
-  "ECONNABORTED",
-]);
-
-/** Classify a socket-level error into a poll status. */
-export function classifyNetworkError(err: unknown, where: string): DeviceError {
-  if (err instanceof DeviceError) return err;
-  const e = err as { code?: string; message?: string; name?: string };
-  const code = e?.code ?? "";
-  const msg = String(e?.message ?? err);
-  if (TLS_CODES.has(code) || /certificate|cert|tls|ssl|handshake/i.test(msg)) {
-    return new DeviceError("tls_error", `TLS verification failed for ${where}: ${code || msg}`, {
-      cause: err,
-    });
-  }
-  if (code === "ETIMEDOUT" || e?.name === "TimeoutError") {
-    return new DeviceError("timeout", `Timed out connecting to ${where}`, { cause: err });
-  }
-  if (UNREACHABLE_CODES.has(code) || /refused|not found|unreachable|reset/i.test(msg)) {
-    return new DeviceError("unreachable", `Cannot reach ${where}: ${code || msg}`, { cause: err });
-  }
-  return new DeviceError("unreachable", `Connection to ${where} failed: ${code || msg}`, { cause: err });
 }
 
 function isIp(host: string): boolean {
@@ -183,7 +144,7 @@ async function verifyPeer(
   cert: CertState,
   hooks: TransportHooks,
 ): Promise<void> {
-  const raw = socket.getPeerCertificate(true)?.raw as Uint8Array | undefined;
+  const raw = socket.getPeerCertificate(false)?.raw as Uint8Array | undefined;
   if (!raw) throw new DeviceError("tls_error", `${ep.where} presented no certificate`);
   const presented = await sha256Hex(new Uint8Array(raw));
   cert.presented = presented;
@@ -387,6 +348,46 @@ function deviceResponse(
   };
 }
 
+/** What a connection factory checks a new connection with: the transport that owns the agent now. */
+interface AgentOwner {
+  ep: Endpoint;
+  target: TransportTarget;
+  limits: TransportLimits;
+  cert: CertState;
+  hooks: TransportHooks;
+}
+
+/** A keep-alive agent whose connections are opened and checked by `connectVerified` for its owner. */
+class VerifyingAgent extends https.Agent {
+  owner: AgentOwner | undefined;
+  // deno-lint-ignore no-explicit-any
+  override createConnection(_options: any, cb?: (err: Error | null, socket: any) => void): any {
+    const o = this.owner;
+    if (!o) cb?.(new DeviceError("unreachable", "Transport closed"), undefined);
+    else connectVerified(o.ep, o.target, o.limits, o.cert, o.hooks, cb);
+    return undefined;
+  }
+}
+
+const limitIds = new WeakMap<TransportLimits, number>();
+let lastLimitId = 0;
+
+/**
+ * Where a transport's agent is parked between polls: endpoint, TLS mode, pin in force and limits. In
+ * `self-signed` mode without a pin there is nothing to park under (the first connection pins).
+ */
+function poolKey(
+  ep: Endpoint,
+  target: TransportTarget,
+  limits: TransportLimits,
+  cert: CertState,
+): string | null {
+  if (target.tlsVerifyMode === "self-signed" && cert.pin === null) return null;
+  let id = limitIds.get(limits);
+  if (id === undefined) limitIds.set(limits, id = ++lastLimitId);
+  return `${target.tlsVerifyMode} ${cert.pin ?? "-"} ${id} ${ep.base.origin}`;
+}
+
 /**
  * Open a transport to one device. HTTPS only. In `strict` mode the system trust store (plus
  * `extraCa`) and hostname verification apply; in `self-signed` mode the leaf certificate's SHA-256 is
@@ -403,14 +404,12 @@ export function openTransport(
   const cert: CertState = { pin: target.pinnedCertSha256, presented: null };
   const cookies = new Map<string, string>();
 
-  class VerifyingAgent extends https.Agent {
-    // deno-lint-ignore no-explicit-any
-    override createConnection(_options: any, cb?: (err: Error | null, socket: any) => void): any {
-      connectVerified(ep, target, limits, cert, hooks, cb);
-      return undefined;
-    }
-  }
-  const agent = new VerifyingAgent({ keepAlive: true, maxSockets: 4 });
+  const key = poolKey(ep, target, limits, cert);
+  const parked = key ? hooks.pool?.take(key) : undefined;
+  const agent = (parked?.agent as VerifyingAgent | undefined) ??
+    new VerifyingAgent({ keepAlive: true, maxSockets: 4 });
+  agent.owner = { ep, target, limits, cert, hooks };
+  if (parked) cert.presented = parked.presented;
 
   async function request(req: DeviceRequest): Promise<DeviceResponse> {
     const prep = prepareRequest(ep, req, cookies);
@@ -429,7 +428,12 @@ export function openTransport(
       return cert.pin;
     },
     close() {
-      agent.destroy();
+      if (agent.owner?.cert !== cert) return; // closed already
+      agent.owner = undefined;
+      // Parked under the pin now in force: every connection of the agent was checked against it.
+      const at = hooks.pool && poolKey(ep, target, limits, cert);
+      if (at) hooks.pool!.park(at, { agent, presented: cert.presented });
+      else agent.destroy();
     },
   };
 }

@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { openTransport } from "./transport.ts";
-import { certificateAuthority, issueCertificate, startSimulator } from "../../testing/mod.ts";
+import {
+  certificateAuthority,
+  type CertificateBundle,
+  issueCertificate,
+  selfSignedCertificate,
+  startSimulator,
+} from "../../testing/mod.ts";
+import { ConnectionPool } from "./pool.ts";
 import { DeviceError } from "../errors.ts";
 
 const ok = () => Response.json({ ok: true });
@@ -142,4 +149,92 @@ Deno.test("transport keeps cookies and refuses to follow another origin", async 
     (e: unknown) => e instanceof DeviceError,
   );
   t.close();
+});
+
+/** A device that answers with the client port of the connection, so a reused connection shows. */
+function portEcho(certificate: CertificateBundle, port = 0) {
+  const seen: number[] = [];
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port, cert: certificate.certPem, key: certificate.keyPem, onListen: () => {} },
+    (_req, info) => {
+      seen.push((info.remoteAddr as Deno.NetAddr).port);
+      return Response.json({ port: (info.remoteAddr as Deno.NetAddr).port });
+    },
+  );
+  return { server, seen, url: `https://127.0.0.1:${server.addr.port}`, port: server.addr.port };
+}
+
+Deno.test("kept connections serve the next transport of the same device and pin only; new ones are still checked", async () => {
+  const pool = new ConnectionPool(10_000);
+  const first = await selfSignedCertificate();
+  let dev = portEcho(first);
+  try {
+    const target = { baseUrl: dev.url, tlsVerifyMode: "self-signed" as const, pinnedCertSha256: null };
+    const t1 = openTransport(target, undefined, { pool });
+    const p1 = (await t1.request({ path: "/a" })).json<{ port: number }>().port;
+    t1.close();
+    t1.close(); // a second close changes nothing
+    assert.equal(pool.size, 1, "parked under the pin taken on first use");
+
+    const t2 = openTransport({ ...target, pinnedCertSha256: first.sha256 }, undefined, { pool });
+    assert.equal(pool.size, 0);
+    assert.equal(t2.presentedCertSha256, first.sha256);
+    assert.equal((await t2.request({ path: "/b" })).json<{ port: number }>().port, p1, "same connection");
+    t2.close();
+
+    // Another mode or pin (a cleared pin included) opens its own connection.
+    for (const other of [{ tlsVerifyMode: "insecure" as const }, { pinnedCertSha256: null }]) {
+      const t = openTransport({ ...target, pinnedCertSha256: first.sha256, ...other }, undefined, { pool });
+      assert.notEqual((await t.request({ path: "/c" })).json<{ port: number }>().port, p1);
+      t.close();
+    }
+    assert.equal(pool.size, 2, "the insecure agent and the pinned one");
+
+    // The device restarts (same certificate): the kept connection it closed is not used, a new one is.
+    await dev.server.shutdown();
+    dev = portEcho(first, dev.port);
+    const t4 = openTransport({ ...target, pinnedCertSha256: first.sha256 }, undefined, { pool });
+    assert.notEqual((await t4.request({ path: "/e" })).json<{ port: number }>().port, p1);
+    t4.close();
+
+    // The device restarts with another certificate: the kept connection is gone, the new one is refused.
+    await dev.server.shutdown();
+    dev = portEcho(await selfSignedCertificate(), dev.port);
+    const t3 = openTransport({ ...target, pinnedCertSha256: first.sha256 }, undefined, { pool });
+    await assert.rejects(() => t3.request({ path: "/d" }), isTls);
+    t3.close();
+    assert.deepEqual(dev.seen, [], "no request reached the restarted device");
+  } finally {
+    pool.closeAll();
+    await dev.server.shutdown();
+  }
+});
+
+Deno.test("a transport closed with a request under way keeps none of its connections", async () => {
+  const pool = new ConnectionPool(10_000);
+  const cert = await selfSignedCertificate();
+  let release = () => {};
+  const hung = new Promise<void>((r) => release = r);
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, cert: cert.certPem, key: cert.keyPem, onListen: () => {} },
+    async (req) => {
+      if (new URL(req.url).pathname === "/hang") await hung;
+      return Response.json({ ok: true });
+    },
+  );
+  try {
+    const target = { baseUrl: `https://127.0.0.1:${server.addr.port}`, tlsVerifyMode: "insecure" as const };
+    const t = openTransport({ ...target, pinnedCertSha256: null }, undefined, { pool });
+    // Two connections, then a request that hangs on one of them while the other is idle.
+    await Promise.all([t.request({ path: "/a" }), t.request({ path: "/b" })]);
+    const pending = t.request({ path: "/hang" }).then(() => null, (e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    t.close();
+    assert.equal(pool.size, 0, "nothing parked");
+    assert.ok((await pending) instanceof DeviceError, "the request under way was dropped with the agent");
+  } finally {
+    release();
+    pool.closeAll();
+    await server.shutdown();
+  }
 });
