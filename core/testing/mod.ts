@@ -38,7 +38,7 @@ export { runPreflight } from "../src/preflight/engine.ts";
 export { payloadCache } from "../src/lab/read.ts";
 export { PayloadCache } from "../src/lab/read.ts";
 export { summarize } from "../src/preflight/evaluate.ts";
-export { latestAsOfSql } from "../src/lab/read.ts";
+export { latestAsOfSql, latestSql } from "../src/lab/read.ts";
 export type { PreflightPlan, PreflightResult } from "../src/preflight/types.ts";
 export { buildRegistry } from "../src/registry.ts";
 export type { LoadedModules, Registry } from "../src/registry.ts";
