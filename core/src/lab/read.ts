@@ -198,8 +198,7 @@ function pairsOf(labels: string[], ids: string[]) {
 /**
  * The snapshot statement of a lab read (now): per wanted pair, the snapshot `snapshot_latest` names, with its
  * payload hash and time. Once the compaction is done (`legacyLeft` false: `snapshots_legacy` is empty in this
- * read's snapshot of the database) it is plain joins on unique keys, `snapshot_rows` then `snapshot_payloads` (the
- * hash from `snapshot_payloads_id_sha256`, migration 0021: index-only once vacuum has marked the pages all-visible);
+ * read's snapshot of the database) it is plain joins on primary keys, `snapshot_rows` then `snapshot_payloads`;
  * before, each pair looks in `snapshot_rows` and else in `snapshots_legacy` (by their primary keys).
  */
 export function latestSql(labels: string[], ids: string[], legacyLeft = true): RawBuilder<LatestRow> {
@@ -232,8 +231,8 @@ export function latestSql(labels: string[], ids: string[], legacyLeft = true): R
  * On the narrow layout (migration 2026_11_25_0017) it reads the pair's series in `snapshot_rows` by
  * `snapshot_rows_series_id (series_id, id)` backwards from the newest entry, stopping at the first row
  * collected at or before `asOf`: the rows read are the pair's snapshots stored since `asOf`. (Not through the
- * `snapshots` view, which would join and sort every row.) Its payload hash by `snapshot_payloads_id_sha256`
- * (migration 0021), joined to the row found (one look-up per pair, not one per row read).
+ * `snapshots` view, which would join and sort every row.) Its payload hash by `snapshot_payloads_id`, joined
+ * to the row found (one look-up per pair, not one per row read).
  *
  * While rows not yet compacted are left (`legacyLeft`, the default), it also walks the pair's range of
  * `snapshots_legacy` by `snapshots_device_label_id (device_id, endpoint_label, id desc)` the same way, and
