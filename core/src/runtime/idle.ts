@@ -38,9 +38,9 @@ export const BUSY_CPU_SHARE = 0.2;
  *
  * The burst is what makes it one reclaim per burst. A service that polls its devices steadily at a few
  * percent of a core (the events benchmark: 150 devices every 30 s) regrows within 10 s, after a reclaim, the
- * 16-20 MiB of heap and allocator pages its steady work needs; reclaiming each time (every 10 s, 65-230 ms
- * each) cost it 1.7 % of a core, 60 % more than its polling. What such a service holds without a burst is its
- * working set, which V8's own collector keeps in check.
+ * 16-21 MiB of heap and allocator pages its steady work needs; reclaiming each time (every 10 s, 65-230 ms
+ * each) cost it 1.7 % of a core, two thirds more than its polling. What such a service holds without a
+ * burst is its working set, which V8's own collector keeps in check.
  */
 export class ReclaimPolicy {
   #burst = true;
