@@ -131,6 +131,10 @@ export interface SnapshotLatestTable {
   device_id: string;
   endpoint_label: string;
   snapshot_id: string;
+  /** The latest snapshot's payload hash, as the poll store wrote it; NULL before migration 0021 (read the row). */
+  payload_sha256: string | null;
+  /** The latest snapshot's collection time, likewise. */
+  collected_at: Date | null;
 }
 
 export interface TestRunsTable {

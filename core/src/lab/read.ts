@@ -197,31 +197,32 @@ function pairsOf(labels: string[], ids: string[]) {
 
 /**
  * The snapshot statement of a lab read (now): per wanted pair, the snapshot `snapshot_latest` names, with its
- * payload hash and time. Once the compaction is done (`legacyLeft` false: `snapshots_legacy` is empty in this
- * read's snapshot of the database) it is plain joins on primary keys, `snapshot_rows` then `snapshot_payloads`;
- * before, each pair looks in `snapshot_rows` and else in `snapshots_legacy` (by their primary keys).
+ * payload hash and time, which the poll store keeps in that same row (migration 0021): the pairs are answered
+ * from `snapshot_latest` alone. Only a row without them (written before 0021, or moved by hand) reads its
+ * snapshot, in scalar subqueries that `coalesce` evaluates only then: once the compaction is done (`legacyLeft`
+ * false: `snapshots_legacy` is empty in this read's snapshot of the database) by plain look-ups on primary keys,
+ * `snapshot_rows` then `snapshot_payloads`; before, in `snapshot_rows` and else in `snapshots_legacy`.
  */
 export function latestSql(labels: string[], ids: string[], legacyLeft = true): RawBuilder<LatestRow> {
   const pairs = pairsOf(labels, ids);
-  if (!legacyLeft) {
-    return sql<LatestRow>`select l.device_id::text, l.endpoint_label, l.snapshot_id::text, p.sha256,
-        ${collectedMs("r")} as collected_ms
-      from ${pairs.from}
-      join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = ${pairs.label}
-      join snapshot_rows r on r.id = l.snapshot_id
-      join snapshot_payloads p on p.id = r.payload_id`;
-  }
-  return sql<LatestRow>`select
-      l.device_id::text, l.endpoint_label, l.snapshot_id::text, s.payload_sha256 as sha256,
-      ${collectedMs("s")} as collected_ms
+  const row = (col: "sha256" | "collected_at") =>
+    legacyLeft
+      ? sql`(select s.v from ((select ${sql.raw(col === "sha256" ? "p.sha256" : "r.collected_at")} as v
+            from snapshot_rows r join snapshot_payloads p on p.id = r.payload_id where r.id = l.snapshot_id)
+          union all
+          (select ${sql.raw(col === "sha256" ? "x.payload_sha256" : "x.collected_at")}
+            from snapshots_legacy x where x.id = l.snapshot_id)
+          limit 1) s)`
+      : sql`(select ${sql.raw(col === "sha256" ? "p.sha256" : "r.collected_at")}
+          from snapshot_rows r join snapshot_payloads p on p.id = r.payload_id where r.id = l.snapshot_id)`;
+  // Where neither table has the row any more, the pair has no snapshot (as with plain joins).
+  return sql<LatestRow>`select l.device_id::text, l.endpoint_label, l.snapshot_id::text, c.sha256,
+      ${collectedMs("c")} as collected_ms
     from ${pairs.from}
     join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = ${pairs.label}
-    cross join lateral (
-      (select r.id, p.sha256 as payload_sha256, r.collected_at
-        from snapshot_rows r join snapshot_payloads p on p.id = r.payload_id where r.id = l.snapshot_id)
-      union all
-      (select x.id, x.payload_sha256, x.collected_at from snapshots_legacy x where x.id = l.snapshot_id)
-      limit 1) s`;
+    cross join lateral (select coalesce(l.payload_sha256, ${row("sha256")}) as sha256,
+      coalesce(l.collected_at, ${row("collected_at")}) as collected_at) c
+    where c.sha256 is not null and c.collected_at is not null`;
 }
 
 /**

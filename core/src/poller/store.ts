@@ -216,7 +216,7 @@ export class PollStore {
           releases: this.#releases,
         });
         byDevice = groupByDevice(rows);
-        await writeLatest(tx, rows);
+        await writeLatest(tx, rows, at);
         const polls = withSnapshots.map(({ j }) => ({
           device: j.row,
           rows: byDevice.get(j.row.id) ?? [],
@@ -240,7 +240,7 @@ export class PollStore {
 }
 
 type Tx = Kysely<Database>;
-type SnapshotRef = { id: string; device_id: string; endpoint_label: string };
+type SnapshotRef = { id: string; device_id: string; endpoint_label: string; sha256: string };
 
 /**
  * Each distinct guard (the worker's lock check) once, inside the transaction: per job, a
@@ -349,14 +349,27 @@ function groupByDevice(rows: SnapshotRef[]): Map<string, Array<{ id: string; end
   return byDevice;
 }
 
-/** Points each (device, label)'s latest snapshot at the row just stored. */
-async function writeLatest(tx: Tx, rows: SnapshotRef[]): Promise<void> {
+/**
+ * Points each (device, label)'s latest snapshot at the row just stored, with its payload hash and collection
+ * time (migration 0021: the pre-flight's lab read answers from this table alone).
+ */
+async function writeLatest(tx: Tx, rows: SnapshotRef[], at: Date): Promise<void> {
   await tx.insertInto("snapshot_latest")
     .values(
-      rows.map((r) => ({ device_id: r.device_id, endpoint_label: r.endpoint_label, snapshot_id: r.id })),
+      rows.map((r) => ({
+        device_id: r.device_id,
+        endpoint_label: r.endpoint_label,
+        snapshot_id: r.id,
+        payload_sha256: r.sha256,
+        collected_at: at,
+      })),
     )
     .onConflict((oc) =>
-      oc.columns(["device_id", "endpoint_label"]).doUpdateSet({ snapshot_id: sql`excluded.snapshot_id` })
+      oc.columns(["device_id", "endpoint_label"]).doUpdateSet({
+        snapshot_id: sql`excluded.snapshot_id`,
+        payload_sha256: sql`excluded.payload_sha256`,
+        collected_at: sql`excluded.collected_at`,
+      })
     )
     .execute();
 }

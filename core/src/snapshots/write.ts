@@ -27,11 +27,12 @@ export interface SnapshotWrite {
   version: string;
 }
 
-/** A written row: its id (digits), device and label. */
+/** A written row: its id (digits), device and label, and its payload's hash. */
 export interface WrittenRow {
   id: string;
   device_id: string;
   endpoint_label: string;
+  sha256: string;
 }
 
 interface SeriesState {
@@ -173,5 +174,10 @@ export async function writeSnapshotRows(
       from ins join v on v.s = ins.series_id where se.id = ins.series_id)
     select id::text as id, series_id from ins`.execute(tx)).rows;
   const idOf = new Map(written.map((w) => [w.series_id, w.id]));
-  return rows.map((r) => ({ id: idOf.get(r.s.id)!, device_id: r.i.deviceId, endpoint_label: r.i.label }));
+  return rows.map((r) => ({
+    id: idOf.get(r.s.id)!,
+    device_id: r.i.deviceId,
+    endpoint_label: r.i.label,
+    sha256: r.i.sha256,
+  }));
 }
