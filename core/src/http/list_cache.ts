@@ -28,7 +28,7 @@ export class ListCache {
    * @param maxBytes at most this many bytes of answers are kept (the whole list of 1,000 devices is about
    * 0.5 MB; the latest 100 snapshots about 170 kB)
    */
-  constructor(private db: Kysely<Database>, private name = "devices", private maxBytes = 32 * 1024 * 1024) {}
+  constructor(private db: Kysely<Database>, private name: string, private maxBytes = 32 * 1024 * 1024) {}
 
   /** The version, or null when `table_versions` has no such row. */
   async version(): Promise<string | null> {
@@ -97,12 +97,5 @@ export class ListCache {
     if (!old) return;
     this.#bytes -= old.body.byteLength;
     this.#entries.delete(key);
-  }
-}
-
-/** The device list's answers (routes_devices.ts). */
-export class DeviceListCache extends ListCache {
-  constructor(db: Kysely<Database>) {
-    super(db, "devices");
   }
 }

@@ -21,21 +21,21 @@ import {
 import { toView } from "../devices/store.ts";
 import { testConnection } from "../devices/probe.ts";
 import { DeviceListQuery } from "../api/schemas_query.ts";
-import { DeviceListCache } from "./list_cache.ts";
+import { ListCache } from "./list_cache.ts";
 import { problems } from "./problem.ts";
 
 const tags = ["Devices"];
 const body = <T>(schema: T) => ({ body: { content: { "application/json": { schema } }, required: true } });
 
 export function deviceRoutes(app: OpenAPIHono, svc: Services) {
-  const listCache = new DeviceListCache(svc.db.kysely);
+  const listCache = new ListCache(svc.db.kysely, "devices");
   deviceReadRoutes(app, svc, listCache);
   deviceWriteRoutes(app, svc);
   deviceActionRoutes(app, svc);
 }
 
 /** Listing devices and reading one. */
-function deviceReadRoutes(app: OpenAPIHono, svc: Services, listCache: DeviceListCache) {
+function deviceReadRoutes(app: OpenAPIHono, svc: Services, listCache: ListCache) {
   app.openapi(
     createRoute({
       method: "get",

@@ -205,25 +205,26 @@ function pairsOf(labels: string[], ids: string[]) {
  */
 export function latestSql(labels: string[], ids: string[], legacyLeft = true): RawBuilder<LatestRow> {
   const pairs = pairsOf(labels, ids);
-  const row = (col: "sha256" | "collected_at") =>
-    legacyLeft
-      ? sql`(select s.v from ((select ${sql.raw(col === "sha256" ? "p.sha256" : "r.collected_at")} as v
-            from snapshot_rows r join snapshot_payloads p on p.id = r.payload_id where r.id = l.snapshot_id)
-          union all
-          (select ${sql.raw(col === "sha256" ? "x.payload_sha256" : "x.collected_at")}
-            from snapshots_legacy x where x.id = l.snapshot_id)
-          limit 1) s)`
-      : sql`(select ${sql.raw(col === "sha256" ? "p.sha256" : "r.collected_at")}
-          from snapshot_rows r join snapshot_payloads p on p.id = r.payload_id where r.id = l.snapshot_id)`;
+  // A pair's value from its snapshot row (`rowExpr` over `r`, and `p` with `payload`), else its legacy row.
+  const look = (rowExpr: string, legacyExpr: string, payload: boolean) => {
+    const own = sql`select ${sql.raw(rowExpr)} as v from snapshot_rows r
+      ${payload ? sql`join snapshot_payloads p on p.id = r.payload_id` : sql``} where r.id = l.snapshot_id`;
+    return legacyLeft
+      ? sql`(select s.v from ((${own}) union all
+          (select ${sql.raw(legacyExpr)} from snapshots_legacy x where x.id = l.snapshot_id) limit 1) s)`
+      : sql`(${own})`;
+  };
+  const sha = look("p.sha256", "x.payload_sha256", true);
+  const at = look("r.collected_at", "x.collected_at", false);
   // The `coalesce`s stay in the select list of a fenced subquery (OFFSET 0): a condition on them next to the
   // join would be pushed down into the scan of snapshot_latest and change the plan (measured: 2x slower). Above
   // the fence, a pair whose snapshot neither table has any more has none (as with plain joins).
   return sql<LatestRow>`select * from (select l.device_id::text, l.endpoint_label, l.snapshot_id::text,
-        coalesce(l.payload_sha256, ${row("sha256")}) as sha256,
+        coalesce(l.payload_sha256, ${sha}) as sha256,
         ${collectedMs("c")} as collected_ms
       from ${pairs.from}
       join snapshot_latest l on l.device_id = n.device_id and l.endpoint_label = ${pairs.label},
-        lateral (select coalesce(l.collected_at, ${row("collected_at")}) as collected_at) c
+        lateral (select coalesce(l.collected_at, ${at}) as collected_at) c
       offset 0) a
     where a.sha256 is not null and a.collected_ms is not null`;
 }

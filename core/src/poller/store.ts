@@ -3,7 +3,7 @@ import type { Database } from "../db/schema.ts";
 import type { PollStatus } from "../errors.ts";
 import type { DeviceRow } from "../devices/store.ts";
 import { logger } from "../util/log.ts";
-import { type KnownIds, payloadIds, writeSnapshotRows } from "../snapshots/write.ts";
+import { type KnownIds, payloadIds, writeSnapshotRows, type WrittenRow } from "../snapshots/write.ts";
 import type { HashedSnapshot } from "./hash.ts";
 
 export { type HashedSnapshot, hashSnapshot } from "./hash.ts";
@@ -240,7 +240,7 @@ export class PollStore {
 }
 
 type Tx = Kysely<Database>;
-type SnapshotRef = { id: string; device_id: string; endpoint_label: string; sha256: string };
+type SnapshotRef = WrittenRow;
 
 /**
  * Each distinct guard (the worker's lock check) once, inside the transaction: per job, a

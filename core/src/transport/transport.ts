@@ -8,8 +8,6 @@ import { sha256Hex } from "../util/hash.ts";
 import type { ConnectionPool } from "./pool.ts";
 import { classifyNetworkError } from "./errors.ts";
 
-export { classifyNetworkError };
-
 /** Limits applied to every device connection. */
 export interface TransportLimits {
   /** Time allowed to connect (TCP and TLS handshake), in ms. */
