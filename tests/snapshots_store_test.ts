@@ -202,7 +202,7 @@ dbTest(
     // With sequential scans priced out, the per-device-and-label listing walks an index in id order.
     await db.kysely.transaction().execute(async (tx) => {
       await sql`set local enable_seqscan = off`.execute(tx);
-      // The narrow layout (migration 0017): the series' rows, as `seriesPage` (core/src/snapshots/store.ts)
+      // The narrow layout (migration 0017): the series' rows, as `seriesIds` (core/src/snapshots/store.ts)
       // reads them.
       const plan = await sql<{ "QUERY PLAN": string }>`explain select r.id from snapshot_rows r
       where r.series_id = (select se.id from snapshot_series se

@@ -7,6 +7,7 @@ import type { Database } from "./schema.ts";
 import { migrationProvider } from "./migrations/mod.ts";
 import { StartupError } from "../errors.ts";
 import { logger } from "../util/log.ts";
+import { preparing } from "./prepared.ts";
 
 const log = logger("db");
 
@@ -161,7 +162,10 @@ async function openPostgres(url: string, opts: OpenOptions): Promise<Db> {
     "error",
     (e: Error) => log.warn("Idle database connection lost: {error}", { error: e.message }),
   );
-  pool.on("connect", quietErrors);
+  pool.on("connect", (c: pg.PoolClient) => {
+    quietErrors(c);
+    preparing(c);
+  });
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   try {
     await sql`select 1`.execute(kysely);

@@ -12,7 +12,8 @@ import { decodeCursor, encodeCursor } from "../util/paging.ts";
 import { diffPayloads, type PayloadDiff, type VolatileMode } from "./diff.ts";
 import { stripVolatile, volatileFor } from "./volatile.ts";
 import { payloadsBySha, previousLateral } from "./series.ts";
-import { pendingRemarks, type Remarking } from "./remark.ts";
+import type { Remarking } from "./remark.ts";
+import { PREPARED } from "../db/prepared.ts";
 
 /** One poll whose payload changed, with its diff against the poll before it. */
 export interface ChangeView extends PayloadDiff {
@@ -85,8 +86,7 @@ export async function listChanges(
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(deviceId)) {
     return { noDevice: true };
   }
-  const device = await db.selectFrom("devices").select(["vendor"]).where("id", "=", deviceId)
-    .executeTakeFirst();
+  const device = await historyStart(db, deviceId, q.label);
   if (!device) return { noDevice: true };
   const limit = q.limit ?? 20;
   let below: string | null = null;
@@ -106,12 +106,8 @@ export async function listChanges(
     }
     return c;
   };
-  const remarks = (await pendingRemarks(db, device.vendor))
-    .filter((r) => q.label === undefined || r.endpointLabel === q.label);
-  const series = await db.selectFrom("snapshot_series").select(["id", "endpoint_label"])
-    .where("device_id", "=", deviceId)
-    .$if(q.label !== undefined, (qb) => qb.where("endpoint_label", "=", q.label!)).execute();
-  const plan = { deviceId, q, mode, series, cuts: mode === "exclude" ? remarks : [] };
+  const remarks = device.remarks.filter((r) => q.label === undefined || r.endpointLabel === q.label);
+  const plan = { deviceId, q, mode, series: device.series, cuts: mode === "exclude" ? remarks : [] };
   const found: ChangeView[] = [];
   let chunks = 0;
   let partial: string | null = null;
@@ -156,6 +152,37 @@ export async function listChanges(
       ? encodeCursor("c", partial)
       : null,
     ...(plan.cuts.length ? { remarking: plan.cuts } : {}),
+  };
+}
+
+/**
+ * What a history needs before its first chunk, in one statement (three cost three round trips, which were
+ * most of a short page's time): the device's vendor, its vendor's labels with a re-mark pending
+ * (`pendingRemarks` of remark.ts) and the device's series (of `label` only, when given). Undefined when the
+ * device does not exist.
+ */
+async function historyStart(db: Kysely<Database>, deviceId: string, label: string | undefined): Promise<
+  { vendor: string; remarks: Remarking[]; series: { id: number; endpoint_label: string }[] } | undefined
+> {
+  const r = await sql<{ vendor: string; remarks: string; series: string }>`
+    select ${sql.raw(PREPARED)} d.vendor,
+      (select coalesce(json_agg(json_build_array(v.endpoint_label, v.remark_below::text,
+          v.remark_remaining::text) order by v.endpoint_label), '[]')::text
+        from volatile_path_sets v where v.vendor = d.vendor and v.remark_below is not null) as remarks,
+      (select coalesce(json_agg(json_build_array(se.id, se.endpoint_label) order by se.id), '[]')::text
+        from snapshot_series se where se.device_id = d.id
+          ${label === undefined ? sql`` : sql`and se.endpoint_label = ${label}`}) as series
+    from devices d where d.id = ${deviceId}::uuid`.execute(db);
+  const row = r.rows[0];
+  if (!row) return undefined;
+  return {
+    vendor: row.vendor,
+    remarks: (JSON.parse(row.remarks) as [string, string, string | null][]).map(([l, below, remaining]) => ({
+      endpointLabel: l,
+      belowId: below,
+      remaining: remaining === null ? null : Number(remaining),
+    })),
+    series: (JSON.parse(row.series) as [number, string][]).map(([id, l]) => ({ id, endpoint_label: l })),
   };
 }
 
@@ -214,7 +241,7 @@ function candidates(plan: Plan, below: string | null): RawBuilder<unknown> {
     if (inCut.length) part(legacyFrom, [...lw, sql`(${sql.join(inCut, sql` or `)})`]);
   }
   return sql`
-    select u.id::text as id, u.label as endpoint_label,
+    select ${sql.raw(PREPARED)} u.id::text as id, u.label as endpoint_label,
       coalesce(u.psha, (select p.sha256 from snapshot_payloads p where p.id = u.pid)) as payload_sha256,
       u.collected_at, prev.id::text as prev_id, prev.sha as prev_sha
     from (select * from (${sql.join(parts, sql` union all `)}) m order by 1 desc limit ${CHUNK}) u

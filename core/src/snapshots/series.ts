@@ -8,6 +8,7 @@
  */
 import { type Kysely, type RawBuilder, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
+import { PREPARED } from "../db/prepared.ts";
 
 /**
  * A lateral subquery (`prev(id, sha)`) for the snapshot before `id` of a series: `sid` the series id (may be
@@ -55,8 +56,12 @@ export async function payloadsBySha(db: Kysely<Database>, hashes: string[]): Pro
   const out = new Map<string, unknown>();
   const want = [...new Set(hashes)];
   if (!want.length) return out;
-  const rows = await db.selectFrom("snapshot_payloads").select(["sha256", "payload"])
-    .where("sha256", "in", want).execute();
+  // One statement text for any number of hashes (an `in (…)` list has one per count), prepared.
+  const rows = await db.selectFrom("snapshot_payloads").modifyFront(sql.raw(PREPARED)).select([
+    "sha256",
+    "payload",
+  ])
+    .where("sha256", "=", sql<string>`any(${want}::text[])`).execute();
   for (const r of rows) out.set(r.sha256, JSON.parse(r.payload));
   return out;
 }

@@ -1,6 +1,7 @@
 import { type Kysely, type RawBuilder, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { decodeCursor, encodeCursor } from "../util/paging.ts";
+import { PREPARED } from "../db/prepared.ts";
 
 /** A snapshot as the API returns it (spec 2.3). */
 export interface SnapshotView {
@@ -67,12 +68,14 @@ export async function listSnapshotRows(
     before = decodeSnapshotCursor(f.cursor);
     if (!before) return { badCursor: true };
   }
+  // The page's ids (a query of its own, below) and its rows in one statement: `any(array(…))` runs the ids'
+  // query once, as an init plan, and reads each id by its primary key (one round trip where two cost twice).
   const ids = f.deviceId && !f.testRunExecutionId
     ? f.endpointLabel
-      ? await seriesPage(db, f.deviceId, f.endpointLabel, before, limit + 1)
-      : await devicePage(db, f.deviceId, before, limit + 1)
-    : await filteredPage(db, f, before, limit + 1);
-  return pageOf(await snapshotsByIds(db, ids, withPayloads), limit);
+      ? seriesIds(f.deviceId, f.endpointLabel, before, limit + 1)
+      : deviceIds(f.deviceId, before, limit + 1)
+    : filteredIds(f, before, limit + 1);
+  return pageOf(await snapshotsByIds(db, sql`array(${ids})`, withPayloads), limit);
 }
 
 /**
@@ -82,12 +85,7 @@ export async function listSnapshotRows(
  * page's rows are then read with their payloads (a join through the view before the limit would read every
  * row).
  */
-async function filteredPage(
-  db: Kysely<Database>,
-  f: SnapshotFilter,
-  before: string | null,
-  n: number,
-): Promise<string[]> {
+function filteredIds(f: SnapshotFilter, before: string | null, n: number): RawBuilder<unknown> {
   const r = [sql`true`];
   const l = [sql`true`];
   if (before !== null) {
@@ -115,13 +113,12 @@ async function filteredPage(
   const narrow = f.endpointLabel && !f.testRunExecutionId
     ? seriesWalk(sql`se.endpoint_label = ${f.endpointLabel}`, before, n)
     : sql`select r.id from snapshot_rows r where ${sql.join(r, sql` and `)} order by r.id desc limit ${n}`;
-  const rows = await sql<{ id: string }>`
-    select u.id::text as id from (
+  return sql`
+    select u.id from (
       (${narrow})
       union all
       (select l.id from snapshots_legacy l where ${sql.join(l, sql` and `)} order by l.id desc limit ${n})
-    ) u order by u.id desc limit ${n}`.execute(db);
-  return rows.rows.map((x) => x.id);
+    ) u order by u.id desc limit ${n}`;
 }
 
 /** A snapshot row as the queries below read it; `payload` is the stored canonical JSON text. */
@@ -143,14 +140,14 @@ function pageOf(rows: SnapshotRow[], limit: number) {
  */
 async function snapshotsByIds(
   db: Kysely<Database>,
-  ids: string[],
+  ids: RawBuilder<unknown>,
   withPayloads = true,
 ): Promise<SnapshotRow[]> {
-  if (!ids.length) return [];
-  const q = db.selectFrom("snapshots as s").where(sql`s.id`, "=", sql`any(${ids}::bigint[])`).orderBy(
-    "s.id",
-    "desc",
-  );
+  const q = db.selectFrom("snapshots as s").modifyFront(sql.raw(PREPARED))
+    .where(sql`s.id`, "=", sql`any(${ids})`).orderBy(
+      "s.id",
+      "desc",
+    );
   if (!withPayloads) {
     return await q.select([
       ...SNAPSHOT_COLUMNS.filter((c) => c !== "p.payload"),
@@ -166,17 +163,16 @@ async function snapshotsByIds(
  * `snapshot_rows_series_id (series_id, id)` walked backwards, and rows not yet compacted by
  * `snapshots_device_label_id` of `snapshots_legacy` (migration 2026_11_25_0017), merged.
  */
-export async function seriesPage(
-  db: Kysely<Database>,
+export function seriesIds(
   deviceId: string,
   label: string,
   before: string | null,
   n: number,
-): Promise<string[]> {
+): RawBuilder<unknown> {
   const belowR = before === null ? sql`` : sql`and r.id < ${before}::bigint`;
   const belowL = before === null ? sql`` : sql`and l.id < ${before}::bigint`;
-  const r = await sql<{ id: string }>`
-    select u.id::text as id from (
+  return sql`
+    select u.id from (
       (select r.id from snapshot_rows r
         where r.series_id = (select se.id from snapshot_series se
           where se.device_id = ${deviceId} and se.endpoint_label = ${label}) ${belowR}
@@ -185,8 +181,7 @@ export async function seriesPage(
       (select l.id from snapshots_legacy l
         where l.device_id = ${deviceId} and l.endpoint_label = ${label} ${belowL}
         order by l.id desc limit ${n})
-    ) u order by u.id desc limit ${n}`.execute(db);
-  return r.rows.map((x) => x.id);
+    ) u order by u.id desc limit ${n}`;
 }
 
 /**
@@ -195,14 +190,9 @@ export async function seriesPage(
  * compacted the device's labels by a skip scan of `snapshots_device_label_id` (one descent per label) and per
  * label its newest `n`, merged by id. This reads at most labels × n index entries.
  */
-async function devicePage(
-  db: Kysely<Database>,
-  deviceId: string,
-  before: string | null,
-  n: number,
-): Promise<string[]> {
+function deviceIds(deviceId: string, before: string | null, n: number): RawBuilder<unknown> {
   const belowL = before === null ? sql`` : sql`and x.id < ${before}::bigint`;
-  const r = await sql<{ id: string }>`
+  return sql`
     with recursive labels(label) as (
       (select x.endpoint_label from snapshots_legacy x where x.device_id = ${deviceId}
         order by x.endpoint_label limit 1)
@@ -211,7 +201,7 @@ async function devicePage(
           where x.device_id = ${deviceId} and x.endpoint_label > l.label order by x.endpoint_label limit 1)
         from labels l where l.label is not null
     )
-    select u.id::text as id from (
+    select u.id from (
       (${seriesWalk(sql`se.device_id = ${deviceId}`, before, n)})
       union all
       (select x.id from labels l
@@ -220,8 +210,7 @@ async function devicePage(
           order by x.id desc limit ${n}) x
         where l.label is not null
         order by x.id desc limit ${n})
-    ) u order by u.id desc limit ${n}`.execute(db);
-  return r.rows.map((x) => x.id);
+    ) u order by u.id desc limit ${n}`;
 }
 
 /**
