@@ -3,6 +3,7 @@ import type { Database } from "../db/schema.ts";
 import type { PollStatus } from "../errors.ts";
 import type { DeviceRow } from "../devices/store.ts";
 import { logger } from "../util/log.ts";
+import { PREPARED } from "../db/prepared.ts";
 import { type KnownIds, payloadIds, writeSnapshotRows, type WrittenRow } from "../snapshots/write.ts";
 import type { HashedSnapshot } from "./hash.ts";
 
@@ -184,7 +185,9 @@ export class PollStore {
   async #transaction(batch: Job[]): Promise<Array<Stored | Error>> {
     return await this.db.transaction().execute(async (tx) => {
       const out: Array<Stored | Error | null> = await checkGuards(tx, batch);
-      const { now } = (await sql<{ now: Date | string }>`select now() as now`.execute(tx)).rows[0]!; // one row
+      const { now } =
+        (await sql<{ now: Date | string }>`select ${sql.raw(PREPARED)} now() as now`.execute(tx))
+          .rows[0]!; // one row
       const at = new Date(now);
       const live = batch.map((j, i) => ({ j, i })).filter(({ i }) => out[i] === null);
       if (!live.length) return out as Array<Stored | Error>;
@@ -206,8 +209,8 @@ export class PollStore {
       };
       if (withSnapshots.length) {
         // FOR SHARE: a run's finish (FOR UPDATE) waits for this commit, so its report lists these snapshots.
-        const run = await tx.selectFrom("test_runs").select("execution_id").where("status", "=", "active")
-          .forShare().executeTakeFirst();
+        const run = await tx.selectFrom("test_runs").modifyFront(sql.raw(PREPARED)).select("execution_id")
+          .where("status", "=", "active").forShare().executeTakeFirst();
         executionId = run?.execution_id ?? null;
         const payloads = await writePayloads(tx, withSnapshots);
         newPayloads = payloads.added;
@@ -216,7 +219,6 @@ export class PollStore {
           releases: this.#releases,
         });
         byDevice = groupByDevice(rows);
-        await writeLatest(tx, rows, at);
         const polls = withSnapshots.map(({ j }) => ({
           device: j.row,
           rows: byDevice.get(j.row.id) ?? [],
@@ -262,8 +264,8 @@ async function checkGuards(tx: Tx, batch: Job[]): Promise<Array<Stored | Error |
  */
 async function lockDevices(tx: Tx, deviceIds: string[]): Promise<Set<string>> {
   const ids = [...new Set(deviceIds)].sort();
-  const rows = await tx.selectFrom("devices").select("id").where("id", "in", ids).orderBy("id").forUpdate()
-    .execute();
+  const rows = await tx.selectFrom("devices").modifyFront(sql.raw(PREPARED)).select("id")
+    .where("id", "=", sql<string>`any(${ids}::uuid[])`).orderBy("id").forUpdate().execute();
   return new Set(rows.map((r) => r.id));
 }
 
@@ -278,18 +280,24 @@ async function writePayloads(
     for (const h of j.outcome.snapshots) if (!owner.has(h.sha256)) owner.set(h.sha256, { h, i });
   }
   const unique = [...owner.values()].sort((a, b) => a.h.sha256 < b.h.sha256 ? -1 : 1);
-  const insert = (list: typeof unique) =>
-    tx.insertInto("snapshot_payloads")
-      .values(list.map(({ h }) => ({ sha256: h.sha256, payload: h.text, size_bytes: h.size })))
-      .onConflict((oc) => oc.column("sha256").doNothing())
-      .returning(["sha256", sql<string>`id::text`.as("id")]).execute();
+  // Arrays, not a VALUES list: one statement text whatever the batch's size, prepared on PostgreSQL.
+  const insert = async (list: typeof unique) =>
+    (await sql<{ sha256: string; id: string }>`${sql.raw(PREPARED)}
+      insert into snapshot_payloads (sha256, payload, size_bytes)
+      select v.sha, v.t, v.n from unnest(${list.map(({ h }) => h.sha256)}::text[],
+        ${list.map(({ h }) => h.text)}::text[], ${
+      list.map(({ h }) => h.size)
+    }::int[]) with ordinality v(sha, t, n, o)
+      order by v.o
+      on conflict (sha256) do nothing returning sha256, id::text as id`.execute(tx)).rows;
   const inserted = await insert(unique);
   // A prune (core/src/snapshots/prune.ts) may free a payload between the insert above, which found it,
   // and the snapshots' foreign-key check that follows: hold every payload (FOR KEY SHARE, what that check
   // takes) and write again the few that went meanwhile.
   const hold = (hashes: string[]) =>
-    tx.selectFrom("snapshot_payloads").select(["sha256", sql<string | null>`id::text`.as("id")])
-      .where("sha256", "in", hashes).orderBy("sha256").forKeyShare().execute();
+    tx.selectFrom("snapshot_payloads").modifyFront(sql.raw(PREPARED))
+      .select(["sha256", sql<string | null>`id::text`.as("id")])
+      .where("sha256", "=", sql<string>`any(${hashes}::text[])`).orderBy("sha256").forKeyShare().execute();
   const held = await hold(unique.map(({ h }) => h.sha256));
   // Payloads stored before migration 0017 get their id when first written again (rare: the compaction gives
   // the others theirs).
@@ -349,37 +357,13 @@ function groupByDevice(rows: SnapshotRef[]): Map<string, Array<{ id: string; end
   return byDevice;
 }
 
-/**
- * Points each (device, label)'s latest snapshot at the row just stored, with its payload hash and collection
- * time (migration 0021: the pre-flight's lab read answers from this table alone).
- */
-async function writeLatest(tx: Tx, rows: SnapshotRef[], at: Date): Promise<void> {
-  await tx.insertInto("snapshot_latest")
-    .values(
-      rows.map((r) => ({
-        device_id: r.device_id,
-        endpoint_label: r.endpoint_label,
-        snapshot_id: r.id,
-        payload_sha256: r.sha256,
-        collected_at: at,
-      })),
-    )
-    .onConflict((oc) =>
-      oc.columns(["device_id", "endpoint_label"]).doUpdateSet({
-        snapshot_id: sql`excluded.snapshot_id`,
-        payload_sha256: sql`excluded.payload_sha256`,
-        collected_at: sql`excluded.collected_at`,
-      })
-    )
-    .execute();
-}
-
 /** Records each written poll's time, status and error on its device, in one statement. */
 async function updateDevices(tx: Tx, jobs: Job[], at: Date): Promise<void> {
   if (!jobs.length) return;
-  const values = jobs.map((j) =>
-    sql`(${j.row.id}::uuid, ${j.outcome.status}::text, ${j.outcome.error}::text)`
+  await sql`${sql.raw(PREPARED)}
+    update devices set last_poll_at = ${at}, last_poll_status = v.status, last_poll_error = v.error
+    from unnest(${jobs.map((j) => j.row.id)}::uuid[], ${jobs.map((j) => j.outcome.status)}::text[],
+      ${jobs.map((j) => j.outcome.error)}::text[]) as v(id, status, error) where devices.id = v.id`.execute(
+    tx,
   );
-  await sql`update devices set last_poll_at = ${at}, last_poll_status = v.status, last_poll_error = v.error
-    from (values ${sql.join(values)}) as v(id, status, error) where devices.id = v.id`.execute(tx);
 }
