@@ -12,6 +12,7 @@ import { decodeCursor, encodeCursor } from "../util/paging.ts";
 import { diffPayloads, type PayloadDiff, type VolatileMode } from "./diff.ts";
 import { stripVolatile, volatileFor } from "./volatile.ts";
 import { payloadsBySha, previousLateral } from "./series.ts";
+import { legacyLeft } from "./store.ts";
 import type { Remarking } from "./remark.ts";
 import { PREPARED } from "../db/prepared.ts";
 
@@ -107,12 +108,21 @@ export async function listChanges(
     return c;
   };
   const remarks = device.remarks.filter((r) => q.label === undefined || r.endpointLabel === q.label);
-  const plan = { deviceId, q, mode, series: device.series, cuts: mode === "exclude" ? remarks : [] };
+  const plan = {
+    deviceId,
+    q,
+    mode,
+    series: device.series,
+    cuts: mode === "exclude" ? remarks : [],
+    legacyLeft: device.legacyLeft,
+  };
   const found: ChangeView[] = [];
   let chunks = 0;
   let partial: string | null = null;
   for (;;) {
-    const rows = await sql<Candidate>`${candidates(plan, below)}`.execute(db);
+    const next = candidates(plan, below);
+    if (!next) break; // no series and no rows left to compact: no snapshot at all
+    const rows = await sql<Candidate>`${next}`.execute(db);
     const diffable = rows.rows.filter((r) => r.prev_sha !== null && r.prev_sha !== r.payload_sha256);
     const p = await payloadsBySha(db, diffable.flatMap((r) => [r.payload_sha256, r.prev_sha!]));
     for (const r of diffable) {
@@ -158,31 +168,56 @@ export async function listChanges(
 /**
  * What a history needs before its first chunk, in one statement (three cost three round trips, which were
  * most of a short page's time): the device's vendor, its vendor's labels with a re-mark pending
- * (`pendingRemarks` of remark.ts) and the device's series (of `label` only, when given). Undefined when the
+ * (`pendingRemarks` of remark.ts) and the device's series (of `label` only, when given), as plain joined rows
+ * (a row per series and pending label); and whether rows not yet compacted are left ({@link legacyLeft}: no
+ * statement once they are gone). Measured on PGlite, where parsing and planning run in WebAssembly: subqueries
+ * aggregating the three cost more, and so did two statements (BENCHMARKS.md section 10c). Undefined when the
  * device does not exist.
  */
 async function historyStart(db: Kysely<Database>, deviceId: string, label: string | undefined): Promise<
-  { vendor: string; remarks: Remarking[]; series: { id: number; endpoint_label: string }[] } | undefined
+  {
+    vendor: string;
+    remarks: Remarking[];
+    series: { id: number; endpoint_label: string }[];
+    legacyLeft: boolean;
+  } | undefined
 > {
-  const r = await sql<{ vendor: string; remarks: string; series: string }>`
-    select ${sql.raw(PREPARED)} d.vendor,
-      (select coalesce(json_agg(json_build_array(v.endpoint_label, v.remark_below::text,
-          v.remark_remaining::text) order by v.endpoint_label), '[]')::text
-        from volatile_path_sets v where v.vendor = d.vendor and v.remark_below is not null) as remarks,
-      (select coalesce(json_agg(json_build_array(se.id, se.endpoint_label) order by se.id), '[]')::text
-        from snapshot_series se where se.device_id = d.id
-          ${label === undefined ? sql`` : sql`and se.endpoint_label = ${label}`}) as series
-    from devices d where d.id = ${deviceId}::uuid`.execute(db);
-  const row = r.rows[0];
-  if (!row) return undefined;
+  const r = await sql<{
+    vendor: string;
+    sid: number | null;
+    slabel: string | null;
+    rlabel: string | null;
+    below: string | null;
+    remaining: string | null;
+  }>`
+    select ${
+    sql.raw(PREPARED)
+  } d.vendor, se.id as sid, se.endpoint_label as slabel, v.endpoint_label as rlabel,
+      v.remark_below::text as below, v.remark_remaining::text as remaining
+    from devices d
+      left join snapshot_series se on se.device_id = d.id
+        ${label === undefined ? sql`` : sql`and se.endpoint_label = ${label}`}
+      left join volatile_path_sets v on v.vendor = d.vendor and v.remark_below is not null
+    where d.id = ${deviceId}::uuid`.execute(db);
+  const first = r.rows[0];
+  if (!first) return undefined;
+  const series = new Map<number, string>();
+  const remarks = new Map<string, Remarking>();
+  for (const x of r.rows) {
+    if (x.sid !== null) series.set(x.sid, x.slabel!);
+    if (x.rlabel !== null) {
+      remarks.set(x.rlabel, {
+        endpointLabel: x.rlabel,
+        belowId: x.below!,
+        remaining: x.remaining === null ? null : Number(x.remaining),
+      });
+    }
+  }
   return {
-    vendor: row.vendor,
-    remarks: (JSON.parse(row.remarks) as [string, string, string | null][]).map(([l, below, remaining]) => ({
-      endpointLabel: l,
-      belowId: below,
-      remaining: remaining === null ? null : Number(remaining),
-    })),
-    series: (JSON.parse(row.series) as [number, string][]).map(([id, l]) => ({ id, endpoint_label: l })),
+    vendor: first.vendor,
+    remarks: [...remarks.values()].sort((a, b) => a.endpointLabel < b.endpointLabel ? -1 : 1),
+    series: [...series].sort((a, b) => a[0] - b[0]).map(([id, l]) => ({ id, endpoint_label: l })),
+    legacyLeft: await legacyLeft(db),
   };
 }
 
@@ -192,15 +227,19 @@ interface Plan {
   mode: VolatileMode;
   series: { id: number; endpoint_label: string }[];
   cuts: Remarking[];
+  /** Whether `snapshots_legacy` had rows (migration 0017's compaction not done): else it is not read. */
+  legacyLeft: boolean;
 }
 
 /**
  * The next `CHUNK` candidate rows below `below`, newest first, each with the poll before it: per series a
  * backward walk of its partial index (two ranges when the label is being re-marked: flags trusted at and above
  * `remark_below`, every hash change below it), the rows not yet compacted by the device's partial indexes of
- * `snapshots_legacy`, merged by id; the page's payload hashes and previous rows are looked up afterwards.
+ * `snapshots_legacy` (only while that table has rows: on PGlite the statement with them costs twice as much,
+ * parsed and planned in WebAssembly), merged by id; the page's payload hashes and previous rows are looked up
+ * afterwards. Null when there is nothing to read (no series, no legacy rows).
  */
-function candidates(plan: Plan, below: string | null): RawBuilder<unknown> {
+function candidates(plan: Plan, below: string | null): RawBuilder<unknown> | null {
   const { deviceId, q, mode } = plan;
   const common = (t: string) => {
     const c: RawBuilder<unknown>[] = [sql`${sql.ref(t + ".payload_changed")}`];
@@ -225,6 +264,26 @@ function candidates(plan: Plan, below: string | null): RawBuilder<unknown> {
       part(from, [...w, sql`r.id < ${cut}::bigint`]);
     }
   }
+  if (plan.legacyLeft) legacyParts(plan, common, part);
+  if (!parts.length) return null;
+  return sql`
+    select ${sql.raw(PREPARED)} u.id::text as id, u.label as endpoint_label,
+      coalesce(u.psha, (select p.sha256 from snapshot_payloads p where p.id = u.pid)) as payload_sha256,
+      u.collected_at, prev.id::text as prev_id, prev.sha as prev_sha
+    from (select * from (${sql.join(parts, sql` union all `)}) m order by 1 desc limit ${CHUNK}) u
+    left join lateral ${
+    previousLateral(sql`u.sid`, sql`${deviceId}::uuid`, sql`u.label`, sql`u.id`, plan.legacyLeft)
+  } prev on true
+    order by u.id desc`;
+}
+
+/** The candidates' parts from the rows not yet compacted (`snapshots_legacy`), by the device's indexes. */
+function legacyParts(
+  plan: Plan,
+  common: (t: string) => RawBuilder<unknown>[],
+  part: (from: RawBuilder<unknown>, where: RawBuilder<unknown>[]) => void,
+) {
+  const { deviceId, q, mode } = plan;
   const legacyFrom = sql`select l.id, l.collected_at, null::bigint as pid, l.payload_sha256 as psha,
     (select se.id from snapshot_series se where se.device_id = l.device_id
       and se.endpoint_label = l.endpoint_label) as sid, l.endpoint_label as label from snapshots_legacy l`;
@@ -240,13 +299,4 @@ function candidates(plan: Plan, below: string | null): RawBuilder<unknown> {
     part(legacyFrom, trusted);
     if (inCut.length) part(legacyFrom, [...lw, sql`(${sql.join(inCut, sql` or `)})`]);
   }
-  return sql`
-    select ${sql.raw(PREPARED)} u.id::text as id, u.label as endpoint_label,
-      coalesce(u.psha, (select p.sha256 from snapshot_payloads p where p.id = u.pid)) as payload_sha256,
-      u.collected_at, prev.id::text as prev_id, prev.sha as prev_sha
-    from (select * from (${sql.join(parts, sql` union all `)}) m order by 1 desc limit ${CHUNK}) u
-    left join lateral ${
-    previousLateral(sql`u.sid`, sql`${deviceId}::uuid`, sql`u.label`, sql`u.id`)
-  } prev on true
-    order by u.id desc`;
 }

@@ -12,14 +12,20 @@ import { PREPARED } from "../db/prepared.ts";
 
 /**
  * A lateral subquery (`prev(id, sha)`) for the snapshot before `id` of a series: `sid` the series id (may be
- * null when the series has no compacted rows), `device` and `label` for the legacy rows.
+ * null when the series has no compacted rows), `device` and `label` for the legacy rows; without them when
+ * `legacyLeft` is false (`snapshots_legacy` is empty: the compaction of migration 0017 is done).
  */
 export function previousLateral(
   sid: RawBuilder<unknown>,
   device: RawBuilder<unknown>,
   label: RawBuilder<unknown>,
   id: RawBuilder<unknown>,
+  legacyLeft = true,
 ): RawBuilder<unknown> {
+  if (!legacyLeft) {
+    return sql`(select r.id, (select p.sha256 from snapshot_payloads p where p.id = r.payload_id) as sha
+      from snapshot_rows r where r.series_id = ${sid} and r.id < ${id} order by r.id desc limit 1)`;
+  }
   return sql`(
     select z.id, z.sha from (
       (select r.id, (select p.sha256 from snapshot_payloads p where p.id = r.payload_id) as sha
