@@ -6,7 +6,8 @@
  * build (the bulk load leaves the series rows' dead versions, which a database with autovacuum would not
  * keep). The history is written through the `snapshots` view, so the script also runs on a checkout from
  * before migration 0017 (with `listChanges` imported from `core/src/snapshots/diff.ts` there), which is how
- * the before figures of BENCHMARKS.md section 10c were taken.
+ * the before figures of BENCHMARKS.md section 10c were taken; that is why its build repeats the prune
+ * scenario's instead of importing it (the older checkout's scenario differs).
  *
  *     deno run -A --lock=deno.dev.lock bench/micro_reads.ts pglite
  *     VACUUM=1 deno run -A --lock=deno.dev.lock bench/micro_reads.ts postgres
