@@ -1,4 +1,4 @@
-import { configure, getJsonLinesFormatter, getStreamSink, getTextFormatter } from "@logtape/logtape";
+import { configure, drain, getJsonLinesFormatter, getStreamSink, getTextFormatter } from "@logtape/logtape";
 
 let configured = false;
 
@@ -23,4 +23,18 @@ export async function setupLogging(
       { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["console"] },
     ],
   });
+}
+
+/**
+ * Wait (at most `ms`) until the log lines written so far have reached stderr. The stream sink writes
+ * asynchronously, so a `Deno.exit` right after a log call could drop its line (seen in CI: the poller's
+ * "Released the poll lock", logged just before a clean exit, was missing once in 771 tests).
+ */
+export async function flushLogs(ms = 1_000): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    drain().catch(() => {}),
+    new Promise<void>((r) => timer = setTimeout(r, ms)),
+  ]);
+  clearTimeout(timer);
 }

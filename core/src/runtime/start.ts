@@ -20,7 +20,7 @@ import { loadOrCreateSecrets, lockDataDir } from "./datadir.ts";
 import { type Db, migrate, openDatabase } from "../db/open.ts";
 import { StartupError } from "../errors.ts";
 import { logger } from "../util/log.ts";
-import { setupLogging } from "./logging.ts";
+import { flushLogs, setupLogging } from "./logging.ts";
 import { buildRegistry, type LoadedModules, type Registry } from "../registry.ts";
 import { reconcilePatternSets } from "../snapshots/stable.ts";
 import { openEmbedded } from "./database.ts";
@@ -209,7 +209,11 @@ export function onShutdown(stop: () => Promise<void>): void {
     if (stopping) return;
     stopping = true;
     logger("shutdown").info("Shutting down");
-    stop().then(() => Deno.exit(0), (e) => {
+    stop().then(async () => {
+      await flushLogs();
+      Deno.exit(0);
+    }, async (e) => {
+      await flushLogs();
       // Written synchronously (a log sink may not flush before exit), as a JSON line in JSON mode.
       console.error(
         jsonErrors()
