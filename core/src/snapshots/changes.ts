@@ -168,7 +168,7 @@ export async function listChanges(
 /**
  * What a history needs before its first chunk, in one statement (three cost three round trips, which were
  * most of a short page's time): the device's vendor, its vendor's labels with a re-mark pending
- * (`pendingRemarks` of remark.ts) and the device's series (of `label` only, when given), as plain joined rows
+ * (`volatile_path_sets` rows with `remark_below` set) and the device's series (of `label` only, when given), as plain joined rows
  * (a row per series and pending label); and whether rows not yet compacted are left ({@link legacyLeft}: no
  * statement once they are gone). Measured on PGlite, where parsing and planning run in WebAssembly: subqueries
  * aggregating the three cost more, and so did two statements (BENCHMARKS.md section 10c). Undefined when the

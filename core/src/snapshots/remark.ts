@@ -18,29 +18,16 @@ import { patternSetKey, stripVolatile, volatileFor } from "./volatile.ts";
 import { previousLateral } from "./series.ts";
 import { excludeRemark } from "./compact.ts";
 
-/** A label whose older flags are not re-marked yet, as the change history reports it. */
+/**
+ * A label whose older flags are not re-marked yet, as the change history reports it (read with the device in
+ * changes.ts `historyStart`, from `volatile_path_sets.remark_below` and `remark_remaining`).
+ */
 export interface Remarking {
   endpointLabel: string;
   /** Polls of this label with a smaller snapshot id are not re-marked yet (they are compared in full). */
   belowId: string;
   /** `false` flags left to re-mark (null until the job has counted them). */
   remaining: number | null;
-}
-
-/** The labels of a vendor with a re-mark pending. */
-export async function pendingRemarks(db: Kysely<Database>, vendor: string): Promise<Remarking[]> {
-  const rows = await db.selectFrom("volatile_path_sets")
-    .select([
-      "endpoint_label",
-      sql<string>`remark_below::text`.as("below"),
-      sql<string | null>`remark_remaining::text`.as("remaining"),
-    ])
-    .where("vendor", "=", vendor).where("remark_below", "is not", null).orderBy("endpoint_label").execute();
-  return rows.map((r) => ({
-    endpointLabel: r.endpoint_label,
-    belowId: r.below,
-    remaining: r.remaining === null ? null : Number(r.remaining),
-  }));
 }
 
 /** The `false` rows of a vendor and label below `cut`: compacted (per series) and not yet compacted (per device). */

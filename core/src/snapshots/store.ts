@@ -88,9 +88,9 @@ export async function listSnapshotRows(
     before = decodeSnapshotCursor(f.cursor);
     if (!before) return { badCursor: true };
   }
+  if (!await legacyLeft(db)) return pageOf(await narrowPage(db, f, before, limit + 1, withPayloads), limit);
   // The page's ids (a query of its own, below) and its rows in one statement: `any(array(…))` runs the ids'
   // query once, as an init plan, and reads each id by its primary key (one round trip where two cost twice).
-  if (!await legacyLeft(db)) return pageOf(await narrowPage(db, f, before, limit + 1, withPayloads), limit);
   const ids = f.deviceId && !f.testRunExecutionId
     ? f.endpointLabel
       ? seriesIds(f.deviceId, f.endpointLabel, before, limit + 1)
@@ -232,7 +232,7 @@ async function snapshotsByIds(
  * `snapshot_rows_series_id (series_id, id)` walked backwards, and rows not yet compacted by
  * `snapshots_device_label_id` of `snapshots_legacy` (migration 2026_11_25_0017), merged.
  */
-export function seriesIds(
+function seriesIds(
   deviceId: string,
   label: string,
   before: string | null,
