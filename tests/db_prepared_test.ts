@@ -1,7 +1,7 @@
 /**
  * Statements marked `PREPARED` (core/src/db/prepared.ts) go to PostgreSQL as named statements, parsed once per
  * connection; other statements stay unnamed; a marked statement with any number of list items is one named
- * statement (its lists are arrays).
+ * statement (its lists are arrays). PGlite's counterpart is tests/db_pglite_statements_test.ts.
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
@@ -36,8 +36,3 @@ dbTest("marked statements are named statements of their connection, parsed once"
   await assert.rejects(div(0), /division by zero/);
   assert.equal((await div(3)).rows[0]!.q, 2);
 }, { only: ["postgres"] });
-
-dbTest("a marked statement runs unchanged on the embedded database", async (db) => {
-  const r = await sql<{ n: number }>`select ${sql.raw(PREPARED)} ${41}::int + 1 as n`.execute(db.kysely);
-  assert.equal(r.rows[0]!.n, 42);
-}, { only: ["pglite"] });

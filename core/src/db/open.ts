@@ -3,6 +3,7 @@ import { DEFAULT_MIGRATION_TABLE, Migrator } from "kysely/migration";
 // @ts-types="@types/pg"
 import type pg from "pg";
 import { PGlite } from "@electric-sql/pglite";
+import { withNamedStatements } from "./pglite_statements.ts";
 import type { Database } from "./schema.ts";
 import { migrationProvider } from "./migrations/mod.ts";
 import { StartupError } from "../errors.ts";
@@ -225,7 +226,9 @@ async function openPglite(opts: OpenOptions): Promise<Db> {
   };
   const pglite = opts.dataDir ? new PGlite(opts.dataDir, options) : new PGlite(options);
   await pglite.waitReady;
-  const kysely = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  const kysely = new Kysely<Database>({
+    dialect: new PGliteDialect({ pglite: withNamedStatements(pglite) }),
+  });
   const db: Db = {
     kysely,
     kind: "pglite",
