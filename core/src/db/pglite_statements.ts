@@ -4,8 +4,9 @@
  * PGlite's `query` sends every statement as an unnamed one in five calls into WebAssembly (Parse, Describe
  * statement, Bind, Describe portal, Execute) and a sixth for Sync, so each run parses, analyses and plans the
  * statement again inside the single-threaded WebAssembly PostgreSQL. Measured on this machine
- * (BENCHMARKS.md section 10d): a primary-key `select` took 215-240 µs that way, 160-170 µs with the same
- * unnamed statement in two calls, and 52-58 µs as a named statement bound and executed in one call. The
+ * (BENCHMARKS.md section 10d, `bench/micro_pglite_statements.ts`): a primary-key `select` took 186-226 µs
+ * that way and 94-123 µs as a named statement bound and executed in one call through this module (52-58 µs
+ * in a bare loop without PGlite's locks and file-system sync, which this module keeps). The
  * dialect here keeps each data statement's text (`select`, `with`, `insert`, `update`, `delete`) as a named
  * statement, parsed and described once, and runs it afterwards with one call (Bind, Execute, Sync): parameters
  * are serialized and rows parsed with PGlite's own serializers and parsers for the types the Describe
