@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { Buffer } from "node:buffer";
 import { parse, type PGlite, protocol } from "@electric-sql/pglite";
 
 /** Named statements PGlite keeps at most; the least recently used is closed when a new one is needed. */
@@ -39,16 +40,6 @@ interface Kept {
 const STALE = new Set(["0A000", "26000"]);
 const DATA = /^\s*(?:select|with|insert|update|delete)\b/i;
 const ser = protocol.serialize;
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
 
 /** The named statements of one PGlite session, least recently used first. */
 class Statements {
@@ -74,7 +65,7 @@ class Statements {
     let messages: Message[];
     try {
       messages = await this.pglite.execProtocolStream(
-        concat([ser.bind({ statement: k.name, values }), ser.execute({}), ser.sync()]),
+        Buffer.concat([ser.bind({ statement: k.name, values }), ser.execute({}), ser.sync()]),
         { syncToFs: false },
       );
     } catch (e) {
@@ -107,7 +98,7 @@ class Statements {
     const name = `dutlab_${++this.#seq}`;
     const closing = this.#toClose.splice(0).map((n) => ser.close({ type: "S", name: n }));
     const messages = await this.pglite.execProtocolStream(
-      concat([
+      Buffer.concat([
         ...closing,
         ser.parse({ name, text, types: options?.paramTypes }),
         ser.describe({ type: "S", name }),
