@@ -7,6 +7,7 @@ import { withNamedStatements } from "./pglite_statements.ts";
 import type { Database } from "./schema.ts";
 import { migrationProvider } from "./migrations/mod.ts";
 import { StartupError } from "../errors.ts";
+import { settleWithin } from "../util/wait.ts";
 import { logger } from "../util/log.ts";
 import { preparing } from "./prepared.ts";
 
@@ -182,14 +183,7 @@ async function openPostgres(url: string, opts: OpenOptions): Promise<Db> {
       // After any error the caller releases it and reserves a new one.
       const one = new pgm.Client(config);
       quietErrors(one);
-      const end = async () => {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        await Promise.race([
-          one.end().catch(() => {}),
-          new Promise<void>((r) => timer = setTimeout(r, 1_000)),
-        ]);
-        clearTimeout(timer);
-      };
+      const end = () => settleWithin(one.end(), 1_000);
       try {
         await one.connect();
         // One row by construction.

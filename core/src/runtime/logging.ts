@@ -1,4 +1,5 @@
 import { configure, drain, getJsonLinesFormatter, getStreamSink, getTextFormatter } from "@logtape/logtape";
+import { settleWithin } from "../util/wait.ts";
 
 let configured = false;
 
@@ -30,11 +31,6 @@ export async function setupLogging(
  * asynchronously, so a `Deno.exit` right after a log call could drop its line (seen in CI: the poller's
  * "Released the poll lock", logged just before a clean exit, was missing once in 771 tests).
  */
-export async function flushLogs(ms = 1_000): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([
-    drain().catch(() => {}),
-    new Promise<void>((r) => timer = setTimeout(r, ms)),
-  ]);
-  clearTimeout(timer);
+export function flushLogs(ms = 1_000): Promise<void> {
+  return settleWithin(drain(), ms);
 }
