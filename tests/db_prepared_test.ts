@@ -36,3 +36,8 @@ dbTest("marked statements are named statements of their connection, parsed once"
   await assert.rejects(div(0), /division by zero/);
   assert.equal((await div(3)).rows[0]!.q, 2);
 }, { only: ["postgres"] });
+
+dbTest("a marked statement runs unchanged on the embedded database", async (db) => {
+  const r = await sql<{ n: number }>`select ${sql.raw(PREPARED)} ${41}::int + 1 as n`.execute(db.kysely);
+  assert.equal(r.rows[0]!.n, 42);
+}, { only: ["pglite"] });

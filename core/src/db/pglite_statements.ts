@@ -36,8 +36,16 @@ interface Kept {
   rows: Message | undefined;
 }
 
-/** Errors of a kept statement gone stale: result type changed (0A000), statement unknown (26000). */
-const STALE = new Set(["0A000", "26000"]);
+/**
+ * Whether an error says that a kept statement went stale: its result type changed under it (0A000 with
+ * PostgreSQL's "cached plan must not change result type"; the code alone covers every unsupported feature)
+ * or the session no longer knows it (26000).
+ */
+function stale(e: unknown): boolean {
+  const { code, message } = e as { code?: string; message?: string };
+  return code === "26000" ||
+    (code === "0A000" && (message ?? "").includes("cached plan must not change result type"));
+}
 const DATA = /^\s*(?:select|with|insert|update|delete)\b/i;
 const ser = protocol.serialize;
 
@@ -71,10 +79,9 @@ class Statements {
     } catch (e) {
       // A table changed under the statement so that its result type did (0A000), or the session lost it
       // (26000): forget it, so that the next run prepares it again.
-      const code = (e as { code?: string }).code ?? "";
-      if (STALE.has(code) && this.#kept.get(text) === k) {
+      if (stale(e) && this.#kept.get(text) === k) {
         this.#kept.delete(text);
-        if (code === "0A000") this.#toClose.push(k.name);
+        if ((e as { code?: string }).code === "0A000") this.#toClose.push(k.name);
       }
       Object.assign(e as object, { query: text, params, queryOptions: options });
       throw e;
@@ -134,9 +141,7 @@ export function withNamedStatements(pglite: PGlite, max = PGLITE_STATEMENTS): PG
       if (inTx) return go();
       // Outside a transaction a statement that failed only because its kept version went stale (see
       // `Statements.run`) did nothing: it runs again, prepared anew.
-      return pglite._runExclusiveTransaction(() =>
-        go().catch((e) => STALE.has((e as { code?: string }).code ?? "") ? go() : Promise.reject(e))
-      );
+      return pglite._runExclusiveTransaction(() => go().catch((e) => stale(e) ? go() : Promise.reject(e)));
     };
   const query = named(false, (t, p, o) => pglite.query(t, p, o));
   const transaction = <T>(fn: (tx: Tx) => Promise<T>) =>
