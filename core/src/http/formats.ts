@@ -12,6 +12,7 @@ import {
   type ResultFormat,
   type ResultSet,
 } from "../formats/results.ts";
+import { jsonBytes } from "../util/json_bytes.ts";
 
 /** The `format` query parameter (default `json`). */
 export const FormatQuery = z.object({
@@ -42,6 +43,9 @@ export function formatted(
   set: () => ResultSet,
   status: 200 | 422,
 ): Response {
-  if (!format || format === "json") return c.json(value, status);
+  // The bytes of c.json's text, made without a one-byte summary character turning 1.5 MB into two-byte text.
+  if (!format || format === "json") {
+    return c.body(jsonBytes(value), status, { "content-type": "application/json" });
+  }
   return c.body(renderResultSet(set(), format), status, { "content-type": RESULT_CONTENT_TYPES[format] });
 }
