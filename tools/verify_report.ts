@@ -393,18 +393,13 @@ function applies(check, device, plan, adapter6) {
     };
   }
 }
-function evaluateApplicable({ check, device, plan, snapshot, view, ctx, applied }) {
+function evaluateApplicable({ check, device, plan, evidence, view, ctx, applied }) {
   const base = {
     checkId: check.id,
     description: check.description,
     deviceId: device.id,
     deviceHostname: device.hostname,
     vendor: device.vendor
-  };
-  const evidence = snapshot && {
-    snapshotId: snapshot.id,
-    payloadSha256: snapshot.payloadSha256,
-    collectedAt: snapshot.collectedAt.toISOString()
   };
   const error = (detail) => ({
     ...base,
@@ -414,7 +409,7 @@ function evaluateApplicable({ check, device, plan, snapshot, view, ctx, applied 
     evidence
   });
   if (applied !== true) return error(`appliesTo failed for this device (${applied.threw})`);
-  if (!snapshot) {
+  if (!evidence) {
     return {
       ...base,
       pass: false,
@@ -563,15 +558,22 @@ function evaluateRead(registry, plan, pairs, { devices, latest, payloads }, now,
     d.vendor,
     registry.adapters.get(d.vendor)?.adapter.facts ?? {}
   ]));
+  const isos = /* @__PURE__ */ new Map();
+  const isoOf = (at2) => {
+    const ms = at2.getTime();
+    let text6 = isos.get(ms);
+    if (text6 === void 0) isos.set(ms, text6 = at2.toISOString());
+    return text6;
+  };
   const clock = asOf ?? now;
   const checks = [];
   pairs.each(devices, (check, device, applied, selected) => {
     if (!selected) return;
     const s = latest.get(check.label)?.get(device.id);
-    const snapshot = s && known(s.sha) ? {
-      id: s.id,
+    const evidence = s && known(s.sha) ? {
+      snapshotId: s.id,
       payloadSha256: s.sha,
-      collectedAt: s.at
+      collectedAt: isoOf(s.at)
     } : null;
     const view = () => lazySnapshot(s, device, check.label, payloadOf);
     const ctx = {
@@ -590,7 +592,7 @@ function evaluateRead(registry, plan, pairs, { devices, latest, payloads }, now,
       check,
       device,
       plan,
-      snapshot,
+      evidence,
       view,
       ctx,
       applied

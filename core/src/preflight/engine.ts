@@ -124,13 +124,24 @@ function evaluateRead(
   const facts = new Map(
     devices.map((d) => [d.vendor, registry.adapters.get(d.vendor)?.adapter.facts ?? {}]),
   );
+  // Each instant's ISO text once: a poll batch's snapshots share the database clock of their write, and
+  // `toISOString` was a tenth of the engine's own time when called per result.
+  const isos = new Map<number, string>();
+  const isoOf = (at: Date) => {
+    const ms = at.getTime();
+    let text = isos.get(ms);
+    if (text === undefined) isos.set(ms, text = at.toISOString());
+    return text;
+  };
   // As of a moment, checks judge time against that moment (`snapshot-fresh`), not against now.
   const clock = asOf ?? now;
   const checks: CheckResult[] = [];
   pairs.each(devices, (check, device, applied, selected) => {
     if (!selected) return;
     const s = latest.get(check.label)?.get(device.id);
-    const snapshot = s && known(s.sha) ? { id: s.id, payloadSha256: s.sha, collectedAt: s.at } : null;
+    const evidence = s && known(s.sha)
+      ? { snapshotId: s.id, payloadSha256: s.sha, collectedAt: isoOf(s.at) }
+      : null;
     const view = () => lazySnapshot(s!, device, check.label, payloadOf);
     const ctx: CheckContext = { now: new Date(clock), facts: facts.get(device.vendor)! };
     if (check.alsoReads) {
@@ -141,7 +152,7 @@ function evaluateRead(
       }
       ctx.related = related;
     }
-    checks.push(evaluateApplicable({ check, device, plan, snapshot, view, ctx, applied }));
+    checks.push(evaluateApplicable({ check, device, plan, evidence, view, ctx, applied }));
   });
   return summarize(plan, checks, now, { asOf, selection: pairs.report(devices) });
 }

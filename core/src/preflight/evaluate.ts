@@ -83,7 +83,12 @@ export function evaluateCheck(
     deepFreeze(snapshot!.payload);
     return { ...snapshot!, collectedAt: new Date(snapshot!.collectedAt) };
   };
-  return evaluateApplicable({ check, device, plan, snapshot, view, ctx, applied: a });
+  const evidence = snapshot && {
+    snapshotId: snapshot.id,
+    payloadSha256: snapshot.payloadSha256,
+    collectedAt: snapshot.collectedAt.toISOString(),
+  };
+  return evaluateApplicable({ check, device, plan, evidence, view, ctx, applied: a });
 }
 
 /**
@@ -113,8 +118,8 @@ export interface Applicable {
   check: CheckDefinition;
   device: CheckDevice;
   plan: Plan;
-  /** What the evidence cites; null without a snapshot of the check's label (`skipped`). */
-  snapshot: Pick<CheckSnapshot, "id" | "payloadSha256" | "collectedAt"> | null;
+  /** The snapshot the result cites; null without a snapshot of the check's label (`skipped`). */
+  evidence: Evidence | null;
   /** Builds the snapshot the check evaluates, a fresh object whose payload is frozen. */
   view: () => CheckSnapshot;
   ctx: CheckContext;
@@ -124,7 +129,7 @@ export interface Applicable {
 
 /** The rest of `evaluateCheck` once `appliesTo` has answered. */
 export function evaluateApplicable(
-  { check, device, plan, snapshot, view, ctx, applied }: Applicable,
+  { check, device, plan, evidence, view, ctx, applied }: Applicable,
 ): CheckResult {
   const base = {
     checkId: check.id,
@@ -132,11 +137,6 @@ export function evaluateApplicable(
     deviceId: device.id,
     deviceHostname: device.hostname,
     vendor: device.vendor,
-  };
-  const evidence: Evidence | null = snapshot && {
-    snapshotId: snapshot.id,
-    payloadSha256: snapshot.payloadSha256,
-    collectedAt: snapshot.collectedAt.toISOString(),
   };
   const error = (detail: string): CheckResult => ({
     ...base,
@@ -147,7 +147,7 @@ export function evaluateApplicable(
   });
   // A broken predicate must not hide the check (a lab would look ready): it is reported as an error.
   if (applied !== true) return error(`appliesTo failed for this device (${applied.threw})`);
-  if (!snapshot) {
+  if (!evidence) {
     return {
       ...base,
       pass: false,
