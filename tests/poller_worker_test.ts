@@ -313,3 +313,51 @@ dbTest("stop cancels a poll still running after the grace period and records not
   assert.equal((await view(svc, id)).lastPollAt, null, "the device stays due for the next instance");
   assert.deepEqual(await dueDevices(db.kysely), [id]);
 });
+
+dbTest(
+  "at most `concurrency` devices are polled at once; results waiting for the store free the device's place, twice `concurrency` polls in flight at most",
+  async (db) => {
+    const { svc } = await setup(db);
+    for (let i = 0; i < 12; i++) await addDevice(svc, "https://127.0.0.1:1");
+    // A poller that stands for the poll cycle: each device's part ends at once, the store's write waits for
+    // the test (a slow group commit).
+    let devices = 0, storing = 0, maxDevices = 0, maxStoring = 0, started = 0;
+    let commit!: () => void;
+    let committed = new Promise<void>((r) => commit = r);
+    const polling = new Set<string>();
+    const poller = {
+      isPolling: (id: string) => polling.has(id),
+      get inflightCount() {
+        return polling.size;
+      },
+      drain: async () => {},
+      close: () => {},
+      async poll(id: string, opts: { deviceDone?: () => void }) {
+        polling.add(id);
+        started++;
+        maxDevices = Math.max(maxDevices, ++devices);
+        await new Promise((r) => setTimeout(r, 5));
+        devices--;
+        opts.deviceDone?.();
+        maxStoring = Math.max(maxStoring, ++storing);
+        await committed;
+        storing--;
+        polling.delete(id);
+      },
+    };
+    const w = new PollWorker(svc.db, poller as never, svc.metrics, { scanSeconds: 3600, concurrency: 4 });
+    const scan = w.scan();
+    // Nothing is written yet: 4 devices polled at a time, 8 results waiting for the store; then no more.
+    await until("8 results waiting", () => storing === 8);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(started, 8);
+    assert.equal(maxDevices, 4);
+    assert.equal(maxStoring, 8);
+    commit(); // every waiting write is stored: the rest are polled
+    committed = Promise.resolve();
+    await scan;
+    assert.equal(started, 12);
+    assert.ok(maxDevices <= 4 && maxStoring <= 8, `${maxDevices} / ${maxStoring}`);
+    await w.stop(0);
+  },
+);

@@ -22,6 +22,20 @@ import {
 
 export { LostLockError, type PollWriteHook, type StoredBatch, type WriteGuard } from "./store.ts";
 
+/** How {@link PollService.poll} is called. */
+export interface PollOptions {
+  /** Re-checked inside the write transaction (the worker's leadership); a manual snapshot has none. */
+  guard?: WriteGuard;
+  /** Cancels the cycle (worker shutdown): nothing is recorded. */
+  signal?: AbortSignal;
+  /**
+   * Called once the device's part of the cycle is over (its session closed, the payloads hashed, or the
+   * error known), before the results wait for the database write: the worker then starts the next device
+   * (README "Polling", `DUT_POLL_CONCURRENCY`). Not called when the call joins a poll already running.
+   */
+  deviceDone?: () => void;
+}
+
 /** Outcome of one poll cycle (spec 4.4 response). */
 export interface PollResult {
   ok: boolean;
@@ -123,7 +137,7 @@ export class PollService {
    * another instance is polling fails with DeviceBusyError; a manual snapshot waits for that poll and
    * returns what it recorded.
    */
-  poll(deviceId: string, opts: { guard?: WriteGuard; signal?: AbortSignal } = {}): Promise<PollResult> {
+  poll(deviceId: string, opts: PollOptions = {}): Promise<PollResult> {
     const running = this.#inflight.get(deviceId);
     if (running) {
       if (opts.guard || opts.signal) return running;
@@ -137,10 +151,7 @@ export class PollService {
     return p;
   }
 
-  async #exclusive(
-    deviceId: string,
-    opts: { guard?: WriteGuard; signal?: AbortSignal },
-  ): Promise<PollResult> {
+  async #exclusive(deviceId: string, opts: PollOptions): Promise<PollResult> {
     const locks = this.locks;
     if (!locks) return await this.#cycle(deviceId, opts);
     const locked = async (run: () => Promise<PollResult>) => {
@@ -229,7 +240,7 @@ export class PollService {
     await Promise.all(publishing);
   }
 
-  async #cycle(deviceId: string, opts: { guard?: WriteGuard; signal?: AbortSignal }): Promise<PollResult> {
+  async #cycle(deviceId: string, opts: PollOptions): Promise<PollResult> {
     const started = performance.now();
     const row = await this.devices.get(deviceId);
     const reg = this.registry.adapters.get(row.vendor);
@@ -271,6 +282,8 @@ export class PollService {
       const err = asDeviceError(e);
       outcome = { status: err.status, error: err.message, snapshots: [] };
     }
+    // The device's part is over (session closed, payloads hashed): the rest waits for the database.
+    opts.deviceDone?.();
     if (opts.signal?.aborted) {
       // Cancelled by the worker (shutdown), not the device's fault: record nothing, it stays due.
       throw new PollCancelledError(`Poll of ${row.hostname} cancelled; nothing recorded`);

@@ -17,6 +17,13 @@ export { POLL_LOCK_CLASS, pollLockKey } from "./leader.ts";
  */
 export const WAKE_MARGIN_MS = 50;
 
+/**
+ * Polls in flight per place of `concurrency`, those whose results wait for the store included: a batch
+ * being written and the next one polled meanwhile (the store writes up to MAX_BATCH = 64 polls per
+ * transaction; the default concurrency is 64).
+ */
+export const IN_FLIGHT_PER_PLACE = 2;
+
 export interface WorkerOptions {
   scanSeconds: number;
   concurrency: number;
@@ -35,7 +42,12 @@ export class PollWorker {
   #leader: PollLeader;
   /** Due devices selected by the latest scan and not started yet, oldest poll first. */
   #queue: string[] = [];
+  /** Devices being polled now (until the device's part of the cycle is over). */
   #active = 0;
+  /** Polls whose results wait for the store's write. */
+  #storing = 0;
+  /** Pumps waiting for a place to free up. */
+  #freed = new Set<() => void>();
   #stopping = false;
   #selecting: Promise<boolean> | null = null;
   #abort = new AbortController();
@@ -155,35 +167,61 @@ export class PollWorker {
     this.metrics.scanDuration.observe((performance.now() - t0) / 1000);
   }
 
+  /**
+   * Poll the queue: at most `concurrency` devices at once, counted until the device's part of its cycle is
+   * over (session closed, payloads hashed). A poll whose results then wait for the store's group commit no
+   * longer holds a device's place, so the next devices are polled while a batch is written; polls in flight,
+   * those waiting included, stay at most {@link IN_FLIGHT_PER_PLACE} × `concurrency`, so a slow database
+   * slows the polling down instead of piling up payloads.
+   */
   async #pump(): Promise<void> {
-    const workers: Promise<void>[] = [];
     const guard = this.#leader.guard();
-    while (this.#queue.length && this.#active < this.opts.concurrency && !this.#stopping) {
+    const polls: Promise<void>[] = [];
+    const more = () => this.#queue.length > 0 && !this.#stopping && this.holdsLock;
+    while (more()) {
+      if (
+        this.#active >= this.opts.concurrency ||
+        this.#active + this.#storing >= IN_FLIGHT_PER_PLACE * this.opts.concurrency
+      ) {
+        await new Promise<void>((r) => this.#freed.add(r));
+        continue;
+      }
+      const id = this.#queue.shift()!;
+      if (this.poller.isPolling(id)) continue; // a manual snapshot got there first
       this.#active++;
-      workers.push((async () => {
-        try {
-          while (this.#queue.length && !this.#stopping && this.holdsLock) {
-            const id = this.#queue.shift()!;
-            if (this.poller.isPolling(id)) continue; // a manual snapshot got there first
-            try {
-              await this.poller.poll(id, { guard, signal: this.#abort.signal });
-            } catch (e) {
-              if (e instanceof LostLockError || e instanceof PollCancelledError) continue;
-              if (e instanceof DeviceBusyError) { // a manual snapshot elsewhere records this poll
-                log.debug("Skipped device {id}: being polled by another instance", { id });
-                continue;
-              }
-              if (!(e instanceof NotFoundError)) { // deleted since the scan
-                log.error("Poll of device {id} failed: {error}", { id, error: String(e) });
-              }
-            }
+      let storing = false;
+      const deviceDone = () => {
+        if (storing) return;
+        storing = true;
+        this.#active--;
+        this.#storing++;
+        this.#notifyFreed();
+      };
+      polls.push(
+        this.poller.poll(id, { guard, signal: this.#abort.signal, deviceDone }).then(() => {}, (e) => {
+          if (e instanceof LostLockError || e instanceof PollCancelledError) return;
+          if (e instanceof DeviceBusyError) { // a manual snapshot elsewhere records this poll
+            log.debug("Skipped device {id}: being polled by another instance", { id });
+            return;
           }
-        } finally {
-          this.#active--;
-        }
-      })());
+          if (!(e instanceof NotFoundError)) { // deleted since the scan
+            log.error("Poll of device {id} failed: {error}", { id, error: String(e) });
+          }
+        }).finally(() => {
+          if (storing) this.#storing--;
+          else this.#active--;
+          this.#notifyFreed();
+        }),
+      );
     }
-    await Promise.all(workers);
+    await Promise.all(polls);
+  }
+
+  /** Wakes every pump waiting for a place (a device done, a write stored). */
+  #notifyFreed(): void {
+    const waiting = [...this.#freed];
+    this.#freed.clear();
+    for (const wake of waiting) wake();
   }
 
   /** Stop scanning, let running polls finish within `graceMs`, then release the lock. */
