@@ -21,7 +21,8 @@ import {
 } from "./_util.ts";
 import type { Ctx } from "./main.ts";
 
-interface FarmDevice {
+/** One device of the farm, as its JSON line gives it. */
+export interface FarmDevice {
   i: number;
   vendor: string;
   url: string;
@@ -30,7 +31,7 @@ interface FarmDevice {
 }
 
 /** The process's eight largest resident mappings (MiB resident of MiB mapped, and what), for the log. */
-function largestMappings(pid: number): string[] {
+export function largestMappings(pid: number): string[] {
   const maps: Array<{ name: string; rss: number; size: number }> = [];
   for (const line of Deno.readTextFileSync(`/proc/${pid}/smaps`).split("\n")) {
     const m = line.match(/^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/);
@@ -51,11 +52,54 @@ function largestMappings(pid: number): string[] {
 }
 
 /** Run `work` over `items`, `width` at a time. */
-async function pool<T>(items: T[], width: number, work: (t: T) => Promise<void>): Promise<void> {
+export async function pool<T>(items: T[], width: number, work: (t: T) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(Array.from({ length: width }, async () => {
     while (next < items.length) await work(items[next++]!);
   }));
+}
+
+/** Register the farm's devices (its JSON lines) through `POST /api/admin/dut/devices`, 8 at a time; their ids. */
+export async function registerFarmDevices(base: string, farmDevices: string[]): Promise<string[]> {
+  const headers = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
+  const devices = farmDevices.map((l) => JSON.parse(l) as FarmDevice);
+  const ids: string[] = [];
+  await pool(devices, 8, async (d) => {
+    const r = await fetch(`${base}/api/admin/dut/devices`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        hostname: `bench-${d.i}`,
+        vendor: d.vendor,
+        baseUrl: d.url,
+        username: d.username,
+        password: d.password,
+        tlsVerifyMode: "self-signed",
+      }),
+    });
+    const body = await r.json();
+    if (r.status !== 201) throw new Error(`register ${d.i}: ${r.status} ${JSON.stringify(body)}`);
+    ids.push(body.deviceId);
+  });
+  return ids;
+}
+
+/**
+ * `polls` rounds of manual snapshots of every device (`POST /api/admin/dut/devices/{id}/snapshot`, 8 at a
+ * time); resolves to the number of answers that were not 2xx.
+ */
+export async function manualPolls(ctx: Ctx, base: string, ids: string[], polls: number): Promise<number> {
+  const headers = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
+  let failed = 0;
+  for (let k = 0; k < polls; k++) {
+    await pool(ids, 8, async (id) => {
+      const r = await fetch(`${base}/api/admin/dut/devices/${id}/snapshot`, { method: "POST", headers });
+      await r.body?.cancel();
+      if (r.status >= 300) failed++;
+    });
+    ctx.log(`poll round ${k + 1} of ${ids.length} devices done (${failed} failed so far)`);
+  }
+  return failed;
 }
 
 export async function idleAfterPolls(ctx: Ctx, n: number, polls: number): Promise<Figure[]> {
@@ -68,34 +112,8 @@ export async function idleAfterPolls(ctx: Ctx, n: number, polls: number): Promis
   const { child, logs } = startServer(env, `${ctx.tmp}/server-idle.log`);
   try {
     await waitFor200(`${base}/readyz`, performance.now(), 120_000, child);
-    const devices = farm.devices.map((l) => JSON.parse(l) as FarmDevice);
-    const ids: string[] = [];
-    await pool(devices, 8, async (d) => {
-      const r = await fetch(`${base}/api/admin/dut/devices`, {
-        method: "POST",
-        headers,
-        body: JSON.stringify({
-          hostname: `bench-${d.i}`,
-          vendor: d.vendor,
-          baseUrl: d.url,
-          username: d.username,
-          password: d.password,
-          tlsVerifyMode: "self-signed",
-        }),
-      });
-      const body = await r.json();
-      if (r.status !== 201) throw new Error(`register ${d.i}: ${r.status} ${JSON.stringify(body)}`);
-      ids.push(body.deviceId);
-    });
-    let failed = 0;
-    for (let k = 0; k < polls; k++) {
-      await pool(ids, 8, async (id) => {
-        const r = await fetch(`${base}/api/admin/dut/devices/${id}/snapshot`, { method: "POST", headers });
-        await r.body?.cancel();
-        if (r.status >= 300) failed++;
-      });
-      ctx.log(`poll round ${k + 1} of ${n} devices done (${failed} failed so far)`);
-    }
+    const ids = await registerFarmDevices(base, farm.devices);
+    const failed = await manualPolls(ctx, base, ids, polls);
     // Idle for 15 s: three periods of the service's idle reclaimer (DUT_IDLE_RECLAIM_SECONDS, default 5).
     await new Promise((r) => setTimeout(r, 15_000));
     const rss = statusMiB("VmRSS", child.pid);

@@ -1,5 +1,6 @@
 /** Small helpers shared by the benchmark scenarios: statistics, /proc readings, child processes. */
 import { TEST_PDF_CERT, TEST_PDF_KEY } from "../core/testing/app.ts";
+import { freePort } from "../core/testing/serve.ts";
 
 /** One measured figure, with the command that produced it. */
 export interface Figure {
@@ -91,7 +92,7 @@ export function rssSampler(pid: number | "self" = "self", ms = 100) {
 }
 
 /** A free loopback port, as the tests pick one (below the ephemeral range, so no `listen(0)` takes it). */
-export { freePort } from "../core/testing/serve.ts";
+export { freePort };
 
 /** Machine facts for the results file. */
 export function machine() {
@@ -259,4 +260,125 @@ export function startServer(
     stderr: "piped",
   }).spawn();
   return { child, logs: Promise.all([drainTo(child.stdout), drainTo(child.stderr, logFile)]) };
+}
+
+/** A bare `Deno.serve` script answering 200: the yardstick every start is divided by (issue 34 point 5). */
+export const BARE_SERVE =
+  'Deno.serve({ hostname: "127.0.0.1", port: Number(Deno.env.get("PORT")) }, () => new Response("ok"));\n';
+
+/** Milliseconds from spawning a bare `Deno.serve` script ({@link BARE_SERVE}, written to `script`) to its first 200. */
+export async function bareStart(script: string): Promise<number> {
+  const port = freePort();
+  const t0 = performance.now();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", script],
+    env: { PORT: String(port) },
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  try {
+    return await waitFor200(`http://127.0.0.1:${port}/`, t0, 30_000, child);
+  } finally {
+    await stopChild(child, 5_000);
+  }
+}
+
+/**
+ * `args` (the command first) in its own session and process group (`setsid`; the child's pid is the group's
+ * id), so that stopping it stops every layer of a wrapper (npx → node → deno task → deno); stdout drained,
+ * stderr to `logFile`. `logs` settles when it exits.
+ */
+export function startGroup(
+  args: string[],
+  env: Record<string, string>,
+  logFile: string,
+): { child: Deno.ChildProcess; logs: Promise<unknown> } {
+  const child = new Deno.Command("setsid", {
+    args,
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  return { child, logs: Promise.all([drainTo(child.stdout), drainTo(child.stderr, logFile)]) };
+}
+
+/**
+ * SIGTERM the process group of a {@link startGroup} child, SIGKILL the group after `graceMs`; resolves to the
+ * ms until the group's leader exited, or null when it was killed.
+ */
+export async function stopGroup(child: Deno.ChildProcess, graceMs = 15_000): Promise<number | null> {
+  const t0 = performance.now();
+  try {
+    Deno.kill(-child.pid, "SIGTERM");
+  } catch { /* gone */ }
+  let killed = false;
+  const timer = setTimeout(() => {
+    killed = true;
+    try {
+      Deno.kill(-child.pid, "SIGKILL");
+    } catch { /* gone */ }
+  }, graceMs);
+  await child.status;
+  clearTimeout(timer);
+  return killed ? null : performance.now() - t0;
+}
+
+/** The processes of process group `pgid` (from /proc): pid, parent pid, state (`Z`: zombie) and command line. */
+export function groupProcesses(
+  pgid: number,
+): Array<{ pid: number; ppid: number; state: string; cmdline: string[] }> {
+  const found: Array<{ pid: number; ppid: number; state: string; cmdline: string[] }> = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(f[2]) !== pgid) continue; // field 5, pgrp
+      const cmdline = Deno.readTextFileSync(`/proc/${e.name}/cmdline`).split("\0").filter(Boolean);
+      found.push({ pid: Number(e.name), ppid: Number(f[1]), state: f[0]!, cmdline });
+    } catch { /* gone */ }
+  }
+  return found;
+}
+
+/** The load generator of the HTTP scenarios: autocannon, in its own Node process through npx. */
+export const AUTOCANNON = "autocannon@9.0.0";
+
+/** The parts of autocannon's `-j` report the scenarios read. */
+export interface Autocannon {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; average: number; max: number };
+  throughput: { average: number };
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  "2xx": number;
+}
+
+/**
+ * `npx -y autocannon@9.0.0 -c <connections> -d <seconds> -j` on `url` with the bench's admin token; the report
+ * and the command line (token hidden), for the record.
+ */
+export async function autocannon(
+  url: string,
+  seconds: number,
+  connections = 50,
+): Promise<{ ac: Autocannon; command: string }> {
+  const args = [
+    "-y",
+    AUTOCANNON,
+    "-c",
+    String(connections),
+    "-d",
+    String(seconds),
+    "-j",
+    "-H",
+    `authorization=Bearer ${TOKEN}`,
+    url,
+  ];
+  const out = await new Deno.Command("npx", { args, stdout: "piped", stderr: "null" }).output();
+  const ac = JSON.parse(new TextDecoder().decode(out.stdout)) as Autocannon;
+  return { ac, command: commandLine("npx", args.map((a) => a.replace(TOKEN, "<token>"))) };
 }

@@ -36,6 +36,7 @@ export const SCENARIOS = [
   "events",
   "evidence",
   "prune",
+  "blackbox",
 ] as const;
 type Scenario = typeof SCENARIOS[number];
 

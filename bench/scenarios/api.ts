@@ -12,6 +12,7 @@
  * @module
  */
 import {
+  autocannon,
   commandLine,
   cpuSeconds,
   type Figure,
@@ -33,18 +34,6 @@ import { makePolls, storeRound } from "../_store_sql.ts";
 import { followEvents } from "../_sse.ts";
 import { migrate, openDatabase } from "../../core/src/db/open.ts";
 import type { Db } from "../../core/src/db/open.ts";
-
-const AUTOCANNON = "autocannon@9.0.0";
-
-interface Autocannon {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number; average: number; max: number };
-  throughput: { average: number };
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  "2xx": number;
-}
 
 async function populate(db: Db, captures: Awaited<ReturnType<typeof captureVendors>>) {
   const { svc } = await benchServices(db, replayModules(captures, { changeRate: 0.05 }).modules);
@@ -286,23 +275,9 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
         for (let k = 0; k < 10; k++) {
           await (await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` }, client })).arrayBuffer();
         }
-        const args = [
-          "-y",
-          AUTOCANNON,
-          "-c",
-          "50",
-          "-d",
-          String(seconds),
-          "-j",
-          "-H",
-          `authorization=Bearer ${TOKEN}`,
-          url,
-        ];
         const cpu0 = cpuSeconds(server.pid);
-        const out = await new Deno.Command("npx", { args, stdout: "piped", stderr: "null" }).output();
+        const { ac, command } = await autocannon(url, seconds, 50);
         const serverCpu = cpuSeconds(server.pid) - cpu0;
-        const ac = JSON.parse(new TextDecoder().decode(out.stdout)) as Autocannon;
-        const command = commandLine("npx", args.map((a) => a.replace(TOKEN, "<token>")));
         const p = {
           backend,
           connections: 50,

@@ -13,40 +13,22 @@
  * @module
  */
 import {
+  BARE_SERVE,
+  bareStart,
   commandLine,
-  drainTo,
   type Figure,
   freePort,
   mean,
   round,
+  startGroup,
   startServer,
   statusMiB,
   stopChild,
+  stopGroup,
   waitFor200,
 } from "../_util.ts";
 import { idleAfterPolls } from "../_idle_polls.ts";
 import type { Ctx } from "../main.ts";
-
-const BARE_SERVE =
-  'Deno.serve({ hostname: "127.0.0.1", port: Number(Deno.env.get("PORT")) }, () => new Response("ok"));\n';
-
-/** Milliseconds from spawning a bare `Deno.serve` script to its first 200. */
-async function bareStart(script: string): Promise<number> {
-  const port = freePort();
-  const t0 = performance.now();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", script],
-    env: { PORT: String(port) },
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  try {
-    return await waitFor200(`http://127.0.0.1:${port}/`, t0, 30_000, child);
-  } finally {
-    await stopChild(child, 5_000);
-  }
-}
 
 /** How the service is started: the plain process, the task, and the README's own command (issue 33 point 7). */
 const COMMANDS = [
@@ -61,31 +43,12 @@ const COMMANDS = [
  */
 function start(c: typeof COMMANDS[number], env: Record<string, string>, logFile: string) {
   if (c.key === "run") return startServer(env, logFile);
-  const child = new Deno.Command("setsid", {
-    args: [c.key === "task" ? Deno.execPath() : c.cmd, ...c.args],
-    env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  return { child, logs: Promise.all([drainTo(child.stdout), drainTo(child.stderr, logFile)]) };
+  return startGroup([c.key === "task" ? Deno.execPath() : c.cmd, ...c.args], env, logFile);
 }
 
 async function stop(c: typeof COMMANDS[number], child: Deno.ChildProcess): Promise<void> {
-  if (c.key === "run") {
-    await stopChild(child, 15_000);
-    return;
-  }
-  try {
-    Deno.kill(-child.pid, "SIGTERM");
-  } catch { /* gone */ }
-  const timer = setTimeout(() => {
-    try {
-      Deno.kill(-child.pid, "SIGKILL");
-    } catch { /* gone */ }
-  }, 15_000);
-  await child.status;
-  clearTimeout(timer);
+  if (c.key === "run") await stopChild(child, 15_000);
+  else await stopGroup(child, 15_000);
 }
 
 export async function run(ctx: Ctx): Promise<Figure[]> {
