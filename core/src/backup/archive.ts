@@ -333,11 +333,15 @@ export async function restoreBackup(
       loaded.push({ name: t.name, rows: lines.length });
     }
     // Identity columns, and columns numbered by a sequence they own (`snapshot_payloads.id`, migration
-    // 0017), continue after the highest restored value.
+    // 0017), continue after the highest restored value. The sequence is looked up only for this schema's
+    // columns (CASE fixes the order; PostgreSQL may otherwise test the OR before the schema, and did once the
+    // catalogs' statistics changed: `pg_get_serial_sequence('information_schema_catalog_name', …)` failed
+    // the restore with "relation does not exist"), and by qualified name.
     const ids = (await sql<{ t: string; c: string }>`
       select table_name as t, column_name as c from information_schema.columns
       where table_schema = current_schema()
-        and (is_identity = 'YES' or pg_get_serial_sequence(quote_ident(table_name), column_name) is not null)`
+        and (is_identity = 'YES' or case when table_schema = current_schema()
+          then pg_get_serial_sequence(format('%I.%I', table_schema, table_name), column_name) end is not null)`
       .execute(tx)).rows;
     for (const { t, c } of ids) {
       await sql`select setval(pg_get_serial_sequence(${quote(t)}, ${c}),
