@@ -80,7 +80,14 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
   // BENCH_POLL_SIZES=1000 (comma-separated) picks other sizes, for diagnosis; the defaults are the issue's.
   const only = Deno.env.get("BENCH_POLL_SIZES")?.split(",").map(Number).filter((n) => n > 0);
   const sizes = only?.length ? only : ctx.quick ? [100] : [100, 1000, 3000];
-  const pgliteSizes = only?.length ? only : ctx.quick ? [100] : [100, 1000];
+  // BENCH_POLL_PGLITE=0 leaves PGlite out (diagnosis of the PostgreSQL figures at a size PGlite takes long at).
+  const pgliteSizes = Deno.env.get("BENCH_POLL_PGLITE") === "0"
+    ? []
+    : only?.length
+    ? only
+    : ctx.quick
+    ? [100]
+    : [100, 1000];
   const figures: Figure[] = [];
   const max = Math.max(...sizes);
   ctx.log(`starting the device farm (${max} devices)`);
