@@ -27,6 +27,7 @@ import { gunzipSync, gzipSync } from "node:zlib";
 import type { Database } from "../db/schema.ts";
 import { migrationProvider } from "../db/migrations/mod.ts";
 import { sha256Hex } from "../util/hash.ts";
+import { concatBytes } from "../util/bytes.ts";
 import { verifyReport } from "../report/verify.ts";
 import { CORE_VERSION } from "../version.ts";
 
@@ -128,7 +129,7 @@ export async function writeBackup(
           if (rows % (PAGE * 20) === 0) progress(`backup: ${name}: ${rows} rows`);
         }
         await sql`close dutlab_backup`.execute(tx);
-        const data = concat(parts);
+        const data = concatBytes(parts);
         const file = `tables/${name}.jsonl`;
         files.push({ name: file, data });
         tables.push({ name, file, columns, rows, sha256: await sha256Hex(data) });
@@ -167,21 +168,11 @@ export async function writeBackup(
 const END_OF_ARCHIVE = new Uint8Array(10_240);
 
 function tarGzip(files: Array<{ name: string; data: Uint8Array }>): Uint8Array {
-  return new Uint8Array(gzipSync(concat([createTar(files), END_OF_ARCHIVE])));
+  return new Uint8Array(gzipSync(concatBytes([createTar(files), END_OF_ARCHIVE])));
 }
 
 function untarGzip(archive: Uint8Array): ParsedTarFileItem[] {
-  return parseTar(concat([new Uint8Array(gunzipSync(archive)), END_OF_ARCHIVE]));
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return parseTar(concatBytes([new Uint8Array(gunzipSync(archive)), END_OF_ARCHIVE]));
 }
 
 /** An archive read and checked (hashes, row counts, format, migrations): its manifest and table files. */

@@ -13,6 +13,8 @@
  * @module
  */
 
+import { concatBytes } from "./bytes.ts";
+
 /** Array elements serialized per piece. */
 export const CHUNK = 256;
 
@@ -65,12 +67,5 @@ export function jsonBytes(value: unknown): Uint8Array<ArrayBuffer> {
     first = false;
   }
   parts.push(first ? "{}" : "}");
-  const encoded = parts.map((p) => encoder.encode(p));
-  const out = new Uint8Array(encoded.reduce((n, b) => n + b.length, 0));
-  let offset = 0;
-  for (const b of encoded) {
-    out.set(b, offset);
-    offset += b.length;
-  }
-  return out;
+  return concatBytes(parts.map((p) => encoder.encode(p)));
 }
