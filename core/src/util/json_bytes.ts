@@ -6,10 +6,10 @@
  * text is two bytes per character. One em dash in a result's `summary`, written after 1.5 MB of ASCII
  * `checks`, made V8 copy the text so far into a twice-as-large string, and made the UTF-8 encoding of the
  * whole answer take its slow path (the pre-flight route's p50 fell from 47-54 to 33-37 ms without it:
- * BENCHMARKS.md section 4f). Here each member
- * of a top-level object, and each run of {@link CHUNK} elements of a top-level member that is an array, is
- * serialized and encoded on its own, so such a character costs only its own piece. The bytes are those of
- * `new TextEncoder().encode(JSON.stringify(value))`, byte for byte (tested).
+ * BENCHMARKS.md section 4f). Here each member of a top-level object, and each run of {@link CHUNK} elements
+ * of a top-level member that is an array, is serialized and encoded on its own, so such a character costs
+ * only its own piece. The bytes are those of `new TextEncoder().encode(JSON.stringify(value))`, byte for
+ * byte (tested).
  *
  * @module
  */
