@@ -221,7 +221,10 @@ function ratios(ctx: Ctx, backend: string, rps: Map<string, { value: number; p99
         name: `snapshots, ${short} ÷ paged device list, requests/s`,
         value: Math.round(value * 1000) / 1000,
         unit: "ratio",
-        params: { backend, snapshotsReqPerS: round(r.value), pagedReqPerS: round(paged.value), p99: r.p99 },
+        params: {
+          backend,
+          measured: { snapshotsReqPerS: round(r.value), pagedReqPerS: round(paged.value), p99: r.p99 },
+        },
         command: ctx.command,
         target: ">= 0.3, p99 <= 100 ms",
         pass: value >= 0.3 && r.p99 <= 100,
@@ -278,17 +281,21 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
         const cpu0 = cpuSeconds(server.pid);
         const { ac, command } = await autocannon(url, seconds, 50);
         const serverCpu = cpuSeconds(server.pid) - cpu0;
+        // What the run measured beside the figure sits under `measured`, so that `--compare` pairs figures by
+        // their identity (scalar params) and not by these.
         const p = {
           backend,
           connections: 50,
           seconds,
           responseBytes: bytes,
-          requests: ac.requests.total,
-          non2xx: ac.non2xx,
-          errors: ac.errors,
-          timeouts: ac.timeouts,
-          serverCpuPct: round((serverCpu / seconds) * 100),
-          serverRssMiB: round(statusMiB("VmRSS", server.pid)),
+          measured: {
+            requests: ac.requests.total,
+            non2xx: ac.non2xx,
+            errors: ac.errors,
+            timeouts: ac.timeouts,
+            serverCpuPct: round((serverCpu / seconds) * 100),
+            serverRssMiB: round(statusMiB("VmRSS", server.pid)),
+          },
         };
         ctx.log(
           `${backend} ${path}: ${ac.requests.average} req/s, p99 ${ac.latency.p99} ms, ${ac.non2xx} non-2xx`,
