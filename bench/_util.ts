@@ -246,8 +246,9 @@ export function startServer(
   const prof = Deno.env.get("BENCH_PROFILE_DIR");
   // BENCH_V8_FLAGS=<flags>: V8 flags for the server (`--v8-flags=`), to measure a trade-off.
   const v8 = Deno.env.get("BENCH_V8_FLAGS");
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
+  return spawnDrained(
+    Deno.execPath(),
+    [
       "run",
       "-A",
       ...(v8 ? [`--v8-flags=${v8}`] : []),
@@ -255,10 +256,18 @@ export function startServer(
       "server.ts",
     ],
     env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+    logFile,
+  );
+}
+
+/** `cmd args` with `env`; stdout drained, stderr to `logFile`. `logs` settles when it exits. */
+function spawnDrained(
+  cmd: string,
+  args: string[],
+  env: Record<string, string>,
+  logFile: string,
+): { child: Deno.ChildProcess; logs: Promise<unknown> } {
+  const child = new Deno.Command(cmd, { args, env, stdin: "null", stdout: "piped", stderr: "piped" }).spawn();
   return { child, logs: Promise.all([drainTo(child.stdout), drainTo(child.stderr, logFile)]) };
 }
 
@@ -294,14 +303,7 @@ export function startGroup(
   env: Record<string, string>,
   logFile: string,
 ): { child: Deno.ChildProcess; logs: Promise<unknown> } {
-  const child = new Deno.Command("setsid", {
-    args,
-    env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  return { child, logs: Promise.all([drainTo(child.stdout), drainTo(child.stderr, logFile)]) };
+  return spawnDrained("setsid", args, env, logFile);
 }
 
 /**

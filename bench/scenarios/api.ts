@@ -12,7 +12,6 @@
  * @module
  */
 import {
-  autocannon,
   commandLine,
   cpuSeconds,
   type Figure,
@@ -32,6 +31,7 @@ import { benchServices, freshDb } from "../_db.ts";
 import { registerDevices, replayModules } from "../_replay.ts";
 import { makePolls, storeRound } from "../_store_sql.ts";
 import { followEvents } from "../_sse.ts";
+import { counted, LATEST, loadRead, ONE, oneDevicePath, readRatios } from "../_reads.ts";
 import { migrate, openDatabase } from "../../core/src/db/open.ts";
 import type { Db } from "../../core/src/db/open.ts";
 
@@ -172,9 +172,7 @@ async function sseOverhead(
 }
 
 const PAGED = "GET /api/admin/dut/devices?limit=100 (first page of 1,000 devices)";
-const LATEST = "GET /api/admin/dut/snapshots (unfiltered: latest 100)";
 const OMIT = "GET /api/admin/dut/snapshots?payload=omit (latest 100 without payloads)";
-const ONE = "GET /api/admin/dut/snapshots?deviceId=…&endpointLabel=… (one device and label)";
 
 /** The back ends to load: `BENCH_API_BACKENDS` (comma-separated), else PostgreSQL only when quick. */
 function backendsOf(quick: boolean): ("postgres" | "pglite")[] {
@@ -189,14 +187,7 @@ function backendsOf(quick: boolean): ("postgres" | "pglite")[] {
 
 /** The loaded endpoints (name, path); one device and label is the newest snapshot's. */
 async function endpoints(port: number, client: Deno.HttpClient, readsOnly: boolean) {
-  const r = await fetch(`http://127.0.0.1:${port}/api/admin/dut/snapshots?limit=1`, {
-    headers: { authorization: `Bearer ${TOKEN}` },
-    client,
-  });
-  const s = (await r.json()).snapshots[0] as { deviceId: string; endpointLabel: string };
-  const one = `/api/admin/dut/snapshots?deviceId=${s.deviceId}&endpointLabel=${
-    encodeURIComponent(s.endpointLabel)
-  }`;
+  const one = await oneDevicePath(`http://127.0.0.1:${port}`, client);
   return [
     ...(readsOnly ? [] : [["GET /api/admin/dut/devices (1,000 devices)", "/api/admin/dut/devices"]]),
     [PAGED, "/api/admin/dut/devices?limit=100"],
@@ -204,33 +195,6 @@ async function endpoints(port: number, client: Deno.HttpClient, readsOnly: boole
     [OMIT, "/api/admin/dut/snapshots?payload=omit"],
     [ONE, one],
   ] as [string, string][];
-}
-
-/** The snapshot listings' requests/s ÷ the paged device list's, in this run (issue 34: ≥ 0.3, p99 ≤ 100 ms). */
-function ratios(ctx: Ctx, backend: string, rps: Map<string, { value: number; p99: number }>): Figure[] {
-  const paged = rps.get(PAGED);
-  if (!paged) return [];
-  return [[LATEST, "latest 100"], [OMIT, "latest 100, payload=omit"], [ONE, "one device and label"]].flatMap(
-    ([name, short]) => {
-      const r = rps.get(name!);
-      if (!r) return [];
-      const value = r.value / paged.value;
-      ctx.log(`${backend} ${short} ÷ paged device list: ${round(value)} (p99 ${r.p99} ms)`);
-      return [{
-        scenario: "api",
-        name: `snapshots, ${short} ÷ paged device list, requests/s`,
-        value: Math.round(value * 1000) / 1000,
-        unit: "ratio",
-        params: {
-          backend,
-          measured: { snapshotsReqPerS: round(r.value), pagedReqPerS: round(paged.value), p99: r.p99 },
-        },
-        command: ctx.command,
-        target: ">= 0.3, p99 <= 100 ms",
-        pass: value >= 0.3 && r.p99 <= 100,
-      }];
-    },
-  );
 }
 
 export async function run(ctx: Ctx): Promise<Figure[]> {
@@ -272,14 +236,8 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       const rps = new Map<string, { value: number; p99: number }>();
       for (const [name, path] of await endpoints(port, client, readsOnly)) {
         const url = `http://127.0.0.1:${port}${path}`;
-        const first = await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` }, client });
-        const bytes = (await first.arrayBuffer()).byteLength;
-        if (first.status !== 200) throw new Error(`${path} answered ${first.status}`);
-        for (let k = 0; k < 10; k++) {
-          await (await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` }, client })).arrayBuffer();
-        }
         const cpu0 = cpuSeconds(server.pid);
-        const { ac, command } = await autocannon(url, seconds, 50);
+        const { ac, command, bytes } = await loadRead(url, seconds, 50, client);
         const serverCpu = cpuSeconds(server.pid) - cpu0;
         // What the run measured beside the figure sits under `measured`, so that `--compare` pairs figures by
         // their identity (scalar params) and not by these.
@@ -289,10 +247,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
           seconds,
           responseBytes: bytes,
           measured: {
-            requests: ac.requests.total,
-            non2xx: ac.non2xx,
-            errors: ac.errors,
-            timeouts: ac.timeouts,
+            ...counted(ac),
             serverCpuPct: round((serverCpu / seconds) * 100),
             serverRssMiB: round(statusMiB("VmRSS", server.pid)),
           },
@@ -332,7 +287,15 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
           },
         );
       }
-      figures.push(...ratios(ctx, backend, rps));
+      figures.push(...readRatios({
+        scenario: "api",
+        rps,
+        paged: PAGED,
+        reads: [[LATEST, "latest 100"], [OMIT, "latest 100, payload=omit"], [ONE, "one device and label"]],
+        params: { backend },
+        command: ctx.command,
+        log: (line) => ctx.log(`${backend} ${line}`),
+      }));
       if (backend === "postgres" && !readsOnly) {
         figures.push(...await sseOverhead(ctx, port, server.pid, client, ctx.quick));
       }

@@ -25,7 +25,6 @@
  * @module
  */
 import {
-  autocannon,
   BARE_SERVE,
   bareStart,
   commandLine,
@@ -38,10 +37,10 @@ import {
   startGroup,
   statusMiB,
   stopGroup,
-  TOKEN,
   waitFor200,
 } from "../_util.ts";
 import { startFarm } from "../_farm_proc.ts";
+import { counted, LATEST, loadRead, ONE, oneDevicePath, readRatios } from "../_reads.ts";
 import { largestMappings, manualPolls, registerFarmDevices } from "../_idle_polls.ts";
 import { type BenchDb, freshDb } from "../_db.ts";
 import type { Ctx } from "../main.ts";
@@ -57,8 +56,6 @@ const IDLE_MS = 15_000;
 const SERVE = ["task", "serve"];
 
 const PAGED = `GET /api/admin/dut/devices?limit=100 (first page of ${DEVICES} devices)`;
-const LATEST = "GET /api/admin/dut/snapshots (unfiltered: latest 100)";
-const ONE = "GET /api/admin/dut/snapshots?deviceId=…&endpointLabel=… (one device and label)";
 
 function backendsOf(quick: boolean): Backend[] {
   const env = Deno.env.get("BENCH_BLACKBOX_BACKENDS");
@@ -126,17 +123,10 @@ async function serverProcess(serve: Serve): Promise<number> {
 
 /** The loaded endpoints (name, path); one device and label is the newest snapshot's. */
 async function endpoints(base: string): Promise<[string, string][]> {
-  const r = await fetch(`${base}/api/admin/dut/snapshots?limit=1`, {
-    headers: { authorization: `Bearer ${TOKEN}` },
-  });
-  const s = (await r.json()).snapshots[0] as { deviceId: string; endpointLabel: string };
-  const one = `/api/admin/dut/snapshots?deviceId=${s.deviceId}&endpointLabel=${
-    encodeURIComponent(s.endpointLabel)
-  }`;
   return [
     [PAGED, "/api/admin/dut/devices?limit=100"],
     [LATEST, "/api/admin/dut/snapshots"],
-    [ONE, one],
+    [ONE, await oneDevicePath(base)],
   ];
 }
 
@@ -297,14 +287,7 @@ async function runBackend(
     const rps = new Map<string, { value: number; p99: number }>();
     await farm.stats(); // resets the farm's counters: what the service's own poller asks during the load
     for (const [name, path] of await endpoints(cold.base)) {
-      const url = `${cold.base}${path}`;
-      const first = await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } });
-      const bytes = (await first.arrayBuffer()).byteLength;
-      if (first.status !== 200) throw new Error(`${path} answered ${first.status}`);
-      for (let k = 0; k < 10; k++) {
-        await (await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } })).arrayBuffer();
-      }
-      const { ac, command } = await autocannon(url, seconds, CONNECTIONS);
+      const { ac, command, bytes } = await loadRead(`${cold.base}${path}`, seconds, CONNECTIONS);
       ctx.log(
         `${backend} ${path}: ${ac.requests.average} req/s, p99 ${ac.latency.p99} ms, ${ac.non2xx} non-2xx, ` +
           `${ac.errors} errors`,
@@ -314,13 +297,7 @@ async function runBackend(
         connections: CONNECTIONS,
         seconds,
         responseBytes: bytes,
-        measured: {
-          requests: ac.requests.total,
-          non2xx: ac.non2xx,
-          errors: ac.errors,
-          timeouts: ac.timeouts,
-          p50: ac.latency.p50,
-        },
+        measured: { ...counted(ac), p50: ac.latency.p50 },
       };
       const note = `server: ${cold.command}; bench: ${ctx.command}`;
       figures.push(
@@ -344,29 +321,18 @@ async function runBackend(
     }
     const farmDuringLoad = (await farm.stats()).requests;
     ctx.log(`${backend}: the service's poller sent ${farmDuringLoad} requests to the farm during the load`);
-    const paged = rps.get(PAGED)!;
-    for (const [name, short] of [[LATEST, "latest 100"], [ONE, "one device and label"]] as const) {
-      const r = rps.get(name)!;
-      const value = r.value / paged.value;
-      ctx.log(`${backend} ${short} ÷ paged device list: ${round(value, 3)} (p99 ${r.p99} ms)`);
-      figures.push(fig({
-        name: `snapshots, ${short} ÷ paged device list, requests/s`,
-        value: Math.round(value * 1000) / 1000,
-        unit: "ratio",
-        params: {
-          connections: CONNECTIONS,
-          seconds,
-          measured: {
-            snapshotsReqPerS: round(r.value),
-            pagedReqPerS: round(paged.value),
-            p99: r.p99,
-            farmRequestsDuringLoad: farmDuringLoad,
-          },
-        },
-        target: ">= 0.3, p99 <= 100 ms",
-        pass: value >= 0.3 && r.p99 <= 100,
-      }));
-    }
+    figures.push(
+      ...readRatios({
+        scenario: "blackbox",
+        rps,
+        paged: PAGED,
+        reads: [[LATEST, "latest 100"], [ONE, "one device and label"]],
+        params: { backend, connections: CONNECTIONS, seconds },
+        measured: { farmRequestsDuringLoad: farmDuringLoad },
+        command: cold.command,
+        log: (line) => ctx.log(`${backend} ${line}`),
+      }).map((f) => ({ ...f, note: `bench: ${ctx.command}` })),
+    );
 
     // 4. SIGTERM to the process group, then a restart on the same data.
     // Let the requests autocannon left in flight finish first (as the api scenario does).
