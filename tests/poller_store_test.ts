@@ -12,7 +12,9 @@ import {
   hashSnapshot,
   LostLockError,
   type Outcome,
+  PARALLEL_BATCH,
   PollStore,
+  type PollWriteHook,
   type Services,
 } from "@dutlab/core/testing";
 import { addDevice, count, setup } from "../core/testing/poller_lab.ts";
@@ -305,4 +307,77 @@ dbTest(
       [[false, false], [true, null], [true, false], [false, false], [true, true]],
     );
   },
+);
+
+dbTest(
+  "with two writers a second transaction starts beside a busy one once PARALLEL_BATCH results wait",
+  async (db) => {
+    const { svc } = await setup(db);
+    const rows = await devices(svc, PARALLEL_BATCH + 3);
+    // A hook that holds each transaction open until the test lets it go, counting those open at once.
+    let open = 0, most = 0;
+    const entered: Array<() => void> = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let holding = false;
+    const hold: PollWriteHook = async (batch) => {
+      if (!holding) return;
+      open++;
+      most = Math.max(most, open);
+      entered.shift()?.();
+      await gate;
+      open--;
+      assert.ok(batch.polls.length > 0);
+    };
+    const enteredOnce = () => new Promise<void>((r) => entered.push(r));
+    const store = new PollStore(db.kysely, { hooks: [hold], writers: 2 });
+    const write = (i: number) =>
+      store.write(rows[i]!, MODULE, { status: "ok", error: "collected 0 snapshot(s)", snapshots: [] });
+    // Device 0's payloads are its own: a transaction inserting a payload another one has inserted and not yet
+    // committed waits for that commit (the unique index), and the first one is held open below.
+    const withSnapshots = async (i: number) =>
+      store.write(rows[i]!, MODULE, await ok(i, i === 0 || i > PARALLEL_BATCH ? { own: i } : { shared: 1 }));
+
+    // A first poll of the module stores its adapter release: a transaction adding one waits for another that
+    // added it and has not committed, as with a shared payload.
+    await withSnapshots(PARALLEL_BATCH + 2);
+    holding = true;
+    // The first result is written at once; three more wait for it (fewer than PARALLEL_BATCH).
+    const first = enteredOnce();
+    const p0 = withSnapshots(0);
+    await first;
+    const few = [1, 2, 3].map((i) => withSnapshots(i));
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(store.writing, 1, "no second writer for a few results");
+    // PARALLEL_BATCH - 3 more: now PARALLEL_BATCH wait, and a second transaction starts beside the first.
+    const second = enteredOnce();
+    const many = rows.slice(4, PARALLEL_BATCH + 1).map((_, k) => withSnapshots(4 + k));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      second,
+      new Promise((_, reject) =>
+        timer = setTimeout(() => {
+          release(); // the held transaction ends, so the database closes after the failure
+          reject(new Error("no second transaction"));
+        }, 10_000)
+      ),
+    ]).finally(() => clearTimeout(timer));
+    assert.equal(store.writing, 2);
+    assert.equal(most, 2, "two transactions open at once");
+    // A third result waits: at most `writers` transactions.
+    const last = write(PARALLEL_BATCH + 1);
+    release();
+    const stored = await Promise.all([p0, ...few, ...many, last]);
+    // The first transaction held one poll; the second took every result that waited (one database clock).
+    assert.equal(new Set(stored.slice(1, PARALLEL_BATCH + 1).map((s) => s.at.getTime())).size, 1);
+    assert.notEqual(stored[0]!.at.getTime(), stored[1]!.at.getTime());
+    for (let i = 0; i <= PARALLEL_BATCH; i++) {
+      assert.equal(await count(db, "snapshots", rows[i]!.id), 3, `snapshots of device ${i}`);
+    }
+    assert.equal((await lastPoll(db, rows[PARALLEL_BATCH + 1]!.id)).status, "ok");
+    // The first poll's and device 0's three payloads, two of each other device's and the one they share, once.
+    assert.equal(await count(db, "snapshot_payloads"), 3 + 3 + PARALLEL_BATCH * 2 + 1);
+    assert.equal(store.writing, 0);
+  },
+  { only: ["postgres"] },
 );

@@ -23,7 +23,7 @@ export * from "./check_fixture.ts";
 // Internals the repository's tests use, one re-export a line (paths follow core/src when files move).
 export type { Db } from "../src/db/open.ts";
 export type { Services } from "../src/runtime/services.ts";
-export { hashSnapshot, LostLockError, type Outcome, PollStore } from "../src/poller/store.ts";
+export { hashSnapshot, LostLockError, type Outcome, PARALLEL_BATCH, PollStore } from "../src/poller/store.ts";
 export { DeviceLocks } from "../src/poller/device_locks.ts";
 export { HashPool } from "../src/poller/hash_pool.ts";
 export { decryptAlertWriter } from "../src/runs/alerts.ts";

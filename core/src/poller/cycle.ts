@@ -75,6 +75,8 @@ export interface PollServiceOptions {
   writeHooks?: readonly PollWriteHook[];
   /** Hash workers (`DUT_POLL_WORKERS`, see `hash_pool.ts`); 0 or omitted: payloads are hashed in this thread. */
   hashWorkers?: number;
+  /** Write transactions the poll store runs at once (`PollStoreOptions.writers`); default 1. */
+  writers?: number;
 }
 
 /**
@@ -106,7 +108,7 @@ export class PollService {
       locks: this.locks,
       events: this.events,
     } = options);
-    this.#store = new PollStore(this.db, { hooks: options.writeHooks });
+    this.#store = new PollStore(this.db, { hooks: options.writeHooks, writers: options.writers });
     this.#hashes = new HashPool(options.hashWorkers ?? 0);
   }
 

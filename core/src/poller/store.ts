@@ -85,6 +85,11 @@ export type PollWriteHook = (batch: StoredBatch) => Promise<void>;
 export interface PollStoreOptions {
   /** Write hooks, called in this order in each transaction that stored snapshots. */
   hooks?: readonly PollWriteHook[];
+  /**
+   * Transactions written at once (default 1). More than one only on PostgreSQL, whose pool gives each its own
+   * connection (PGlite has one session: a second transaction would only wait for the first).
+   */
+  writers?: number;
 }
 
 interface Job {
@@ -99,6 +104,13 @@ interface Job {
 /** At most this many polls' results go into one transaction. */
 export const MAX_BATCH = 64;
 
+/**
+ * Results waiting before a further writer starts beside a busy one: fewer join the running writer's next batch
+ * (a transaction costs about ten round trips whatever its size, so a second one for a single poll would cost
+ * more than it saves).
+ */
+export const PARALLEL_BATCH = 16;
+
 const log = logger("poller");
 
 /**
@@ -107,7 +119,11 @@ const log = logger("poller");
  * the database's `now()`, so application clocks never matter). While one transaction is being written,
  * the results of polls that finish meanwhile wait and then go together into the next one (up to
  * {@link MAX_BATCH}), with one multi-row statement per table: an idle service writes each poll at once,
- * a busy one writes a few transactions per second instead of one per poll.
+ * a busy one writes a few transactions per second instead of one per poll. With `writers` above 1 (PostgreSQL),
+ * a further transaction starts beside the running ones once {@link PARALLEL_BATCH} results wait: the next batch
+ * is written while the previous one waits for its round trips and its commit (BENCHMARKS.md section 2c). Two
+ * batches never hold the same device (a device is polled once at a time), and they take their other locks as
+ * writers of different instances already do (devices and series in id order, payloads in hash order).
  *
  * Each poll still gets its own outcome: a poll whose write guard fails (the poll lock was lost) is
  * rejected with {@link LostLockError} and writes nothing while the others in the batch are written; a
@@ -116,7 +132,11 @@ const log = logger("poller");
  */
 export class PollStore {
   #pending: Job[] = [];
-  #writing = false;
+  /** Transactions being written now. */
+  #writing = 0;
+  /** A start of writers is queued for the end of this turn of the event loop. */
+  #starting = false;
+  readonly #writers: number;
 
   #hooks: readonly PollWriteHook[];
   /** Adapter release ids seen committed (a release never changes: migration 0017). */
@@ -125,6 +145,12 @@ export class PollStore {
   /** A store writing to `db`; `opts.hooks` run inside each batch's write transaction. */
   constructor(private db: Kysely<Database>, opts: PollStoreOptions = {}) {
     this.#hooks = opts.hooks ?? [];
+    this.#writers = Math.max(1, Math.floor(opts.writers ?? 1));
+  }
+
+  /** Transactions being written at this moment (for tests and diagnosis). */
+  get writing(): number {
+    return this.#writing;
   }
 
   /** Queue one poll's results; resolves once they are committed. */
@@ -136,48 +162,65 @@ export class PollStore {
   ): Promise<Stored> {
     return new Promise<Stored>((resolve, reject) => {
       this.#pending.push({ row, module, outcome, guard, resolve, reject });
-      if (!this.#writing) {
-        this.#writing = true;
-        // Let the polls that finish in this same turn of the event loop join the first batch.
-        queueMicrotask(() => this.#drain());
+      this.#start();
+    });
+  }
+
+  /**
+   * Starts writers for the waiting results: one when none runs, a further one (up to `writers`) when
+   * {@link PARALLEL_BATCH} results wait. Queued as a microtask, so the polls that finish in this same turn of
+   * the event loop join the batch.
+   */
+  #start(): void {
+    if (this.#starting || this.#writing >= this.#writers) return;
+    if (this.#writing > 0 && this.#pending.length < PARALLEL_BATCH) return;
+    this.#starting = true;
+    queueMicrotask(() => {
+      this.#starting = false;
+      while (
+        this.#pending.length && this.#writing < this.#writers &&
+        (this.#writing === 0 || this.#pending.length >= PARALLEL_BATCH)
+      ) {
+        this.#writing++;
+        void this.#drain().finally(() => {
+          this.#writing--;
+          this.#start();
+        });
       }
     });
   }
 
+  /** Writes batches while results wait (one writer; the store runs up to `writers` of them). */
   async #drain(): Promise<void> {
-    try {
-      while (this.#pending.length) {
-        const batch = this.#pending.splice(0, MAX_BATCH);
-        try {
-          const out = await this.#transaction(batch);
-          batch.forEach((j, i) => {
-            const r = out[i] ?? new Error("The batch write returned no result for this poll");
+    while (this.#pending.length) {
+      const batch = this.#pending.splice(0, MAX_BATCH);
+      try {
+        const out = await this.#transaction(batch);
+        batch.forEach((j, i) => {
+          const r = out[i] ?? new Error("The batch write returned no result for this poll");
+          if (r instanceof Error) j.reject(r);
+          else j.resolve(r);
+        });
+      } catch (e) {
+        if (batch.length === 1) {
+          batch[0]!.reject(e);
+          continue;
+        }
+        log.warn("Writing {n} poll results together failed ({error}); writing them one by one", {
+          n: batch.length,
+          error: String(e),
+        });
+        for (const j of batch) {
+          try {
+            const r = (await this.#transaction([j]))[0] ??
+              new Error("The write returned no result for this poll");
             if (r instanceof Error) j.reject(r);
             else j.resolve(r);
-          });
-        } catch (e) {
-          if (batch.length === 1) {
-            batch[0]!.reject(e);
-            continue;
-          }
-          log.warn("Writing {n} poll results together failed ({error}); writing them one by one", {
-            n: batch.length,
-            error: String(e),
-          });
-          for (const j of batch) {
-            try {
-              const r = (await this.#transaction([j]))[0] ??
-                new Error("The write returned no result for this poll");
-              if (r instanceof Error) j.reject(r);
-              else j.resolve(r);
-            } catch (e1) {
-              j.reject(e1);
-            }
+          } catch (e1) {
+            j.reject(e1);
           }
         }
       }
-    } finally {
-      this.#writing = false;
     }
   }
 

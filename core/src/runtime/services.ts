@@ -82,6 +82,9 @@ export function transportLimits(config: PollConfig): TransportLimits {
 }
 
 /** The services of a poller: only the credential key is read (a `Config` fits too: `serve` builds on it). */
+/** Write transactions the poll store runs at once on PostgreSQL (BENCHMARKS.md section 2c). */
+export const POLL_WRITERS = 2;
+
 export async function buildPollServices(
   config: PollConfig,
   db: Db,
@@ -102,6 +105,9 @@ export async function buildPollServices(
     deviceTimeoutMs: config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
     hashWorkers: config.DUT_POLL_WORKERS,
     locks: db.kind === "postgres" ? new DeviceLocks(db) : undefined,
+    // PostgreSQL writes the next batch of results while the previous one commits (BENCHMARKS.md section 2c);
+    // PGlite has one session.
+    writers: db.kind === "postgres" ? POLL_WRITERS : 1,
     // The runs feature records decrypt alerts in the poll store's transaction (the poller knows no runs).
     writeHooks: [decryptAlertWriter(registry, events)],
     events,
