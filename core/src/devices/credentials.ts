@@ -1,5 +1,7 @@
+import { createDecipheriv, createSecretKey, type KeyObject } from "node:crypto";
 import { sha256Hex } from "../util/hash.ts";
 import { base64url, fromBase64url } from "../util/encoding.ts";
+import { concatBytes } from "../util/bytes.ts";
 
 const fromHex = (h: string) => Uint8Array.from(h.match(/../g)!, (x) => parseInt(x, 16));
 
@@ -9,6 +11,12 @@ export interface CredentialKey {
   id: string;
   /** The AES-GCM key encrypting device credentials. */
   key: CryptoKey;
+  /**
+   * The same key for node:crypto, which decrypts (every poll) synchronously in about 7 µs; `crypto.subtle`
+   * costs Deno 60-80 µs of CPU per call, most of it handing the work to another thread and back
+   * (BENCHMARKS.md section 2c).
+   */
+  secret: KeyObject;
   /** HMAC-SHA256 key of the password fingerprints, derived from the same key with HKDF. */
   fingerprintKey: CryptoKey;
 }
@@ -29,7 +37,7 @@ export async function importCredentialKey(hex: string): Promise<CredentialKey> {
     false,
     ["sign"],
   );
-  return { id, key, fingerprintKey };
+  return { id, key, secret: createSecretKey(raw), fingerprintKey };
 }
 
 /**
@@ -95,16 +103,20 @@ export function keyIdOf(stored: string): string | null {
   return partsOf(stored)?.keyId ?? null;
 }
 
+/** Length of the AES-GCM authentication tag (crypto.subtle's default, 128 bits). */
+const TAG_BYTES = 16;
+
 export class CredentialError extends Error {
   override name = "CredentialError";
 }
 
 /** Decrypt a stored device secret with whichever of `keys` made it. Errors never include secrets. */
-export async function decryptSecret(
-  keys: CredentialKey[],
-  deviceId: string,
-  stored: string,
-): Promise<string> {
+export function decryptSecret(keys: CredentialKey[], deviceId: string, stored: string): Promise<string> {
+  // A promise (a failure is a rejection, as with crypto.subtle), though the work is synchronous.
+  return new Promise((resolve) => resolve(decryptNow(keys, deviceId, stored)));
+}
+
+function decryptNow(keys: CredentialKey[], deviceId: string, stored: string): string {
   const p = partsOf(stored);
   if (!p) throw new CredentialError("Stored credential has an unknown format");
   const k = keys.find((x) => x.id === p.keyId);
@@ -112,12 +124,15 @@ export async function decryptSecret(
     throw new CredentialError(`Stored credential was encrypted with key ${p.keyId}, which is not configured`);
   }
   try {
-    const pt = await crypto.subtle.decrypt(
-      { name: "AES-GCM", iv: fromBase64url(p.iv), additionalData: new TextEncoder().encode(deviceId) },
-      k.key,
-      fromBase64url(p.ciphertext),
-    );
-    return new TextDecoder().decode(pt);
+    // AES-256-GCM as `crypto.subtle` wrote it: the ciphertext followed by the 16-byte tag.
+    const ct = fromBase64url(p.ciphertext);
+    if (ct.length < TAG_BYTES) throw new Error("short");
+    const d = createDecipheriv("aes-256-gcm", k.secret, fromBase64url(p.iv), { authTagLength: TAG_BYTES });
+    d.setAAD(new TextEncoder().encode(deviceId));
+    d.setAuthTag(ct.subarray(ct.length - TAG_BYTES));
+    const head = d.update(ct.subarray(0, ct.length - TAG_BYTES));
+    const tail = d.final(); // throws when the tag does not verify
+    return new TextDecoder().decode(tail.length ? concatBytes([head, tail]) : head);
   } catch {
     throw new CredentialError(
       "Stored credential does not decrypt for this device (wrong key or moved ciphertext)",

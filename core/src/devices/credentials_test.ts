@@ -45,6 +45,23 @@ Deno.test("the key id selects the key; an unknown key is a clear error", async (
   );
 });
 
+Deno.test("a credential encrypted elsewhere with AES-256-GCM decrypts; a changed tag or a cut ciphertext does not", async () => {
+  // Made outside this code base with Python's `cryptography` 48.0 (AESGCM(key).encrypt(nonce, "p@ss wörd",
+  // device id)), key 0x11 × 32, nonce 00 01 … 0b; Node's createCipheriv gives the same bytes.
+  const k = await importCredentialKey(K1);
+  const stored = `v1.${k.id}.AAECAwQFBgcICQoL.Y6PFYFvU9kJm3BpmBPoGGrufODtog_hwc14`;
+  assert.equal(k.id, "02d449a3");
+  assert.equal(await decryptSecret([k], DEV_A, stored), "p@ss wörd");
+  const refused = (e: unknown) => e instanceof CredentialError && /does not decrypt/.test(e.message);
+  // One character of the tag changed (the last one may carry only unused bits of base64).
+  await assert.rejects(() => decryptSecret([k], DEV_A, stored.slice(0, -3) + "X14"), refused);
+  await assert.rejects(() => decryptSecret([k], DEV_A, stored.slice(0, -8)), refused);
+  await assert.rejects(() => decryptSecret([k], DEV_A, `v1.${k.id}.AAECAwQFBgcICQoL.AAEC`), refused);
+  // And what crypto.subtle encrypts (encryptSecret) round-trips through it, long secrets included.
+  const long = "x".repeat(5000) + "é";
+  assert.equal(await decryptSecret([k], DEV_A, await encryptSecret(k, DEV_A, long)), long);
+});
+
 Deno.test("token comparison is exact", () => {
   assert.equal(timingSafeEqual("abc", "abc"), true);
   assert.equal(timingSafeEqual("abc", "abd"), false);
