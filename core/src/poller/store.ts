@@ -105,11 +105,12 @@ interface Job {
 export const MAX_BATCH = 64;
 
 /**
- * Results waiting before a further writer starts beside a busy one: fewer join the running writer's next batch
- * (a transaction costs about ten round trips whatever its size, so a second one for a single poll would cost
- * more than it saves).
+ * Results waiting before a further writer starts beside a busy one: fewer join the running writer's next batch.
+ * A transaction costs about ten round trips whatever its size: with 16, a network-bound scan of 1,000 devices
+ * wrote more, smaller transactions and spent 0.3 ms more main-thread CPU per poll; 48 starts the second writer
+ * only when the writes fall behind (BENCHMARKS.md section 2c).
  */
-export const PARALLEL_BATCH = 16;
+export const PARALLEL_BATCH = 48;
 
 const log = logger("poller");
 
