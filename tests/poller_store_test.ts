@@ -381,3 +381,36 @@ dbTest(
   },
   { only: ["postgres"] },
 );
+
+dbTest("a poll whose payloads are stored already sends none of them again", async (db) => {
+  const { svc } = await setup(db);
+  const rows = await devices(svc, 3);
+  const store = new PollStore(db.kysely, { hooks: [decryptAlertWriter(svc.registry)] });
+  // A row trigger before insert sees every row an INSERT proposes, those ON CONFLICT DO NOTHING then drops too.
+  await sql`create table payload_inserts (sha256 text)`.execute(db.kysely);
+  await sql`create function count_payload_insert() returns trigger language plpgsql as $$
+    begin insert into payload_inserts values (new.sha256); return new; end $$`.execute(db.kysely);
+  await sql`create trigger count_payload_insert before insert on snapshot_payloads for each row
+    execute function count_payload_insert()`.execute(db.kysely);
+  const proposed = async () =>
+    (await sql<{ n: number }>`select count(*)::int as n from payload_inserts`.execute(db.kysely)).rows[0]!.n;
+  const shared = { mode: "off" };
+  const first = await Promise.all(rows.map(async (r, i) => store.write(r, MODULE, await ok(i, shared))));
+  // 3 devices × 2 own payloads + the shared one, each proposed once.
+  assert.equal(first.reduce((a, s) => a + s.newPayloads, 0), 7);
+  assert.equal(await proposed(), 7);
+  // Polled again, unchanged but for device 1's NTP servers: only that payload is sent.
+  const again = await Promise.all(rows.map(async (r, i) => {
+    const o = await ok(i, shared);
+    if (i === 1) o.snapshots[2] = await snap("ntp_config", { servers: ["10.9.9.9"] });
+    return store.write(r, MODULE, o);
+  }));
+  assert.deepEqual(again.map((s) => s.newPayloads), [0, 1, 0]);
+  assert.equal(await proposed(), 8);
+  assert.equal(await count(db, "snapshot_payloads"), 8);
+  assert.equal(await count(db, "snapshots"), 18);
+  // Every snapshot names its own payload.
+  const wrong = await sql<{ n: number }>`select count(*)::int as n from snapshots s
+    left join snapshot_payloads p on p.sha256 = s.payload_sha256 where p.sha256 is null`.execute(db.kysely);
+  assert.equal(wrong.rows[0]!.n, 0);
+});

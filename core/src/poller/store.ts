@@ -334,31 +334,38 @@ async function writePayloads(
     }::int[]) with ordinality v(sha, t, n, o)
       order by v.o
       on conflict (sha256) do nothing returning sha256, id::text as id`.execute(tx)).rows;
-  const inserted = await insert(unique);
-  // A prune (core/src/snapshots/prune.ts) may free a payload between the insert above, which found it,
-  // and the snapshots' foreign-key check that follows: hold every payload (FOR KEY SHARE, what that check
-  // takes) and write again the few that went meanwhile.
+  // Hold every payload already stored (FOR KEY SHARE, what the snapshots' foreign-key check takes): a prune
+  // (core/src/snapshots/prune.ts) can no longer free one of them before this transaction's snapshots reference
+  // it. Only the payloads not stored yet are sent, with their text: a poll whose payloads did not change sends
+  // none (BENCHMARKS.md section 2c).
   const hold = (hashes: string[]) =>
     tx.selectFrom("snapshot_payloads").modifyFront(sql.raw(PREPARED))
       .select(["sha256", sql<string | null>`id::text`.as("id")])
       .where("sha256", "=", sql<string>`any(${hashes}::text[])`).orderBy("sha256").forKeyShare().execute();
-  const held = await hold(unique.map(({ h }) => h.sha256));
-  // Payloads stored before migration 0017 get their id when first written again (rare: the compaction gives
-  // the others theirs).
-  const noId = held.filter((r) => r.id === null).map((r) => r.sha256);
-  if (noId.length) {
-    await payloadIds(tx, noId);
-    held.push(...await hold(noId));
-  }
   const ids = new Map<string, string>();
-  for (const r of held) if (r.id !== null) ids.set(r.sha256, r.id);
-  const gone = unique.filter(({ h }) => !ids.has(h.sha256));
-  if (gone.length) inserted.push(...await insert(gone));
   const added = new Map<number, number>();
-  for (const { sha256, id } of inserted) {
-    ids.set(sha256, id);
-    const i = owner.get(sha256)!.i;
-    added.set(i, (added.get(i) ?? 0) + 1);
+  let want = unique;
+  for (let round = 0; want.length; round++) {
+    // A payload another writer stored meanwhile (the insert did nothing for it) is held in the next round; one
+    // a prune freed meanwhile is inserted again. Three rounds without progress fail the batch.
+    if (round === 3) throw new Error(`${want.length} payload(s) kept changing while this batch stored them`);
+    const held = await hold(want.map(({ h }) => h.sha256));
+    // Payloads stored before migration 0017 get their id when first written again (rare: the compaction gives
+    // the others theirs).
+    const noId = held.filter((r) => r.id === null).map((r) => r.sha256);
+    if (noId.length) {
+      await payloadIds(tx, noId);
+      held.push(...await hold(noId));
+    }
+    for (const r of held) if (r.id !== null) ids.set(r.sha256, r.id);
+    const missing = want.filter(({ h }) => !ids.has(h.sha256));
+    if (!missing.length) break;
+    for (const { sha256, id } of await insert(missing)) {
+      ids.set(sha256, id);
+      const i = owner.get(sha256)!.i;
+      added.set(i, (added.get(i) ?? 0) + 1);
+    }
+    want = missing.filter(({ h }) => !ids.has(h.sha256));
   }
   return { added, ids };
 }

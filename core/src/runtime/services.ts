@@ -81,10 +81,10 @@ export function transportLimits(config: PollConfig): TransportLimits {
   };
 }
 
-/** The services of a poller: only the credential key is read (a `Config` fits too: `serve` builds on it). */
 /** Write transactions the poll store runs at once on PostgreSQL (BENCHMARKS.md section 2c). */
 export const POLL_WRITERS = 2;
 
+/** The services of a poller: only the credential key is read (a `Config` fits too: `serve` builds on it). */
 export async function buildPollServices(
   config: PollConfig,
   db: Db,
