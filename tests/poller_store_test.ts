@@ -414,3 +414,25 @@ dbTest("a poll whose payloads are stored already sends none of them again", asyn
     left join snapshot_payloads p on p.sha256 = s.payload_sha256 where p.sha256 is null`.execute(db.kysely);
   assert.equal(wrong.rows[0]!.n, 0);
 });
+
+dbTest(
+  "with lingerMs an idle store waits for more results and writes them in one transaction",
+  async (db) => {
+    const { svc } = await setup(db);
+    const rows = await devices(svc, 4);
+    const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const pair = async (store: PollStore, a: number, b: number) => {
+      const first = store.write(rows[a]!, MODULE, await ok(a, { a }));
+      await wait(20);
+      const second = store.write(rows[b]!, MODULE, await ok(b, { b }));
+      return (await Promise.all([first, second])).map((s) => s.at.getTime());
+    };
+    // Without it the first result is written at once, and the second one in a transaction of its own.
+    const [a0, a1] = await pair(new PollStore(db.kysely), 0, 1);
+    assert.notEqual(a0, a1);
+    // With it the first waits, and the second, 20 ms later, joins it: one transaction, one database clock.
+    const [b0, b1] = await pair(new PollStore(db.kysely, { lingerMs: 200 }), 2, 3);
+    assert.equal(b0, b1);
+    for (const r of rows) assert.equal(await count(db, "snapshots", r.id), 3);
+  },
+);

@@ -77,6 +77,8 @@ export interface PollServiceOptions {
   hashWorkers?: number;
   /** Write transactions the poll store runs at once (`PollStoreOptions.writers`); default 1. */
   writers?: number;
+  /** How long an idle poll store waits for more results before writing (`PollStoreOptions.lingerMs`). */
+  writeLingerMs?: number;
 }
 
 /**
@@ -108,7 +110,11 @@ export class PollService {
       locks: this.locks,
       events: this.events,
     } = options);
-    this.#store = new PollStore(this.db, { hooks: options.writeHooks, writers: options.writers });
+    this.#store = new PollStore(this.db, {
+      hooks: options.writeHooks,
+      writers: options.writers,
+      lingerMs: options.writeLingerMs,
+    });
     this.#hashes = new HashPool(options.hashWorkers ?? 0);
   }
 

@@ -90,6 +90,12 @@ export interface PollStoreOptions {
    * connection (PGlite has one session: a second transaction would only wait for the first).
    */
   writers?: number;
+  /**
+   * Milliseconds an idle store waits for more results before it starts a transaction (default 0: at the end of
+   * the event loop's turn). On PGlite every statement costs the service's own CPU whatever it carries, so
+   * larger batches pay off there (BENCHMARKS.md section 2c).
+   */
+  lingerMs?: number;
 }
 
 interface Job {
@@ -138,6 +144,7 @@ export class PollStore {
   /** A start of writers is queued for the end of this turn of the event loop. */
   #starting = false;
   readonly #writers: number;
+  readonly #lingerMs: number;
 
   #hooks: readonly PollWriteHook[];
   /** Adapter release ids seen committed (a release never changes: migration 0017). */
@@ -147,6 +154,7 @@ export class PollStore {
   constructor(private db: Kysely<Database>, opts: PollStoreOptions = {}) {
     this.#hooks = opts.hooks ?? [];
     this.#writers = Math.max(1, Math.floor(opts.writers ?? 1));
+    this.#lingerMs = Math.max(0, opts.lingerMs ?? 0);
   }
 
   /** Transactions being written at this moment (for tests and diagnosis). */
@@ -170,13 +178,15 @@ export class PollStore {
   /**
    * Starts writers for the waiting results: one when none runs, a further one (up to `writers`) when
    * {@link PARALLEL_BATCH} results wait. Queued as a microtask, so the polls that finish in this same turn of
-   * the event loop join the batch.
+   * the event loop join the batch; with `lingerMs`, an idle store waits that long for more.
    */
   #start(): void {
     if (this.#starting || this.#writing >= this.#writers) return;
     if (this.#writing > 0 && this.#pending.length < PARALLEL_BATCH) return;
     this.#starting = true;
-    queueMicrotask(() => {
+    const start = (f: () => void) =>
+      this.#lingerMs > 0 && this.#writing === 0 ? setTimeout(f, this.#lingerMs) : queueMicrotask(f);
+    start(() => {
       this.#starting = false;
       while (
         this.#pending.length && this.#writing < this.#writers &&

@@ -84,6 +84,9 @@ export function transportLimits(config: PollConfig): TransportLimits {
 /** Write transactions the poll store runs at once on PostgreSQL (BENCHMARKS.md section 2c). */
 export const POLL_WRITERS = 2;
 
+/** How long PGlite's idle poll store waits for more results before it writes (BENCHMARKS.md section 2c). */
+export const PGLITE_WRITE_LINGER_MS = 5;
+
 /** The services of a poller: only the credential key is read (a `Config` fits too: `serve` builds on it). */
 export async function buildPollServices(
   config: PollConfig,
@@ -108,6 +111,7 @@ export async function buildPollServices(
     // PostgreSQL writes the next batch of results while the previous one commits (BENCHMARKS.md section 2c);
     // PGlite has one session.
     writers: db.kind === "postgres" ? POLL_WRITERS : 1,
+    writeLingerMs: db.kind === "pglite" ? PGLITE_WRITE_LINGER_MS : 0,
     // The runs feature records decrypt alerts in the poll store's transaction (the poller knows no runs).
     writeHooks: [decryptAlertWriter(registry, events)],
     events,
