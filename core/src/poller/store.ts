@@ -357,7 +357,8 @@ async function writePayloads(
   let want = unique;
   for (let round = 0; want.length; round++) {
     // A payload another writer stored meanwhile (the insert did nothing for it) is held in the next round; one
-    // a prune freed meanwhile is inserted again. Three rounds without progress fail the batch.
+    // a prune freed meanwhile is inserted again. A batch still missing payloads after three rounds fails (and
+    // its polls are then written one by one).
     if (round === 3) throw new Error(`${want.length} payload(s) kept changing while this batch stored them`);
     const held = await hold(want.map(({ h }) => h.sha256));
     // Payloads stored before migration 0017 get their id when first written again (rare: the compaction gives
