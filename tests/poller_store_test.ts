@@ -349,9 +349,13 @@ dbTest(
     const few = [1, 2, 3].map((i) => withSnapshots(i));
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(store.writing, 1, "no second writer for a few results");
-    // PARALLEL_BATCH - 3 more: now PARALLEL_BATCH wait, and a second transaction starts beside the first.
+    // PARALLEL_BATCH - 4 more: one short of the threshold, still one writer.
     const second = enteredOnce();
-    const many = rows.slice(4, PARALLEL_BATCH + 1).map((_, k) => withSnapshots(4 + k));
+    const many = rows.slice(4, PARALLEL_BATCH).map((_, k) => withSnapshots(4 + k));
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(store.writing, 1, "no second writer at PARALLEL_BATCH - 1 waiting results");
+    // One more: now PARALLEL_BATCH wait, and a second transaction starts beside the first.
+    many.push(withSnapshots(PARALLEL_BATCH));
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
       second,
