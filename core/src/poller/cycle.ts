@@ -79,6 +79,8 @@ export interface PollServiceOptions {
   writers?: number;
   /** How long an idle poll store waits for more results before writing (`PollStoreOptions.lingerMs`). */
   writeLingerMs?: number;
+  /** New payloads sent as one binary parameter (`PollStoreOptions.binaryPayloads`; node-postgres). */
+  binaryPayloads?: boolean;
 }
 
 /**
@@ -114,6 +116,7 @@ export class PollService {
       hooks: options.writeHooks,
       writers: options.writers,
       lingerMs: options.writeLingerMs,
+      binaryPayloads: options.binaryPayloads,
     });
     this.#hashes = new HashPool(options.hashWorkers ?? 0);
   }

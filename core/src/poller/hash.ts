@@ -24,7 +24,11 @@ export interface HashedSnapshot {
   stableSha256?: string | null;
   /** Length of `text` in UTF-8 bytes. */
   size: number;
+  /** `text` in UTF-8, when the hasher kept it (the store encodes `text` itself otherwise). */
+  bytes?: Uint8Array;
 }
+
+const ENCODER = new TextEncoder();
 
 /**
  * A payload as the store writes it: RFC 8785 canonical JSON, its SHA-256, the hash without the `volatile`
@@ -36,13 +40,16 @@ export async function hashSnapshot(
   volatile?: readonly string[] | null,
 ): Promise<HashedSnapshot> {
   const text = canonicalJson(payload);
-  const sha256 = await sha256Hex(text);
+  // Encoded once: hashed, measured and, when the payload is new, sent to the database as they are.
+  const bytes = ENCODER.encode(text);
+  const sha256 = await sha256Hex(bytes);
   return {
     label,
     payload,
     text,
     sha256,
     stableSha256: volatile ? await stableSha256({ payload, text, sha256 }, volatile) : null,
-    size: new TextEncoder().encode(text).length,
+    size: bytes.length,
+    bytes,
   };
 }

@@ -31,7 +31,8 @@ export interface HashRequest {
 export interface HashReply {
   id: number;
   results: Array<
-    { text: string; sha256: string; stableSha256: string | null; size: number } | { error: string }
+    | { text: string; sha256: string; stableSha256: string | null; size: number; bytes: Uint8Array }
+    | { error: string }
   >;
 }
 

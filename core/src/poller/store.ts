@@ -4,8 +4,9 @@ import type { PollStatus } from "../errors.ts";
 import type { DeviceRow } from "../devices/store.ts";
 import { logger } from "../util/log.ts";
 import { PREPARED } from "../db/prepared.ts";
-import { type KnownIds, payloadIds, writeSnapshotRows, type WrittenRow } from "../snapshots/write.ts";
+import { type KnownIds, writeSnapshotRows, type WrittenRow } from "../snapshots/write.ts";
 import type { HashedSnapshot } from "./hash.ts";
+import { writePayloads } from "./payloads.ts";
 
 export { type HashedSnapshot, hashSnapshot } from "./hash.ts";
 
@@ -96,6 +97,11 @@ export interface PollStoreOptions {
    * larger batches pay off there (BENCHMARKS.md section 2c).
    */
   lingerMs?: number;
+  /**
+   * New payloads go to the database as one binary parameter of their UTF-8 bytes (node-postgres) instead of a
+   * text array (default, PGlite: its binary parameters cost it more than text, BENCHMARKS.md section 2d).
+   */
+  binaryPayloads?: boolean;
 }
 
 interface Job {
@@ -145,6 +151,7 @@ export class PollStore {
   #starting = false;
   readonly #writers: number;
   readonly #lingerMs: number;
+  readonly #binaryPayloads: boolean;
 
   #hooks: readonly PollWriteHook[];
   /** Adapter release ids seen committed (a release never changes: migration 0017). */
@@ -155,6 +162,7 @@ export class PollStore {
     this.#hooks = opts.hooks ?? [];
     this.#writers = Math.max(1, Math.floor(opts.writers ?? 1));
     this.#lingerMs = Math.max(0, opts.lingerMs ?? 0);
+    this.#binaryPayloads = opts.binaryPayloads ?? false;
   }
 
   /** Transactions being written at this moment (for tests and diagnosis). */
@@ -266,7 +274,11 @@ export class PollStore {
         const run = await tx.selectFrom("test_runs").modifyFront(sql.raw(PREPARED)).select("execution_id")
           .where("status", "=", "active").forShare().executeTakeFirst();
         executionId = run?.execution_id ?? null;
-        const payloads = await writePayloads(tx, withSnapshots);
+        const payloads = await writePayloads(
+          tx,
+          withSnapshots.map(({ j, i }) => ({ snapshots: j.outcome.snapshots, i })),
+          this.#binaryPayloads,
+        );
         newPayloads = payloads.added;
         const rows = await insertSnapshots(tx, withSnapshots, at, executionId, {
           payloadIds: payloads.ids,
@@ -321,64 +333,6 @@ async function lockDevices(tx: Tx, deviceIds: string[]): Promise<Set<string>> {
   const rows = await tx.selectFrom("devices").modifyFront(sql.raw(PREPARED)).select("id")
     .where("id", "=", sql<string>`any(${ids}::uuid[])`).orderBy("id").forUpdate().execute();
   return new Set(rows.map((r) => r.id));
-}
-
-/** Inserts the batch's payloads that are not stored yet; per job index, how many it added. */
-async function writePayloads(
-  tx: Tx,
-  withSnapshots: Array<{ j: Job; i: number }>,
-): Promise<{ added: Map<number, number>; ids: Map<string, string> }> {
-  // In hash order, so concurrent writers sharing payloads take their row locks in one order.
-  const owner = new Map<string, { h: HashedSnapshot; i: number }>();
-  for (const { j, i } of withSnapshots) {
-    for (const h of j.outcome.snapshots) if (!owner.has(h.sha256)) owner.set(h.sha256, { h, i });
-  }
-  const unique = [...owner.values()].sort((a, b) => a.h.sha256 < b.h.sha256 ? -1 : 1);
-  // Arrays, not a VALUES list: one statement text whatever the batch's size, prepared on PostgreSQL.
-  const insert = async (list: typeof unique) =>
-    (await sql<{ sha256: string; id: string }>`${sql.raw(PREPARED)}
-      insert into snapshot_payloads (sha256, payload, size_bytes)
-      select v.sha, v.t, v.n from unnest(${list.map(({ h }) => h.sha256)}::text[],
-        ${list.map(({ h }) => h.text)}::text[], ${
-      list.map(({ h }) => h.size)
-    }::int[]) with ordinality v(sha, t, n, o)
-      order by v.o
-      on conflict (sha256) do nothing returning sha256, id::text as id`.execute(tx)).rows;
-  // Hold every payload already stored (FOR KEY SHARE, what the snapshots' foreign-key check takes): a prune
-  // (core/src/snapshots/prune.ts) can no longer free one of them before this transaction's snapshots reference
-  // it. Only the payloads not stored yet are sent, with their text: a poll whose payloads did not change sends
-  // none (BENCHMARKS.md section 2c).
-  const hold = (hashes: string[]) =>
-    tx.selectFrom("snapshot_payloads").modifyFront(sql.raw(PREPARED))
-      .select(["sha256", sql<string | null>`id::text`.as("id")])
-      .where("sha256", "=", sql<string>`any(${hashes}::text[])`).orderBy("sha256").forKeyShare().execute();
-  const ids = new Map<string, string>();
-  const added = new Map<number, number>();
-  let want = unique;
-  for (let round = 0; want.length; round++) {
-    // A payload another writer stored meanwhile (the insert did nothing for it) is held in the next round; one
-    // a prune freed meanwhile is inserted again. A batch still missing payloads after three rounds fails (and
-    // its polls are then written one by one).
-    if (round === 3) throw new Error(`${want.length} payload(s) kept changing while this batch stored them`);
-    const held = await hold(want.map(({ h }) => h.sha256));
-    // Payloads stored before migration 0017 get their id when first written again (rare: the compaction gives
-    // the others theirs).
-    const noId = held.filter((r) => r.id === null).map((r) => r.sha256);
-    if (noId.length) {
-      await payloadIds(tx, noId);
-      held.push(...await hold(noId));
-    }
-    for (const r of held) if (r.id !== null) ids.set(r.sha256, r.id);
-    const missing = want.filter(({ h }) => !ids.has(h.sha256));
-    if (!missing.length) break;
-    for (const { sha256, id } of await insert(missing)) {
-      ids.set(sha256, id);
-      const i = owner.get(sha256)!.i;
-      added.set(i, (added.get(i) ?? 0) + 1);
-    }
-    want = missing.filter(({ h }) => !ids.has(h.sha256));
-  }
-  return { added, ids };
 }
 
 /** Writes one snapshot row per collected label, stamped with the database clock and the active run. */

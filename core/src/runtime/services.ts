@@ -112,6 +112,7 @@ export async function buildPollServices(
     // PGlite has one session.
     writers: db.kind === "postgres" ? POLL_WRITERS : 1,
     writeLingerMs: db.kind === "pglite" ? PGLITE_WRITE_LINGER_MS : 0,
+    binaryPayloads: db.kind === "postgres",
     // The runs feature records decrypt alerts in the poll store's transaction (the poller knows no runs).
     writeHooks: [decryptAlertWriter(registry, events)],
     events,
