@@ -456,7 +456,7 @@ dbTest(
       const store = new PollStore(db.kysely, { binaryPayloads });
       const written = await Promise.all(rows.map(async (r, i) => {
         const h = await snap("deploy_status", { binaryPayloads, p: payloads[i] });
-        // A snapshot hashed on a hash worker comes back without its bytes: the store encodes its text.
+        // A snapshot without its bytes (`bytes` is optional): the store encodes its text itself.
         if (i === 3) delete h.bytes;
         await store.write(r, MODULE, { status: "ok", error: "collected 1 snapshot(s)", snapshots: [h] });
         return h;
