@@ -18,7 +18,7 @@ import { setupLogging } from "../core/src/runtime/logging.ts";
 import { PollWorker } from "../core/src/poller/worker.ts";
 import { type PollResult, PollService } from "../core/src/poller/cycle.ts";
 import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
-import { POLL_WRITERS } from "../core/src/runtime/services.ts";
+import { pollStoreOptions } from "../core/src/runtime/services.ts";
 import { type Backend, benchServices, freshDb } from "./_db.ts";
 import { cpuSeconds, pct, postgresCpuSeconds, rssSampler, statusMiB } from "./_util.ts";
 
@@ -65,8 +65,7 @@ if (args["no-device-locks"]) {
     limits: svc.limits,
     deviceTimeoutMs: svc.config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
     writeHooks: [decryptAlertWriter(svc.registry)],
-    writers: db.kind === "postgres" ? POLL_WRITERS : 1,
-    binaryPayloads: db.kind === "postgres",
+    store: pollStoreOptions(db.kind),
   });
 }
 const concurrency = svc.config.DUT_POLL_CONCURRENCY;

@@ -15,6 +15,7 @@ import { countRows, registerDevices, replayModules, replayWorker } from "../_rep
 import { makePolls, storePerPoll, storeWithPollStore } from "../_store_sql.ts";
 import { PollStore } from "../../core/src/poller/store.ts";
 import { decryptAlertWriter } from "../../core/src/runs/alerts.ts";
+import { pollStoreOptions } from "../../core/src/runtime/services.ts";
 import type { DeviceRow } from "../../core/src/devices/store.ts";
 import { VENDORS } from "../_capture.ts";
 
@@ -98,7 +99,10 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       const polls = makePolls(captures, devs, rounds + 1, 0.05);
       const rows = new Map<string, DeviceRow>();
       for (const id of ids) rows.set(id, await svc.devices.get(id));
-      const store = new PollStore(db.kysely, { hooks: [decryptAlertWriter(svc.registry)] });
+      const store = new PollStore(db.kysely, {
+        ...pollStoreOptions(db.kind),
+        hooks: [decryptAlertWriter(svc.registry)],
+      });
       const storeAll = (r: typeof polls[number]) =>
         variant.startsWith("PollStore")
           ? storeWithPollStore(store, rows, r)

@@ -16,6 +16,7 @@ import {
   LostLockError,
   type Outcome,
   PollStore,
+  type PollStoreOptions,
   type PollWriteHook,
   type WriteGuard,
 } from "./store.ts";
@@ -75,12 +76,8 @@ export interface PollServiceOptions {
   writeHooks?: readonly PollWriteHook[];
   /** Hash workers (`DUT_POLL_WORKERS`, see `hash_pool.ts`); 0 or omitted: payloads are hashed in this thread. */
   hashWorkers?: number;
-  /** Write transactions the poll store runs at once (`PollStoreOptions.writers`); default 1. */
-  writers?: number;
-  /** How long an idle poll store waits for more results before writing (`PollStoreOptions.lingerMs`). */
-  writeLingerMs?: number;
-  /** New payloads sent as one binary parameter (`PollStoreOptions.binaryPayloads`; node-postgres). */
-  binaryPayloads?: boolean;
+  /** How the poll store writes (production's per back end: `pollStoreOptions`, runtime/services.ts). */
+  store?: Omit<PollStoreOptions, "hooks">;
 }
 
 /**
@@ -112,12 +109,7 @@ export class PollService {
       locks: this.locks,
       events: this.events,
     } = options);
-    this.#store = new PollStore(this.db, {
-      hooks: options.writeHooks,
-      writers: options.writers,
-      lingerMs: options.writeLingerMs,
-      binaryPayloads: options.binaryPayloads,
-    });
+    this.#store = new PollStore(this.db, { ...options.store, hooks: options.writeHooks });
     this.#hashes = new HashPool(options.hashWorkers ?? 0);
   }
 

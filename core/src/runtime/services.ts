@@ -5,6 +5,7 @@ import { DeviceStore, type KeyRing } from "../devices/store.ts";
 import { SessionRegistry } from "../devices/sessions.ts";
 import { Metrics } from "../poller/metrics.ts";
 import { PollService } from "../poller/cycle.ts";
+import type { PollStoreOptions } from "../poller/store.ts";
 import { DeviceLocks } from "../poller/device_locks.ts";
 import type { TransportLimits } from "../transport/transport.ts";
 import { importCredentialKey } from "../devices/credentials.ts";
@@ -87,6 +88,17 @@ export const POLL_WRITERS = 2;
 /** How long PGlite's idle poll store waits for more results before it writes (BENCHMARKS.md section 2c). */
 export const PGLITE_WRITE_LINGER_MS = 5;
 
+/**
+ * How the poll store writes on each back end: PostgreSQL writes the next batch while the previous one commits
+ * and sends new payloads as one binary parameter (BENCHMARKS.md sections 2c-2d); PGlite has one session, and
+ * its idle store waits {@link PGLITE_WRITE_LINGER_MS} for more results.
+ */
+export function pollStoreOptions(kind: Db["kind"]): Omit<PollStoreOptions, "hooks"> {
+  return kind === "postgres"
+    ? { writers: POLL_WRITERS, lingerMs: 0, binaryPayloads: true }
+    : { writers: 1, lingerMs: PGLITE_WRITE_LINGER_MS, binaryPayloads: false };
+}
+
 /** The services of a poller: only the credential key is read (a `Config` fits too: `serve` builds on it). */
 export async function buildPollServices(
   config: PollConfig,
@@ -108,11 +120,7 @@ export async function buildPollServices(
     deviceTimeoutMs: config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
     hashWorkers: config.DUT_POLL_WORKERS,
     locks: db.kind === "postgres" ? new DeviceLocks(db) : undefined,
-    // PostgreSQL writes the next batch of results while the previous one commits (BENCHMARKS.md section 2c);
-    // PGlite has one session.
-    writers: db.kind === "postgres" ? POLL_WRITERS : 1,
-    writeLingerMs: db.kind === "pglite" ? PGLITE_WRITE_LINGER_MS : 0,
-    binaryPayloads: db.kind === "postgres",
+    store: pollStoreOptions(db.kind),
     // The runs feature records decrypt alerts in the poll store's transaction (the poller knows no runs).
     writeHooks: [decryptAlertWriter(registry, events)],
     events,
