@@ -304,6 +304,7 @@ export interface SnapshotPrunesTable {
   snapshot_bytes: ColumnType<string, string | undefined, string>;
   freed_payloads: ColumnType<string, string | undefined, string>;
   freed_payload_bytes: ColumnType<string, string | undefined, string>;
+  /** A JSON array of per-device, per-label counts (default `[]`, checked since migration 2026_11_28_0023). */
   counts: ColumnType<unknown, string | undefined, string>;
 }
 

@@ -340,6 +340,8 @@ async function startPrune(db: Kysely<Database>, opts: PruneOptions, fresh: Prune
       cutoff: fresh.cutoff,
       end_id: fresh.endId,
       status: "running",
+      // Written, not left to the column's default: a prune that deletes nothing keeps this list.
+      counts: JSON.stringify(fresh.tally.counts()),
     }).returning(sql<string>`id::text`.as("id")).executeTakeFirstOrThrow();
     return { ...fresh, pruneId: row.id };
   } catch (e) {
