@@ -13,7 +13,8 @@
  *   lab's control endpoint (loopback only, port in the state file). Every device takes `down=true|false`
  *   and `cert=rotate` (a new certificate: a pinned device then fails with `tls_error`); the other keys are
  *   the device's own, from `labControls` in its adapter's `sim.ts` (e.g. `decrypt=on|off`,
- *   `deploy=ok|pending|failed`, `ha=active|standby|failed`, `ntp=on|off`). The lab names no vendor.
+ *   `deploy=ok|pending|failed`, `ha=active|standby|failed`, `ntp=on|off`). The lab names no vendor. It prints
+ *   the device as `show` does, without its password (`show` and `file --env` give the credentials).
  * - `deno task lab show`: the running lab's devices, the settings applied (`settings`) and the settings
  *   each accepts with their values (`controls`).
  * - `deno task lab file [--env]`: the running lab as a lab file (README "The lab as code"; YAML, metadata.name
@@ -178,6 +179,8 @@ if (Deno.args[0] === "set" || Deno.args[0] === "show") {
     console.error(body.error);
     Deno.exit(1);
   }
+  // A setting changed is no occasion to print a secret (a terminal's scrollback, a CI log): `show` has it.
+  if (cmd === "set") delete body.password;
   console.log(JSON.stringify(body));
   Deno.exit(0);
 }
@@ -277,7 +280,8 @@ const handler = async (req: Request): Promise<Response> => {
       if (err) return Response.json({ error: err }, { status: 400 });
     }
     console.error(`lab: ${l.vendor} ${Object.entries(body).map(([k, v]) => `${k}=${v}`).join(" ")}`);
-    return Response.json(view(l));
+    const { password: _, ...changed } = view(l);
+    return Response.json(changed);
   }
   return Response.json({ error: "not found" }, { status: 404 });
 };
