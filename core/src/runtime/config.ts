@@ -43,13 +43,25 @@ const pdfP12 = z.string().trim().regex(/^[A-Za-z0-9+/\s]+={0,2}$/, {
   message: "must be base64 of a PKCS#12 (.p12) file: base64 -w0 lab.p12",
 });
 
-/** Every environment variable dutlab reads, parsed once at start (README "Configuration"). */
+/**
+ * Every environment variable dutlab reads, parsed once at start (docs/configuration.md). Each field documents
+ * itself with `.meta()`: `description` is the table's meaning (Markdown); `defaultLabel` is its default column
+ * where the schema has no literal default (`unset`, `generated (embedded)`, a default applied elsewhere),
+ * else the column shows what `EnvSchema.parse({})` gives. `deno task docs:config` writes the table.
+ */
 export const EnvSchema = z.object({
-  PORT: int(1, 65535, 8080),
-  HOST: host.default("0.0.0.0"),
+  PORT: int(1, 65535, 8080).meta({ description: "HTTP port (1-65535)" }),
+  HOST: host.default("0.0.0.0").meta({
+    description: "listen address: an IPv4/IPv6 address or a host name (no scheme, brackets or port)",
+  }),
   DATABASE_URL: z.string().trim().regex(/^postgres(ql)?:\/\/.+/, "must be a postgres:// or postgresql:// URL")
-    .optional(),
-  DUT_DATA_DIR: z.string().trim().min(1).default("./.data"),
+    .optional().meta({
+      description: "`postgres://…` to use a PostgreSQL server (node-postgres); unset = embedded PGlite",
+      defaultLabel: "unset",
+    }),
+  DUT_DATA_DIR: z.string().trim().min(1).default("./.data").meta({
+    description: "PGlite data, lock file, generated secrets and the lab's state (embedded mode)",
+  }),
   DUT_PGLITE_SHARED_BUFFERS: z.string().trim().regex(
     /^\d{1,7}(kB|MB|GB)$/,
     "must be a size with its unit, like 32MB (kB, MB or GB)",
@@ -58,56 +70,142 @@ export const EnvSchema = z.object({
     if (!m) return true; // the format line above already says what is wrong
     const kb = Number(m[1]) * ({ kB: 1, MB: 1024, GB: 1024 * 1024 } as const)[m[2] as "kB" | "MB" | "GB"];
     return kb >= 128 && kb <= 4 * 1024 * 1024;
-  }, "must be between 128kB and 4GB").optional(),
+  }, "must be between 128kB and 4GB").optional().meta({
+    description:
+      "embedded PGlite's buffer pool (128kB-4GB, with unit kB, MB or GB); PGlite zeroes it at every start, so larger costs start-up time and resident memory (BENCHMARKS.md section 7)",
+    defaultLabel: "`16MB`",
+  }),
   ADMIN_TOKEN: z.string().trim().min(
     24,
     `must be at least 24 characters; generate one with: ${GENERATE_SECRET}`,
   )
-    .optional(),
-  DUT_CRED_ENC_KEY: key.optional(),
-  DUT_CRED_ENC_KEY_PREVIOUS: key.optional(),
-  DUT_REPORT_SIGNING_KEY: signingKey.optional(),
-  DUT_PDF_SIGNING_CERT: pdfCert.optional(),
-  DUT_PDF_SIGNING_KEY: pdfKey.optional(),
-  DUT_PDF_SIGNING_P12: pdfP12.optional(),
-  DUT_PDF_SIGNING_P12_PASSWORD: z.string().optional(),
-  DUT_API_POLLER_DISABLE: z.enum(["0", "1"], { message: 'must be "0" or "1"' }).default("0"),
-  DUT_POLL_SCAN_SECONDS: int(1, 3600, 30),
-  DUT_POLL_CONCURRENCY: int(1, 1024, 64),
-  DUT_POLL_WORKERS: int(0, 16, 0),
-  DUT_POLL_DEVICE_TIMEOUT_SECONDS: int(1, 3600, 25),
-  DUT_SHUTDOWN_GRACE_SECONDS: int(0, 600, 20),
-  DUT_IDLE_RECLAIM_SECONDS: int(0, 3600, 5),
-  DUT_SNAPSHOT_COMPACTION: z.enum(["on", "off"], { message: 'must be "on" or "off"' }).default("on"),
-  DUT_SNAPSHOT_COMPACTION_BATCH: int(100, 100_000, 2000),
-  DUT_DEVICE_CONNECT_TIMEOUT_MS: int(100, 120_000, 5_000),
-  DUT_DEVICE_REQUEST_TIMEOUT_MS: int(100, 600_000, 15_000),
-  DUT_DEVICE_MAX_RESPONSE_BYTES: int(1024, 256 * 1024 * 1024, 8 * 1024 * 1024),
-  DUT_TLS_CA_FILE: z.string().trim().min(1).optional(),
+    .optional().meta({
+      description:
+        "bearer token of the admin API, at least 24 characters; **required for `serve`** with `DATABASE_URL` (see Deployment)",
+      defaultLabel: "generated (embedded)",
+    }),
+  DUT_CRED_ENC_KEY: key.optional().meta({
+    description:
+      "AES-256 key for device credentials: exactly 64 hex characters (32 bytes); **required for `serve` and `poll`** with `DATABASE_URL`",
+    defaultLabel: "generated (embedded)",
+  }),
+  DUT_CRED_ENC_KEY_PREVIOUS: key.optional().meta({
+    description: "the previous key during a rotation (64 hex)",
+    defaultLabel: "unset",
+  }),
+  DUT_REPORT_SIGNING_KEY: signingKey.optional().meta({
+    description:
+      "Ed25519 key signing reports: base64 of its PKCS#8 DER, or PEM; **required for `serve`** with `DATABASE_URL`. Generate one: `openssl genpkey -algorithm ed25519 -outform DER | base64 -w0`",
+    defaultLabel: "generated (embedded)",
+  }),
+  DUT_PDF_SIGNING_CERT: pdfCert.optional().meta({
+    description:
+      "X.509 certificate signing `report.pdf` (PAdES, see PDF): PEM (chain may follow) or its base64; **required for `serve`** with `DATABASE_URL`",
+    defaultLabel: "generated (embedded)",
+  }),
+  DUT_PDF_SIGNING_KEY: pdfKey.optional().meta({
+    description: "its private key: unencrypted PKCS#8 PEM, or base64 of it",
+    defaultLabel: "generated (embedded)",
+  }),
+  DUT_PDF_SIGNING_P12: pdfP12.optional().meta({
+    description:
+      "instead of the two above: base64 of a PKCS#12 file with the key and certificate (`base64 -w0 lab.p12`)",
+    defaultLabel: "unset",
+  }),
+  DUT_PDF_SIGNING_P12_PASSWORD: z.string().optional().meta({
+    description: "the PKCS#12 file's password",
+    defaultLabel: "unset (empty)",
+  }),
+  DUT_API_POLLER_DISABLE: z.enum(["0", "1"], { message: 'must be "0" or "1"' }).default("0").meta({
+    description: "`1`: no scheduled polling (one notice at start); manual snapshots still work",
+  }),
+  DUT_POLL_SCAN_SECONDS: int(1, 3600, 30).meta({ description: "worker scan period" }),
+  DUT_POLL_CONCURRENCY: int(1, 1024, 64).meta({ description: "devices polled at once by one instance" }),
+  DUT_POLL_WORKERS: int(0, 16, 0).meta({
+    description:
+      "hash workers (Web Workers, 0-16) that compute the poll cycle's canonical JSON, SHA-256 and stable hashes; `0`: on the main thread (BENCHMARKS.md section 1x)",
+  }),
+  DUT_POLL_DEVICE_TIMEOUT_SECONDS: int(1, 3600, 25).meta({
+    description: "time limit of one device's poll cycle (and of a connection test)",
+  }),
+  DUT_SHUTDOWN_GRACE_SECONDS: int(0, 600, 20).meta({
+    description: "on SIGTERM/SIGINT, how long running polls may finish",
+  }),
+  DUT_IDLE_RECLAIM_SECONDS: int(0, 3600, 5).meta({
+    description:
+      "`serve`, `poll`: every so many seconds, when idle (<5 % CPU) after a burst (>20 %) and grown 16 MiB, a GC and `malloc_trim` (`0`: off; BENCHMARKS.md 7x)",
+  }),
+  DUT_SNAPSHOT_COMPACTION: z.enum(["on", "off"], { message: 'must be "on" or "off"' }).default("on").meta({
+    description:
+      "`off`: `serve` does not move snapshots stored before the narrow layout in the background (`npx -y deno@2.9.6 task compact` does; see Compacting old snapshots)",
+  }),
+  DUT_SNAPSHOT_COMPACTION_BATCH: int(100, 100_000, 2000).meta({
+    description: "old snapshots moved per transaction by that background job (100-100000)",
+  }),
+  DUT_DEVICE_CONNECT_TIMEOUT_MS: int(100, 120_000, 5_000).meta({
+    description: "TCP+TLS connect limit per device connection",
+  }),
+  DUT_DEVICE_REQUEST_TIMEOUT_MS: int(100, 600_000, 15_000).meta({ description: "limit per device request" }),
+  DUT_DEVICE_MAX_RESPONSE_BYTES: int(1024, 256 * 1024 * 1024, 8 * 1024 * 1024).meta({
+    description: "largest device answer accepted (8 MiB); JSON nesting is capped at 64",
+  }),
+  DUT_TLS_CA_FILE: z.string().trim().min(1).optional().meta({
+    description: "PEM bundle trusted in `strict` mode in addition to the system store",
+    defaultLabel: "unset",
+  }),
   DUT_CORS_ORIGINS: z.string().trim().optional().transform((v) =>
     v ? v.split(",").map((s) => s.trim()).filter(Boolean) : []
-  ).pipe(z.array(z.url("must be a comma-separated list of origins like https://dash.example"))),
-  DUT_BODY_LIMIT_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024),
-  DUT_LOG_FORMAT: z.enum(["text", "json"], { message: 'must be "text" or "json"' }).default("text"),
+  ).pipe(z.array(z.url("must be a comma-separated list of origins like https://dash.example"))).meta({
+    description: "comma-separated origins allowed to call the API from a browser",
+    defaultLabel: "unset (CORS off)",
+  }),
+  DUT_BODY_LIMIT_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024).meta({
+    description: "request body limit (413 above it)",
+  }),
+  DUT_LOG_FORMAT: z.enum(["text", "json"], { message: 'must be "text" or "json"' }).default("text").meta({
+    description: "`json`: only JSON lines on stderr (the `listening` line and start-up errors included)",
+  }),
   DUT_LOG_LEVEL: z.enum(["debug", "info", "warning", "error"], {
     message: "must be one of debug, info, warning, error",
-  }).default("info"),
-  DUT_PUBLIC_URL: z.url("must be an absolute URL like https://dutlab.example").optional(),
-  DUT_SHARE_LINK_TTL_SECONDS: int(60, 30 * 86400, 86400),
-  DUT_CHROMIUM_PATH: z.string().trim().min(1).optional(),
-  DUT_PDF_CONCURRENCY: int(1, 64, 2),
-  DUT_PDF_TIMEOUT_SECONDS: int(1, 600, 30),
-  DUT_EVENTS_RETENTION_HOURS: int(1, 720, 24),
-  DUT_EVENTS_FLUSH_MS: int(0, 1000, 100),
-  DUT_DEFAULT_LICENSE_ID: z.string().trim().min(1).default("LAB-INTERNAL"),
+  }).default("info").meta({ description: "`debug`, `info`, `warning`, `error`" }),
+  DUT_PUBLIC_URL: z.url("must be an absolute URL like https://dutlab.example").optional().meta({
+    description: "base URL used in report share links",
+    defaultLabel: "request origin",
+  }),
+  DUT_SHARE_LINK_TTL_SECONDS: int(60, 30 * 86400, 86400).meta({
+    description: "lifetime of a report share link",
+  }),
+  DUT_CHROMIUM_PATH: z.string().trim().min(1).optional().meta({
+    description: "Chromium binary for `report.pdf` (then `/usr/bin/chromium-browser`)",
+    defaultLabel: "`/usr/bin/chromium`",
+  }),
+  DUT_PDF_CONCURRENCY: int(1, 64, 2).meta({
+    description: "PDFs rendered at once (one warm browser, one tab each); more requests wait",
+  }),
+  DUT_PDF_TIMEOUT_SECONDS: int(1, 600, 30).meta({
+    description: "time limit of one PDF, waiting included (503 beyond it)",
+  }),
+  DUT_EVENTS_RETENTION_HOURS: int(1, 720, 24).meta({
+    description: "how long live events are kept for `Last-Event-ID` resumption (1-720)",
+  }),
+  DUT_EVENTS_FLUSH_MS: int(0, 1000, 100).meta({
+    description:
+      "live events arriving within this window go to each stream in one write (0-1000; 0: same tick)",
+  }),
+  DUT_DEFAULT_LICENSE_ID: z.string().trim().min(1).default("LAB-INTERNAL").meta({
+    description: "licence id of a run started without `licenseId`",
+  }),
   DUT_LAB_NAME: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters")
-    .default("dutlab test lab"),
+    .default("dutlab test lab").meta({
+      description:
+        "the lab's name: issuer of every report (cover, licence text), recorded on each run at its start",
+    }),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
 
 /**
- * The entry points and the secrets each one uses, hence requires with DATABASE_URL (README "Deployment":
+ * The entry points and the secrets each one uses, hence requires with DATABASE_URL (docs/deploy-postgres.md "Which host holds which secret":
  * which host holds which secret). In embedded mode the data directory's `secrets.json` gives them instead.
  * - `serve`: the HTTP API (and its worker): the admin token, the credential key, the report signing key,
  *   and the PDF signing certificate (checked apart, it is a pair of variables or a PKCS#12 file).
