@@ -327,6 +327,71 @@ dbTest("errors name JSON paths: the schema's (400), then the service's rules (42
   ]);
 });
 
+dbTest(
+  "a lab plan's schema errors say in plain words what each field expects, never zod's wording",
+  async (db) => {
+    const t = await setup(db);
+    const r = await t.post("/api/admin/dut/lab/plan", {
+      lab: labOf(["fw-1"], { devices: { hostname: "fw-1" } }),
+    });
+    assert.equal(r.status, 400);
+    assert.deepEqual(r.body.errors, [
+      { field: "$.devices", message: "must be a list of devices, not an object" },
+      {
+        field: "secrets",
+        message:
+          "is required: an object giving each credential's password by its name ({} when the file names no credential)",
+      },
+    ]);
+    assert.match(
+      r.body.detail,
+      /^"\$\.devices": must be a list of devices, not an object; "secrets": is required/,
+    );
+    assert.doesNotMatch(JSON.stringify(r.body), /Invalid input|expected \w+, received/);
+    const none = await t.post("/api/admin/dut/lab/plan", { secrets: {} });
+    assert.equal(none.status, 400);
+    assert.deepEqual(none.body.errors.map((e: { field: string }) => e.field), ["lab"]);
+  },
+);
+
+dbTest("a hostname another lab holds is a 409 whose detail names that lab", async (db) => {
+  const t = await setup(db);
+  assert.equal((await t.apply(labOf(["fw-1"]))).status, 200);
+  const other = labOf(["fw-1", "fw-2"], { metadata: { name: "lab2" } });
+  const p = await t.plan(other);
+  assert.equal(p.body.devices[0].action, "conflict");
+  const r = await t.post("/api/admin/dut/lab/apply", {
+    lab: other,
+    secrets: { admin: CANARY },
+    expectedGeneration: p.body.generation,
+    planHash: p.body.planHash,
+  });
+  assert.equal(r.status, 409);
+  assert.equal(
+    r.body.detail,
+    '1 device(s) of the lab file conflict with the registry: fw-1 is managed by lab "lab1"',
+  );
+  assert.deepEqual(r.body.errors, [{ field: "fw-1", message: 'managed by lab "lab1"' }]);
+  // Through the device API too: the hostname is held by lab1's file.
+  const res = await t.app.request(
+    "/api/admin/dut/devices",
+    jsonReq("POST", {
+      hostname: "fw-1",
+      vendor: "fixture-fw",
+      baseUrl: "https://fw-1.lab.example:8443",
+      username: "admin",
+      password: CANARY,
+    }, t.auth),
+  );
+  const body = await res.json();
+  assert.equal(res.status, 409);
+  assert.match(body.detail, /^A device with hostname "fw-1" is already registered, managed by lab "lab1"/);
+  assert.deepEqual(body.errors, [{
+    field: "hostname",
+    message: 'is already registered, managed by lab "lab1"',
+  }]);
+});
+
 dbTest("fingerprints stay valid through a key rotation", async (db) => {
   const t = await setup(db);
   await t.apply(labOf(["fw-1"]));

@@ -77,12 +77,29 @@ export function credentialKeyOf(row: DeviceRow): Promise<string> {
   return sha256Hex(`${row.username}\0${row.password_enc}`).then((h) => h.slice(0, 16));
 }
 
-/** A unique violation (the hostname is taken) as the 409 the API answers; any other error as it is. */
-function asHostnameConflict(e: unknown, hostname: string | undefined): unknown {
+/**
+ * A unique violation (the hostname is taken) as the 409 the API answers, naming the lab whose file holds the
+ * hostname when a lab manages the device that has it; any other error as it is. `db` is read for the holder,
+ * so it must not be a transaction the violation aborted.
+ */
+export async function hostnameConflict(
+  db: Kysely<Database>,
+  e: unknown,
+  hostname: string | undefined,
+): Promise<unknown> {
   if (!isUniqueViolation(e)) return e;
-  return new ConflictError(`A device with hostname "${hostname}" is already registered`, {
+  const holder = hostname === undefined ? undefined : await db.selectFrom("devices").select("managed_by")
+    .where("hostname", "=", hostname).executeTakeFirst().catch(() => undefined);
+  const lab = holder?.managed_by ?? null;
+  const held = lab === null ? "" : `, managed by lab ${JSON.stringify(lab)} (its lab file lists it)`;
+  return new ConflictError(`A device with hostname "${hostname}" is already registered${held}`, {
     cause: e,
-    errors: [{ field: "hostname", message: "is already registered" }],
+    errors: [{
+      field: "hostname",
+      message: lab === null
+        ? "is already registered"
+        : `is already registered, managed by lab ${JSON.stringify(lab)}`,
+    }],
   });
 }
 
@@ -230,7 +247,7 @@ export class DeviceStore {
         tags: textArray(foldTags(input.tags ?? [])),
       }).execute();
     } catch (e) {
-      throw asHostnameConflict(e, input.hostname);
+      throw await hostnameConflict(this.db, e, input.hostname);
     }
     return id;
   }
@@ -273,7 +290,7 @@ export class DeviceStore {
         .set({ ...set, updated_at: sql<Date>`now()` } as never)
         .where("id", "=", id).returningAll().executeTakeFirstOrThrow();
     } catch (e) {
-      throw asHostnameConflict(e, patch.hostname);
+      throw await hostnameConflict(this.db, e, patch.hostname);
     }
     // A session parked under the old credential or at the old URL is of no use any more: log it out at the
     // old address (in the background: the answer does not wait for the device).

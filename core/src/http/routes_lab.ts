@@ -1,7 +1,8 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Services } from "../runtime/services.ts";
-import { jsonPath, LabFile, labJsonSchema } from "../lab/file.ts";
+import { LabFile, labJsonSchema } from "../lab/file.ts";
+import { labIssueField, labIssueMessage } from "../lab/messages.ts";
 import { applyLab } from "../lab/apply.ts";
 import { planLab } from "../lab/plan.ts";
 import {
@@ -102,8 +103,8 @@ function labHook(result: { success: boolean; error?: z.ZodError; data?: unknown 
     return validationProblem(
       c,
       result.error!.issues.map((i) => ({
-        field: i.path[0] === "lab" ? jsonPath(i.path.slice(1)) : i.path.map(String).join(".") || "body",
-        message: i.message,
+        field: labIssueField(i),
+        message: labIssueMessage(i),
       })),
     );
   }

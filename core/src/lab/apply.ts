@@ -7,7 +7,7 @@
 import { type Kysely, sql, type Transaction } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
-import type { DeviceRow, KeyRing } from "../devices/store.ts";
+import { type DeviceRow, hostnameConflict, type KeyRing } from "../devices/store.ts";
 import { isUniqueViolation } from "../db/errors.ts";
 import { deleteUnreferencedPayloads, devicePayloadHashes } from "../db/payloads.ts";
 import { encryptSecret, passwordFingerprint } from "../devices/credentials.ts";
@@ -48,6 +48,31 @@ export async function applyLab(
   req: LabRequest,
   opts: ApplyOptions,
 ): Promise<ApplyResult> {
+  try {
+    return await write(db, registry, keys, req, opts);
+  } catch (e) {
+    // A hostname taken meanwhile (by a device another writer created after the plan's read): its holder is
+    // read once the transaction is over, so the 409 can name the lab that holds it.
+    if (e instanceof HostnameTaken) throw await hostnameConflict(db, e.cause, e.hostname);
+    throw e;
+  }
+}
+
+/** A unique violation on a device's hostname inside the apply's transaction. */
+class HostnameTaken extends Error {
+  constructor(readonly hostname: string, override readonly cause: unknown) {
+    super(`The hostname "${hostname}" is taken`);
+  }
+}
+
+/** The apply's transaction (see {@link applyLab}). */
+async function write(
+  db: Kysely<Database>,
+  registry: Registry,
+  keys: KeyRing,
+  req: LabRequest,
+  opts: ApplyOptions,
+): Promise<ApplyResult> {
   const name = req.lab.metadata.name;
   return await db.transaction().execute(async (tx) => {
     await tx.insertInto("labs").values({ name, generation: 0 }).onConflict((oc) =>
@@ -75,9 +100,13 @@ export async function applyLab(
     }
     const conflicts = plan.devices.filter((e) => e.action === "conflict");
     if (conflicts.length) {
-      throw new ConflictError(`${conflicts.length} device(s) of the lab file conflict with the registry`, {
-        errors: conflicts.map((e) => ({ field: e.hostname, message: e.reason ?? "conflict" })),
-      });
+      // The detail names each device and why, so a hostname another lab holds names that lab.
+      const each = conflicts.slice(0, 5).map((e) => `${e.hostname} is ${e.reason ?? "in conflict"}`);
+      if (conflicts.length > 5) each.push(`${conflicts.length - 5} more`);
+      throw new ConflictError(
+        `${conflicts.length} device(s) of the lab file conflict with the registry: ${each.join("; ")}`,
+        { errors: conflicts.map((e) => ({ field: e.hostname, message: e.reason ?? "conflict" })) },
+      );
     }
     if (!opts.force && req.lab.devices.length === 0) {
       throw new InvalidInputError("The lab file lists no device: apply it with --force to empty the lab", {
@@ -205,9 +234,5 @@ async function deleteDevice(tx: Transaction<Database>, row: DeviceRow) {
 }
 
 function hostnameTaken(e: unknown, hostname: string): unknown {
-  if (!isUniqueViolation(e)) return e;
-  return new ConflictError(`A device with hostname "${hostname}" is already registered`, {
-    cause: e,
-    errors: [{ field: "hostname", message: "is already registered" }],
-  });
+  return isUniqueViolation(e) ? new HostnameTaken(hostname, e) : e;
 }

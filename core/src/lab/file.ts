@@ -84,7 +84,13 @@ export const LabFile = z.object({
       .meta({ description: "The lab's name: the scope of what it owns (a device's managedBy)" }),
   }).strict(),
   defaults: LabDefaults.optional(),
-  credentials: z.record(z.string().regex(CREDENTIAL_NAME_PATTERN), LabCredential).optional(),
+  credentials: z.record(
+    z.string().regex(
+      CREDENTIAL_NAME_PATTERN,
+      "must be 1-64 characters of A-Z, a-z, 0-9, '.', '_' or '-', starting with a letter or digit",
+    ),
+    LabCredential,
+  ).optional(),
   devices: z.array(LabDevice).max(10_000),
 }).strict().meta({
   $id: "urn:dutlab:lab-file:v1",
