@@ -265,9 +265,11 @@ export const deviceCommands: Command[] = [
   },
   {
     path: ["devices", "rm"],
-    summary: "Delete a device (its snapshots are kept)",
+    summary: "Delete a device and all its snapshots",
     args: "<device>",
     arity: [1, 1],
+    more: "The device's snapshots are deleted with it. To keep them, stop polling it instead:\n" +
+      "dutlab devices set <device> --disabled.",
     async run(ctx) {
       const svc = ctx.svc();
       const d = await resolveDevice(svc, ctx.args[0]!);
