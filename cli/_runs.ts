@@ -150,9 +150,7 @@ export const runCommands: Command[] = [
       const run = r.data!;
       if (ctx.json) printJson(run);
       else if (ctx.flags.quiet === true) out(run.executionId);
-      else {out(
-          `started ${run.runId} ${run.executionId} (${run.planIdentifier}; pre-flight at start: ${run.preflightAtStart.summary})`,
-        );}
+      else out(`started ${runName(run)}; pre-flight at start: ${run.preflightAtStart.summary}`);
       return EXIT.ok;
     },
   },
@@ -382,14 +380,19 @@ export const runCommands: Command[] = [
   },
 ];
 
-function runLine(ctx: Ctx, r: TestRun): string {
+/** `run 12 (execution <uuid>, plan <id>) finished: verdict pass, …`: every number says what it is. */
+export function runLine(ctx: Pick<Ctx, "paint">, r: TestRun): string {
   const v = r.verdict?.value ?? null;
   const verdict = v === null ? ctx.paint("yellow", "none yet") : ctx.paint(v === "pass" ? "green" : "red", v);
-  return `${r.runId} ${r.executionId} ${r.planIdentifier} ${r.status}: verdict ${verdict}` +
+  return `${runName(r)} ${r.status}: verdict ${verdict}` +
     `${r.outcome ? `, outcome ${r.outcome}` : ""}${
       r.reportSha256 ? `, report sha256:${r.reportSha256}` : ""
     }`;
 }
+
+/** A run as the human output names it: `run 12 (execution <uuid>, plan <id>)`. */
+const runName = (r: Pick<TestRun, "runId" | "executionId" | "planIdentifier">) =>
+  `run ${r.runId} (execution ${r.executionId}, plan ${r.planIdentifier})`;
 
 /** A file the service serves, written to --out (or stdout when it is not a terminal). */
 async function download(ctx: Ctx, path: string, what: string): Promise<number> {
