@@ -23,10 +23,14 @@ export function problemLine(status: number, body: unknown): string {
       : typeof p.title === "string"
       ? p.title
       : "";
+    // The service's detail of a 400 already says each field and message (`"field": message`): a field error
+    // the detail holds both parts of is not repeated.
     const errors = Array.isArray(p.errors)
-      ? p.errors.map((e: { field?: unknown; message?: unknown }) => `${e.field}: ${e.message}`)
+      ? p.errors.filter((e: { field?: unknown; message?: unknown }) =>
+        !(head.includes(String(e.field)) && head.includes(String(e.message)))
+      ).map((e: { field?: unknown; message?: unknown }) => `${e.field}: ${e.message}`)
       : [];
-    const tail = errors.filter((e) => !head.includes(e)).join("; ");
+    const tail = errors.join("; ");
     if (head || tail) {
       return oneLine(`HTTP ${status}: ${head}${head && tail ? " " : ""}${tail ? `(${tail})` : ""}`);
     }
