@@ -87,6 +87,40 @@ export function commandHelp(cmd: Command): string {
   ].join("\n");
 }
 
+/** The edit distance of two strings (insertions, deletions, substitutions and adjacent swaps each cost 1). */
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        v = Math.min(v, d[i - 2]![j - 2]! + 1);
+      }
+      d[i]![j] = v;
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/**
+ * The known flag an unknown one most likely meant (`ouptut` → `out`), or null when none is close: within an
+ * edit distance of 1 for names up to 4 characters, 2 beyond, or one name the start of the other
+ * (`--output` → `--out`).
+ */
+export function nearestFlag(unknown: string, known: string[]): string | null {
+  const name = unknown.toLowerCase();
+  let best: { flag: string; distance: number } | null = null;
+  for (const flag of known) {
+    const distance = name.startsWith(flag) || flag.startsWith(name) ? 1 : editDistance(name, flag);
+    if (distance <= (name.length <= 4 ? 1 : 2) && (best === null || distance < best.distance)) {
+      best = { flag, distance };
+    }
+  }
+  return best?.flag ?? null;
+}
+
 /** Parses a command's arguments and runs it. */
 export async function runCommand(cmd: Command, argv: string[]): Promise<number> {
   const all = { ...GLOBAL_FLAGS, ...cmd.flags };
@@ -108,7 +142,10 @@ export async function runCommand(cmd: Command, argv: string[]): Promise<number> 
     });
   } catch (e) {
     // node:util's messages, cut before their advice on positionals that look like flags.
-    throw usageOf(oneLine((e as Error).message).replace(/\. To specify a positional argument.*$/, ""));
+    const message = oneLine((e as Error).message).replace(/\. To specify a positional argument.*$/, "");
+    const unknown = /^Unknown option '--([^']+)'$/.exec(message)?.[1];
+    const near = unknown === undefined ? null : nearestFlag(unknown, Object.keys(all));
+    throw usageOf(near ? `${message}; did you mean --${near}?` : message);
   }
   const flags = parsed.values as Ctx["flags"];
   if (flags.help) {
