@@ -1,7 +1,7 @@
 /**
  * Issue 29 point 1: `dutlab`, the command-line client, run as a child process (`deno run cli/main.ts`, what
  * `deno task cli` runs) against a real `serve` process and the lab's simulators (`tools/lab.ts`): the CI job
- * of the README's "Command-line client" section, its exit codes, one-line errors and output formats. JUnit
+ * of docs/ci.md "Command-line client", its exit codes, one-line errors and output formats. JUnit
  * files are judged by `xmllint --schema` with the published windyroad JUnit XSD.
  */
 import assert from "node:assert/strict";
@@ -540,72 +540,80 @@ Deno.test("pass-through flags are sent with the issue's JSON names (devices, che
   }
 });
 
-/** The README's example CI step: the `sh` block of "Command-line client" that starts with `set -euo pipefail`. */
+/** The documented CI step: the `sh` block of docs/ci.md "The pipeline step" that starts with `set -euo pipefail`. */
 async function readmeCiStep(): Promise<string> {
-  const readme = await Deno.readTextFile(`${ROOT}README.md`);
-  const section = readme.slice(readme.indexOf("\n## Command-line client\n"));
+  const page = await Deno.readTextFile(`${ROOT}docs/ci.md`);
+  const section = page.slice(page.indexOf("\n## The pipeline step\n"));
   const m = /\n```sh\n(set -euo pipefail\n[\s\S]*?)\n```\n/.exec(section);
-  if (!m) throw new Error('README "Command-line client" has no example CI step');
+  if (!m) throw new Error('docs/ci.md "The pipeline step" has no example CI step');
   return m[1]!;
 }
 
-dbTest("the README's example CI step runs as written; one failing check stops it at pre-flight", async () => {
-  // The clone mirrored with symlinks, so the files the step writes stay in a temporary directory.
-  const work = await Deno.makeTempDir({ prefix: "dutlab-ci-" });
-  const clone = `${work}/clone`;
-  await Deno.mkdir(clone);
-  for await (const e of Deno.readDir(ROOT)) {
-    if ([".data", "dist", ".git"].includes(e.name)) continue;
-    await Deno.symlink(`${ROOT}${e.name}`, `${clone}/${e.name}`);
-  }
-  const lab = await startLab(`${work}/lab-data`);
-  const svc = new ServeProcess(null, { DUT_DATA_DIR: `${work}/serve-data`, DUT_API_POLLER_DISABLE: "1" });
-  const step = await readmeCiStep();
-  const job = async () => {
-    const o = await new Deno.Command("bash", {
-      args: ["-c", step],
-      cwd: clone,
-      clearEnv: true,
-      env: childEnv({ DUT_URL: svc.base, DUT_TOKEN: TEST_ADMIN_TOKEN, DUT_DATA_DIR: `${work}/lab-data` }),
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    return { code: o.code, stdout: dec.decode(o.stdout), stderr: dec.decode(o.stderr) };
-  };
-  try {
-    await svc.ready();
-    // The sample k6 export covers minutes of the plan's 50: verdict inconclusive, so the step ends with 1
-    // after downloading and verifying the report (README).
-    const passed = await job();
-    assert.equal(passed.code, 1, passed.stdout + passed.stderr);
-    assert.match(passed.stdout, new RegExp(`\\[${N}/${N}\\] lab-\\S+\\s+ok`));
-    assert.match(passed.stdout, new RegExp(`${N} devices: ${N} ok, 0 failed`));
-    assert.match(passed.stderr, /pre-flight passed: junit written to out\/preflight\.xml/);
-    assert.match(passed.stdout, /finished: verdict inconclusive, outcome passed/);
-    assert.match(passed.stderr, /report written to out\/report\.json/);
-    assert.match(passed.stdout, /\nOK reportSha256 [0-9a-f]{64}/);
-    assert.ok((await xmllint("--noout", "--schema", XSD, `${clone}/out/preflight.xml`)).ok);
-    assert.ok((await Deno.stat(`${clone}/out/report.json`)).size > 0);
+dbTest(
+  "the documented CI step (docs/ci.md) runs as written; one failing check stops it at pre-flight",
+  async () => {
+    // The clone mirrored with symlinks, so the files the step writes stay in a temporary directory.
+    const work = await Deno.makeTempDir({ prefix: "dutlab-ci-" });
+    const clone = `${work}/clone`;
+    await Deno.mkdir(clone);
+    for await (const e of Deno.readDir(ROOT)) {
+      if ([".data", "dist", ".git"].includes(e.name)) continue;
+      await Deno.symlink(`${ROOT}${e.name}`, `${clone}/${e.name}`);
+    }
+    const lab = await startLab(`${work}/lab-data`);
+    const svc = new ServeProcess(null, { DUT_DATA_DIR: `${work}/serve-data`, DUT_API_POLLER_DISABLE: "1" });
+    const step = await readmeCiStep();
+    const job = async () => {
+      const o = await new Deno.Command("bash", {
+        args: ["-c", step],
+        cwd: clone,
+        clearEnv: true,
+        env: childEnv({ DUT_URL: svc.base, DUT_TOKEN: TEST_ADMIN_TOKEN, DUT_DATA_DIR: `${work}/lab-data` }),
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      return { code: o.code, stdout: dec.decode(o.stdout), stderr: dec.decode(o.stderr) };
+    };
+    try {
+      await svc.ready();
+      // The sample k6 export covers minutes of the plan's 50: verdict inconclusive, so the step ends with 1
+      // after downloading and verifying the report (README).
+      const passed = await job();
+      assert.equal(passed.code, 1, passed.stdout + passed.stderr);
+      assert.match(passed.stdout, new RegExp(`\\[${N}/${N}\\] lab-\\S+\\s+ok`));
+      assert.match(passed.stdout, new RegExp(`${N} devices: ${N} ok, 0 failed`));
+      assert.match(passed.stderr, /pre-flight passed: junit written to out\/preflight\.xml/);
+      assert.match(passed.stdout, /finished: verdict inconclusive, outcome passed/);
+      assert.match(passed.stderr, /report written to out\/report\.json/);
+      assert.match(passed.stdout, /\nOK reportSha256 [0-9a-f]{64}/);
+      assert.ok((await xmllint("--noout", "--schema", XSD, `${clone}/out/preflight.xml`)).ok);
+      assert.ok((await Deno.stat(`${clone}/out/report.json`)).size > 0);
 
-    await lab.set("vendor-a-ngfw", "deploy=failed");
-    await Deno.remove(`${clone}/out/preflight.xml`);
-    const runsBefore = (await (await fetch(`${svc.base}/api/test-runs`, {
-      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-    })).json()).runs.length;
-    const failed = await job();
-    assert.equal(failed.code, 1, failed.stdout + failed.stderr);
-    assert.match(failed.stderr, /pre-flight not passed: junit written to out\/preflight\.xml/);
-    const named = await xmllint("--xpath", "string(//testcase[failure]/@name)", `${clone}/out/preflight.xml`);
-    assert.equal(named.out.trim(), "ngfw-deploy-clean");
-    const runsAfter = (await (await fetch(`${svc.base}/api/test-runs`, {
-      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-    })).json()).runs.length;
-    assert.equal(runsAfter, runsBefore, "the job stopped before starting a run");
-    assert.doesNotMatch(failed.stdout, /finished: verdict/);
-  } finally {
-    await svc.stop();
-    await lab.stop();
-    await Deno.remove(work, { recursive: true }).catch(() => {});
-  }
-}, { only: ["pglite"] });
+      await lab.set("vendor-a-ngfw", "deploy=failed");
+      await Deno.remove(`${clone}/out/preflight.xml`);
+      const runsBefore = (await (await fetch(`${svc.base}/api/test-runs`, {
+        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      })).json()).runs.length;
+      const failed = await job();
+      assert.equal(failed.code, 1, failed.stdout + failed.stderr);
+      assert.match(failed.stderr, /pre-flight not passed: junit written to out\/preflight\.xml/);
+      const named = await xmllint(
+        "--xpath",
+        "string(//testcase[failure]/@name)",
+        `${clone}/out/preflight.xml`,
+      );
+      assert.equal(named.out.trim(), "ngfw-deploy-clean");
+      const runsAfter = (await (await fetch(`${svc.base}/api/test-runs`, {
+        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      })).json()).runs.length;
+      assert.equal(runsAfter, runsBefore, "the job stopped before starting a run");
+      assert.doesNotMatch(failed.stdout, /finished: verdict/);
+    } finally {
+      await svc.stop();
+      await lab.stop();
+      await Deno.remove(work, { recursive: true }).catch(() => {});
+    }
+  },
+  { only: ["pglite"] },
+);

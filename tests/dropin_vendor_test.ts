@@ -5,7 +5,7 @@
  * naming it, and the module list. The BMC-only checks, enabled beside it, do not apply to it.
  *
  * And at the gate: a sixth adapter (`tests/testdata/vendor-z-test/`, a firewall) added to a temporary copy
- * of the workspace by the README's "Adding an adapter" steps alone (its folder, `modules.json`, the
+ * of the workspace by docs/extending.md's "Adding an adapter" steps alone (its folder, `modules.json`, the
  * workspace list, `deno task gen`) passes the gate's drop-in tests there with no other edit: it joins the
  * catalog's plans, the lab and every check it serves.
  */
@@ -200,7 +200,7 @@ async function run(cwd: string, args: string[]): Promise<{ code: number; out: st
   return { code: r.code, out: dec.decode(r.stdout) + dec.decode(r.stderr) };
 }
 
-Deno.test("a sixth adapter added to a copy of the workspace by the README's steps alone passes the gate's drop-in tests", async () => {
+Deno.test("a sixth adapter added to a copy of the workspace by docs/extending.md's steps alone passes the gate's drop-in tests", async () => {
   const tmp = await Deno.makeTempDir({ prefix: "dutlab-dropin-" });
   try {
     const before = await files(ROOT);
@@ -209,7 +209,7 @@ Deno.test("a sixth adapter added to a copy of the workspace by the README's step
       await Deno.copyFile(`${ROOT}/${f}`, `${tmp}/${f}`);
     }
 
-    // README "Adding an adapter", step by step.
+    // docs/extending.md "Adding an adapter", step by step.
     // 1. Its folder with deno.json (name, version, exports), in the root deno.json workspace list.
     const dir = `${tmp}/adapters/vendor-z-test`;
     await Deno.mkdir(dir);

@@ -18,6 +18,7 @@ const TEST_ONLY = [
   "fast-check",
   "pure-rand",
   "marked",
+  "github-slugger",
   "csv-parse",
   "@seriousme/openapi-schema-validator",
   "ajv",

@@ -1,8 +1,10 @@
 /**
- * Every shell block of the README runs as written (issue 16 point 4, issue 33 points 3 and 4).
+ * Every shell block of the README and of the documentation runs as written (issue 16 point 4, issue 33 points
+ * 3 and 4, issue 47 point 3).
  *
- * Every ```sh block of README.md, whatever its section (a block added later is picked up by itself), runs in
- * README order as one bash script with `set -euo pipefail`, against a live `serve` and `lab` started with the
+ * Every ```sh block of README.md and of the pages of `PAGES` (every `docs/*.md`, in that order; a page missing
+ * from the list fails the test), whatever its section (a block added later is picked up by itself), runs in
+ * that order as one bash script with `set -euo pipefail`, against a live `serve` and `lab` started with the
  * README's own command lines, on a PATH that holds no `deno` (only Node.js and npm: `npx -y deno@…`). A block
  * that cannot run in a test is listed in `NOT_RUN` with its one-line reason (a listed block the README no
  * longer has fails the test). Lines that start a long-running process (`task serve`, `task lab` without
@@ -30,29 +32,53 @@ import {
 } from "@dutlab/core/testing";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+/**
+ * README.md, then the documentation pages, in the order their blocks run (later pages use what earlier ones
+ * made: `$ID` of the run finished in runs.md, `$IDS` of its comparison). Every `docs/*.md` is listed.
+ */
+export const PAGES = [
+  "README.md",
+  "docs/ci.md",
+  "docs/devices.md",
+  "docs/polling.md",
+  "docs/preflight.md",
+  "docs/runs.md",
+  "docs/reports.md",
+  "docs/http-api.md",
+  "docs/security.md",
+  "docs/data.md",
+  "docs/deploy-postgres.md",
+  "docs/lab-as-code.md",
+  "docs/configuration.md",
+  "docs/architecture.md",
+  "docs/extending.md",
+  "docs/development.md",
+];
 const LONG_RUNNING = /^npx -y deno@[\d.]+ task (serve|lab(?! (set|show)\b))\b/;
 /** Lines never run, with the reason. */
 const SKIPPED_LINES: Array<[RegExp, string]> = [
   [/^npx -y deno@[\d.]+ task test\b/, "the whole test suite: this test is part of it"],
 ];
 /**
- * Blocks that cannot run in this test: the heading they are under, a line they contain, the backends where they
- * cannot run (all when unset), and why.
+ * Blocks that cannot run in this test: the page and heading they are under, a line they contain, the backends
+ * where they cannot run (all when unset), and why.
  */
 export const NOT_RUN: Array<
-  { heading: string; contains: string; on?: Array<"pglite" | "postgres">; reason: string }
+  { file: string; heading: string; contains: string; on?: Array<"pglite" | "postgres">; reason: string }
 > = [
   {
-    heading: "Command-line client",
+    file: "docs/ci.md",
+    heading: "The pipeline step",
     contains: "task cli runs start ngfw-throughput-decrypt-on --require-preflight-pass",
     reason: "the example CI step ends with the verdict's exit code (1 for the sample export); " +
       "tests/cli_test.ts runs it as written against its own serve and lab, and once more over a failing check",
   },
   {
+    file: "docs/security.md",
     heading: "Tokens, roles and the audit log",
     contains: "task token create grafana",
     on: ["pglite"],
-    reason: "embedded PGlite is single-process and the README says to stop `serve` first (it runs on " +
+    reason: "embedded PGlite is single-process and docs/security.md says to stop `serve` first (it runs on " +
       "PostgreSQL); tests/access_test.ts runs `deno task token` on a stopped embedded database",
   },
 ];
@@ -60,14 +86,16 @@ export const NOT_RUN: Array<
 const SCRATCH = ["out", ".data"];
 
 export interface ShellBlock {
+  /** The page, relative to the repository (README.md, docs/….md). */
+  file: string;
   heading: string;
   /** 1-based line of the opening fence. */
   line: number;
   text: string;
 }
 
-/** Every ```sh block of the README, with the heading it is under, in order. */
-export function shellBlocks(readme: string): ShellBlock[] {
+/** Every ```sh block of a page, with the heading it is under, in order. */
+export function shellBlocks(readme: string, file = "README.md"): ShellBlock[] {
   const blocks: ShellBlock[] = [];
   let heading = "";
   let fence: { lang: string; line: number; lines: string[] } | null = null;
@@ -77,14 +105,14 @@ export function shellBlocks(readme: string): ShellBlock[] {
       if (open) fence = { lang: open[1]!, line: i + 1, lines: [] };
       else if (/^#{1,6} /.test(line)) heading = line.replace(/^#+ /, "").trim();
     } else if (/^```\s*$/.test(line)) {
-      if (fence.lang === "sh") blocks.push({ heading, line: fence.line, text: fence.lines.join("\n") });
+      if (fence.lang === "sh") blocks.push({ file, heading, line: fence.line, text: fence.lines.join("\n") });
       fence = null;
     } else fence.lines.push(line);
   });
   return blocks;
 }
 
-/** The README's text outside fenced blocks, and its shell blocks: where a command a user types appears. */
+/** A page's text outside fenced blocks, and its shell blocks: where a command a user types appears. */
 function commandText(readme: string): string {
   const prose = readme.replace(/^```\S*\n[\s\S]*?^```$/gm, (block) => block.startsWith("```sh") ? block : "");
   return prose;
@@ -167,33 +195,43 @@ async function until(
   }
 }
 
+/** README.md and every page of `PAGES`, read from the clone. */
+async function readPages(): Promise<Array<{ file: string; text: string }>> {
+  return await Promise.all(
+    PAGES.map(async (file) => ({ file, text: await Deno.readTextFile(`${ROOT}/${file}`) })),
+  );
+}
+
 /** The script of every runnable block, the background lines, and what was left out (with reasons). */
-function plan(readme: string, kind: "pglite" | "postgres") {
-  const blocks = shellBlocks(readme);
+function plan(pages: Array<{ file: string; text: string }>, kind: "pglite" | "postgres") {
+  const blocks = pages.flatMap((p) => shellBlocks(p.text, p.file));
   const script: string[] = [];
   const background: string[] = [];
   const notRun: string[] = [];
   for (const entry of NOT_RUN) {
-    const n = blocks.filter((b) => b.heading === entry.heading && b.text.includes(entry.contains)).length;
+    const n = blocks.filter((b) =>
+      b.file === entry.file && b.heading === entry.heading && b.text.includes(entry.contains)
+    ).length;
     assert.equal(
       n,
       1,
-      `NOT_RUN lists a block under "${entry.heading}" with "${entry.contains}": README has ${n}`,
+      `NOT_RUN lists a block of ${entry.file} under "${entry.heading}" with "${entry.contains}": it has ${n}`,
     );
   }
   for (const b of blocks) {
     const skip = NOT_RUN.find((e) =>
-      e.heading === b.heading && b.text.includes(e.contains) && (!e.on || e.on.includes(kind))
+      e.file === b.file && e.heading === b.heading && b.text.includes(e.contains) &&
+      (!e.on || e.on.includes(kind))
     );
     if (skip) {
-      notRun.push(`README.md:${b.line} (${b.heading}): ${skip.reason}`);
+      notRun.push(`${b.file}:${b.line} (${b.heading}): ${skip.reason}`);
       continue;
     }
-    script.push(`echo ${JSON.stringify(`### README.md:${b.line} (${b.heading})`)} >&2`);
+    script.push(`echo ${JSON.stringify(`### ${b.file}:${b.line} (${b.heading})`)} >&2`);
     for (const line of b.text.split("\n")) {
       const command = line.replace(/\s+#.*$/, "");
       const skipped = SKIPPED_LINES.find(([re]) => re.test(command));
-      if (skipped) notRun.push(`README.md:${b.line} (${b.heading}) \`${command}\`: ${skipped[1]}`);
+      if (skipped) notRun.push(`${b.file}:${b.line} (${b.heading}) \`${command}\`: ${skipped[1]}`);
       else if (LONG_RUNNING.test(command)) background.push(command);
       else script.push(line);
     }
@@ -201,16 +239,23 @@ function plan(readme: string, kind: "pglite" | "postgres") {
   return { blocks, script, background, notRun };
 }
 
-Deno.test("README: no command needs a bare `deno`, and every shell block runs or is listed with its reason", async () => {
-  const readme = await Deno.readTextFile(`${ROOT}/README.md`);
-  const text = commandText(readme).replace(/npx -y deno@\d+\.\d+\.\d+ /g, "");
+Deno.test("README and docs: every page is listed, no command needs a bare `deno`, and every shell block runs or is listed with its reason", async () => {
+  const docs: string[] = [];
+  for await (const e of Deno.readDir(`${ROOT}/docs`)) if (e.name.endsWith(".md")) docs.push(`docs/${e.name}`);
+  assert.deepEqual(docs.filter((f) => !PAGES.includes(f)), [], "docs pages missing from PAGES");
+  const pages = await readPages();
+  const text = pages.map((p) => commandText(p.text)).join("\n").replace(/npx -y deno@\d+\.\d+\.\d+ /g, "");
   // `deno <subcommand>` anywhere a user types commands (shell blocks and inline code), except the path of the
   // wrapper itself; the ini and yaml blocks configure hosts and images that have deno (not run here).
   const bare = text.split("\n").filter((l) =>
     /(^|[\s`'"(|;&$])deno\s+(task|run|eval|install|compile|cache|add|serve)\b/.test(l)
   );
-  assert.deepEqual(bare, [], "README commands must use `npx -y deno@<version>`, never a bare `deno`");
-  const { blocks, script, background, notRun } = plan(readme, "pglite");
+  assert.deepEqual(
+    bare,
+    [],
+    "commands in README and docs must use `npx -y deno@<version>`, never a bare `deno`",
+  );
+  const { blocks, script, background, notRun } = plan(pages, "pglite");
   assert.ok(blocks.length >= 12, `${blocks.length} shell blocks`);
   assert.ok(script.length > 50 && background.length >= 2);
   console.log(`Not run (${notRun.length}):\n  ${notRun.join("\n  ")}`);
@@ -224,7 +269,7 @@ for (const kind of ["pglite", "postgres"] as const) {
     ? ` (${NO_POSTGRES_REASON})`
     : "";
   Deno.test({
-    name: `README shell blocks run as written on a PATH without deno [${kind}]${ignored}`,
+    name: `README and docs shell blocks run as written on a PATH without deno [${kind}]${ignored}`,
     ignore: missing.length > 0 || noPg,
     sanitizeResources: false,
     sanitizeOps: false,
@@ -233,8 +278,7 @@ for (const kind of ["pglite", "postgres"] as const) {
 }
 
 async function runReadme(kind: "pglite" | "postgres") {
-  const readme = await Deno.readTextFile(`${ROOT}/README.md`);
-  const { script, background } = plan(readme, kind);
+  const { script, background } = plan(await readPages(), kind);
   const serveLine = background.find((l) => / task serve$/.test(l));
   const labLine = background.find((l) => / task lab$/.test(l));
   assert.ok(serveLine && labLine, `the README starts serve and lab: ${background.join(" | ")}`);

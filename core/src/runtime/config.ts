@@ -81,7 +81,7 @@ export const EnvSchema = z.object({
   )
     .optional().meta({
       description:
-        "bearer token of the admin API, at least 24 characters; **required for `serve`** with `DATABASE_URL` (see Deployment)",
+        "bearer token of the admin API, at least 24 characters; **required for `serve`** with `DATABASE_URL` (docs/deploy-postgres.md)",
       defaultLabel: "generated (embedded)",
     }),
   DUT_CRED_ENC_KEY: key.optional().meta({
@@ -100,7 +100,7 @@ export const EnvSchema = z.object({
   }),
   DUT_PDF_SIGNING_CERT: pdfCert.optional().meta({
     description:
-      "X.509 certificate signing `report.pdf` (PAdES, see PDF): PEM (chain may follow) or its base64; **required for `serve`** with `DATABASE_URL`",
+      "X.509 certificate signing `report.pdf` (PAdES, docs/reports.md): PEM (chain may follow) or its base64; **required for `serve`** with `DATABASE_URL`",
     defaultLabel: "generated (embedded)",
   }),
   DUT_PDF_SIGNING_KEY: pdfKey.optional().meta({
@@ -137,7 +137,7 @@ export const EnvSchema = z.object({
   }),
   DUT_SNAPSHOT_COMPACTION: z.enum(["on", "off"], { message: 'must be "on" or "off"' }).default("on").meta({
     description:
-      "`off`: `serve` does not move snapshots stored before the narrow layout in the background (`npx -y deno@2.9.6 task compact` does; see Compacting old snapshots)",
+      "`off`: `serve` does not move snapshots stored before the narrow layout in the background (`npx -y deno@2.9.6 task compact` does; docs/data.md)",
   }),
   DUT_SNAPSHOT_COMPACTION_BATCH: int(100, 100_000, 2000).meta({
     description: "old snapshots moved per transaction by that background job (100-100000)",
