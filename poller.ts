@@ -1,6 +1,6 @@
 /**
  * `deno task poll`: the polling worker alone (no HTTP server). It needs only DATABASE_URL and
- * DUT_CRED_ENC_KEY (README "Deployment"): no admin token, no report or PDF signing key.
+ * DUT_CRED_ENC_KEY (docs/deploy-postgres.md "Which host holds which secret"): no admin token, no report or PDF signing key.
  */
 import {
   bootstrapPoller,

@@ -228,7 +228,7 @@ export function serverEnv(port: number, extra: Record<string, string> = {}): Rec
     ADMIN_TOKEN: TOKEN,
     DUT_CRED_ENC_KEY: CRED_KEY,
     DUT_REPORT_SIGNING_KEY: SIGNING_KEY,
-    // serve signs report.pdf with an X.509 certificate, configuration with DATABASE_URL (README "PDF").
+    // serve signs report.pdf with an X.509 certificate, configuration with DATABASE_URL (docs/reports.md "PDF").
     DUT_PDF_SIGNING_CERT: TEST_PDF_CERT,
     DUT_PDF_SIGNING_KEY: TEST_PDF_KEY,
     HOST: "127.0.0.1",

@@ -6,7 +6,7 @@ import type { Config } from "./_config.ts";
 /** The typed client of the service's API (types generated from its OpenAPI document). */
 export type Api = ReturnType<typeof createClient<paths>>;
 
-/** The exit code of a refused request (README "Command-line client", exit codes). */
+/** The exit code of a refused request (docs/ci.md "Command-line client", exit codes). */
 export function exitFor(status: number): ExitCode {
   if (status === 404) return EXIT.notFound;
   if (status === 401 || status === 403 || status >= 500) return EXIT.unavailable;

@@ -1,5 +1,5 @@
 /**
- * The exit codes of `dutlab` (README "Command-line client"); stable: CI scripts branch on them.
+ * The exit codes of `dutlab` (docs/ci.md "Command-line client"); stable: CI scripts branch on them.
  */
 export const EXIT = {
   /** The command did what was asked; pre-flight passed; the verdict is pass. */

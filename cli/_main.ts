@@ -49,7 +49,7 @@ function groupHelp(group: string): string {
   ].join("\n");
 }
 
-/** Runs `dutlab` with `args`; returns the exit code (README "Command-line client"). Never throws. */
+/** Runs `dutlab` with `args`; returns the exit code (docs/ci.md "Command-line client"). Never throws. */
 export async function main(args: string[]): Promise<number> {
   try {
     const [first, second] = args;

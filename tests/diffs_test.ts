@@ -1,5 +1,5 @@
 /**
- * Snapshot diffs and change history (README "Diffs and change history"): snapshots are written through the
+ * Snapshot diffs and change history (docs/polling.md "Diffs and change history"): snapshots are written through the
  * poller's store, volatile paths come from the adapter, the API answers RFC 6902 patches.
  */
 import assert from "node:assert/strict";

@@ -1,5 +1,5 @@
 /**
- * The `configuration-drift` annex of a finished run (README "Diffs and change history"): what changed on the
+ * The `configuration-drift` annex of a finished run (docs/polling.md "Diffs and change history"): what changed on the
  * lab's devices between the start and the end of the run, without the volatile paths that move every poll.
  */
 import assert from "node:assert/strict";

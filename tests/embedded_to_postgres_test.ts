@@ -1,5 +1,5 @@
 /**
- * The move from the embedded database to PostgreSQL (issue 31 point 4; README "From embedded to PostgreSQL"),
+ * The move from the embedded database to PostgreSQL (issue 31 point 4; docs/deploy-postgres.md "From embedded to PostgreSQL"),
  * end to end with the real entry points: an embedded `serve` with the lab registered, two finished runs with
  * reports; `deno task backup --url` while it serves and polls; `deno task restore` into `DATABASE_URL` (a wrong
  * key first: refused, nothing written); then `serve` and two `poll` processes on PostgreSQL.
@@ -154,7 +154,7 @@ dbTest(
       ) {
         assert.equal(await sha256Hex(p.payload), p.sha256);
       }
-      // A poller host holds only DATABASE_URL and the credential key (README "Deployment").
+      // A poller host holds only DATABASE_URL and the credential key (docs/deploy-postgres.md "Which host holds which secret").
       const poller = { ...pg, DUT_CRED_ENC_KEY: secrets.credEncKey, DUT_POLL_SCAN_SECONDS: "1" };
       const port = String(freePort());
       const serve2 = spawn("server.ts", {

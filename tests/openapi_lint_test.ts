@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { dbTest, TEST_ADMIN_TOKEN, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 
-/** The pinned Redocly CLI (README "API document"). */
+/** The pinned Redocly CLI (docs/http-api.md "OpenAPI document and reference page"). */
 export const REDOCLY = "@redocly/cli@2.77.0";
 
 dbTest("Redocly recommended lint: zero errors, zero warnings", async (db) => {

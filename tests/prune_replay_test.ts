@@ -1,6 +1,6 @@
 /**
  * Issue 31 point 1: "every finished run's report still verifies after a prune, and its evidence bundle still
- * replays". Besides the snapshots a report cites, a bundle reads snapshots by time (README "Replay"): for a
+ * replays". Besides the snapshots a report cites, a bundle reads snapshots by time (docs/reports.md "Replay"): for a
  * check's `alsoReads` label the last snapshot at or before the pre-flight ("inferred"), and for the drift the
  * last snapshot of each device and label at the run's start and end. Nothing cites those; the prune keeps them
  * (`citedSnapshots`). This lab makes them prunable otherwise (older than the cut-off, not a real change, not

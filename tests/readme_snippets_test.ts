@@ -384,7 +384,7 @@ async function runReadme(kind: "pglite" | "postgres") {
     );
     assert.match(
       out,
-      /ngfw-throughput-decrypt-on finished: verdict invalid\b/,
+      /plan ngfw-throughput-decrypt-on\) finished: verdict invalid\b/,
       `the tour's verdict: invalid (decryption went off during the run), the one code the tour lets through:\n${out}`,
     );
     assert.match(

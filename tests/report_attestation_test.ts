@@ -1,7 +1,7 @@
 /**
  * The in-toto test-result attestation (predicate https://in-toto.io/attestation/test-result/v0.1): its
  * content against the verdict and the frozen plan, OpenSSL verification over the documented DSSE PAE bytes
- * (README "Signatures"), GET /api/test-runs/{executionId}/attestations with the report's access rules, and
+ * (docs/reports.md "Signatures"), GET /api/test-runs/{executionId}/attestations with the report's access rules, and
  * the append-only storage that only the audited delete may clear.
  */
 import assert from "node:assert/strict";
@@ -115,7 +115,7 @@ dbTest(
     assert.ok(p.warnedTests.includes("verdict/error-rate"));
     assert.deepEqual(p.failedTests, []);
 
-    // OpenSSL 3 over the PAE README "Signatures" documents, built with its printf line.
+    // OpenSSL 3 over the PAE docs/reports.md "Signatures" documents, built with its printf line.
     const dir = await Deno.makeTempDir({ prefix: "dutlab-attest-" });
     try {
       await Deno.writeTextFile(`${dir}/key.pem`, svc.signatures.key.publicKey.publicKeyPem);

@@ -80,7 +80,7 @@ async function pdfsig(dir: string, pdf: Uint8Array, name = "t.pdf") {
   return { text, valid, total, certSha256 };
 }
 
-/** pdfsig's verdict as README "PDF" defines it: valid, total document, the expected certificate. */
+/** pdfsig's verdict as docs/reports.md "PDF" defines it: valid, total document, the expected certificate. */
 const verifies = (r: Awaited<ReturnType<typeof pdfsig>>, fingerprint: string) =>
   r.valid && r.total && r.certSha256 === fingerprint;
 

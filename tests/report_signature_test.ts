@@ -85,11 +85,11 @@ dbTest(
     assert.equal(unknown.res.status, 404);
     assert.equal((await get(app, `/api/test-runs/not-a-uuid/report.dsse.json`, auth)).res.status, 404);
 
-    // OpenSSL 3, over the bytes README "Signatures" documents.
+    // OpenSSL 3, over the bytes docs/reports.md "Signatures" documents.
     const dir = await Deno.makeTempDir({ prefix: "dutlab-openssl-" });
     try {
       await Deno.writeTextFile(`${dir}/key.pem`, key.publicKeyPem);
-      // The PAE built with the shell line README "Verifying a report" gives, byte for byte.
+      // The PAE built with the shell line docs/reports.md "Verifying a report" gives, byte for byte.
       await Deno.writeFile(`${dir}/payload.json`, unb64(env.payload));
       const shell = await run("bash", [
         "-c",

@@ -1,6 +1,6 @@
 /**
- * `deno task backup --out FILE [--url URL]`: write a consistent archive of the whole database (README "Backup
- * and restore"; format in core/src/backup/archive.ts).
+ * `deno task backup --out FILE [--url URL]`: write a consistent archive of the whole database (docs/data.md
+ * "Backup and restore"; format in core/src/backup/archive.ts).
  *
  * Without `--url` it reads the configured database directly (one REPEATABLE READ transaction): PostgreSQL
  * while `serve` and `poll` run; the embedded data directory only while `serve` is stopped (PGlite is

@@ -88,7 +88,7 @@ for await (const file of tsFiles(`${root}core`)) {
   }
 }
 
-/** The floors of core/src, from the ground floor up (README "Architecture" shows the same table). */
+/** The floors of core/src, from the ground floor up (docs/architecture.md shows the same table). */
 const FLOORS: readonly (readonly string[])[] = [
   ["util", "errors", "plan", "version"], // helpers, domain errors, the test plan, the version
   ["db", "transport"], // the database, the device HTTP transport

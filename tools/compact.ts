@@ -1,6 +1,6 @@
 /**
  * `deno task compact [--batch-size N]`: move the snapshots stored before migration 2026_11_25_0017 into the
- * narrow layout (README "Compacting old snapshots"), in the configured database directly, like `prune`: on
+ * narrow layout (docs/data.md "Compacting old snapshots"), in the configured database directly, like `prune`: on
  * PostgreSQL while `serve` and `poll` run (one runner at a time: a `serve` doing it in the background makes
  * this exit 3); in embedded mode only while `serve` is stopped (PGlite is single-process; a running `serve`
  * does it itself). Prints one progress line every few seconds on stderr and the result as JSON on stdout.

@@ -6,7 +6,7 @@
 import { openTestDatabase, testServices } from "../core/testing/mod.ts";
 import { fixtureModules } from "../core/testing/fixture_modules.ts";
 
-/** The pinned generator (README "API document"). */
+/** The pinned generator (docs/http-api.md "OpenAPI document and reference page"). */
 export const OPENAPI_TYPESCRIPT = "openapi-typescript@7.13.0";
 export const CLIENT_FILE = new URL("../cli/generated/dutlab-api.ts", import.meta.url);
 

@@ -1,6 +1,6 @@
 /**
  * `deno task gen:pglite-template`: write core/src/db/pglite_template.tar.gz, the migrated PGlite data
- * directory a first embedded start unpacks instead of running initdb (README "Configuration").
+ * directory a first embedded start unpacks instead of running initdb (docs/configuration.md).
  * Run it after adding a migration or changing the PGlite version.
  */
 import { buildTemplate, TEMPLATE_URL } from "../core/src/db/template.ts";

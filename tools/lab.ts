@@ -17,7 +17,7 @@
  *   the device as `show` does, without its password (`show` and `file --env` give the credentials).
  * - `deno task lab show`: the running lab's devices, the settings applied (`settings`) and the settings
  *   each accepts with their values (`controls`).
- * - `deno task lab file [--env]`: the running lab as a lab file (README "The lab as code"; YAML, metadata.name
+ * - `deno task lab file [--env]`: the running lab as a lab file (docs/lab-as-code.md; YAML, metadata.name
  *   `sim`), each simulator's password by reference (`env:LAB_PASSWORD_<VENDOR>`); `--env` prints instead the
  *   `export LAB_PASSWORD_…=…` lines that set them (the simulators' own, made-up passwords), for
  *   `eval "$(npx -y deno@2.9.6 task -q lab file --env)"`.

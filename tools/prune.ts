@@ -1,6 +1,6 @@
 /**
  * `deno task prune --older-than-days N [--keep-one-per hour|day] [--dry-run] [--actor NAME]`: prune old
- * snapshots (README "Pruning snapshots") in the configured database directly, like `migrate`: on PostgreSQL
+ * snapshots (docs/data.md "Pruning snapshots") in the configured database directly, like `migrate`: on PostgreSQL
  * while `serve` and `poll` run; in embedded mode only while `serve` is stopped (PGlite is single-process;
  * while it runs, call `POST /api/admin/dut/snapshots/prune` instead). Prints one progress line every few
  * seconds on stderr and the result as JSON on stdout. Exit 0 done, 1 failed, 2 bad arguments, 3 another prune

@@ -1,6 +1,6 @@
 /**
  * `deno task restore FILE`: load a backup (`deno task backup`) into the configured database, which must be
- * empty: `DATABASE_URL`, or the embedded data directory (`DUT_DATA_DIR`, with `serve` stopped). README
+ * empty: `DATABASE_URL`, or the embedded data directory (`DUT_DATA_DIR`, with `serve` stopped). docs/data.md
  * "Backup and restore".
  *
  * The archive does not hold the credential key: its manifest names the key ids the devices' passwords were

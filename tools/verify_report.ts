@@ -5083,7 +5083,7 @@ var plans = [
       "bmc-power-on"
     ],
     // "Started only when ...": a run of this plan starts only over a passing pre-flight (an admin may
-    // override with a reason, root README "Gating the start").
+    // override with a reason, docs/runs.md "Gating the start").
     startGate: "preflight-pass",
     // The servers' health gates the start, so a server whose host or health state changed mid-run also
     // voids the run: system_info carries the power state and health the checks read.

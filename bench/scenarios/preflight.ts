@@ -137,7 +137,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       }
       // As of a past moment (issue 29): the engine with `asOf` just before the newest round (each pair's index
       // is read back past one snapshot), and halfway back through the generated history (past half of each
-      // pair's snapshots: the cost grows with what was stored since asOf, README "Pre-flight").
+      // pair's snapshots: the cost grows with what was stored since asOf, docs/preflight.md).
       const newest = new Date(
         (await sql<{ at: Date | string }>`select max(collected_at) as at from snapshots`.execute(db.kysely))
           .rows[0]!.at,

@@ -285,7 +285,7 @@ export interface paths {
         put?: never;
         /**
          * Prune old snapshots (admin), or dry-run a prune
-         * @description Never automatic (README "Pruning snapshots"). Keeps every snapshot younger than `olderThanDays` (cut-off rounded down to the hour or UTC day); of older ones keeps every snapshot a run cites (linked snapshots, alerts, start state, pre-flight evidence, report annexes and drift diffs) or its evidence bundle reads by time (of each device of its lab and label, the last snapshot at or before its pre-flight, start and end, so that every finished run's bundle still replays), every real change (`payload_changed` and `stable_changed` not false) and the snapshot before it, the newest per device and label, and the first per device, label and `keepOnePer`; deletes the rest in batches of short transactions, then the payloads no snapshot refers to any more. Snapshots not yet moved by the compaction (`snapshots_legacy`, migration 0017) are never deleted, nor a snapshot whose next or previous one of its device and label is such a row: a later prune, once they are compacted, decides them. `dryRun: true` answers the same counts and changes nothing. Each prune is recorded (who, policy, counts) and resumable: after an interrupted prune, the next request finishes it first (with its own policy) and answers `resumed: true`; a prune running elsewhere is a 409. Admin role only.
+         * @description Never automatic (docs/data.md "Pruning snapshots"). Keeps every snapshot younger than `olderThanDays` (cut-off rounded down to the hour or UTC day); of older ones keeps every snapshot a run cites (linked snapshots, alerts, start state, pre-flight evidence, report annexes and drift diffs) or its evidence bundle reads by time (of each device of its lab and label, the last snapshot at or before its pre-flight, start and end, so that every finished run's bundle still replays), every real change (`payload_changed` and `stable_changed` not false) and the snapshot before it, the newest per device and label, and the first per device, label and `keepOnePer`; deletes the rest in batches of short transactions, then the payloads no snapshot refers to any more. Snapshots not yet moved by the compaction (`snapshots_legacy`, migration 0017) are never deleted, nor a snapshot whose next or previous one of its device and label is such a row: a later prune, once they are compacted, decides them. `dryRun: true` answers the same counts and changes nothing. Each prune is recorded (who, policy, counts) and resumable: after an interrupted prune, the next request finishes it first (with its own policy) and answers `resumed: true`; a prune running elsewhere is a 409. Admin role only.
          */
         post: operations["pruneSnapshots"];
         delete?: never;
@@ -483,13 +483,13 @@ export interface paths {
         };
         /**
          * Compare finished runs (the GET form, for links and CI)
-         * @description compareRuns with the runs in the query: `ids` is a comma-separated list of 2 to 20 executionIds (problems name the position: `query.ids.2`), `baseline` optional. Same rules and answers. `?format=junit|markdown|csv` answers the comparison as JUnit XML (one testcase per run, a regression fails), Markdown or CSV (README "Result formats").
+         * @description compareRuns with the runs in the query: `ids` is a comma-separated list of 2 to 20 executionIds (problems name the position: `query.ids.2`), `baseline` optional. Same rules and answers. `?format=junit|markdown|csv` answers the comparison as JUnit XML (one testcase per run, a regression fails), Markdown or CSV (docs/runs.md "Result formats").
          */
         get: operations["getRunComparison"];
         put?: never;
         /**
          * Compare finished runs (KPIs, plan and lab differences)
-         * @description Compares 2 to 20 finished runs from their frozen reports and changes nothing (a viewer may call it; like every POST it is recorded in the audit log, without its body). Runs are listed oldest first; each cites its executionId and reportSha256. KPIs side by side (p50/p95/p99 from results.aggregate, throughput from results.figures.requestsPerSecond, error rate from results.figures.errorRatePct, the verdict) with the delta against the baseline (default: the oldest run). A run is a regression when p50, p95 or p99 is more than 10 % above the baseline's, throughput more than 10 % below, the error rate more than 1 percentage point above, or the verdict is more severe. Runs whose planSnapshotSha256 differs from the baseline's are flagged with every plan leaf that differs; lab differences (devices added or removed, model, software version or serial number changed) come from each report's topology at start. comparisonSha256 is the SHA-256 of the RFC 8785 canonical JSON of the object without it: the same runs and baseline give the same hash. 400: fewer than 2 or more than 20 ids, a duplicate, a non-UUID, or a baseline not among the ids; 404: an unknown id (all named); 409: a run that has not finished (all named in unfinishedExecutionIds). `?format=junit|markdown|csv` answers the comparison as JUnit XML (one testcase per run, a regression fails), Markdown or CSV (README "Result formats").
+         * @description Compares 2 to 20 finished runs from their frozen reports and changes nothing (a viewer may call it; like every POST it is recorded in the audit log, without its body). Runs are listed oldest first; each cites its executionId and reportSha256. KPIs side by side (p50/p95/p99 from results.aggregate, throughput from results.figures.requestsPerSecond, error rate from results.figures.errorRatePct, the verdict) with the delta against the baseline (default: the oldest run). A run is a regression when p50, p95 or p99 is more than 10 % above the baseline's, throughput more than 10 % below, the error rate more than 1 percentage point above, or the verdict is more severe. Runs whose planSnapshotSha256 differs from the baseline's are flagged with every plan leaf that differs; lab differences (devices added or removed, model, software version or serial number changed) come from each report's topology at start. comparisonSha256 is the SHA-256 of the RFC 8785 canonical JSON of the object without it: the same runs and baseline give the same hash. 400: fewer than 2 or more than 20 ids, a duplicate, a non-UUID, or a baseline not among the ids; 404: an unknown id (all named); 409: a run that has not finished (all named in unfinishedExecutionIds). `?format=junit|markdown|csv` answers the comparison as JUnit XML (one testcase per run, a regression fails), Markdown or CSV (docs/runs.md "Result formats").
          */
         post: operations["compareRuns"];
         delete?: never;
@@ -549,7 +549,7 @@ export interface paths {
         put?: never;
         /**
          * Run the pre-flight checks for a plan
-         * @description Read-only: evaluates the latest stored snapshot per enabled device and label; never collects or contacts a device. 200 when every check passed; 422 (same body) when any failed or was skipped (a skipped check means the lab is not known to be ready) or when no check applies. A check that cannot read its payload gives status `error` (counted as failed), never a 500. Disabled devices are left out. Unknown planIdentifier: 404. `?format=junit|markdown|csv` answers the same result (same status) as JUnit XML, Markdown or CSV (README "Result formats"); a dry run answers JSON only.
+         * @description Read-only: evaluates the latest stored snapshot per enabled device and label; never collects or contacts a device. 200 when every check passed; 422 (same body) when any failed or was skipped (a skipped check means the lab is not known to be ready) or when no check applies. A check that cannot read its payload gives status `error` (counted as failed), never a 500. Disabled devices are left out. Unknown planIdentifier: 404. `?format=junit|markdown|csv` answers the same result (same status) as JUnit XML, Markdown or CSV (docs/runs.md "Result formats"); a dry run answers JSON only.
          *
          *     **Filters** (optional): `devices` (ids or hostnames), `checks` (check ids), `tags` (a device must carry every tag). Devices named and devices tagged are intersected. A filtered result carries `selection` and says so in its `summary`; `pass` is true only when every evaluated check passed **and** the filter left out no (check, device) pair the whole plan evaluates, so a filter never turns a plan whose required devices or checks were left out into a pass. An unknown (or disabled) device, an unknown check or a tag no device carries is a 400 naming it (`devices.0`, `checks.1`, `tags.0`).
          *
@@ -599,7 +599,7 @@ export interface paths {
         };
         /**
          * One test run
-         * @description `?format=junit|markdown|csv` answers the run's verdict as JUnit XML (one testcase per verdict input; an active run has one skipped testcase), Markdown or CSV (README "Result formats").
+         * @description `?format=junit|markdown|csv` answers the run's verdict as JUnit XML (one testcase per verdict input; an active run has one skipped testcase), Markdown or CSV (docs/runs.md "Result formats").
          */
         get: operations["getRun"];
         put?: never;
@@ -679,7 +679,7 @@ export interface paths {
         };
         /**
          * A consistent backup archive of the whole database (admin)
-         * @description The archive `deno task backup --out FILE` writes (a tar.gz of a manifest and one JSON Lines file per table; README "Backup and restore"), read in one REPEATABLE READ transaction while the service runs. It is how an embedded (PGlite) lab is backed up without stopping `serve` (`deno task backup --out FILE --url $DUT`); the embedded database answers other requests and polls after the backup's read. Device credentials stay encrypted; the credential key is not in the archive (the manifest names its id). Admin role only.
+         * @description The archive `deno task backup --out FILE` writes (a tar.gz of a manifest and one JSON Lines file per table; docs/data.md "Backup and restore"), read in one REPEATABLE READ transaction while the service runs. It is how an embedded (PGlite) lab is backed up without stopping `serve` (`deno task backup --out FILE --url $DUT`); the embedded database answers other requests and polls after the backup's read. Device credentials stay encrypted; the credential key is not in the archive (the manifest names its id). Admin role only.
          */
         get: operations["backup"];
         put?: never;
@@ -739,7 +739,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics
-         * @description Prometheus text exposition format 0.0.4: process metrics, HTTP request count and duration by route template and status, poller metrics and refused token attempts (README "Metrics").
+         * @description Prometheus text exposition format 0.0.4: process metrics, HTTP request count and duration by route template and status, poller metrics and refused token attempts (docs/http-api.md "Metrics").
          */
         get: operations["getMetrics"];
         put?: never;
@@ -813,7 +813,7 @@ export interface paths {
         };
         /**
          * The standalone report verifier
-         * @description tools/verify_report.ts, one self-contained file with pinned npm: imports: save it anywhere and run `npx -y deno@2.9.6 run -A verify_report.ts report.pdf --key key.pem` (README "Verifying a report").
+         * @description tools/verify_report.ts, one self-contained file with pinned npm: imports: save it anywhere and run `npx -y deno@2.9.6 run -A verify_report.ts report.pdf --key key.pem` (docs/reports.md "Verifying a report").
          */
         get: operations["getReportVerifier"];
         put?: never;
@@ -875,13 +875,13 @@ export interface components {
             lastPollStatus: "ok" | "auth_failed" | "tls_error" | "timeout" | "unreachable" | "http_error" | "protocol_error" | "adapter_error" | "credential_error" | null;
             lastPollError: string | null;
             pinnedCertSha256: string | null;
-            /** @description The device's tags, sorted (README "Devices") */
+            /** @description The device's tags, sorted (docs/devices.md) */
             tags: string[];
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
-            /** @description The lab file (its `metadata.name`) that manages the device; null when no lab does (README "The lab as code") */
+            /** @description The lab file (its `metadata.name`) that manages the device; null when no lab does (docs/lab-as-code.md) */
             managedBy: string | null;
         };
         VendorEntry: {
@@ -1011,7 +1011,7 @@ export interface components {
             /** @description Take over a device of a listed hostname that no lab manages (else a conflict) */
             adopt?: boolean;
         };
-        /** @description A lab file (README "The lab as code"); its JSON Schema is GET /api/lab.schema.json */
+        /** @description A lab file (docs/lab-as-code.md); its JSON Schema is GET /api/lab.schema.json */
         LabFile: {
             /** @enum {string} */
             apiVersion: "dutlab/v1";
@@ -3579,7 +3579,7 @@ export interface operations {
             query?: {
                 /** @description The snapshot to compare with (default: the previous one) */
                 against?: string;
-                /** @description `exclude` (default) leaves the adapter's volatile paths out of both payloads (README "Diffs and change history"); `include` compares the payloads as stored */
+                /** @description `exclude` (default) leaves the adapter's volatile paths out of both payloads (docs/polling.md "Diffs and change history"); `include` compares the payloads as stored */
                 volatile?: "exclude" | "include";
             };
             header?: never;
@@ -3660,7 +3660,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Page size (1-100, default 20) */
                 limit?: number;
-                /** @description `exclude` (default) leaves the adapter's volatile paths out of both payloads (README "Diffs and change history"); `include` compares the payloads as stored */
+                /** @description `exclude` (default) leaves the adapter's volatile paths out of both payloads (docs/polling.md "Diffs and change history"); `include` compares the payloads as stored */
                 volatile?: "exclude" | "include";
             };
             header?: never;

@@ -149,7 +149,7 @@ export interface AdapterDefinition {
    * (uptime, clocks, counters, gauges, session ids). Diffs, the change history and the drift annex ignore
    * them unless asked to include them. Each pattern is a JSON Pointer (RFC 6901: `/a/b`, `~1` for `/` and
    * `~0` for `~` inside a key) in which a segment that is exactly `*` matches any one object key or array
-   * index, e.g. `/system/uptime` or `/counters/*` (README "Diffs and change history"). A pattern names a
+   * index, e.g. `/system/uptime` or `/counters/*` (docs/polling.md "Diffs and change history"). A pattern names a
    * member to leave out with everything under it; it never matches the whole payload (`""` is refused), and
    * a pattern that matches nothing is harmless.
    * Every key must be one of `labels`.

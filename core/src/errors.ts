@@ -1,4 +1,4 @@
-/** Poll and connection outcome classes stored as `lastPollStatus` (README: "Device statuses"). */
+/** Poll and connection outcome classes stored as `lastPollStatus` (docs/devices.md "Device statuses"). */
 export const POLL_STATUSES = [
   "ok",
   "auth_failed",

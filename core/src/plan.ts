@@ -23,7 +23,7 @@ export interface Plan {
   /** Service-level target for the 99th-percentile request latency, in milliseconds. */
   sloTargetP99Ms: number;
   /**
-   * Highest acceptable share of failed requests, in percent, for the run's verdict (README "Verdict").
+   * Highest acceptable share of failed requests, in percent, for the run's verdict (docs/runs.md).
    * Absent: the plan sets no error-rate threshold.
    */
   maxErrorRatePct?: number;
@@ -34,8 +34,8 @@ export interface Plan {
   /**
    * Optional narrowing to vendors: when present, only enabled devices of these vendor keys take part. Absent
    * (the catalog's plans since catalogVersion 8): every device whose role is in `deviceRoles` takes part,
-   * whatever its vendor, and a check applies to it when its adapter serves the check (README "Capabilities,
-   * not vendor keys"), so a new adapter joins the plans with no edit to them. Frozen plans of older runs
+   * whatever its vendor, and a check applies to it when its adapter serves the check (docs/architecture.md
+   * "Capabilities, not vendor keys"), so a new adapter joins the plans with no edit to them. Frozen plans of older runs
    * carry the list they were started with.
    */
   vendors?: string[];
@@ -46,13 +46,13 @@ export interface Plan {
   /**
    * What the plan's measurements depend on: per device role, the snapshot labels whose (non-volatile) change
    * during a run means the run did not test the planned configuration. Drift on these labels makes the
-   * verdict input `configuration-drift` `invalid`; drift elsewhere is reported with effect `none` (README
-   * "Verdict"). Absent: the plan names no dependency and drift never affects the verdict.
+   * verdict input `configuration-drift` `invalid`; drift elsewhere is reported with effect `none`
+   * (docs/runs.md). Absent: the plan names no dependency and drift never affects the verdict.
    */
   dependsOn?: PlanDependency[];
   /**
    * `preflight-pass`: a run of this plan starts only when its pre-flight passes (an admin may override with a
-   * reason, README "Gating the start"). Absent: the start is not gated unless the request asks
+   * reason, docs/runs.md "Gating the start"). Absent: the start is not gated unless the request asks
    * (`requirePreflightPass`).
    */
   startGate?: "preflight-pass";

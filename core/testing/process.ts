@@ -4,7 +4,7 @@ import { EnvSchema } from "../src/runtime/config.ts";
  * The environment of a child process a test starts: the parent's whole environment (proxy, CA and cache
  * variables such as `DENO_DIR`, `HTTPS_PROXY` or `NODE_EXTRA_CA_CERTS` included, so the child reuses the
  * parent's module cache and trust store and never downloads anything), minus every variable dutlab itself
- * reads (README "Configuration"), which the test controls, plus `set`.
+ * reads (docs/configuration.md), which the test controls, plus `set`.
  *
  * Pass the result as `env` together with `clearEnv: true`: a `Deno.Command` env is otherwise added to the
  * inherited one, so a variable removed here would still reach the child.

@@ -234,7 +234,7 @@ export interface LabControl {
  * `labControls(dev: VendorSim): LabControls`, so the lab needs no switch on vendor keys. Settings share
  * their names and values across vendors where the meaning is the same (`decrypt=on|off`,
  * `deploy=ok|pending|failed`, `ha=active|standby|failed`, `ntp=on|off`, `power=on|off`,
- * `health=ok|warning|critical`; README "Five-minute tour" and "Adding an adapter").
+ * `health=ok|warning|critical`; README "Five-minute tour" and docs/extending.md "Adding an adapter").
  *
  * @example
  * ```ts

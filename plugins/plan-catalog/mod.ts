@@ -17,7 +17,7 @@ const ROLES = ["ngfw", "switch", "bmc"];
  * What a throughput plan measures is the firewall as configured at the start: its software (system_info
  * without clocks and uptime), what it decrypts, which traffic it admits, where it takes time from (log and
  * session timestamps, certificate validity during re-signing) and how its HA pair stands. A change to one of
- * these during a run makes the verdict `invalid` (README "Verdict"). Interfaces and resource gauges are left
+ * these during a run makes the verdict `invalid` (docs/runs.md). Interfaces and resource gauges are left
  * out: their payloads carry link and counter state that moves under load without a configuration change.
  */
 const FIREWALL: PlanDependency[] = [{
@@ -118,7 +118,7 @@ export const plans: Plan[] = [
     deviceRoles: [...ROLES],
     checks: ["bmc-health-ok", "bmc-power-on"],
     // "Started only when ...": a run of this plan starts only over a passing pre-flight (an admin may
-    // override with a reason, root README "Gating the start").
+    // override with a reason, docs/runs.md "Gating the start").
     startGate: "preflight-pass",
     // The servers' health gates the start, so a server whose host or health state changed mid-run also
     // voids the run: system_info carries the power state and health the checks read.

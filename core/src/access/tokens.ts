@@ -1,5 +1,5 @@
 /**
- * Named API tokens with roles, and the append-only audit log (issue 21, README "Tokens and roles").
+ * Named API tokens with roles, and the append-only audit log (issue 21, docs/security.md "Tokens, roles and the audit log").
  * A token is `dut_` + 32 random bytes (base64url); only its SHA-256 is stored, so the database never holds
  * a usable secret. The configured ADMIN_TOKEN stays the bootstrap admin (named `bootstrap-admin`).
  */
@@ -50,8 +50,8 @@ export const READ_POSTS = new Set([
   "POST /api/test-runs/:executionId/replay",
 ]);
 /**
- * The role that may start a gated run over a failed pre-flight (`override` of `POST /api/test-runs`, README
- * "Gating the start"). An operator may start runs, not skip their gate: CI tokens are operators.
+ * The role that may start a gated run over a failed pre-flight (`override` of `POST /api/test-runs`,
+ * docs/runs.md "Gating the start"). An operator may start runs, not skip their gate: CI tokens are operators.
  */
 export const OVERRIDE_START_GATE_ROLE: Role = "admin";
 

@@ -3,8 +3,8 @@ import { POLL_STATUSES } from "../errors.ts";
 import { MAX_TAGS, TAG_PATTERN } from "./tags.ts";
 
 /**
- * A device role. Which roles are accepted comes from the enabled adapters' `deviceRoles` (README
- * "Devices"); the device service checks it (400 naming `deviceRole`).
+ * A device role. Which roles are accepted comes from the enabled adapters' `deviceRoles`
+ * (docs/devices.md); the device service checks it (400 naming `deviceRole`).
  */
 const deviceRole = z.string().trim().min(1, "must not be empty").max(100).openapi({
   description: "One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); " +
@@ -50,7 +50,7 @@ const pollInterval = z.number({ message: "must be a whole number of seconds" }).
  */
 export const DEVICE_FIELDS = { hostname, deviceRole, baseUrl, tags, tlsVerifyMode, pollInterval } as const;
 
-/** Vendor conventions of the device user name (README "Devices"). */
+/** Vendor conventions of the device user name (docs/devices.md). */
 const USERNAME_DESCRIPTION =
   'The device user name. Two vendors read a reserved name as "the password field ' +
   'holds a key": `apitoken` for `vendor-b-ngfw` (the password is a REST API token, sent as a bearer token; ' +
@@ -108,12 +108,12 @@ export const Device = z.object({
   lastPollStatus: z.enum(POLL_STATUSES).nullable(),
   lastPollError: z.string().nullable(),
   pinnedCertSha256: z.string().nullable(),
-  tags: z.array(z.string()).openapi({ description: 'The device\'s tags, sorted (README "Devices")' }),
+  tags: z.array(z.string()).openapi({ description: 'The device\'s tags, sorted (docs/devices.md)' }),
   createdAt: z.string().openapi({ format: "date-time" }),
   updatedAt: z.string().openapi({ format: "date-time" }),
   managedBy: z.string().nullable().openapi({
     description:
-      'The lab file (its `metadata.name`) that manages the device; null when no lab does (README "The lab as code")',
+      'The lab file (its `metadata.name`) that manages the device; null when no lab does (docs/lab-as-code.md)',
   }),
 }).openapi("Device");
 

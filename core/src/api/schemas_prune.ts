@@ -1,7 +1,7 @@
 /** Schemas of snapshot pruning (routes_snapshots.ts); re-exported by `schemas.ts`. */
 import { z } from "@hono/zod-openapi";
 
-/** Body of `POST /api/admin/dut/snapshots/prune` (README "Pruning snapshots"). */
+/** Body of `POST /api/admin/dut/snapshots/prune` (docs/data.md "Pruning snapshots"). */
 export const PruneRequest = z.object({
   olderThanDays: z.number().int().min(1).max(36500).openapi({
     description:

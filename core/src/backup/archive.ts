@@ -1,5 +1,5 @@
 /**
- * Backup and restore of the whole database (issue 31; README "Backup and restore"), from and into either
+ * Backup and restore of the whole database (issue 31; docs/data.md "Backup and restore"), from and into either
  * backend.
  *
  * The archive is a gzip-compressed tar (npm `nanotar`) of:

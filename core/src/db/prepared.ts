@@ -15,7 +15,7 @@ import type pg from "pg";
  * after five runs, keeps a generic plan when that plan is no dearer than the custom ones. Only marked
  * statements, whose text is fixed (values as `$n` parameters, lists as one array), so a connection holds a
  * handful of them; naming every statement would keep one per distinct `in (…)` list. A pooler in front of
- * PostgreSQL must pass named statements through (PgBouncer 1.21+ with `max_prepared_statements`; README).
+ * PostgreSQL must pass named statements through (PgBouncer 1.21+ with `max_prepared_statements`; docs/deploy-postgres.md).
  */
 export const PREPARED = "/*prepared*/";
 

@@ -43,7 +43,7 @@ export async function importCredentialKey(hex: string): Promise<CredentialKey> {
 /**
  * The keyed fingerprint of a device's password, `<key id>.<HMAC-SHA256 b64url>` over the device id and the
  * password: equal passwords of two devices have different fingerprints, and without the credential key a
- * fingerprint tells nothing about the password (README "The lab as code").
+ * fingerprint tells nothing about the password (docs/lab-as-code.md).
  */
 export async function passwordFingerprint(
   k: CredentialKey,

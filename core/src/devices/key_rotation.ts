@@ -5,7 +5,7 @@ import type { KeyRing } from "./store.ts";
 import { logger } from "../util/log.ts";
 
 /**
- * Re-encrypt every stored credential not made with the current key (key rotation, README "Key rotation"),
+ * Re-encrypt every stored credential not made with the current key (key rotation, docs/security.md "Credentials at rest and key rotation"),
  * and recompute its password fingerprint with the current key's fingerprint key (a fingerprint made with a
  * key no longer configured could not be checked any more).
  * Each row is rewritten only if it is unchanged since it was read, so a concurrent password change wins.

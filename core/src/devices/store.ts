@@ -21,7 +21,7 @@ import { decodeCursor, encodeCursor } from "../util/paging.ts";
 import { isUniqueViolation } from "../db/errors.ts";
 import { deleteUnreferencedPayloads, devicePayloadHashes } from "../db/payloads.ts";
 
-/** Filters and paging of the device list (README "Paging and filters"). */
+/** Filters and paging of the device list (docs/http-api.md "Reads, paging and filters"). */
 export interface DeviceFilter {
   vendor?: string;
   role?: string;
@@ -411,7 +411,7 @@ export function deviceTarget(row: DeviceRow) {
   };
 }
 
-/** Tags folded (each once) and sorted: the form stored and shown (README "Devices"). */
+/** Tags folded (each once) and sorted: the form stored and shown (docs/devices.md). */
 export function foldTags(tags: readonly string[]): string[] {
   return [...new Set(tags)].sort();
 }

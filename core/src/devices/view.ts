@@ -28,7 +28,7 @@ export interface DeviceView {
   tags: string[];
   createdAt: string;
   updatedAt: string;
-  /** The lab that manages the device (README "The lab as code"); null when none does. */
+  /** The lab that manages the device (docs/lab-as-code.md); null when none does. */
   managedBy: string | null;
 }
 

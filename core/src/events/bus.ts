@@ -1,5 +1,5 @@
 /**
- * Live events (issue 21, README "Live events"). Every event is a row of `events` (id, time, type, JSON data)
+ * Live events (issue 21, docs/http-api.md "Live events"). Every event is a row of `events` (id, time, type, JSON data)
  * kept for DUT_EVENTS_RETENTION_HOURS, so an SSE client reconnecting with `Last-Event-ID` is sent what it
  * missed, across restarts. On PostgreSQL, writers commit events in id order (a transaction advisory lock)
  * and NOTIFY; every instance LISTENs, so each one's clients see every instance's events.

@@ -1,5 +1,5 @@
 /**
- * The live events (README "Live events"): each event type name and the data it carries. Publishers are
+ * The live events (docs/http-api.md "Live events"): each event type name and the data it carries. Publishers are
  * type-checked against this map, and readers of the bus get the data typed by the event's `type`.
  */
 import type { PollStatus } from "../errors.ts";

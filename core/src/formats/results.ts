@@ -1,5 +1,5 @@
 /**
- * Result formats (README "Result formats"): a pre-flight, a run's verdict and a run comparison rendered as
+ * Result formats (docs/runs.md "Result formats"): a pre-flight, a run's verdict and a run comparison rendered as
  * JUnit XML, Markdown or CSV. Like ANTA's reporters, the renderers are pure functions separate from the
  * results they render: each result kind is first turned into a {@link ResultSet} (suites of cases plus the
  * columns of a table), and each format renders any ResultSet.

@@ -1,5 +1,5 @@
 /**
- * `?format=` on the results the API serves (README "Result formats"): the query parameter, the OpenAPI
+ * `?format=` on the results the API serves (docs/runs.md "Result formats"): the query parameter, the OpenAPI
  * content of a formatted answer and the response itself. The renderers are in core/src/formats.
  */
 import { z } from "@hono/zod-openapi";

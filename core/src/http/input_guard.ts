@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 
 /**
  * Limits every request body, query and path parameter obeys, whatever its route's own schema says
- * (README "Input limits"). They are enforced by one zod schema, `SafeInput`, that the router's
+ * (docs/http-api.md "Input limits"). They are enforced by one zod schema, `SafeInput`, that the router's
  * validation hook applies to the validated data of every route before a handler (and so the database)
  * sees it; a violation is a 400 problem naming the field.
  */

@@ -21,7 +21,7 @@ const TAGS = [
     name: "Lab",
     description:
       "The lab as code: a lab file's JSON Schema, its plan (dry run) and its apply in one transaction " +
-      '(README "The lab as code")',
+      '(docs/lab-as-code.md)',
   },
   { name: "Snapshots", description: "Append-only, hashed snapshots the poller collects" },
   { name: "Test runs", description: "Test-plan catalog, pre-flight, runs and their frozen reports" },
@@ -92,7 +92,7 @@ function registerProbeRoutes(app: OpenAPIHono) {
     summary: "Prometheus metrics",
     description:
       "Prometheus text exposition format 0.0.4: process metrics, HTTP request count and duration by route " +
-      'template and status, poller metrics and refused token attempts (README "Metrics").',
+      'template and status, poller metrics and refused token attempts (docs/http-api.md "Metrics").',
     security: [],
     responses: { 200: text("Metrics", "text/plain"), ...tooLarge },
   });
@@ -154,7 +154,7 @@ function registerPageRoutes(app: OpenAPIHono) {
     summary: "The standalone report verifier",
     description:
       "tools/verify_report.ts, one self-contained file with pinned npm: imports: save it anywhere and run " +
-      '`npx -y deno@2.9.6 run -A verify_report.ts report.pdf --key key.pem` (README "Verifying a report").',
+      '`npx -y deno@2.9.6 run -A verify_report.ts report.pdf --key key.pem` (docs/reports.md "Verifying a report").',
     security: [],
     responses: {
       200: text("TypeScript source", "text/typescript"),

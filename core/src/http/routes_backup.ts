@@ -3,7 +3,7 @@ import type { Services } from "../runtime/services.ts";
 import { problemResponse, problemResponses } from "./openapi_util.ts";
 import { writeBackup } from "../backup/archive.ts";
 
-/** `GET /api/admin/backup`: the archive of `deno task backup`, from the running service (README "Backup and restore"). */
+/** `GET /api/admin/backup`: the archive of `deno task backup`, from the running service (docs/data.md "Backup and restore"). */
 export function backupRoutes(app: OpenAPIHono, svc: Services) {
   app.openapi(
     createRoute({
@@ -14,7 +14,7 @@ export function backupRoutes(app: OpenAPIHono, svc: Services) {
       summary: "A consistent backup archive of the whole database (admin)",
       description:
         "The archive `deno task backup --out FILE` writes (a tar.gz of a manifest and one JSON Lines file per " +
-        'table; README "Backup and restore"), read in one REPEATABLE READ transaction while the service runs. ' +
+        'table; docs/data.md "Backup and restore"), read in one REPEATABLE READ transaction while the service runs. ' +
         "It is how an embedded (PGlite) lab is backed up without stopping `serve` (`deno task backup --out FILE " +
         "--url $DUT`); the embedded database answers other requests and polls after the backup's read. Device " +
         "credentials stay encrypted; the credential key is not in the archive (the manifest names its id). " +

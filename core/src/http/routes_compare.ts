@@ -1,5 +1,5 @@
 /**
- * N-run comparison (README "Comparing runs"): `POST /api/test-runs/compare` answers the comparison object,
+ * N-run comparison (docs/runs.md "Comparing runs"): `POST /api/test-runs/compare` answers the comparison object,
  * `GET /runs/compare?ids=...` its print page. Both only read: a viewer token may call them (access.ts
  * READ_POSTS); the POST is recorded in the audit log like every POST (audit.ts).
  */
@@ -127,7 +127,7 @@ const DESCRIPTION =
 
 const FORMAT_NOTE =
   " `?format=junit|markdown|csv` answers the comparison as JUnit XML (one testcase per run, " +
-  'a regression fails), Markdown or CSV (README "Result formats").';
+  'a regression fails), Markdown or CSV (docs/runs.md "Result formats").';
 
 async function compare(svc: Services, ids: string[], baseline?: string) {
   const lower = ids.map((i) => i.toLowerCase());

@@ -12,8 +12,8 @@ const snapshotIdParam = (what: string) =>
 
 const volatileParam = z.enum(["exclude", "include"], { message: "must be exclude or include" }).optional()
   .openapi({
-    description: "`exclude` (default) leaves the adapter's volatile paths out of both payloads (README " +
-      '"Diffs and change history"); `include` compares the payloads as stored',
+    description: "`exclude` (default) leaves the adapter's volatile paths out of both payloads " +
+      '(docs/polling.md "Diffs and change history"); `include` compares the payloads as stored',
   });
 
 const Operation = z.object({

@@ -1,5 +1,5 @@
 /**
- * Evidence others' tools accept (README "Evidence bundle" and "Replay"):
+ * Evidence others' tools accept (docs/reports.md "Evidence bundle" and "Replay"):
  *
  * - `GET /api/test-runs/{executionId}/evidence`: the run's evidence bundle (`.tar.gz`), with the report's
  *   access rule (admin token or the print page's share link);

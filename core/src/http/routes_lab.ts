@@ -28,7 +28,7 @@ const secrets = z.record(z.string(), z.string().min(1, "must not be empty").max(
 
 const LabPlanRequest = z.object({
   lab: LabFile.openapi("LabFile", {
-    description: 'A lab file (README "The lab as code"); its JSON Schema is GET /api/lab.schema.json',
+    description: "A lab file (docs/lab-as-code.md); its JSON Schema is GET /api/lab.schema.json",
   }),
   secrets,
   prune: z.enum(["disable", "delete"]).optional().openapi({

@@ -1,5 +1,5 @@
 /**
- * Signed, portable evidence (README "Signatures" and "Verifying a report"):
+ * Signed, portable evidence (docs/reports.md "Signatures" and "Verifying a report"):
  *
  * - `GET /api/report-keys` (public): every report signing key and PDF signing certificate the service has
  *   used;

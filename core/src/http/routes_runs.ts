@@ -72,7 +72,7 @@ function planRoutes(app: OpenAPIHono, svc: Services) {
         "(a skipped check means the lab is not known to be ready) or when no check applies. A check that " +
         "cannot read its payload gives status `error` (counted as failed), never a 500. Disabled devices are " +
         "left out. Unknown planIdentifier: 404. `?format=junit|markdown|csv` answers the same result (same " +
-        'status) as JUnit XML, Markdown or CSV (README "Result formats"); a dry run answers JSON only.\n\n' +
+        'status) as JUnit XML, Markdown or CSV (docs/runs.md "Result formats"); a dry run answers JSON only.\n\n' +
         "**Filters** (optional): `devices` (ids or hostnames), `checks` (check ids), `tags` (a device must " +
         "carry every tag). Devices named and devices tagged are intersected. A filtered result carries " +
         "`selection` and says so in its `summary`; `pass` is true only when every evaluated check passed " +
@@ -229,7 +229,7 @@ function runFinishRoutes(app: OpenAPIHono, svc: Services) {
       tags,
       summary: "One test run",
       description: "`?format=junit|markdown|csv` answers the run's verdict as JUnit XML (one testcase per " +
-        'verdict input; an active run has one skipped testcase), Markdown or CSV (README "Result formats").',
+        'verdict input; an active run has one skipped testcase), Markdown or CSV (docs/runs.md "Result formats").',
       request: { params: ExecutionIdParam, query: FormatQuery },
       responses: {
         200: { description: "The run", content: formattedContent(TestRun) },

@@ -25,7 +25,7 @@ import { sha256Hex } from "../util/hash.ts";
 import { problems } from "./problem.ts";
 import { ListCache } from "./list_cache.ts";
 
-/** A one-line, independent recomputation of `payloadSha256` (README "Snapshot hashes"). */
+/** A one-line, independent recomputation of `payloadSha256` (docs/polling.md "Snapshots"). */
 export const RECOMPUTE = String.raw`deno eval 'import c from "npm:canonicalize@5.1.0"; ` +
   String.raw`const s = JSON.parse(await new Response(Deno.stdin.readable).text()).snapshots[0]; ` +
   String.raw`const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(` +
@@ -126,7 +126,7 @@ function snapshotPruneRoutes(app: OpenAPIHono, svc: Services) {
       tags: ["Snapshots"],
       summary: "Prune old snapshots (admin), or dry-run a prune",
       description:
-        'Never automatic (README "Pruning snapshots"). Keeps every snapshot younger than `olderThanDays` ' +
+        'Never automatic (docs/data.md "Pruning snapshots"). Keeps every snapshot younger than `olderThanDays` ' +
         "(cut-off rounded down to the hour or UTC day); of older ones keeps every snapshot a run cites (linked " +
         "snapshots, alerts, start state, pre-flight evidence, report annexes and drift diffs) or its evidence " +
         "bundle reads by time (of each device of its lab and label, the last snapshot at or before its " +

@@ -1,5 +1,5 @@
 /**
- * The apply of a lab file (issue 35, README "The lab as code"): the plan of `plan.ts` recomputed under the
+ * The apply of a lab file (issue 35, docs/lab-as-code.md): the plan of `plan.ts` recomputed under the
  * lab's lock and written in one database transaction guarded by the lab's generation.
  *
  * @module

@@ -1,5 +1,5 @@
 /**
- * The lab file (issue 35, README "The lab as code"): a lab declared in YAML or JSON, `apiVersion: dutlab/v1`,
+ * The lab file (issue 35, docs/lab-as-code.md): a lab declared in YAML or JSON, `apiVersion: dutlab/v1`,
  * `kind: Lab`. The device fields reuse the device API's field schemas (`DEVICE_FIELDS`), so a lab file accepts
  * exactly what the API accepts; the published JSON Schema (`schemas/lab.schema.json`, served as
  * `GET /api/lab.schema.json`) is generated from {@link LabFile} by zod's `z.toJSONSchema`.
@@ -95,7 +95,7 @@ export const LabFile = z.object({
 }).strict().meta({
   $id: "urn:dutlab:lab-file:v1",
   title: "dutlab lab file",
-  description: 'A lab declared as code (README "The lab as code"): dutlab lab validate|diff|apply|export',
+  description: "A lab declared as code (docs/lab-as-code.md): dutlab lab validate|diff|apply|export",
 });
 export type LabFile = z.infer<typeof LabFile>;
 export type LabDevice = z.infer<typeof LabDevice>;

@@ -1,5 +1,5 @@
 /**
- * The plan and the apply of a lab file (issue 35, README "The lab as code"): what a lab file would change in
+ * The plan and the apply of a lab file (issue 35, docs/lab-as-code.md): what a lab file would change in
  * the registry (a dry run that changes nothing), and the whole plan applied in one database transaction
  * guarded by the lab's generation.
  *

@@ -135,7 +135,7 @@ export interface LabReadOptions {
  *
  * With `asOf`, "latest" means the newest snapshot collected at or before `asOf`, found per pair by a
  * backward scan of the pair's series that stops at the first row collected at or before `asOf`
- * ({@link latestAsOfSql}; README "Pre-flight", "As of a past moment").
+ * ({@link latestAsOfSql}; docs/preflight.md, "As of a past moment").
  */
 export async function readLab(
   db: Kysely<Database>,

@@ -32,7 +32,7 @@ export interface PollOptions {
   /**
    * Called once the device's part of the cycle is over (its session closed, the payloads hashed, or the
    * error known), before the results wait for the database write: the worker then starts the next device
-   * (README "Polling", `DUT_POLL_CONCURRENCY`). Not called when the call joins a poll already running.
+   * (docs/polling.md "Polling", `DUT_POLL_CONCURRENCY`). Not called when the call joins a poll already running.
    */
   deviceDone?: () => void;
 }
@@ -70,7 +70,7 @@ export interface PollServiceOptions {
   deviceTimeoutMs: number;
   /** Per-device locks across instances (PostgreSQL); one process needs none. */
   locks?: DeviceLocks;
-  /** Live events of polls (README "Live events"); without it, polls publish none. */
+  /** Live events of polls (docs/http-api.md "Live events"); without it, polls publish none. */
   events?: EventBus;
   /** Write hooks of features, called in the poll store's transaction (see {@link PollWriteHook}). */
   writeHooks?: readonly PollWriteHook[];
@@ -202,7 +202,7 @@ export class PollService {
     };
   }
 
-  /** Live events of polls (README "Live events"); see {@link PollServiceOptions.events}. */
+  /** Live events of polls (docs/http-api.md "Live events"); see {@link PollServiceOptions.events}. */
   events?: EventBus;
 
   async #publish(

@@ -1,7 +1,7 @@
 /**
  * The poll cycle's hashing (`hashSnapshot`: RFC 8785 canonical JSON, SHA-256, the stable hash without the
  * volatile paths) on a small pool of Web Workers, off the event loop that runs the device sessions and the
- * database (`DUT_POLL_WORKERS`, README "Configuration"; 0: in this thread). BENCHMARKS.md section 1x says
+ * database (`DUT_POLL_WORKERS`, docs/configuration.md; 0: in this thread). BENCHMARKS.md section 1x says
  * what it costs and saves.
  *
  * Workers start at the first poll that needs them and stop after {@link IDLE_MS} without work, or at

@@ -181,8 +181,8 @@ export function evaluateApplicable(
 
 /**
  * Counts and the summary line of a list of results. With a `selection` the summary says the result is
- * filtered, and `pass` is true only when the selection left out nothing the plan evaluates (README
- * "Pre-flight": a filtered result never says a plan is ready when devices or checks it requires were left
+ * filtered, and `pass` is true only when the selection left out nothing the plan evaluates
+ * (docs/preflight.md: a filtered result never says a plan is ready when devices or checks it requires were left
  * out).
  */
 export function summarize(

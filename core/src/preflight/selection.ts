@@ -5,7 +5,7 @@ import { type FieldError, InvalidInputError } from "../errors.ts";
 import { isUuid } from "../util/ids.ts";
 import type { Selection } from "./types.ts";
 
-/** A pre-flight request's filters as sent (README "Pre-flight"). */
+/** A pre-flight request's filters as sent (docs/preflight.md). */
 export interface SelectionRequest {
   /** Device ids or hostnames. */
   devices?: string[];

@@ -47,7 +47,7 @@ export interface PreflightResult {
    * and label, `snapshot-fresh` judged against it. Absent: the lab as it stands now.
    */
   asOf?: string;
-  /** Present when the request filtered devices, checks or tags (README "Pre-flight"). */
+  /** Present when the request filtered devices, checks or tags (docs/preflight.md). */
   selection?: SelectionReport;
 }
 
@@ -97,7 +97,7 @@ export interface PlannedRead {
   snapshot: Evidence | null;
 }
 
-/** A dry run's answer: what a pre-flight would evaluate and read, without evaluating (README "Pre-flight"). */
+/** A dry run's answer: what a pre-flight would evaluate and read, without evaluating (docs/preflight.md). */
 export interface PreflightPlan {
   planIdentifier: string;
   dryRun: true;

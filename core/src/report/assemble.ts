@@ -249,7 +249,7 @@ export async function deriveResults(
 
 /**
  * Compose and seal a report from a run's recorded inputs, without a database: what the finish and the
- * replay (README "Replay") both run, so that a replay proves the service's own derivations.
+ * replay (docs/reports.md "Replay") both run, so that a replay proves the service's own derivations.
  */
 export async function composeReport(opts: ComposeReportOptions): Promise<ReportData> {
   const { registry, run: r, outcome, results: submittedResults, endedAt, endState, alerts, labName } = opts;

@@ -1,5 +1,5 @@
 /**
- * The test-result attestation (README "Signatures"): an in-toto Statement v1 with the published predicate
+ * The test-result attestation (docs/reports.md "Signatures"): an in-toto Statement v1 with the published predicate
  * `https://in-toto.io/attestation/test-result/v0.1` (in-toto/attestation, spec/predicates/test-result.md),
  * signed in a DSSE envelope exactly like the report's own Statement (same PAE, same Ed25519 key and keyid).
  *

@@ -1,5 +1,5 @@
 /**
- * The evidence bundle of a finished run (README "Evidence bundle", `GET /api/test-runs/{id}/evidence`):
+ * The evidence bundle of a finished run (docs/reports.md "Evidence bundle", `GET /api/test-runs/{id}/evidence`):
  * one `.tar.gz` holding the report, its envelope(s), the PDF when Chromium is present, every snapshot
  * payload the report cites (named by its SHA-256), the public keys, the standalone verifier, the raw
  * inputs a replay reads, a README.txt and a `SHA256SUMS` manifest of every other file.
@@ -40,7 +40,7 @@ export interface EvidenceServices {
   /** The runs feature, for a run's decrypt alerts (the run service is one; report names no runs module). */
   runs: { alerts(executionId: string): Promise<DecryptAlert[]> };
   signatures: ReportSignatures;
-  /** The PDF signing certificates (README "PDF"): a bundle carries every one the service has used. */
+  /** The PDF signing certificates (docs/reports.md "PDF"): a bundle carries every one the service has used. */
   pdfCertificates: PdfCertificates;
   /** The lab's name (`DUT_LAB_NAME`), for runs started before the lab name was recorded. */
   labName: string;

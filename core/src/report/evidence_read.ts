@@ -1,5 +1,5 @@
 /**
- * Reading an evidence bundle (README "Evidence bundle"): the archive's files, its manifest checked, and the
+ * Reading an evidence bundle (docs/reports.md "Evidence bundle"): the archive's files, its manifest checked, and the
  * replay inputs parsed from `inputs/` and `payloads/`. No database: `verify_report.ts --replay` bundles
  * this file.
  *

@@ -6,7 +6,7 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 
-/** The openssl lines that make a certificate and key `serve` accepts (README "Configuration"). */
+/** The openssl lines that make a certificate and key `serve` accepts (docs/configuration.md). */
 export const MAKE_PDF_CERTIFICATE = `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -noenc ` +
   `-keyout pdf-key.pem -out pdf-cert.pem -days 1825 -subj "/CN=<lab> report signing/O=<lab>" ` +
   `-addext keyUsage=critical,digitalSignature,nonRepudiation; then DUT_PDF_SIGNING_CERT="$(cat pdf-cert.pem)" ` +

@@ -14,7 +14,7 @@
  *   DER length varies by a byte or two with the signed bytes); the rest is zero padding, which poppler
  *   checks too (a changed padding byte is "not total document signed").
  *
- * The certificate and key are configuration of `serve` (README "Configuration"); embedded mode generates a
+ * The certificate and key are configuration of `serve` (docs/configuration.md); embedded mode generates a
  * self-signed lab certificate on first start. Every certificate used is recorded (`pdf_signing_certificates`)
  * and listed by `GET /api/report-keys`, so a PDF signed before a rotation names a certificate still listed.
  * @module

@@ -1,5 +1,5 @@
 /**
- * Replay (spec 4.12, README "Replay"): recompute, from a run's raw inputs alone (the frozen plan, the cited
+ * Replay (spec 4.12, docs/reports.md "Replay"): recompute, from a run's raw inputs alone (the frozen plan, the cited
  * snapshot payloads, the submitted results, the alerts), everything its report derived, with the very code
  * the service ran ({@link composeReport}, the pre-flight engine's `preflightOf`, `labStateOf`, the drift
  * and verdict rules), and compare each derived figure with the sealed one.
@@ -68,7 +68,7 @@ export interface RunInput {
   startedAt: string;
   endedAt: string;
   outcome: string;
-  /** How the start was gated (README "Gating the start"); absent or null: ungated, or a bundle made before
+  /** How the start was gated (docs/runs.md "Gating the start"); absent or null: ungated, or a bundle made before
    * gating existed. */
   startGate?: StartGate | null;
 }

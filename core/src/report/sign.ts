@@ -1,6 +1,6 @@
 /**
  * Report signatures: an Ed25519 key of the service (Web Crypto) signs a DSSE envelope (secure-systems-lab
- * DSSE v1) whose payload is an in-toto Statement v1 naming the report as its subject. README "Signatures"
+ * DSSE v1) whose payload is an in-toto Statement v1 naming the report as its subject. docs/reports.md "Signatures"
  * documents the exact bytes:
  *
  * - `reportSha256` = SHA-256 of the RFC 8785 canonical JSON of the report without `reportSha256` (the

@@ -78,7 +78,7 @@ Deno.test("a report whose reportSha256 does not match its content is never signe
   await assert.rejects(() => reportStatement(text), /reportSha256 does not match/);
 });
 
-Deno.test("a key made with the documented openssl line is accepted (README Configuration)", async () => {
+Deno.test("a key made with the documented openssl line is accepted (docs/deploy-postgres.md)", async () => {
   const out = await new Deno.Command("bash", {
     args: ["-c", "openssl genpkey -algorithm ed25519 -outform DER | base64 -w0"],
     stdout: "piped",

@@ -76,7 +76,7 @@ export interface ResultFigures {
   iterations: Figure | null;
 }
 
-/** The overall verdict's values (README "Verdict"). */
+/** The overall verdict's values (docs/runs.md). */
 export type VerdictValue = "pass" | "fail" | "invalid" | "inconclusive";
 
 /** One input of the verdict rule and what it contributed. */
@@ -90,7 +90,7 @@ export interface VerdictReason {
 }
 
 /**
- * How a run's start was gated on its pre-flight (README "Test runs", "Gating the start"). Runs started before
+ * How a run's start was gated on its pre-flight (docs/runs.md, "Gating the start"). Runs started before
  * gating existed have none (their start was ungated).
  */
 export interface StartGate {
@@ -182,7 +182,7 @@ export interface ReportData {
     /**
      * Error budget burned in percent. A p99 objective allows 1% of requests to be slower than
      * `targetP99Ms`; burned = (share of requests slower than the target) / 1% × 100. Exact for raw
-     * samples; for a k6 summary it is interpolated from the exported percentiles (README "Reports").
+     * samples; for a k6 summary it is interpolated from the exported percentiles (docs/reports.md).
      */
     errorBudgetBurnedPct: number;
     /** Why `pass` is false even if the latency met the target (e.g. invalidated by a decrypt change). */
@@ -192,7 +192,7 @@ export interface ReportData {
   };
   /**
    * The overall verdict from every input that can undermine a result, with one reason per input
-   * (README "Verdict"). Absent in reports frozen before it existed.
+   * (docs/runs.md). Absent in reports frozen before it existed.
    */
   verdict?: { value: VerdictValue; rule: string; reasons: VerdictReason[] };
   /** How the start was gated on pre-flight (issue 29). Absent in reports frozen before it existed. */

@@ -16,7 +16,7 @@ import type { FinishRunInput, StartRunInput } from "../api/schemas.ts";
 import { decodeCursor, encodeCursor } from "../util/paging.ts";
 
 /** A run as the API shows it. */
-/** Filters and paging of the run list (README "Paging and filters"). */
+/** Filters and paging of the run list (docs/http-api.md "Reads, paging and filters"). */
 export interface RunFilter {
   status?: "active" | "finished";
   planIdentifier?: string;
@@ -70,7 +70,7 @@ export interface StartActor {
 
 /**
  * A gated start whose pre-flight did not pass, without an override: nothing was started. The HTTP layer
- * answers 422 with `preflight` as the body (README "Gating the start").
+ * answers 422 with `preflight` as the body (docs/runs.md "Gating the start").
  */
 export class StartGateRefused extends DomainError {
   override name = "StartGateRefused";

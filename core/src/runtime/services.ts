@@ -23,7 +23,7 @@ import { decryptAlertWriter } from "../runs/alerts.ts";
 /**
  * What a poller uses (`deno task poll`): devices and their credentials, the poll cycle with its write hooks
  * (decrypt alerts), metrics and live events. It holds no token store and no signing key: a poller host
- * needs only DATABASE_URL and DUT_CRED_ENC_KEY (README "Deployment").
+ * needs only DATABASE_URL and DUT_CRED_ENC_KEY (docs/deploy-postgres.md "Which host holds which secret").
  */
 export interface PollServices {
   config: PollConfig;
@@ -49,7 +49,7 @@ export interface Services extends PollServices {
   tokens: TokenStore;
   /** The append-only audit log of state-changing requests. */
   audit: AuditLog;
-  /** Report signing key and stored signatures (README "Signatures"). */
+  /** Report signing key and stored signatures (docs/reports.md "Signatures"). */
   signatures: ReportSignatures;
   /**
    * The lab's X.509 certificate and key signing every report.pdf (PAdES B-B); null in a process that serves

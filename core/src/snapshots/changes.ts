@@ -1,5 +1,5 @@
 /**
- * The change history (README "Diffs and change history"): the polls of a device whose payload changed,
+ * The change history (docs/polling.md "Diffs and change history"): the polls of a device whose payload changed,
  * without the adapter's volatile paths unless asked, each with its diff against the poll before it.
  *
  * @module

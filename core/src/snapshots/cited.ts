@@ -40,7 +40,7 @@ function collect(v: unknown, out: Citations, depth = 0): void {
 /**
  * Every snapshot id and payload hash a run cites or its evidence bundle reads: its alerts, the snapshot ids and
  * payload hashes named in its start state, pre-flight result and report (annex bodies included), and the
- * snapshots its replay resolves by time (README "Replay"): for each device of the run's lab and each label, the
+ * snapshots its replay resolves by time (docs/reports.md "Replay"): for each device of the run's lab and each label, the
  * last snapshot collected at or before the pre-flight (a check's `alsoReads`, "inferred"), the run's start and,
  * once finished, its end (the drift's reads). Nothing newer than such a snapshot and collected before that
  * instant can appear, so after a prune the same lookups resolve to the same snapshots. For an active run every

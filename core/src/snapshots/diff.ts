@@ -1,5 +1,5 @@
 /**
- * Snapshot diffs and change history (README "Diffs and change history"): RFC 6902 JSON Patch between two
+ * Snapshot diffs and change history (docs/polling.md "Diffs and change history"): RFC 6902 JSON Patch between two
  * payloads of one device label, without the adapter's volatile paths unless asked, and the polls whose
  * payload changed. Payloads are content-addressed, so equal hashes never need a diff.
  */

@@ -1,5 +1,5 @@
 /**
- * Pruning of old snapshots by an operator (spec 8, issue 31; README "Pruning snapshots"). Never automatic.
+ * Pruning of old snapshots by an operator (spec 8, issue 31; docs/data.md "Pruning snapshots"). Never automatic.
  *
  * Of the snapshots collected before the cut-off (`olderThanDays` days ago, rounded down to the hour or day of
  * `keepOnePer`, in UTC) a prune keeps:

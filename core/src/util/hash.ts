@@ -20,7 +20,7 @@ export function canonicalJson(value: unknown): string {
 /**
  * SHA-256 (lowercase hex) of the RFC 8785 canonical JSON of a value. Recompute a snapshot's hash with
  * `npx canonicalize`-equivalent tooling, e.g. in Deno:
- * `deno eval 'import c from "npm:canonicalize"; ...'` (see README "Hashes").
+ * `deno eval 'import c from "npm:canonicalize"; ...'` (see docs/reports.md "Signatures").
  */
 export function jcsSha256(value: unknown): Promise<string> {
   return sha256Hex(canonicalJson(value));

@@ -2,7 +2,7 @@
 // deno-lint-ignore-file no-explicit-any
 import { type Kysely, sql } from "kysely";
 
-// Report signing (README "Signatures"). `report_signing_keys` lists every public key the service has signed
+// Report signing (docs/reports.md "Signatures"). `report_signing_keys` lists every public key the service has signed
 // with (the private key is configuration, never stored here); a rotation adds a row and closes the validity
 // of the previous one, so the only UPDATE allowed is setting `valid_until` once. `report_signatures` holds
 // one DSSE envelope per (report, key), append-only: UPDATE, DELETE and TRUNCATE are refused.

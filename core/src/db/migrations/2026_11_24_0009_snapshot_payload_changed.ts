@@ -1,7 +1,7 @@
 // deno-lint-ignore-file no-explicit-any
 import { type Kysely, sql } from "kysely";
 
-// The change history (README "Diffs and change history") lists the polls whose payload changed. Found by
+// The change history (docs/polling.md "Diffs and change history") lists the polls whose payload changed. Found by
 // reading a device's snapshots newest first, its first page cost grew with the polls since the last change:
 // a million snapshots of a device whose payload never changes were a million rows read to answer "no change".
 // `payload_changed` records at write time whether a snapshot's payload hash differs from the one of the

@@ -2,7 +2,7 @@
 import { type Kysely, sql } from "kysely";
 
 // A version number of the devices table that every committed change raises, so the device list can be
-// answered from its JSON kept in memory after one primary-key read (README "Reading lists", BENCHMARKS.md
+// answered from its JSON kept in memory after one primary-key read (docs/http-api.md "Reads, paging and filters", BENCHMARKS.md
 // section 8). The counter is raised by a deferred constraint trigger: it runs at COMMIT, after every other lock
 // of the transaction is held, so taking the counter's row lock last cannot deadlock with the poll store's
 // `SELECT … FOR UPDATE` of device rows or with a PATCH. Once per transaction (a transaction-local setting

@@ -2,7 +2,7 @@
 // deno-lint-ignore-file no-explicit-any
 import { type Kysely, sql } from "kysely";
 
-// Signed PDFs and the test-result attestation (issue 30, README "Signatures" and "PDF").
+// Signed PDFs and the test-result attestation (issue 30, docs/reports.md "Signatures" and "PDF").
 //
 // - `pdf_signing_certificates`: every X.509 certificate `serve` has signed PDFs with (the key is
 //   configuration, never stored). Like `report_signing_keys`, the only UPDATE allowed is closing

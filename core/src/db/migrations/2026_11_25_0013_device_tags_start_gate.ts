@@ -4,7 +4,7 @@ import { type Kysely, sql } from "kysely";
 
 // Issue 29, points 3 and 4.
 //
-// - `devices.tags`: the operator's tags of a device (README "Devices"), stored folded and sorted. The device
+// - `devices.tags`: the operator's tags of a device (docs/devices.md), stored folded and sorted. The device
 //   list filters with `tags @> array[...]` (every tag asked for), which the GIN index serves; pre-flight reads
 //   the enabled devices' tags with the rows it reads anyway.
 // - `test_runs.start_gate_json`: how a run's start was gated (null for runs started before this migration:

@@ -2,7 +2,7 @@
 // deno-lint-ignore-file no-explicit-any
 import { type Kysely, sql } from "kysely";
 
-// Issue 35, the lab as code (README "The lab as code").
+// Issue 35, the lab as code (docs/lab-as-code.md).
 //
 // - `labs`: one row per lab file applied (its `metadata.name`) and its generation, raised by every apply that
 //   changes something. An apply locks the row (`select … for update`) and refuses a plan made on another

@@ -1,5 +1,5 @@
 /**
- * N-run comparison (issue 22 point 5, README "Comparing runs"): 2 to 20 finished runs side by side, read
+ * N-run comparison (issue 22 point 5, docs/runs.md "Comparing runs"): 2 to 20 finished runs side by side, read
  * from their frozen reports only, with the deltas of each KPI against a baseline run, a regression flag past
  * the thresholds below, the plan parameters that differ and the lab differences (devices added or removed,
  * model, software version or serial number changed) against the baseline.

@@ -1,5 +1,5 @@
 /**
- * The `configuration-drift` annex of a finished run's report (README "Diffs and change history"): every
+ * The `configuration-drift` annex of a finished run's report (docs/polling.md "Diffs and change history"): every
  * device and label of the lab at start whose payload, without the adapter's volatile paths, differs between
  * the last snapshot collected at or before the run's start and the last one collected at or before its end.
  */

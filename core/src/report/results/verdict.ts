@@ -3,7 +3,7 @@ import type { PreflightResult } from "../../preflight/engine.ts";
 import type { DecryptAlert, ResultFigures, StartGate, VerdictReason, VerdictValue } from "../types.ts";
 
 /**
- * Identifies the rule below in every report that applies it (README "Verdict"). A report records the rule it
+ * Identifies the rule below in every report that applies it (docs/runs.md). A report records the rule it
  * was judged by and is never re-judged, so a new input means a new identifier: `dutlab-verdict-1` is this
  * table without the `configuration-drift` row, and reports frozen under it keep saying so.
  */
