@@ -108,12 +108,12 @@ export const Device = z.object({
   lastPollStatus: z.enum(POLL_STATUSES).nullable(),
   lastPollError: z.string().nullable(),
   pinnedCertSha256: z.string().nullable(),
-  tags: z.array(z.string()).openapi({ description: 'The device\'s tags, sorted (docs/devices.md)' }),
+  tags: z.array(z.string()).openapi({ description: "The device's tags, sorted (docs/devices.md)" }),
   createdAt: z.string().openapi({ format: "date-time" }),
   updatedAt: z.string().openapi({ format: "date-time" }),
   managedBy: z.string().nullable().openapi({
     description:
-      'The lab file (its `metadata.name`) that manages the device; null when no lab does (docs/lab-as-code.md)',
+      "The lab file (its `metadata.name`) that manages the device; null when no lab does (docs/lab-as-code.md)",
   }),
 }).openapi("Device");
 

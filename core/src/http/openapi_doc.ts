@@ -21,7 +21,7 @@ const TAGS = [
     name: "Lab",
     description:
       "The lab as code: a lab file's JSON Schema, its plan (dry run) and its apply in one transaction " +
-      '(docs/lab-as-code.md)',
+      "(docs/lab-as-code.md)",
   },
   { name: "Snapshots", description: "Append-only, hashed snapshots the poller collects" },
   { name: "Test runs", description: "Test-plan catalog, pre-flight, runs and their frozen reports" },
