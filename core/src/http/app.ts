@@ -32,20 +32,9 @@ import { evidenceRoutes } from "./routes_evidence.ts";
 import { reportSignatureRoutes } from "./routes_report_keys.ts";
 import { backupRoutes } from "./routes_backup.ts";
 import { SafeInput } from "./input_guard.ts";
+import { literalRoutesFirst, methodNotAllowed, MethodTable } from "./methods.ts";
 
 export type App = OpenAPIHono;
-
-/** Route paths of the app as regular expressions, by method (for 405 answers). */
-function allowedMethods(app: OpenAPIHono, path: string): string[] {
-  const methods = new Set<string>();
-  for (const r of app.routes) {
-    if (r.method === "ALL" || r.path.includes("*")) continue;
-    const re = new RegExp(`^${r.path.replace(/[.]/g, "\\.").replace(/:[A-Za-z0-9_]+/g, "[^/]+")}$`);
-    if (re.test(path)) methods.add(r.method);
-  }
-  if (methods.has("GET")) methods.add("HEAD");
-  return [...methods].sort();
-}
 
 /** A new OpenAPIHono whose validation failures are 400 problem+json naming the fields. */
 export function newRouter(): OpenAPIHono {
@@ -64,21 +53,16 @@ export function newRouter(): OpenAPIHono {
 export function createApp(svc: Services): OpenAPIHono {
   const app = newRouter();
   app.onError(onError);
+  const methods = new MethodTable(app);
   app.notFound((c) => {
-    const allow = allowedMethods(app, c.req.path);
-    if (!allow.length) return notFound(c);
-    c.header("Allow", allow.join(", "));
-    return problemResponse(c, {
-      type: problemType("method-not-allowed"),
-      title: "Method not allowed",
-      status: 405,
-      detail: `${c.req.method} is not allowed on ${c.req.path}; allowed: ${allow.join(", ")}`,
-      instance: c.req.path,
-    });
+    const allow = methods.allowed(c.req.path);
+    return allow.length ? methodNotAllowed(c, allow) : notFound(c);
   });
   requestMiddleware(app, svc);
   probeRoutes(app, svc);
   apiAccess(app, svc);
+  // After authentication (a 405 on an admin path is for a valid token, as every other answer there).
+  app.use("*", literalRoutesFirst(methods));
 
   deviceRoutes(app, svc);
   labRoutes(app, svc);

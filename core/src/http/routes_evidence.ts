@@ -17,6 +17,7 @@ import { pageAccess, renderReportPdf, verifierSource } from "./routes_report_key
 import { collectReplayInputs, evidenceBundle } from "../report/evidence.ts";
 import { replayReport } from "../report/replay.ts";
 import { HttpProblem } from "./problem.ts";
+import { ShareLinkQuery } from "./share.ts";
 import { logger } from "../util/log.ts";
 
 const ReplayLine = z.object({
@@ -70,7 +71,7 @@ function evidenceBundleRoutes(app: OpenAPIHono, svc: Services) {
         "unknown or unfinished run.",
       request: {
         params: ExecutionIdParam,
-        query: z.object({ exp: z.string().optional(), sig: z.string().optional() }),
+        query: ShareLinkQuery,
       },
       responses: {
         200: {

@@ -21,7 +21,7 @@ import type { MiddlewareHandler } from "hono";
 import type { Services } from "../runtime/services.ts";
 import { json, problemResponse, problemResponses } from "./openapi_util.ts";
 import { bearerAuth } from "./auth.ts";
-import { checkShareLink, reportPath } from "./share.ts";
+import { checkShareLink, reportPath, ShareLinkQuery } from "./share.ts";
 import { problems } from "./problem.ts";
 import { renderReportPage } from "../report/render/page.tsx";
 import type { ReportData } from "../report/types.ts";
@@ -33,7 +33,8 @@ import { HttpProblem } from "./problem.ts";
 const ExecParam = z.object({
   executionId: z.string().openapi({
     param: { name: "executionId", in: "path" },
-    description: "Execution id",
+    description: "Execution id (UUID)",
+    format: "uuid",
   }),
 });
 
@@ -90,13 +91,21 @@ export function pdfCertificateNote(info: PdfCertificateInfo): { fingerprintSha25
   return { fingerprintSha256: info.fingerprintSha256, subject: info.subject };
 }
 
-/** Admin token, or a valid share link of the run's print page (`?exp&sig`), as the page accepts. */
+/**
+ * Admin token, or a valid share link of the run's print page (`?exp&sig`), as the page accepts. A request
+ * that sends `Authorization` is judged by its bearer token alone (share-link parameters beside it, even
+ * empty ones, are ignored); one without is judged by its link. Only GET and HEAD are checked here: any other
+ * method goes on to the router's 405 (method routing first).
+ */
 export function pageAccess(svc: Services): MiddlewareHandler {
   const admin = bearerAuth(svc);
   return async (c, next) => {
+    if (c.req.method !== "GET" && c.req.method !== "HEAD") return await next();
     const exp = c.req.query("exp");
     const sig = c.req.query("sig");
-    if (exp === undefined && sig === undefined) return await admin(c, next);
+    if (c.req.header("authorization") !== undefined || (exp === undefined && sig === undefined)) {
+      return await admin(c, next);
+    }
     const path = reportPath(c.req.param("executionId") ?? "");
     if (!exp || !sig || !(await checkShareLink(svc.config.ADMIN_TOKEN, path, exp, sig))) {
       throw problems.forbidden("The share link is invalid or has expired; ask for a new one");
@@ -291,7 +300,7 @@ function attestationRoutes(app: OpenAPIHono, svc: Services, access: MiddlewareHa
         "unfinished run.",
       request: {
         params: ExecParam,
-        query: z.object({ exp: z.string().optional(), sig: z.string().optional() }),
+        query: ShareLinkQuery,
       },
       responses: {
         200: json(
@@ -356,7 +365,7 @@ function reportPdfRoutes(app: OpenAPIHono, svc: Services, access: MiddlewareHand
         "installed, does not start, or the render exceeds DUT_PDF_TIMEOUT_SECONDS.",
       request: {
         params: ExecParam,
-        query: z.object({ exp: z.string().optional(), sig: z.string().optional() }),
+        query: ShareLinkQuery,
       },
       responses: {
         200: {

@@ -1,5 +1,26 @@
+import { z } from "@hono/zod-openapi";
 import { timingSafeEqual } from "../devices/credentials.ts";
 import { base64url } from "../util/encoding.ts";
+
+/** A share link's `exp`: its expiry in Unix seconds. */
+export const SHARE_EXP_PATTERN = /^\d{1,12}$/;
+/** A share link's `sig`: base64url (unpadded) of an HMAC-SHA256, 43 characters. */
+export const SHARE_SIG_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * The share-link query parameters as the document describes them (the routes read them as sent: a link
+ * that does not match is a 403, not a 400, so that a broken link reads the same whatever part is wrong).
+ */
+export const ShareLinkQuery = z.object({
+  exp: z.string().optional().openapi({
+    description: "Share link expiry (Unix seconds), from `shareRunReport`",
+    pattern: SHARE_EXP_PATTERN.source,
+  }),
+  sig: z.string().optional().openapi({
+    description: "Share link signature (base64url HMAC-SHA256), from `shareRunReport`",
+    pattern: SHARE_SIG_PATTERN.source,
+  }),
+});
 
 const enc = new TextEncoder();
 
@@ -42,7 +63,7 @@ export async function checkShareLink(
   exp: string,
   sig: string,
 ): Promise<boolean> {
-  if (!/^\d{1,12}$/.test(exp)) return false;
+  if (!SHARE_EXP_PATTERN.test(exp) || !SHARE_SIG_PATTERN.test(sig)) return false;
   if (Number(exp) * 1000 < Date.now()) return false;
   return timingSafeEqual(await hmac(secret, `${path}\n${exp}`), sig);
 }
