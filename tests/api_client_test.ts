@@ -129,14 +129,17 @@ dbTest("a generated client calls every operation of the document", async (db) =>
       "urn:dutlab:predicate:test-report:v1",
       "https://in-toto.io/attestation/test-result/v0.1",
     ]);
-    // A share link that was never issued: 403 without starting a browser.
+    // A share link that was never issued, without a token (a sent token is judged alone): 403 without
+    // starting a browser.
     const pdf = await client.GET("/api/test-runs/{executionId}/report.pdf", {
       params: { path: { executionId }, query: { exp: "1", sig: "forged" } },
+      headers: { authorization: null },
       parseAs: "arrayBuffer",
     });
     assert.equal(pdf.response.status, 403);
     const evidence = await client.GET("/api/test-runs/{executionId}/evidence", {
       params: { path: { executionId }, query: { exp: "1", sig: "forged" } },
+      headers: { authorization: null },
       parseAs: "arrayBuffer",
     });
     assert.equal(evidence.response.status, 403);

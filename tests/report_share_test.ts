@@ -82,8 +82,14 @@ dbTest("a tampered or expired share link is 403 and no token at all is 401", asy
     ["empty signature", `/runs/${id}/report?exp=${exp}&sig=`],
   ];
   for (const [what, path] of cases) assert.equal(await status(path), 403, what);
-  // A tampered link stays refused even next to a valid admin token: the link is what is checked.
-  assert.equal(await status(`/runs/${id}/report?exp=${exp}&sig=${flip(sig, 3)}`, auth), 403);
+  // A sent bearer token is judged on its own (issue 46 point 3): beside a valid admin token a tampered or
+  // empty link changes nothing; beside an invalid token it opens nothing.
+  assert.equal(await status(`/runs/${id}/report?exp=${exp}&sig=${flip(sig, 3)}`, auth), 200);
+  assert.equal(await status(`/runs/${id}/report?exp=&sig=`, auth), 200);
+  assert.equal(
+    await status(`/runs/${id}/report?exp=${exp}&sig=${sig}`, { authorization: "Bearer not-a-token" }),
+    401,
+  );
 
   const expired = await shareLink(TEST_ADMIN_TOKEN, "http://localhost", id, -60);
   assert.equal(await status(local(expired.url)), 403, "expired a minute ago");

@@ -833,7 +833,7 @@ export interface paths {
         };
         /**
          * Print page of a finished run
-         * @description Server-rendered HTML (A4, page n of N, licence footer). Opened with a bearer token or with a signed share link from `shareRunReport` (`exp` and `sig` query parameters). No token and no link: 401; a tampered or expired link: 403; an unknown or unfinished run: 404.
+         * @description Server-rendered HTML (A4, page n of N, licence footer). Opened with a bearer token or with a signed share link from `shareRunReport` (`exp` and `sig` query parameters). A request with an `Authorization` header is judged by its token alone (share-link parameters beside it are ignored). No token and no link: 401; a tampered or expired link: 403; an unknown or unfinished run: 404.
          */
         get: operations["getRunReportPage"];
         put?: never;
@@ -908,9 +908,11 @@ export interface components {
         };
         DeviceCreate: {
             hostname: string;
+            /** @description A vendor key of the vendor list; one without an adapter (`available: false`) is a 422 */
             vendor: string;
             /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
             deviceRole?: string;
+            /** Format: uri */
             baseUrl: string;
             /** @description The device user name. Two vendors read a reserved name as "the password field holds a key": `apitoken` for `vendor-b-ngfw` (the password is a REST API token, sent as a bearer token; no login session) and `apikey` for `vendor-c-ngfw` (the password is a PAN-OS XML API key, sent in `X-PAN-KEY`; no `type=keygen`). Any other name is an admin account the adapter logs in with. */
             username: string;
@@ -933,6 +935,7 @@ export interface components {
             hostname?: string;
             /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
             deviceRole?: string;
+            /** Format: uri */
             baseUrl?: string;
             username?: string;
             /** Format: password */
@@ -1027,7 +1030,10 @@ export interface components {
                 vendor?: string;
                 /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
                 deviceRole?: string;
-                /** @description The management URL, https:// only */
+                /**
+                 * Format: uri
+                 * @description The management URL, https:// only
+                 */
                 baseUrl?: string;
                 /** @enum {string} */
                 tlsVerifyMode?: "strict" | "self-signed" | "insecure";
@@ -1052,7 +1058,10 @@ export interface components {
                 vendor?: string;
                 /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
                 deviceRole?: string;
-                /** @description The management URL, https:// only */
+                /**
+                 * Format: uri
+                 * @description The management URL, https:// only
+                 */
                 baseUrl?: string;
                 /** @enum {string} */
                 tlsVerifyMode?: "strict" | "self-signed" | "insecure";
@@ -1474,7 +1483,7 @@ export interface components {
             regression: boolean;
         };
         CompareRunsRequest: {
-            /** @description The runs to compare: 2 to 20 distinct executionIds */
+            /** @description The runs to compare: 2 to 20 distinct executionIds (distinct also when compared case-insensitively) */
             executionIds: string[];
             /**
              * Format: uuid
@@ -1608,6 +1617,7 @@ export interface components {
             selection?: components["schemas"]["PreflightSelection"];
         };
         PreflightRequest: {
+            /** @description The `identifier` of a plan of the catalog (GET /api/test-runs/plans); another one is a 404 */
             planIdentifier: string;
             /** @description Only these devices: ids or hostnames of enabled devices (an unknown or disabled one is a 400 naming it) */
             devices?: string[];
@@ -1730,6 +1740,7 @@ export interface components {
             } | null;
         } | null;
         StartRunRequest: {
+            /** @description The `identifier` of a plan of the catalog (GET /api/test-runs/plans); another one is a 404 */
             planIdentifier: string;
             licenseId?: string;
             notes?: string | null;
@@ -1763,10 +1774,86 @@ export interface components {
                 /** @description A k6 summary: the `--summary-export` JSON, or the JSON of `handleSummary(data)`. Required metrics: http_req_duration (with p(99): --summary-trend-stats), http_reqs, http_req_failed; read when present: data_sent, data_received, iterations, checks and every metric's thresholds. */
                 k6Summary: {
                     metrics: {
+                        /** @description Trend of request durations (ms), with p(99) */
+                        http_req_duration: {
+                            values: {
+                                avg: number;
+                                min: number;
+                                med: number;
+                                max: number;
+                                "p(95)": number;
+                                "p(99)": number;
+                            };
+                        } | {
+                            avg: number;
+                            min: number;
+                            med: number;
+                            max: number;
+                            "p(95)": number;
+                            "p(99)": number;
+                            values?: unknown;
+                        };
+                        /** @description Counter of requests */
+                        http_reqs: {
+                            values: {
+                                count: number;
+                            };
+                        } | {
+                            count: number;
+                            values?: unknown;
+                        };
+                        /** @description Rate of failed requests (passes = failed) */
+                        http_req_failed: {
+                            values: {
+                                passes: number;
+                                fails: number;
+                            };
+                        } | {
+                            passes: number;
+                            fails: number;
+                            values?: unknown;
+                        };
+                        /** @description Read when present */
+                        data_sent?: {
+                            values: {
+                                count: number;
+                            };
+                        } | {
+                            count: number;
+                            values?: unknown;
+                        };
+                        /** @description Read when present */
+                        data_received?: {
+                            values: {
+                                count: number;
+                            };
+                        } | {
+                            count: number;
+                            values?: unknown;
+                        };
+                        /** @description Read when present */
+                        iterations?: {
+                            values: {
+                                count: number;
+                            };
+                        } | {
+                            count: number;
+                            values?: unknown;
+                        };
+                        /** @description Read when present */
+                        checks?: {
+                            values: {
+                                passes: number;
+                                fails: number;
+                            };
+                        } | {
+                            passes: number;
+                            fails: number;
+                            values?: unknown;
+                        };
+                    } & {
                         [key: string]: unknown;
                     };
-                } & {
-                    [key: string]: unknown;
                 };
             };
         };
@@ -3198,7 +3285,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Execution id */
+                /** @description Execution id (UUID) */
                 executionId: string;
             };
             cookie?: never;
@@ -3265,12 +3352,14 @@ export interface operations {
     listRunAttestations: {
         parameters: {
             query?: {
+                /** @description Share link expiry (Unix seconds), from `shareRunReport` */
                 exp?: string;
+                /** @description Share link signature (base64url HMAC-SHA256), from `shareRunReport` */
                 sig?: string;
             };
             header?: never;
             path: {
-                /** @description Execution id */
+                /** @description Execution id (UUID) */
                 executionId: string;
             };
             cookie?: never;
@@ -3345,12 +3434,14 @@ export interface operations {
     getRunReportPdf: {
         parameters: {
             query?: {
+                /** @description Share link expiry (Unix seconds), from `shareRunReport` */
                 exp?: string;
+                /** @description Share link signature (base64url HMAC-SHA256), from `shareRunReport` */
                 sig?: string;
             };
             header?: never;
             path: {
-                /** @description Execution id */
+                /** @description Execution id (UUID) */
                 executionId: string;
             };
             cookie?: never;
@@ -3428,7 +3519,9 @@ export interface operations {
     getRunEvidence: {
         parameters: {
             query?: {
+                /** @description Share link expiry (Unix seconds), from `shareRunReport` */
                 exp?: string;
+                /** @description Share link signature (base64url HMAC-SHA256), from `shareRunReport` */
                 sig?: string;
             };
             header?: never;
@@ -3731,9 +3824,9 @@ export interface operations {
     getRunComparison: {
         parameters: {
             query: {
-                /** @description Comma-separated executionIds (2 to 20) */
+                /** @description Comma-separated executionIds (2 to 20, distinct) */
                 ids: string;
-                /** @description executionId of the baseline (default: oldest) */
+                /** @description executionId of the baseline (default: oldest); one of ids */
                 baseline?: string;
                 /** @description `json` (default), `junit` (JUnit XML, application/xml: one testsuite per device or run, one testcase per check, verdict input or run; validates against the windyroad JUnit XSD), `markdown` (text/markdown: a summary line and a GFM table) or `csv` (text/csv, RFC 4180, header row) */
                 format?: "json" | "junit" | "markdown" | "csv";
@@ -3899,9 +3992,9 @@ export interface operations {
     getRunComparisonPage: {
         parameters: {
             query: {
-                /** @description Comma-separated executionIds (2 to 20) */
+                /** @description Comma-separated executionIds (2 to 20, distinct) */
                 ids: string;
-                /** @description executionId of the baseline (default: oldest) */
+                /** @description executionId of the baseline (default: oldest); one of ids */
                 baseline?: string;
             };
             header?: never;
@@ -4830,17 +4923,27 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description JavaScript or CSS */
+            /** @description `swagger-ui-bundle.js` and `init.js` as text/javascript, `swagger-ui.css` as text/css */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "text/javascript": string;
+                    "text/css": string;
                 };
             };
             /** @description No such file */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over DUT_BODY_LIMIT_BYTES (also on a GET) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4891,9 +4994,9 @@ export interface operations {
     getRunReportPage: {
         parameters: {
             query?: {
-                /** @description Share link expiry (Unix seconds) */
+                /** @description Share link expiry (Unix seconds), from `shareRunReport` */
                 exp?: string;
-                /** @description Share link signature (base64url HMAC-SHA256) */
+                /** @description Share link signature (base64url HMAC-SHA256), from `shareRunReport` */
                 sig?: string;
             };
             header?: never;

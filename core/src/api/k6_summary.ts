@@ -32,6 +32,13 @@ export const isNum = (v: unknown): v is number => typeof v === "number" && Numbe
 /** Metrics a finish needs; the others are read when present. */
 export const K6_REQUIRED = ["http_req_duration", "http_reqs", "http_req_failed"] as const;
 const TREND = ["avg", "min", "med", "max", "p(95)", "p(99)"] as const;
+/** Metrics read when present, and the values each must then have. */
+const K6_OPTIONAL = [
+  ["data_sent", ["count"]],
+  ["data_received", ["count"]],
+  ["iterations", ["count"]],
+  ["checks", ["passes", "fails"]],
+] as const;
 const HINT = 'run k6 with --summary-trend-stats "avg,min,med,max,p(90),p(95),p(99)"';
 
 /** The values of one metric, whichever form it is in, with the path prefix of those values. */
@@ -82,17 +89,7 @@ export function k6Issues(summary: unknown): K6Issue[] {
       }
     }
   }
-  for (
-    const [name, keys] of [
-      ["data_sent", ["count"]],
-      ["data_received", ["count"]],
-      ["iterations", ["count"]],
-      [
-        "checks",
-        ["passes", "fails"],
-      ],
-    ] as const
-  ) {
+  for (const [name, keys] of K6_OPTIONAL) {
     if (metrics[name] === undefined) continue;
     const m = valuesOf(metrics[name]);
     for (const k of keys) {
@@ -105,4 +102,40 @@ export function k6Issues(summary: unknown): K6Issue[] {
     }
   }
   return issues;
+}
+
+/** The JSON Schema (OpenAPI 3.1) of one metric with `keys`, in either form: values flat or under `values`. */
+function metricSchema(keys: readonly string[], description: string): Record<string, unknown> {
+  const values = {
+    type: "object",
+    required: [...keys],
+    properties: Object.fromEntries(keys.map((k) => [k, { type: "number", minimum: 0 }])),
+  };
+  return {
+    description,
+    anyOf: [
+      { type: "object", required: ["values"], properties: { values } },
+      { ...values, properties: { ...values.properties, values: { not: { type: "object" } } } },
+    ],
+  };
+}
+
+/**
+ * The OpenAPI form of what {@link k6Issues} requires of a summary, from the same lists: the required metrics
+ * with the values each must have, and the optional ones with theirs when present.
+ */
+export function k6SummaryOpenApi(): Record<string, unknown> {
+  const props: Record<string, unknown> = {
+    http_req_duration: metricSchema(TREND, "Trend of request durations (ms), with p(99)"),
+    http_reqs: metricSchema(["count"], "Counter of requests"),
+    http_req_failed: metricSchema(["passes", "fails"], "Rate of failed requests (passes = failed)"),
+  };
+  for (const [name, keys] of K6_OPTIONAL) props[name] = metricSchema(keys, `Read when present`);
+  return {
+    type: "object",
+    required: ["metrics"],
+    properties: {
+      metrics: { type: "object", required: [...K6_REQUIRED], properties: props, additionalProperties: {} },
+    },
+  };
 }

@@ -1,12 +1,15 @@
 import { z } from "@hono/zod-openapi";
 import { POLL_STATUSES } from "../errors.ts";
+import { NOT_BLANK } from "./text.ts";
 import { MAX_TAGS, TAG_PATTERN } from "./tags.ts";
+import { fromRegistry } from "./registry_enum.ts";
 
 /**
  * A device role. Which roles are accepted comes from the enabled adapters' `deviceRoles`
  * (docs/devices.md); the device service checks it (400 naming `deviceRole`).
  */
 const deviceRole = z.string().trim().min(1, "must not be empty").max(100).openapi({
+  pattern: NOT_BLANK,
   description: "One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); " +
     "default: the vendor's first role",
 });
@@ -23,7 +26,7 @@ const baseUrl = z.string().trim().max(2048).refine((v) => {
   } catch {
     return false;
   }
-}, "must be an https:// URL without embedded credentials");
+}, "must be an https:// URL without embedded credentials").openapi({ format: "uri", pattern: "^https://" });
 const tag = z.string().regex(TAG_PATTERN, "must be 1-64 characters of letters, digits, '.', '_', ':' or '-'")
   .openapi({ pattern: TAG_PATTERN.source, example: "site:lab1" });
 /**
@@ -59,8 +62,11 @@ const USERNAME_DESCRIPTION =
 
 export const DeviceCreate = z.object({
   hostname,
-  vendor: z.string().trim().min(1, "must not be empty"),
-  deviceRole: deviceRole.optional(),
+  vendor: z.string().trim().min(1, "must not be empty").openapi({
+    ...fromRegistry("vendors"),
+    description: "A vendor key of the vendor list; one without an adapter (`available: false`) is a 422",
+  }),
+  deviceRole: deviceRole.optional().openapi(fromRegistry("deviceRoles")),
   baseUrl,
   username: z.string().min(1, "must not be empty").max(256).openapi({ description: USERNAME_DESCRIPTION }),
   password: z.string().min(1, "must not be empty").max(8192).openapi({ format: "password", writeOnly: true }),
@@ -73,7 +79,7 @@ export const DeviceCreate = z.object({
 
 export const DevicePatch = z.object({
   hostname: hostname.optional(),
-  deviceRole: deviceRole.optional(),
+  deviceRole: deviceRole.optional().openapi(fromRegistry("deviceRoles")),
   baseUrl: baseUrl.optional(),
   username: z.string().min(1, "must not be empty").max(256).optional(),
   password: z.string().min(1, "must not be empty").max(8192).optional().openapi({
@@ -144,7 +150,11 @@ export const SnapshotResult = z.object({
 }).openapi("ManualSnapshotResult");
 
 export const IdParam = z.object({
-  id: z.string().openapi({ param: { name: "id", in: "path" }, description: "Device id (UUID)" }),
+  id: z.string().openapi({
+    param: { name: "id", in: "path" },
+    description: "Device id (UUID)",
+    format: "uuid",
+  }),
 });
 
 export const Snapshot = z.object({
@@ -180,6 +190,15 @@ export const SnapshotQuery = z.object({
       "with `include`), for a dashboard that shows which snapshots exist and reads a payload by id when needed",
   }),
 }).strict();
+
+/** A snapshot id in a path: digits (an id the store never made answers 404). */
+export const SnapshotIdParam = z.object({
+  id: z.string().openapi({
+    param: { name: "id", in: "path" },
+    description: "Snapshot id (digits)",
+    pattern: "^\\d{1,19}$",
+  }),
+});
 
 export const SnapshotPage = z.object({ snapshots: z.array(Snapshot), nextCursor: z.string().nullable() })
   .openapi("SnapshotPage");

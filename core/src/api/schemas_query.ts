@@ -1,6 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { POLL_STATUSES } from "../errors.ts";
+import { NOT_BLANK } from "./text.ts";
 import { TAG_PATTERN } from "./schemas.ts";
+import { fromRegistry } from "./registry_enum.ts";
 
 /** `limit` of a paged list: a whole number from 1 to `max`. */
 export const limitParam = (max: number, description: string) =>
@@ -24,9 +26,11 @@ export const DeviceListQuery = z.object({
   ),
   cursor: cursorParam,
   vendor: z.string().trim().min(1, "must not be empty").max(100).optional().openapi({
+    pattern: NOT_BLANK,
     description: "Only devices of this vendor key",
   }),
   role: z.string().trim().min(1, "must not be empty").max(100).optional().openapi({
+    ...fromRegistry("deviceRoles"),
     description: "Only devices with this deviceRole (one of the enabled adapters' roles)",
   }),
   enabled: bool.optional().openapi({ type: "string", enum: ["true", "false"] }),
@@ -34,6 +38,7 @@ export const DeviceListQuery = z.object({
     description: "Only devices whose last poll ended with this status; `never` = never polled",
   }),
   q: z.string().trim().min(1, "must not be empty").max(200).optional().openapi({
+    pattern: NOT_BLANK,
     description: "Case-insensitive substring of the hostname or the notes",
   }),
   tag: z.union([z.string(), z.array(z.string())]).transform((v) => typeof v === "string" ? [v] : v).pipe(
@@ -66,7 +71,9 @@ export const RunListQuery = z.object({
   limit: limitParam(1000, "Page size (1-1000, default 100)"),
   cursor: cursorParam,
   status: z.enum(["active", "finished"]).optional(),
-  planIdentifier: z.string().trim().min(1, "must not be empty").max(200).optional(),
+  planIdentifier: z.string().trim().min(1, "must not be empty").max(200).optional().openapi({
+    pattern: NOT_BLANK,
+  }),
   from: dateTimeParam("Only runs started at or after this time"),
   to: dateTimeParam("Only runs started before this time"),
 }).strict();

@@ -1,7 +1,9 @@
 /** Schemas of test runs and pre-flight (routes_runs.ts); re-exported by `schemas.ts`. */
 import { z } from "@hono/zod-openapi";
-import { k6Issues } from "./k6_summary.ts";
+import { NOT_BLANK } from "./text.ts";
+import { k6Issues, k6SummaryOpenApi } from "./k6_summary.ts";
 import { TAG_PATTERN } from "./tags.ts";
+import { fromRegistry } from "./registry_enum.ts";
 
 const Evidence = z.object({ snapshotId: z.string(), payloadSha256: z.string(), collectedAt: z.string() })
   .nullable();
@@ -212,7 +214,10 @@ export const TestRun = z.object({
   }),
 }).openapi("TestRun");
 
-const planIdentifier = z.string().trim().min(1, "must not be empty").max(200);
+const planIdentifier = z.string().trim().min(1, "must not be empty").max(200).openapi({
+  ...fromRegistry("plans"),
+  description: "The `identifier` of a plan of the catalog (GET /api/test-runs/plans); another one is a 404",
+});
 const names = (what: string, item: z.ZodString) =>
   z.array(item).min(1, "must name at least one (omit it to take every one)").max(1000).openapi({
     description: what,
@@ -221,11 +226,11 @@ export const PreflightRequest = z.object({
   planIdentifier,
   devices: names(
     "Only these devices: ids or hostnames of enabled devices (an unknown or disabled one is a 400 naming it)",
-    z.string().trim().min(1, "must not be empty").max(253),
+    z.string().trim().min(1, "must not be empty").max(253).openapi({ pattern: NOT_BLANK }),
   ).optional(),
   checks: names(
     "Only these checks (check ids; an unknown one is a 400 naming it)",
-    z.string().trim().min(1, "must not be empty").max(200),
+    z.string().trim().min(1, "must not be empty").max(200).openapi(fromRegistry("checks")),
   ).optional(),
   tags: names(
     "Only devices carrying every one of these tags (AND; a tag no device carries is a 400 naming it)",
@@ -258,6 +263,7 @@ export const StartRunRequest = z.object({
     .optional(),
   notes: z.string().max(10_000).nullable().optional(),
   customer: z.string().trim().min(1, "must not be empty").max(200).nullable().optional().openapi({
+    pattern: NOT_BLANK,
     description: "The customer (licensee) the report is issued to; the licence text names it",
   }),
   requirePreflightPass: z.boolean().optional().openapi({
@@ -265,7 +271,8 @@ export const StartRunRequest = z.object({
       'nothing started). A plan with `startGate: "preflight-pass"` is gated whatever this says.',
   }),
   override: z.object({
-    reason: z.string().trim().min(1, "must not be empty").max(1000, "must be at most 1000 characters"),
+    reason: z.string().trim().min(1, "must not be empty").max(1000, "must be at most 1000 characters")
+      .openapi({ pattern: NOT_BLANK }),
   }).strict().optional().openapi({
     description: "Start a gated run even though its pre-flight does not pass. Needs the admin role (403 " +
       "otherwise); recorded with its reason and the token's name in the audit log, on the run, in the report " +
@@ -286,6 +293,7 @@ const K6Summary = z.object({ metrics: z.record(z.string(), z.unknown()) }).passt
     for (const i of k6Issues(v)) ctx.addIssue({ code: "custom", path: i.path, message: i.message });
   })
   .openapi({
+    ...k6SummaryOpenApi(),
     description:
       "A k6 summary: the `--summary-export` JSON, or the JSON of `handleSummary(data)`. Required " +
       "metrics: http_req_duration (with p(99): --summary-trend-stats), http_reqs, http_req_failed; read when " +
@@ -320,6 +328,7 @@ export const ExecutionIdParam = z.object({
   executionId: z.string().openapi({
     param: { name: "executionId", in: "path" },
     description: "Execution id (UUID)",
+    format: "uuid",
   }),
 });
 

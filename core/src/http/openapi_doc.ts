@@ -2,8 +2,11 @@ import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Services } from "../runtime/services.ts";
 import { CORE_VERSION } from "../version.ts";
+import { INPUT_LIMITS } from "./input_guard.ts";
 import { json, problemResponse } from "./openapi_util.ts";
 import { refusedRoles, requiredRole } from "../access/tokens.ts";
+import { ShareLinkQuery } from "./share.ts";
+import { type DocumentEnums, documentEnums, tightenDocument } from "./openapi_strict.ts";
 
 /** OpenAPI 3.1 licence object (`identifier` is an SPDX expression; the library's types are 3.0's). */
 const LICENSE = {
@@ -37,7 +40,14 @@ const DESCRIPTION =
   "and, for validation problems, `errors: [{field, message}]`. Reads answer with a strong `ETag`; send it " +
   "back in `If-None-Match` to get a bodiless 304 when nothing changed. A known path called with a method it " +
   "does not support answers 405 with `Allow`. Lists that grow page with `limit` and an opaque `cursor` " +
-  "(`nextCursor` of the previous page, null on the last).";
+  "(`nextCursor` of the previous page, null on the last).\n\n" +
+  "**What the schemas cannot say.** Every request obeys limits no schema repeats (docs/http-api.md " +
+  '"Input limits"): no string or member name holds NUL or a lone UTF-16 surrogate, no number is beyond ' +
+  `${INPUT_LIMITS.maxAbsNumber} in magnitude, no body nests deeper than ${INPUT_LIMITS.maxDepth} levels; ` +
+  "each is a 400 naming the field. Vendors, device roles, check ids and plan ids are the enums of the " +
+  "modules this instance runs. Rules that depend on stored data (a duplicate hostname or token name: 409; " +
+  "an id, hostname or tag that names nothing: 404 or 400 as each operation says) or on two fields together " +
+  "(each operation's description names them) are business rules, not schema.";
 
 /** Every route applies DUT_BODY_LIMIT_BYTES, a GET with a body included. */
 const tooLarge = { 413: problemResponse("Request body over DUT_BODY_LIMIT_BYTES (also on a GET)") };
@@ -137,8 +147,17 @@ function registerDocRoutes(app: OpenAPIHono) {
       }),
     },
     responses: {
-      200: { description: "JavaScript or CSS", content: { "text/javascript": { schema: z.string() } } },
+      200: {
+        description: "`swagger-ui-bundle.js` and `init.js` as text/javascript, `swagger-ui.css` as text/css",
+        content: {
+          "text/javascript": {
+            schema: z.string().openapi({ description: "swagger-ui-bundle.js, init.js" }),
+          },
+          "text/css": { schema: z.string().openapi({ description: "swagger-ui.css" }) },
+        },
+      },
       404: problemResponse("No such file"),
+      ...tooLarge,
     },
   });
 }
@@ -170,17 +189,15 @@ function registerPageRoutes(app: OpenAPIHono) {
     summary: "Print page of a finished run",
     description:
       "Server-rendered HTML (A4, page n of N, licence footer). Opened with a bearer token or with a signed " +
-      "share link from `shareRunReport` (`exp` and `sig` query parameters). No token and no link: 401; a " +
-      "tampered or expired link: 403; an unknown or unfinished run: 404.",
+      "share link from `shareRunReport` (`exp` and `sig` query parameters). A request with an " +
+      "`Authorization` header is judged by its token alone (share-link parameters beside it are ignored). " +
+      "No token and no link: 401; a tampered or expired link: 403; an unknown or unfinished run: 404.",
     security: [{ adminBearer: [] }, {}],
     request: {
       params: z.object({
         executionId: z.string().openapi({ param: { name: "executionId", in: "path" }, format: "uuid" }),
       }),
-      query: z.object({
-        exp: z.string().optional().openapi({ description: "Share link expiry (Unix seconds)" }),
-        sig: z.string().optional().openapi({ description: "Share link signature (base64url HMAC-SHA256)" }),
-      }),
+      query: ShareLinkQuery,
     },
     responses: {
       200: text("The report page", "text/html"),
@@ -191,17 +208,26 @@ function registerPageRoutes(app: OpenAPIHono) {
   });
 }
 
-/** `GET /api/openapi.json`: the document, with `servers` naming where this instance is reached. */
+/**
+ * `GET /api/openapi.json`: the document, with `servers` naming where this instance is reached and the
+ * enums of the registry the service was built with.
+ */
 export function serveDocument(app: OpenAPIHono, svc: Services): void {
+  const enums = documentEnums(svc.registry);
   let cache: { origin: string; doc: unknown } | undefined;
   app.get("/api/openapi.json", (c: Context) => {
     const origin = svc.config.DUT_PUBLIC_URL?.replace(/\/+$/, "") ?? new URL(c.req.url).origin;
-    if (cache?.origin !== origin) cache = { origin, doc: buildDocument(app, origin) };
+    if (cache?.origin !== origin) cache = { origin, doc: buildDocument(app, origin, enums) };
     return c.json(cache.doc as Record<string, unknown>);
   });
 }
 
-export function buildDocument(app: OpenAPIHono, origin: string): Record<string, unknown> {
+/** The document of `app`'s routes, served at `origin`, with the registry's `enums` (openapi_strict.ts). */
+export function buildDocument(
+  app: OpenAPIHono,
+  origin: string,
+  enums: DocumentEnums,
+): Record<string, unknown> {
   const doc = app.getOpenAPI31Document({
     openapi: "3.1.0",
     info: {
@@ -234,6 +260,7 @@ export function buildDocument(app: OpenAPIHono, origin: string): Record<string, 
     }
   }
   declareRoleRefusals(doc.paths);
+  tightenDocument(doc, enums);
   const usedTags = new Set(
     Object.values(doc.paths).flatMap((item) => Object.values(item).flatMap((op) => op?.tags ?? [])),
   );

@@ -22,6 +22,8 @@ import { FormatQuery, formatted, formattedContent } from "./formats.ts";
 import { comparisonResultSet } from "../formats/results.ts";
 
 const uuid = z.uuid("must be a UUID");
+/** What `uuid` accepts, without anchors (zod's grammar). */
+const UUID = z.regexes.uuid().source.replace(/^\^|\$$/g, "");
 
 /** 2-20 distinct UUIDs (compared case-insensitively); each problem names its index. */
 const executionIds = z.array(uuid)
@@ -39,7 +41,9 @@ const executionIds = z.array(uuid)
 
 const CompareBody = z.object({
   executionIds: executionIds.openapi({
-    description: `The runs to compare: ${MIN_COMPARED_RUNS} to ${MAX_COMPARED_RUNS} distinct executionIds`,
+    description: `The runs to compare: ${MIN_COMPARED_RUNS} to ${MAX_COMPARED_RUNS} distinct executionIds ` +
+      "(distinct also when compared case-insensitively)",
+    uniqueItems: true,
   }),
   baseline: uuid.optional().openapi({
     description: "The run the others are measured against; one of executionIds (default: the oldest run)",
@@ -151,6 +155,21 @@ const PageQuery = z.object({
   baseline: uuid.optional(),
 });
 
+/**
+ * The GET forms' query as documented: `ids` as a string whose pattern holds 2 to 20 comma-separated UUIDs
+ * (the routes read it with {@link PageQuery}, which also trims spaces and refuses duplicates).
+ */
+const PageQueryDoc = z.object({
+  ids: z.string().openapi({
+    description: `Comma-separated executionIds (${MIN_COMPARED_RUNS} to ${MAX_COMPARED_RUNS}, distinct)`,
+    pattern: `^${UUID}(,${UUID}){${MIN_COMPARED_RUNS - 1},${MAX_COMPARED_RUNS - 1}}$`,
+  }),
+  baseline: z.string().optional().openapi({
+    description: "executionId of the baseline (default: oldest); one of ids",
+    format: "uuid",
+  }),
+});
+
 export function compareRoutes(app: OpenAPIHono, svc: Services) {
   compareApiRoutes(app, svc);
   comparePageRoutes(app, svc);
@@ -195,12 +214,7 @@ function compareApiRoutes(app: OpenAPIHono, svc: Services) {
         "executionIds (problems name the position: `query.ids.2`), `baseline` optional. Same rules and " +
         "answers." + FORMAT_NOTE,
       request: {
-        query: z.object({
-          ids: z.string().openapi({ description: "Comma-separated executionIds (2 to 20)" }),
-          baseline: z.string().optional().openapi({
-            description: "executionId of the baseline (default: oldest)",
-          }),
-        }).extend(FormatQuery.shape),
+        query: PageQueryDoc.extend(FormatQuery.shape),
       },
       responses: {
         200: { description: "The comparison", content: formattedContent(ComparisonSchema) },
@@ -247,14 +261,7 @@ function comparePageRoutes(app: OpenAPIHono, svc: Services) {
       "table with regressions flagged, SVG charts of the KPIs across runs, the runs cited with their " +
       "reportSha256, plan and lab differences, and each licence's restrictions. Bearer token (any role). " +
       "`ids` is a comma-separated list of 2 to 20 executionIds; the same rules and answers as compareRuns.",
-    request: {
-      query: z.object({
-        ids: z.string().openapi({ description: "Comma-separated executionIds (2 to 20)" }),
-        baseline: z.string().optional().openapi({
-          description: "executionId of the baseline (default: oldest)",
-        }),
-      }),
-    },
+    request: { query: PageQueryDoc },
     responses: {
       200: {
         description: "The comparison page",

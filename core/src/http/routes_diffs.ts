@@ -1,7 +1,7 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Services } from "../runtime/services.ts";
 import { json, notFoundResponse, problemResponses } from "./openapi_util.ts";
-import { IdParam } from "../api/schemas.ts";
+import { IdParam, SnapshotIdParam } from "../api/schemas.ts";
 import { cursorParam, dateTimeParam, limitParam } from "../api/schemas_query.ts";
 import { problems } from "./problem.ts";
 import { snapshotDiff } from "../snapshots/diff.ts";
@@ -116,9 +116,7 @@ export function diffRoutes(app: OpenAPIHono, svc: Services) {
         "404 for an unknown id, or when the snapshot is the first of its label and no `against` is given; " +
         "400 when the two snapshots are of different labels. Viewer role suffices.",
       request: {
-        params: z.object({
-          id: z.string().openapi({ param: { name: "id", in: "path" }, description: "Snapshot id (digits)" }),
-        }),
+        params: SnapshotIdParam,
         query: z.object({
           against: snapshotIdParam("The snapshot to compare with (default: the previous one)").optional(),
           volatile: volatileParam,

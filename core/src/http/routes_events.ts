@@ -58,12 +58,12 @@ export function eventRoutes(app: OpenAPIHono, svc: Services) {
       "disconnected (it resumes with Last-Event-ID). Read-only: nothing is ever changed through it.",
     request: {
       headers: z.object({
-        "Last-Event-ID": z.string().regex(/^\d+$/).optional().openapi({
+        "Last-Event-ID": z.string().regex(/^\d{1,18}$/).optional().openapi({
           description: "Resume after this id",
         }),
       }),
       query: z.object({
-        lastEventId: z.string().regex(/^\d+$/).optional().openapi({
+        lastEventId: z.string().regex(/^\d{1,18}$/).optional().openapi({
           description: "Same as the Last-Event-ID header, for clients that cannot set it",
         }),
       }),

@@ -1,7 +1,7 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Services } from "../runtime/services.ts";
-import { LabFile, labJsonSchema } from "../lab/file.ts";
+import { CREDENTIAL_NAME_PATTERN, LabFile, labJsonSchema } from "../lab/file.ts";
 import { labIssueField, labIssueMessage } from "../lab/messages.ts";
 import { applyLab } from "../lab/apply.ts";
 import { planLab } from "../lab/plan.ts";
@@ -24,6 +24,11 @@ const secrets = z.record(z.string(), z.string().min(1, "must not be empty").max(
   description: "The password of each credential the file names, by credential name, resolved by the client " +
     "from the file's references. Write-only: never returned, logged or stored in plaintext.",
   writeOnly: true,
+  // JSON Schema 2020-12 (OpenAPI 3.1), which the generator's types do not list.
+  ...{ propertyNames: { type: "string", pattern: CREDENTIAL_NAME_PATTERN.source } } as Record<
+    string,
+    unknown
+  >,
 });
 
 const LabPlanRequest = z.object({

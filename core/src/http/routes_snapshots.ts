@@ -5,6 +5,7 @@ import {
   PruneRequest,
   PruneResult,
   Snapshot,
+  SnapshotIdParam,
   SnapshotPage,
   SnapshotQuery,
 } from "../api/schemas.ts";
@@ -85,11 +86,7 @@ function snapshotReadRoutes(app: OpenAPIHono, svc: Services, listings: ListCache
       summary: "One snapshot",
       description:
         "The snapshot with this id (the `id` of a listed snapshot, digits), in the listing's form.",
-      request: {
-        params: z.object({
-          id: z.string().openapi({ param: { name: "id", in: "path" }, description: "Snapshot id (digits)" }),
-        }),
-      },
+      request: { params: SnapshotIdParam },
       responses: { 200: json(Snapshot, "The snapshot"), ...problemResponses, ...notFoundResponse },
     }),
     async (c) => {

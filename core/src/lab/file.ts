@@ -21,6 +21,7 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
+import { NOT_BLANK } from "../api/text.ts";
 import { DEVICE_FIELDS } from "../api/schemas.ts";
 
 /** A lab's name (`metadata.name`): its ownership scope, shown as a device's `managedBy`. */
@@ -43,7 +44,7 @@ const credentialName = z.string().regex(CREDENTIAL_NAME_PATTERN, "must name an e
 
 /** Fields a device may take from `defaults` (every device field but its identity). */
 const inheritable = {
-  vendor: z.string().trim().min(1, "must not be empty").meta({
+  vendor: z.string().trim().min(1, "must not be empty").openapi({ pattern: NOT_BLANK }).meta({
     description: "A vendor key whose adapter is available (GET /api/admin/dut/devices lists them)",
   }),
   deviceRole: DEVICE_FIELDS.deviceRole,
@@ -90,7 +91,13 @@ export const LabFile = z.object({
       "must be 1-64 characters of A-Z, a-z, 0-9, '.', '_' or '-', starting with a letter or digit",
     ),
     LabCredential,
-  ).optional(),
+  ).openapi({
+    // The key schema in the OpenAPI document too (z.toJSONSchema writes it by itself).
+    ...{ propertyNames: { type: "string", pattern: CREDENTIAL_NAME_PATTERN.source } } as Record<
+      string,
+      unknown
+    >,
+  }).optional(),
   devices: z.array(LabDevice).max(10_000),
 }).strict().meta({
   $id: "urn:dutlab:lab-file:v1",
