@@ -4,6 +4,7 @@ import { parseSigningKey } from "../report/sign.ts";
 import { MAKE_PDF_CERTIFICATE, type PdfSigningMaterial } from "../report/pdf_certificates.ts";
 import { pemBlocks } from "../util/pem.ts";
 import { fromBase64 } from "../util/encoding.ts";
+import { type DeviceNetworks, parseDeviceNetworks, UNLISTED } from "../transport/networks.ts";
 
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 const int = (min: number, max: number, def: number) =>
@@ -28,6 +29,15 @@ export const GENERATE_SIGNING_KEY = "openssl genpkey -algorithm ed25519 -outform
 const signingKey = z.string().trim().refine((v) => parseSigningKey(v) !== null, {
   message:
     `must be an Ed25519 private key: base64 of its PKCS#8 DER or PEM; generate one with: ${GENERATE_SIGNING_KEY}`,
+});
+
+/** `DUT_DEVICE_NETWORKS`: unset gives {@link UNLISTED}; each bad entry is one issue naming it. */
+const deviceNetworks = z.string().optional().transform((v, ctx): DeviceNetworks => {
+  if (v === undefined) return UNLISTED;
+  const r = parseDeviceNetworks(v);
+  if ("networks" in r) return r.networks;
+  for (const message of r.errors) ctx.addIssue({ code: "custom", message });
+  return z.NEVER;
 });
 
 const pdfCert = z.string().trim().refine((v) => (pemBlocks(v, "CERTIFICATE")?.length ?? 0) > 0, {
@@ -148,6 +158,12 @@ export const EnvSchema = z.object({
   DUT_DEVICE_REQUEST_TIMEOUT_MS: int(100, 600_000, 15_000).meta({ description: "limit per device request" }),
   DUT_DEVICE_MAX_RESPONSE_BYTES: int(1024, 256 * 1024 * 1024, 8 * 1024 * 1024).meta({
     description: "largest device answer accepted (8 MiB); JSON nesting is capped at 64",
+  }),
+  DUT_DEVICE_NETWORKS: deviceNetworks.meta({
+    description:
+      "where devices may be: CIDRs, addresses, host patterns (`10.20.0.0/16,*.mgmt.lab`), checked at connect; " +
+      "production: the lab's management networks (docs/security.md)",
+    defaultLabel: "all but link-local",
   }),
   DUT_TLS_CA_FILE: z.string().trim().min(1).optional().meta({
     description: "PEM bundle trusted in `strict` mode in addition to the system store",

@@ -282,3 +282,16 @@ Deno.test("each entry point requires exactly the secrets it uses with DATABASE_U
     ]
   ) assert.ok(!(k in pc), k);
 });
+
+Deno.test("DUT_DEVICE_NETWORKS: unset admits all but the guarded ranges; each bad entry is one line", () => {
+  assert.equal(parseEnv({}).DUT_DEVICE_NETWORKS.listed, false);
+  const set = parseEnv({ DUT_DEVICE_NETWORKS: "127.0.0.0/8, 10.20.0.0/16,*.mgmt.lab" }).DUT_DEVICE_NETWORKS;
+  assert.equal(set.listed, true);
+  assert.deepEqual(set.cidrs.map((c) => c.text), ["127.0.0.0/8", "10.20.0.0/16"]);
+  assert.deepEqual(set.hosts.map((h) => h.text), ["*.mgmt.lab"]);
+  assert.deepEqual(lines({ DUT_DEVICE_NETWORKS: "10.0.0.0/99,10.1.0.1/16" }), [
+    'DUT_DEVICE_NETWORKS: "10.0.0.0/99" is not a CIDR (an address, "/" and a prefix length: 10.20.0.0/16, fd00:1::/64)',
+    'DUT_DEVICE_NETWORKS: "10.1.0.1/16" has bits set after its prefix; the network is 10.1.0.0/16',
+  ]);
+  assert.deepEqual(lines({ DUT_DEVICE_NETWORKS: "," }), ["DUT_DEVICE_NETWORKS: lists no network or host"]);
+});

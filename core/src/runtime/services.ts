@@ -79,6 +79,7 @@ export function transportLimits(config: PollConfig): TransportLimits {
     maxResponseBytes: config.DUT_DEVICE_MAX_RESPONSE_BYTES,
     maxJsonDepth: 64,
     extraCa: config.extraCa,
+    networks: config.DUT_DEVICE_NETWORKS,
   };
 }
 

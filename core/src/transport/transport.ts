@@ -1,12 +1,12 @@
 import type http from "node:http";
 import https from "node:https";
-import tls from "node:tls";
 import { Buffer } from "node:buffer";
 import { DeviceError } from "../errors.ts";
 import type { DeviceHttp, DeviceRequest, DeviceResponse, TlsVerifyMode } from "./types.ts";
-import { sha256Hex } from "../util/hash.ts";
 import type { ConnectionPool } from "./pool.ts";
 import { classifyNetworkError } from "./errors.ts";
+import type { AddressLookup, DeviceNetworks } from "./networks.ts";
+import { type CertState, connectVerified, type Endpoint } from "./connect.ts";
 
 /** Limits applied to every device connection. */
 export interface TransportLimits {
@@ -20,6 +20,13 @@ export interface TransportLimits {
   maxJsonDepth: number;
   /** Extra trusted CA certificates (PEM) for `strict` mode, added to the system store. */
   extraCa?: string[];
+  /**
+   * Where connections may go (`DUT_DEVICE_NETWORKS`, transport/networks.ts); default {@link UNLISTED}: every
+   * address but the unspecified, link-local and cloud metadata ones. Checked on the resolved address.
+   */
+  networks?: DeviceNetworks;
+  /** How a device's host name is resolved (default: the system resolver); tests inject a stub. */
+  lookup?: AddressLookup;
 }
 
 /** Limits when none are configured: 5 s connect, 15 s request, 8 MiB response, JSON depth 64. */
@@ -54,10 +61,6 @@ export interface DeviceTransport extends DeviceHttp {
   close(): void;
 }
 
-function isIp(host: string): boolean {
-  return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || host.includes(":");
-}
-
 /** Depth of a parsed JSON value, stopping early once `limit` is exceeded. */
 export function jsonDepthExceeds(value: unknown, limit: number): boolean {
   const stack: Array<[unknown, number]> = [[value, 1]];
@@ -88,22 +91,6 @@ function parseSetCookie(jar: Map<string, string>, header: string) {
   else jar.set(name, value);
 }
 
-/** Where a transport connects: parsed once from the device's base URL. */
-interface Endpoint {
-  base: URL;
-  host: string;
-  port: number;
-  basePath: string;
-  /** `host:port` as shown in messages. */
-  where: string;
-}
-
-/** The certificate state of one transport: the pin in force and the last presented leaf's hash. */
-interface CertState {
-  pin: string | null;
-  presented: string | null;
-}
-
 /** The raw answer to one request, before cookies and JSON parsing. */
 interface RawResponse {
   status: number;
@@ -132,75 +119,6 @@ function endpointOf(baseUrl: string): Endpoint {
     basePath: base.pathname.replace(/\/+$/, ""),
     where: `${base.host}`,
   };
-}
-
-/** Check the leaf certificate a device presented: record its hash; pin it or compare with the pin. */
-async function verifyPeer(
-  socket: tls.TLSSocket,
-  ep: Endpoint,
-  mode: TlsVerifyMode,
-  cert: CertState,
-  hooks: TransportHooks,
-): Promise<void> {
-  const raw = socket.getPeerCertificate(false)?.raw as Uint8Array | undefined;
-  if (!raw) throw new DeviceError("tls_error", `${ep.where} presented no certificate`);
-  const presented = await sha256Hex(new Uint8Array(raw));
-  cert.presented = presented;
-  if (mode !== "self-signed") return;
-  if (cert.pin === null) {
-    cert.pin = presented;
-    await hooks.onPin?.(presented);
-  } else if (presented !== cert.pin) {
-    throw new DeviceError(
-      "tls_error",
-      `Certificate of ${ep.where} changed: presented sha256 ${presented}, pinned ${cert.pin}; ` +
-        `clear the pinned hash to accept the new certificate`,
-    );
-  }
-}
-
-/**
- * Open a TLS connection to the device (trust store and hostname check in `strict` mode, plus
- * `extraCa`) and hand it to `cb` only once its certificate passed `verifyPeer`.
- */
-function connectVerified(
-  ep: Endpoint,
-  target: TransportTarget,
-  limits: TransportLimits,
-  cert: CertState,
-  hooks: TransportHooks,
-  cb?: (err: Error | null, socket?: tls.TLSSocket) => void,
-): void {
-  let done = false;
-  const finish = (err: Error | null, s?: tls.TLSSocket) => {
-    if (done) return;
-    done = true;
-    clearTimeout(timer);
-    cb?.(err, s);
-  };
-  const strict = target.tlsVerifyMode === "strict";
-  const socket = tls.connect({
-    host: ep.host,
-    port: ep.port,
-    servername: strict && !isIp(ep.host) ? ep.host : undefined,
-    rejectUnauthorized: strict,
-    ca: strict && limits.extraCa?.length ? [...tls.rootCertificates, ...limits.extraCa] : undefined,
-    ALPNProtocols: ["http/1.1"],
-  });
-  const timer = setTimeout(() => {
-    socket.destroy();
-    finish(
-      new DeviceError("timeout", `Timed out after ${limits.connectTimeoutMs} ms connecting to ${ep.where}`),
-    );
-  }, limits.connectTimeoutMs);
-  socket.setNoDelay(true);
-  socket.once("error", (err) => finish(classifyNetworkError(err, ep.where)));
-  socket.once("secureConnect", () => {
-    verifyPeer(socket, ep, target.tlsVerifyMode, cert, hooks).then(() => finish(null, socket), (err) => {
-      socket.destroy();
-      finish(err instanceof DeviceError ? err : classifyNetworkError(err, ep.where));
-    });
-  });
 }
 
 /** A request path on the device: relative to the base path, or absolute on the same origin only. */

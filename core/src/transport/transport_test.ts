@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { openTransport } from "./transport.ts";
+import tls from "node:tls";
+import { DEFAULT_LIMITS, openTransport } from "./transport.ts";
+import { type AddressLookup, parseDeviceNetworks } from "./networks.ts";
 import {
   certificateAuthority,
   type CertificateBundle,
@@ -237,4 +239,91 @@ Deno.test("a transport closed with a request under way keeps none of its connect
     pool.closeAll();
     await server.shutdown();
   }
+});
+
+/** `tls.connect` counted while `fn` runs: how many sockets the transport opened. */
+async function countingSockets<T>(fn: () => Promise<T>): Promise<{ result: T; sockets: number }> {
+  const original = tls.connect;
+  let sockets = 0;
+  (tls as { connect: unknown }).connect = (...args: Parameters<typeof tls.connect>) => {
+    sockets++;
+    return original(...args);
+  };
+  try {
+    return { result: await fn(), sockets };
+  } finally {
+    (tls as { connect: unknown }).connect = original;
+  }
+}
+
+const networks = (text: string) => {
+  const r = parseDeviceNetworks(text);
+  if (!("networks" in r)) throw new Error(r.errors.join("; "));
+  return r.networks;
+};
+
+// Issue 46 point 5. Traffic rule: this test connects nowhere; the stub answers the metadata address.
+Deno.test("a name that resolves to the metadata address is refused at connect time, before any socket", async () => {
+  const asked: string[] = [];
+  const lookup: AddressLookup = (host) => {
+    asked.push(host);
+    return Promise.resolve([{ address: "169.254.169.254", family: 4 }]);
+  };
+  const t = openTransport(
+    { baseUrl: "https://fw1.rebind.test", tlsVerifyMode: "insecure", pinnedCertSha256: null },
+    { ...DEFAULT_LIMITS, lookup },
+  );
+  const { result, sockets } = await countingSockets(() =>
+    t.request({ path: "/x", headers: { authorization: "Bearer secret" } }).then(() => null, (e: unknown) => e)
+  );
+  t.close();
+  assert.deepEqual(asked, ["fw1.rebind.test"], "the resolver was asked");
+  assert.equal(sockets, 0, "no socket opened");
+  assert.ok(result instanceof DeviceError && result.status === "unreachable", String(result));
+  assert.match(
+    result.message,
+    /^Refused to connect to fw1\.rebind\.test: 169\.254\.169\.254 is the cloud metadata service's address/,
+  );
+});
+
+Deno.test("of a name's addresses only the admitted ones are used; a listed loopback reaches the lab", async () => {
+  await using sim = await startSimulator({ handler: ok });
+  const asked: string[] = [];
+  const lookup: AddressLookup = (host) => {
+    asked.push(host);
+    return Promise.resolve([{ address: "169.254.169.254", family: 4 }, { address: "127.0.0.1", family: 4 }]);
+  };
+  const limits = { ...DEFAULT_LIMITS, lookup, networks: networks("127.0.0.0/8") };
+  const t = openTransport(
+    { baseUrl: `https://lab-device.test:${sim.port}`, tlsVerifyMode: "insecure", pinnedCertSha256: null },
+    limits,
+  );
+  const { result: res, sockets } = await countingSockets(() => t.request({ path: "/x" }));
+  t.close();
+  assert.equal(res.status, 200);
+  assert.equal(sockets, 1, "one socket, to the admitted address (the count sees the transport's sockets)");
+  assert.deepEqual(asked, ["lab-device.test"]);
+  assert.equal(sim.requests.length, 1);
+});
+
+Deno.test("a literal address outside DUT_DEVICE_NETWORKS is refused without resolving or connecting", async () => {
+  await using sim = await startSimulator({ handler: ok });
+  let asked = 0;
+  const lookup: AddressLookup = () => {
+    asked++;
+    return Promise.resolve([]);
+  };
+  const t = openTransport(
+    { baseUrl: sim.url, tlsVerifyMode: "insecure", pinnedCertSha256: null },
+    { ...DEFAULT_LIMITS, lookup, networks: networks("10.20.0.0/16") },
+  );
+  const { result, sockets } = await countingSockets(() =>
+    t.request({ path: "/x" }).then(() => null, (e) => e)
+  );
+  t.close();
+  assert.equal(asked, 0);
+  assert.equal(sockets, 0);
+  assert.ok(result instanceof DeviceError && result.status === "unreachable");
+  assert.match(result.message, /127\.0\.0\.1 is a loopback address .*DUT_DEVICE_NETWORKS/);
+  assert.equal(sim.requests.length, 0);
 });
