@@ -13,7 +13,10 @@ export interface AdapterDevice {
   vendor: string;
   /** The device's role, null when none is recorded. */
   deviceRole: string | null;
-  /** Base URL of the device's management API (`https://...`). */
+  /**
+   * Base URL of the device's management API: its origin (`https://host[:port]`, lower-case, no trailing
+   * slash), plus a path only for an adapter that declares `baseUrlPath`.
+   */
   baseUrl: string;
   /** The login user name (the password comes only in `AdapterContext.credentials`). */
   username: string;
@@ -155,6 +158,13 @@ export interface AdapterDefinition {
    * Every key must be one of `labels`.
    */
   volatilePaths?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Optional: the device's API lives under a path of its origin (`https://host/mgmt`, behind a reverse
+   * proxy), so a device's `baseUrl` may carry one; the transport puts it before every relative request path.
+   * Without it a `baseUrl` with a path is refused (400 naming `baseUrl`): the adapter's paths are absolute on
+   * the device's origin (docs/devices.md "Registering a device").
+   */
+  baseUrlPath?: boolean;
   /** Open a session for one device (does no I/O until a method is called). */
   create(ctx: AdapterContext): AdapterSession;
   /** Log out a parked session that core evicts (device deleted, credential rotated, shutdown). */

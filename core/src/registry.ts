@@ -157,6 +157,7 @@ function validateAdapter(m: LoadedModule): AdapterDefinition {
   const facts = (a.facts ?? {}) as Record<string, unknown>;
   if (facts.inventory !== undefined && typeof facts.inventory !== "function") bad("facts.inventory");
   if (a.inventoryLabel !== undefined && typeof a.inventoryLabel !== "string") bad("inventoryLabel");
+  if (a.baseUrlPath !== undefined && typeof a.baseUrlPath !== "boolean") bad("baseUrlPath");
   if (facts.inventory !== undefined && !(a.labels as unknown[]).includes(a.inventoryLabel)) {
     shapeError(
       m,

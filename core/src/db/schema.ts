@@ -27,6 +27,11 @@ export interface DevicesTable {
   managed_by: ColumnType<string | null, string | null | undefined, string | null>;
   /** Keyed fingerprint of the password, `<key id>.<HMAC-SHA256 b64url>` (migration 0015); never shown. */
   password_fp: ColumnType<string | null, string | null | undefined, string | null>;
+  /**
+   * 0, or the rank of a device in a group whose host names clashed case-insensitively before migration 0024
+   * (kept until an operator resolves it; renaming the device resets it to 0). Never shown.
+   */
+  hostname_case_slot: Generated<number>;
 }
 
 /** A lab kept as code (migration 0015): its name and the generation every changing apply raises. */

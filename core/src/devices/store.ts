@@ -14,12 +14,14 @@ import type { RegisteredAdapter, Registry } from "../registry.ts";
 import type { SessionRegistry } from "./sessions.ts";
 import { ConnectionPool } from "../transport/pool.ts";
 import { sha256Hex } from "../util/hash.ts";
-import { ConflictError, DeviceError, InvalidInputError, NotFoundError, type PollStatus } from "../errors.ts";
+import { DeviceError, InvalidInputError, NotFoundError, type PollStatus } from "../errors.ts";
 import { Batcher } from "../util/batcher.ts";
 import { isUuid } from "../util/ids.ts";
 import { decodeCursor, encodeCursor } from "../util/paging.ts";
-import { isUniqueViolation } from "../db/errors.ts";
+import { hostnameConflict } from "./hostname_clashes.ts";
 import { deleteUnreferencedPayloads, devicePayloadHashes } from "../db/payloads.ts";
+import { normaliseBaseUrl, sameBaseUrl } from "./base_url.ts";
+import { UNLISTED } from "../transport/networks.ts";
 
 /** Filters and paging of the device list (docs/http-api.md "Reads, paging and filters"). */
 export interface DeviceFilter {
@@ -38,7 +40,7 @@ export interface DeviceFilter {
 
 export type DeviceRow = Selectable<DevicesTable>;
 /** A device row without its credential: what the API view is made from. */
-export type DeviceListRow = Omit<DeviceRow, "password_enc" | "password_fp">;
+export type DeviceListRow = Omit<DeviceRow, "password_enc" | "password_fp" | "hostname_case_slot">;
 
 /** The columns of `DeviceListRow`: every column the API view shows, never `password_enc`. */
 const VIEW_COLUMNS = [
@@ -75,32 +77,6 @@ export interface KeyRing {
 /** Fingerprint of a stored credential (of the ciphertext, not the secret), to scope parked sessions. */
 export function credentialKeyOf(row: DeviceRow): Promise<string> {
   return sha256Hex(`${row.username}\0${row.password_enc}`).then((h) => h.slice(0, 16));
-}
-
-/**
- * A unique violation (the hostname is taken) as the 409 the API answers, naming the lab whose file holds the
- * hostname when a lab manages the device that has it; any other error as it is. `db` is read for the holder,
- * so it must not be a transaction the violation aborted.
- */
-export async function hostnameConflict(
-  db: Kysely<Database>,
-  e: unknown,
-  hostname: string | undefined,
-): Promise<unknown> {
-  if (!isUniqueViolation(e)) return e;
-  const holder = hostname === undefined ? undefined : await db.selectFrom("devices").select("managed_by")
-    .where("hostname", "=", hostname).executeTakeFirst().catch(() => undefined);
-  const lab = holder?.managed_by ?? null;
-  const held = lab === null ? "" : `, managed by lab ${JSON.stringify(lab)} (its lab file lists it)`;
-  return new ConflictError(`A device with hostname "${hostname}" is already registered${held}`, {
-    cause: e,
-    errors: [{
-      field: "hostname",
-      message: lab === null
-        ? "is already registered"
-        : `is already registered, managed by lab ${JSON.stringify(lab)}`,
-    }],
-  });
 }
 
 /**
@@ -207,6 +183,27 @@ export class DeviceStore {
     throw new InvalidInputError(`"${field}": ${message}`, { errors: [{ field, message }] });
   }
 
+  /**
+   * The stored form of a base URL for a device of `vendor` (devices/base_url.ts), or a 400 naming `baseUrl`:
+   * a path only where the adapter declares `baseUrlPath`, a literal address only where DUT_DEVICE_NETWORKS
+   * lets the service connect.
+   */
+  #baseUrl(vendor: string, input: string): string {
+    const r = normaliseBaseUrl(input, {
+      pathAllowed: this.registry.adapters.get(vendor)?.adapter.baseUrlPath === true,
+      networks: this.limits.networks ?? UNLISTED,
+    });
+    if ("url" in r) return r.url;
+    throw new InvalidInputError(`"baseUrl": ${r.error}`, {
+      errors: [{ field: "baseUrl", message: r.error }],
+    });
+  }
+
+  /** The allow-list of the connections this store's devices may open (`DUT_DEVICE_NETWORKS`). */
+  get networks() {
+    return this.limits.networks ?? UNLISTED;
+  }
+
   async create(input: {
     hostname: string;
     vendor: string;
@@ -222,6 +219,7 @@ export class DeviceStore {
   }): Promise<string> {
     this.#checkVendor(input.vendor);
     this.#checkRole(input.deviceRole, "deviceRole");
+    const baseUrl = this.#baseUrl(input.vendor, input.baseUrl);
     const id = crypto.randomUUID();
     const role = input.deviceRole ?? this.registry.adapters.get(input.vendor)?.adapter.deviceRoles[0] ?? null;
     const password_enc = await encryptSecret(this.keys.current, id, input.password);
@@ -232,7 +230,7 @@ export class DeviceStore {
         hostname: input.hostname,
         vendor: input.vendor,
         device_role: role,
-        base_url: input.baseUrl,
+        base_url: baseUrl,
         username: input.username,
         password_enc,
         password_fp,
@@ -267,10 +265,11 @@ export class DeviceStore {
   }): Promise<DeviceRow> {
     this.#checkRole(patch.deviceRole, "deviceRole");
     const row = await this.get(id);
+    const baseUrl = patch.baseUrl === undefined ? undefined : this.#baseUrl(row.vendor, patch.baseUrl);
     const set: Partial<Record<keyof DevicesTable, unknown>> = {};
     if (patch.hostname !== undefined) set.hostname = patch.hostname;
     if (patch.deviceRole !== undefined) set.device_role = patch.deviceRole;
-    if (patch.baseUrl !== undefined) set.base_url = patch.baseUrl;
+    if (baseUrl !== undefined) set.base_url = baseUrl;
     if (patch.username !== undefined) set.username = patch.username;
     if (patch.password !== undefined) {
       set.password_enc = await encryptSecret(this.keys.current, id, patch.password);
@@ -281,7 +280,7 @@ export class DeviceStore {
     if (patch.notes !== undefined) set.notes = patch.notes;
     if (patch.enabled !== undefined) set.enabled = patch.enabled;
     if (patch.tags !== undefined) set.tags = textArray(foldTags(patch.tags));
-    const moved = (patch.baseUrl !== undefined && patch.baseUrl !== row.base_url) ||
+    const moved = (baseUrl !== undefined && !sameBaseUrl(row.base_url, baseUrl)) ||
       (patch.tlsVerifyMode !== undefined && patch.tlsVerifyMode !== row.tls_verify_mode);
     if (patch.pinnedCertSha256 === null || moved) set.pinned_cert_sha256 = null;
     let updated: DeviceRow;

@@ -168,7 +168,7 @@ export function labRoutes(app: OpenAPIHono, svc: Services) {
     }),
     async (c) => {
       const req = c.req.valid("json");
-      const plan = await planLab(svc.db.kysely, svc.registry, svc.keys, req);
+      const plan = await planLab(svc.db.kysely, svc.registry, svc.keys, req, svc.devices.networks);
       noteForAudit(c, `lab ${plan.lab} plan ${plan.planHash} (dry run, generation ${plan.generation})`);
       return c.json(plan, 200);
     },
@@ -204,6 +204,7 @@ export function labRoutes(app: OpenAPIHono, svc: Services) {
         expectedGeneration,
         planHash,
         force,
+        networks: svc.devices.networks,
       });
       const s = r.plan.summary;
       const note =

@@ -7,11 +7,14 @@
 import { type Kysely, sql, type Transaction } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
-import { type DeviceRow, hostnameConflict, type KeyRing } from "../devices/store.ts";
+import type { DeviceRow, KeyRing } from "../devices/store.ts";
+import { hostnameConflict } from "../devices/hostname_clashes.ts";
 import { isUniqueViolation } from "../db/errors.ts";
 import { deleteUnreferencedPayloads, devicePayloadHashes } from "../db/payloads.ts";
 import { encryptSecret, passwordFingerprint } from "../devices/credentials.ts";
 import { ConflictError, InvalidInputError, PreconditionFailedError } from "../errors.ts";
+import type { DeviceNetworks } from "../transport/networks.ts";
+import { sameBaseUrl } from "../devices/base_url.ts";
 import { type Desired, FIELDS, type LabPlan, type LabRequest, makePlan, type PlanEntry } from "./plan.ts";
 
 /** Options of an apply beyond the plan's. */
@@ -22,6 +25,8 @@ export interface ApplyOptions {
   planHash?: string;
   /** Allow an empty `devices` list and a prune of more than half of the lab. */
   force?: boolean;
+  /** `DUT_DEVICE_NETWORKS`: a base URL whose literal address it refuses is a 422 (default: unset). */
+  networks?: DeviceNetworks;
 }
 
 /** What an apply did. */
@@ -91,7 +96,8 @@ async function write(
         { extra: { generation: current } },
       );
     }
-    const { plan, rows, desired, managedCount } = await makePlan(tx, registry, keys, req, true);
+    const planned = await makePlan(tx, registry, keys, req, true, opts.networks);
+    const { plan, rows, desired, managedCount } = planned;
     if (opts.planHash !== undefined && opts.planHash !== plan.planHash) {
       throw new PreconditionFailedError(
         "The registry changed since the plan (its hash differs): make a new plan",
@@ -208,7 +214,9 @@ async function updateDevice(
     set.password_fp = await passwordFingerprint(keys.current, row.id, d.password);
   }
   // As a PATCH does: a certificate pinned for another URL or TLS mode is of no use any more.
-  if (d.baseUrl !== row.base_url || d.tlsVerifyMode !== row.tls_verify_mode) set.pinned_cert_sha256 = null;
+  if (!sameBaseUrl(row.base_url, d.baseUrl) || d.tlsVerifyMode !== row.tls_verify_mode) {
+    set.pinned_cert_sha256 = null;
+  }
   try {
     await tx.updateTable("devices").set(set as never).where("id", "=", row.id).execute();
   } catch (err) {

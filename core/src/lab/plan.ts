@@ -14,6 +14,8 @@ import type { Database } from "../db/schema.ts";
 import type { Registry } from "../registry.ts";
 import type { DeviceRow, KeyRing } from "../devices/store.ts";
 import { foldTags } from "../devices/store.ts";
+import { normaliseBaseUrl, sameBaseUrl } from "../devices/base_url.ts";
+import { type DeviceNetworks, UNLISTED } from "../transport/networks.ts";
 import { fingerprintMatches } from "../devices/credentials.ts";
 import { type FieldError, InvalidInputError } from "../errors.ts";
 import { jcsSha256 } from "../util/hash.ts";
@@ -86,11 +88,35 @@ export interface Desired {
 }
 
 /**
+ * A lab device's base URL in the form the registry stores (devices/base_url.ts), so that plans compare like with
+ * like; when it is refused, `fail` gets the message and the URL is returned as written.
+ */
+function labBaseUrl(
+  registry: Registry,
+  vendor: string | undefined,
+  baseUrl: string | undefined,
+  networks: DeviceNetworks,
+  fail: (message: string) => void,
+): string | undefined {
+  if (baseUrl === undefined) return undefined;
+  const pathAllowed = vendor !== undefined && registry.adapters.get(vendor)?.adapter.baseUrlPath === true;
+  const r = normaliseBaseUrl(baseUrl, { pathAllowed, networks });
+  if ("url" in r) return r.url;
+  fail(r.error);
+  return baseUrl;
+}
+
+/**
  * The file's devices with `defaults` applied, checked against the service's rules (vendor available, role
- * valid, required fields present, credential named and resolved, hostnames unique). Throws one 422 listing
+ * valid, required fields present, credential named and resolved, hostnames unique, compared
+ * case-insensitively, base URLs in the registry's form). Throws one 422 listing
  * every error with its JSON path.
  */
-export function resolveLab(registry: Registry, req: LabRequest): Desired[] {
+export function resolveLab(
+  registry: Registry,
+  req: LabRequest,
+  networks: DeviceNetworks = UNLISTED,
+): Desired[] {
   const errors: FieldError[] = [];
   const { lab, secrets } = req;
   const defaults = lab.defaults ?? {};
@@ -103,7 +129,8 @@ export function resolveLab(registry: Registry, req: LabRequest): Desired[] {
     const pick = <K extends keyof typeof defaults>(k: K) => (d[k] ?? defaults[k]) as (typeof defaults)[K];
     const errs: FieldError[] = [];
     const vendor = pick("vendor");
-    const baseUrl = pick("baseUrl");
+    const urlError = (message: string) => errs.push({ field: at("baseUrl"), message });
+    const baseUrl = labBaseUrl(registry, vendor, pick("baseUrl"), networks, urlError);
     const credential = pick("credential");
     for (const [f, v] of [["vendor", vendor], ["baseUrl", baseUrl], ["credential", credential]] as const) {
       if (v === undefined) {
@@ -140,15 +167,15 @@ export function resolveLab(registry: Registry, req: LabRequest): Desired[] {
     }
     const password = credential !== undefined ? secrets[credential] : undefined;
     if (cred && password === undefined) unresolved.add(credential!);
-    const prior = seen.get(d.hostname);
+    const prior = seen.get(d.hostname.toLowerCase());
     if (prior) {
       errs.push({ field: `$.devices[${i}].hostname`, message: `is listed twice (also at ${prior})` });
     }
-    seen.set(d.hostname, `$.devices[${i}].hostname`);
+    seen.set(d.hostname.toLowerCase(), `$.devices[${i}].hostname`);
     (d.movedFrom ?? []).forEach((m, j) => {
-      const p = seen.get(m);
+      const p = seen.get(m.toLowerCase());
       if (p) errs.push({ field: `$.devices[${i}].movedFrom[${j}]`, message: `is also listed at ${p}` });
-      seen.set(m, `$.devices[${i}].movedFrom[${j}]`);
+      seen.set(m.toLowerCase(), `$.devices[${i}].movedFrom[${j}]`);
     });
     errors.push(...errs);
     if (errs.length || !cred || password === undefined) return;
@@ -219,15 +246,21 @@ export async function makePlan(
   keys: KeyRing,
   req: LabRequest,
   lock: boolean,
+  networks: DeviceNetworks = UNLISTED,
 ): Promise<Planned> {
   const name = req.lab.metadata.name;
-  const desired = resolveLab(registry, req);
+  const desired = resolveLab(registry, req, networks);
   const labRow = await db.selectFrom("labs").select("generation").where("name", "=", name).executeTakeFirst();
   const generation = labRow ? Number(labRow.generation) : 0;
   let q = db.selectFrom("devices").selectAll().orderBy("hostname");
   if (lock) q = q.forUpdate();
   const all = await q.execute();
-  const byHost = new Map(all.map((r) => [r.hostname, r]));
+  // A row by its exact host name first, else by the name in lower case (host names compare
+  // case-insensitively; of two rows kept from an old clash, the exact spelling wins).
+  const exact = new Map(all.map((r) => [r.hostname, r]));
+  const folded = new Map<string, DeviceRow>();
+  for (const r of all) if (!folded.has(r.hostname.toLowerCase())) folded.set(r.hostname.toLowerCase(), r);
+  const byHost = { get: (h: string) => exact.get(h) ?? folded.get(h.toLowerCase()) };
   const matched = new Set<string>();
   const entries: PlanEntry[] = [];
   const byIndex = new Map<number, Desired>();
@@ -273,7 +306,11 @@ export async function makePlan(
     const want: Record<string, unknown> = { ...d };
     for (const [field, col] of FIELDS) {
       const old = col === "tags" ? row.tags ?? [] : row[col];
-      if (!same(old, want[field])) base.changes.push({ field, old, new: want[field] });
+      // A URL stored as typed before issue 46 (`https://FW1:443/`) is no change from its normal form.
+      const unchanged = field === "baseUrl"
+        ? sameBaseUrl(String(old), String(want[field]))
+        : same(old, want[field]);
+      if (!unchanged) base.changes.push({ field, old, new: want[field] });
     }
     if (row.managed_by !== name) base.changes.push({ field: "managedBy", old: row.managed_by, new: name });
     const credOk = await fingerprintMatches(keys.all, row.id, d.password, row.password_fp);
@@ -303,8 +340,14 @@ export async function makePlan(
 }
 
 /** The plan of a lab file against the registry: a dry run that changes nothing. */
-export async function planLab(db: Kysely<Database>, registry: Registry, keys: KeyRing, req: LabRequest) {
-  return (await makePlan(db, registry, keys, req, false)).plan;
+export async function planLab(
+  db: Kysely<Database>,
+  registry: Registry,
+  keys: KeyRing,
+  req: LabRequest,
+  networks: DeviceNetworks = UNLISTED,
+) {
+  return (await makePlan(db, registry, keys, req, false, networks)).plan;
 }
 
 /**

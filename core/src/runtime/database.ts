@@ -7,6 +7,7 @@
 import { lockDataDir } from "./datadir.ts";
 import { type Db, migrate, openDatabase } from "../db/open.ts";
 import { unpackTemplate } from "../db/template.ts";
+import { clashLines, hostnameClashes } from "../devices/hostname_clashes.ts";
 import { logger } from "../util/log.ts";
 import { setupLogging } from "./logging.ts";
 import { parseEnv } from "./config.ts";
@@ -112,5 +113,6 @@ export async function migrateOnly(
     applied.length ? "Applied migrations: {applied}" : "Migrations are up to date",
     { applied: applied.join(", ") },
   );
+  for (const line of clashLines(await hostnameClashes(store.db.kysely))) logger("startup").warn(line);
   return applied;
 }

@@ -23,6 +23,7 @@ import { logger } from "../util/log.ts";
 import { flushLogs, setupLogging } from "./logging.ts";
 import { buildRegistry, type LoadedModules, type Registry } from "../registry.ts";
 import { reconcilePatternSets } from "../snapshots/stable.ts";
+import { clashLines, hostnameClashes } from "../devices/hostname_clashes.ts";
 import { openEmbedded } from "./database.ts";
 import type { Runtime } from "./bootstrap.ts";
 
@@ -138,6 +139,7 @@ export async function start<E extends Entry>(
   try {
     const applied = await migrate(db.kysely);
     if (applied.length) log.info("Applied migrations: {applied}", { applied: applied.join(", ") });
+    for (const line of clashLines(await hostnameClashes(db.kysely))) log.warn(line);
     // Before anything polls or reads the change history: flags computed under older volatile patterns.
     // Records only; the re-mark of older rows runs in the background (`startRemark`, bootstrap.ts),
     // start-up does not wait.
