@@ -912,7 +912,10 @@ export interface components {
             vendor: string;
             /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
             deviceRole?: string;
-            /** Format: uri */
+            /**
+             * Format: uri
+             * @description The device's management origin, `https://host[:port]`, stored normalised (lower-case scheme and host, no default port, no trailing slash). Also refused, beyond the pattern: an IPv4 address not written as four dotted numbers (`https://2130706433`), a port above 65535, a literal address outside `DUT_DEVICE_NETWORKS` or link-local/metadata (docs/security.md), and a path unless the vendor's adapter declares `baseUrlPath` (none today).
+             */
             baseUrl: string;
             /** @description The device user name. Two vendors read a reserved name as "the password field holds a key": `apitoken` for `vendor-b-ngfw` (the password is a REST API token, sent as a bearer token; no login session) and `apikey` for `vendor-c-ngfw` (the password is a PAN-OS XML API key, sent in `X-PAN-KEY`; no `type=keygen`). Any other name is an admin account the adapter logs in with. */
             username: string;
@@ -935,7 +938,10 @@ export interface components {
             hostname?: string;
             /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
             deviceRole?: string;
-            /** Format: uri */
+            /**
+             * Format: uri
+             * @description The device's management origin, `https://host[:port]`, stored normalised (lower-case scheme and host, no default port, no trailing slash). Also refused, beyond the pattern: an IPv4 address not written as four dotted numbers (`https://2130706433`), a port above 65535, a literal address outside `DUT_DEVICE_NETWORKS` or link-local/metadata (docs/security.md), and a path unless the vendor's adapter declares `baseUrlPath` (none today).
+             */
             baseUrl?: string;
             username?: string;
             /** Format: password */

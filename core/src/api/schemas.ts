@@ -26,7 +26,18 @@ const baseUrl = z.string().trim().max(2048).refine((v) => {
   } catch {
     return false;
   }
-}, "must be an https:// URL without embedded credentials").openapi({ format: "uri", pattern: "^https://" });
+}, "must be an https:// URL without embedded credentials").openapi({
+  format: "uri",
+  // The origin alone (devices/base_url.ts): scheme, host (an IPv6 literal in brackets), an optional port
+  // other than 0, an optional trailing slash; no path, query, fragment or user information.
+  pattern: String.raw`^[Hh][Tt][Tt][Pp][Ss]://(\[[0-9A-Fa-f:.]+\]|[^/?#\s@:\[\]]+)(:0*[1-9][0-9]{0,4})?/?$`,
+  description:
+    "The device's management origin, `https://host[:port]`, stored normalised (lower-case scheme " +
+    "and host, no default port, no trailing slash). Also refused, beyond the pattern: an IPv4 address not " +
+    "written as four dotted numbers (`https://2130706433`), a port above 65535, a literal address outside " +
+    "`DUT_DEVICE_NETWORKS` or link-local/metadata (docs/security.md), and a path unless the vendor's adapter " +
+    "declares `baseUrlPath` (none today).",
+});
 const tag = z.string().regex(TAG_PATTERN, "must be 1-64 characters of letters, digits, '.', '_', ':' or '-'")
   .openapi({ pattern: TAG_PATTERN.source, example: "site:lab1" });
 /**

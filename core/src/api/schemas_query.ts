@@ -64,6 +64,9 @@ export const dateTimeParam = (what: string) =>
   }).transform((v) => new Date(v)).optional().openapi({
     type: "string",
     format: "date-time",
+    // What the refine above accepts, so the document admits no date-time the service refuses (upper-case
+    // T and Z, a four-digit year); a date alone is accepted too, beyond `date-time`.
+    pattern: String.raw`^\d{4}-\d\d-\d\d(T[\d:.]+(Z|[+-]\d\d:\d\d))?$`,
     description: what,
   });
 

@@ -248,6 +248,7 @@ export const PreflightRequest = z.object({
   }).transform((v) => new Date(v)).optional().openapi({
     type: "string",
     format: "date-time",
+    pattern: String.raw`^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$`,
     description:
       "Evaluate the lab as it stood at this moment (not later than now): per device and label the " +
       "newest snapshot collected at or before it, devices registered at or before it, and `snapshot-fresh` " +
