@@ -13,6 +13,7 @@
  * stays fmt-clean. `--check` writes nothing and exits 1 when the file's table differs from the rendering;
  * `--file PATH` works on another file than docs/configuration.md (tests).
  */
+import { fmtMarkdown } from "./_fmt_md.ts";
 import { EnvSchema } from "../core/src/runtime/config.ts";
 
 const ROOT = new URL("..", import.meta.url);
@@ -93,30 +94,13 @@ function regions(text: string, file: string): { head: string; table: string; tai
   return { head: text.slice(0, headEnd), table: text.slice(headEnd, end.index), tail: text.slice(end.index) };
 }
 
-/** `markdown` as `deno fmt` formats it with this repository's settings (deno.json: lineWidth 110). */
-async function fmt(markdown: string): Promise<string> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["fmt", "--ext", "md", "-"],
-    cwd: ROOT,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(markdown));
-  await writer.close();
-  const out = await child.output();
-  if (!out.success) throw new Error(`deno fmt failed: ${new TextDecoder().decode(out.stderr)}`);
-  return new TextDecoder().decode(out.stdout);
-}
-
 /**
  * The file's text with the table between its markers replaced by the rendering of `rows`, as `deno fmt`
  * lays it out in the file; only the text between the markers changes.
  */
 export async function withTable(text: string, rows: EnvRow[], file = "the file"): Promise<string> {
   const { head, tail } = regions(text, file);
-  const formatted = await fmt(`${head}\n\n${renderTable(rows)}\n\n${tail}`);
+  const formatted = await fmtMarkdown(`${head}\n\n${renderTable(rows)}\n\n${tail}`);
   return head + regions(formatted, "deno fmt's output").table + tail;
 }
 

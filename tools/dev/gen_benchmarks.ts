@@ -12,21 +12,12 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import type { Figure } from "../../bench/_util.ts";
+import { fmtMarkdown } from "../_fmt_md.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 export const DEFAULT_RESULTS = "bench/results-full-s14.json";
 
-interface Figure {
-  command: string;
-  scenario: string;
-  name: string;
-  value: number | null;
-  unit: string;
-  params?: Record<string, unknown>;
-  target?: string;
-  pass?: boolean | null;
-  note?: string;
-}
 interface Results {
   mode: string;
   command: string;
@@ -273,22 +264,6 @@ export function render(results: Results, resultsPath: string, method: string): s
       `from \`${resultsPath}\`.`,
   );
   return out.join("\n") + "\n";
-}
-
-async function fmtMarkdown(text: string): Promise<string> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["fmt", "--ext", "md", "-"],
-    cwd: ROOT,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode(text));
-  await w.close();
-  const o = await child.output();
-  if (o.code !== 0) throw new Error(`deno fmt failed: ${new TextDecoder().decode(o.stderr)}`);
-  return new TextDecoder().decode(o.stdout);
 }
 
 if (import.meta.main) {
