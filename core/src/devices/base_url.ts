@@ -34,6 +34,7 @@ function writtenHost(input: string): string | null {
  *
  * @example
  * ```ts
+ * import { UNLISTED } from "../transport/networks.ts";
  * normaliseBaseUrl("HTTPS://FW1.Lab:443/", { pathAllowed: false, networks: UNLISTED }); // { url: "https://fw1.lab" }
  * ```
  */
