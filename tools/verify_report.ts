@@ -149,6 +149,7 @@ function validateAdapter(m) {
   const facts2 = a.facts ?? {};
   if (facts2.inventory !== void 0 && typeof facts2.inventory !== "function") bad("facts.inventory");
   if (a.inventoryLabel !== void 0 && typeof a.inventoryLabel !== "string") bad("inventoryLabel");
+  if (a.baseUrlPath !== void 0 && typeof a.baseUrlPath !== "boolean") bad("baseUrlPath");
   if (facts2.inventory !== void 0 && !a.labels.includes(a.inventoryLabel)) {
     shapeError(m, `adapter: "inventoryLabel" ${JSON.stringify(a.inventoryLabel ?? null)} is not one of its labels (required when facts.inventory is given)`);
   }
