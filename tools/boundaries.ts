@@ -97,6 +97,7 @@ const FLOORS: readonly (readonly string[])[] = [
   ["registry"], // loaded modules
   ["devices", "snapshots"], // the device store and sessions, snapshots and diffs
   ["lab"], // the lab file and its plan
+  ["netbox"], // the NetBox client, mapping, import and journal write-back (issue 50)
   ["preflight"], // the pre-flight engine
   ["poller"], // the poll cycle, store, worker
   ["report"], // results, rendering, seal, sign, evidence, replay

@@ -354,4 +354,36 @@ export interface Database {
   adapter_releases: AdapterReleasesTable;
   /** Labs kept as code: name and generation. */
   labs: LabsTable;
+  /** The provenance of every NetBox import (issue 50). */
+  netbox_syncs: NetBoxSyncsTable;
+  /** The NetBox journal write-back of finished runs, per device (issue 50). */
+  netbox_journal: NetBoxJournalTable;
+}
+
+/** One NetBox import: where, which filters, NetBox's version, when, and the SHA-256 of the answers. */
+export interface NetBoxSyncsTable {
+  id: string;
+  lab: string;
+  netbox_url: string;
+  /** JSON: the filters as [name, value] pairs. */
+  filters: string;
+  netbox_version: string | null;
+  fetched_at: Timestamp;
+  answers_sha256: string;
+  pages: number;
+  devices: number;
+  mapped: number;
+  unmapped: number;
+}
+
+/** The journal entry of one device of a finished run: posted, or failed with its reason. */
+export interface NetBoxJournalTable {
+  execution_id: string;
+  hostname: string;
+  netbox_device_id: number | null;
+  status: "posted" | "failed";
+  attempts: number;
+  last_error: string | null;
+  journal_entry_id: number | null;
+  updated_at: Generated<Timestamp>;
 }

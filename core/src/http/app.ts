@@ -21,6 +21,7 @@ import {
 } from "./problem.ts";
 import { deviceRoutes } from "./routes_devices.ts";
 import { labRoutes } from "./routes_lab.ts";
+import { netboxRoutes } from "./routes_netbox.ts";
 import { snapshotRoutes } from "./routes_snapshots.ts";
 import { diffRoutes } from "./routes_diffs.ts";
 import { testRunRoutes } from "./routes_runs.ts";
@@ -66,6 +67,7 @@ export function createApp(svc: Services): OpenAPIHono {
 
   deviceRoutes(app, svc);
   labRoutes(app, svc);
+  netboxRoutes(app, svc);
   accessRoutes(app, svc);
   eventRoutes(app, svc);
   snapshotRoutes(app, svc);

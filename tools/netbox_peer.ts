@@ -1,0 +1,333 @@
+/**
+ * A local NetBox API peer (issue 50) for tests, the docs and the benchmark: loopback HTTP(S) only. It serves
+ * `/api/status/`, `/api/dcim/devices/` (NetBox's filters, `limit`/`offset` pagination with absolute `next`
+ * links, MAX_PAGE_SIZE 1000) and `POST /api/extras/journal-entries/`, each answer shaped like NetBox's: the
+ * devices are pynetbox's recorded device (core/src/netbox/testdata/pynetbox/dcim_device.json, Apache-2.0)
+ * with their own id, name, role, platform, site, status, primary IP, tags and custom fields, in NetBox 4.x
+ * form (status `{value: "active"}`). Every request's `Authorization` header is checked and recorded.
+ *
+ * - `deno task netbox:peer [--sim] [--count N] [--port P] [--ready-file F] [--lifetime SECONDS]`: `--sim`
+ *   makes one NetBox device per running `deno task lab` simulator (its URL in custom field `dutlab_url`) plus
+ *   two devices no mapping covers; `--ready-file` gets `export NETBOX_URL=… NETBOX_TOKEN=… NETBOX_PEER_PID=…`.
+ *
+ * @module
+ */
+const FIXTURE = JSON.parse(
+  await Deno.readTextFile(new URL("../core/src/netbox/testdata/pynetbox/dcim_device.json", import.meta.url)),
+) as Record<string, unknown>;
+
+/** The v2 token the peer accepts unless told otherwise (pynetbox's recorded v2 key and token). */
+export const PEER_TOKEN = "nbt_shortkey1234567.plaintexttoken7890abcdef1234567890abcdef";
+export const PEER_VERSION = "4.5.2";
+
+export interface DeviceSpec {
+  id: number;
+  name: string | null;
+  site: string;
+  role: string;
+  platform: string | null;
+  manufacturer?: string;
+  status?: string;
+  primaryIp?: string | null;
+  tags?: string[];
+  customFields?: Record<string, unknown>;
+}
+
+const ref = (kind: string, id: number, slug: string) => ({
+  id,
+  url: `http://localhost:8000/api/dcim/${kind}/${id}/`,
+  display: slug,
+  name: slug,
+  slug,
+});
+const idOf = (s: string) => [...s].reduce((a, c) => (a * 31 + c.charCodeAt(0)) % 9973, 7) + 1;
+
+/** A NetBox device object: pynetbox's recorded device with the spec's values. */
+export function deviceObject(s: DeviceSpec): Record<string, unknown> {
+  const ip = s.primaryIp === undefined ? `127.0.${(s.id >> 8) & 255}.${s.id & 255}/32` : s.primaryIp;
+  const addr = ip === null
+    ? null
+    : { id: s.id, url: `http://localhost:8000/api/ipam/ip-addresses/${s.id}/`, family: 4, address: ip };
+  return {
+    ...FIXTURE,
+    id: s.id,
+    url: `http://localhost:8000/api/dcim/devices/${s.id}/`,
+    name: s.name,
+    display_name: s.name,
+    display: s.name,
+    device_type: {
+      ...(FIXTURE.device_type as object),
+      manufacturer: ref("manufacturers", idOf(s.manufacturer ?? "dutlab"), s.manufacturer ?? "dutlab"),
+    },
+    role: ref("device-roles", idOf(s.role), s.role),
+    platform: s.platform === null ? null : ref("platforms", idOf(s.platform), s.platform),
+    site: ref("sites", idOf(s.site), s.site),
+    status: {
+      value: s.status ?? "active",
+      label: (s.status ?? "active").replace(/^./, (c) => c.toUpperCase()),
+    },
+    primary_ip: addr,
+    primary_ip4: addr,
+    tags: (s.tags ?? []).map((t) => ({
+      id: idOf(t),
+      url: `http://localhost:8000/api/extras/tags/${idOf(t)}/`,
+      name: t,
+      slug: t,
+    })),
+    custom_fields: s.customFields ?? {},
+  };
+}
+
+/** `count` devices over 3 sites, 3 roles, 5 platforms and 4 tags (deterministic). */
+export function generatedDevices(count: number): DeviceSpec[] {
+  const plat = [["vendor-a-ngfw", "firewall"], ["vendor-b-ngfw", "firewall"], ["vendor-c-ngfw", "firewall"], [
+    "vendor-a-switch",
+    "switch",
+  ], ["vendor-a-bmc", "bmc"]] as const;
+  return Array.from({ length: count }, (_, i) => {
+    const [platform, role] = plat[i % plat.length]!;
+    return {
+      id: i + 1,
+      name: `nb-${platform}-${String(i + 1).padStart(5, "0")}`,
+      site: ["lab-a", "lab-b", "lab-c"][i % 3]!,
+      role,
+      platform,
+      manufacturer: platform.replace(/-(ngfw|switch|bmc)$/, ""),
+      tags: [["dut"], ["dut", "ha"], ["dut", "perf"], ["spare"]][i % 4]!,
+      customFields: { owner: i % 2 ? "team-red" : "team-blue" },
+    };
+  });
+}
+
+export interface Request {
+  method: string;
+  path: string;
+  query: string;
+  authorization: string | null;
+}
+
+export interface PeerOptions {
+  devices?: DeviceSpec[];
+  token?: string;
+  version?: string;
+  port?: number;
+  cert?: { certPem: string; keyPem: string };
+}
+
+/** Faults the peer can be told to answer with (tests of the bad-input cases). */
+export type Fault =
+  | "not-json"
+  | "repeat-page"
+  | "endless-next"
+  | "foreign-next"
+  | "429-once"
+  | "forbid-journal"
+  | "journal-missing-object";
+
+function matches(d: Record<string, unknown>, key: string, values: string[]): boolean | null {
+  const slug = (o: unknown) => (o as { slug?: string } | null)?.slug;
+  switch (key) {
+    case "site":
+    case "role":
+    case "platform":
+      return values.includes(slug(d[key]) ?? "null");
+    case "manufacturer":
+      return values.includes(slug((d.device_type as { manufacturer: unknown }).manufacturer) ?? "");
+    case "status":
+      return values.includes((d.status as { value: string }).value);
+    case "tag": // NetBox's tag filter is conjoined: every tag named
+      return values.every((v) => (d.tags as Array<{ slug: string }>).some((t) => t.slug === v));
+    case "name":
+      return values.includes(String(d.name));
+    case "id":
+      return values.includes(String(d.id));
+    case "q":
+      return values.some((v) => String(d.name ?? "").toLowerCase().includes(v.toLowerCase()));
+    case "has_primary_ip":
+      return values.includes(String(d.primary_ip !== null));
+  }
+  if (key.startsWith("cf_")) {
+    return values.includes(String((d.custom_fields as Record<string, unknown>)[key.slice(3)]));
+  }
+  return null; // NetBox ignores a query parameter that is no filter
+}
+
+export async function startNetBoxPeer(o: PeerOptions = {}) {
+  const token = o.token ?? PEER_TOKEN;
+  const expected = /^nbt_/.test(token) ? `Bearer ${token}` : `Token ${token}`;
+  const requests: Request[] = [];
+  const journal: Array<Record<string, unknown>> = [];
+  const faults = new Set<Fault>();
+  let devices = (o.devices ?? generatedDevices(12)).map(deviceObject);
+  const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+    new Response(JSON.stringify(body), {
+      status,
+      headers: { "content-type": "application/json", ...headers },
+    });
+  const handler = async (req: Request | globalThis.Request): Promise<Response> => {
+    const r = req as globalThis.Request;
+    const u = new URL(r.url);
+    requests.push({
+      method: r.method,
+      path: u.pathname,
+      query: u.search,
+      authorization: r.headers.get("authorization"),
+    });
+    if (r.headers.get("authorization") !== expected) return json(403, { detail: "Invalid v2 token" });
+    if (faults.has("429-once")) {
+      faults.delete("429-once");
+      return json(429, { detail: "Request was throttled." }, { "retry-after": "1" });
+    }
+    if (u.pathname === "/api/status/" && r.method === "GET") {
+      return json(200, {
+        "django-version": "5.2.8",
+        "installed-apps": {},
+        "netbox-version": o.version ?? PEER_VERSION,
+        "netbox-full-version": `${o.version ?? PEER_VERSION}-Docker-3.4.1`,
+        plugins: {},
+        "python-version": "3.12.3",
+        "rq-workers-running": 1,
+      });
+    }
+    if (u.pathname === "/api/dcim/devices/" && r.method === "GET") {
+      if (faults.has("not-json")) {
+        return new Response("<html>502 Bad Gateway</html>", {
+          status: 200,
+          headers: { "content-type": "text/html" },
+        });
+      }
+      const filters = new Map<string, string[]>();
+      for (const [k, v] of u.searchParams) {
+        if (["limit", "offset", "brief", "fields", "omit", "exclude", "ordering", "format"].includes(k)) {
+          continue;
+        }
+        filters.set(k, [...filters.get(k) ?? [], v]);
+      }
+      const all = devices.filter((d) => [...filters].every(([k, v]) => matches(d, k, v) !== false));
+      const limit = Math.min(Number(u.searchParams.get("limit") ?? 50) || 1000, 1000);
+      let offset = Number(u.searchParams.get("offset") ?? 0);
+      if (faults.has("repeat-page")) offset = 0;
+      const page = all.slice(offset, offset + limit);
+      const nextUrl = new URL(u);
+      nextUrl.searchParams.set("offset", String(offset + limit));
+      if (faults.has("foreign-next")) nextUrl.hostname = "netbox.example.com";
+      const more = offset + limit < all.length || faults.has("endless-next");
+      return json(200, {
+        count: all.length,
+        next: more ? nextUrl.href : null,
+        previous: offset > 0 ? u.href : null,
+        results: faults.has("endless-next") ? [] : page,
+      });
+    }
+    if (u.pathname === "/api/extras/journal-entries/" && r.method === "POST") {
+      if (faults.has("forbid-journal")) {
+        return json(403, { detail: "You do not have permission to perform this action." });
+      }
+      const body = await r.json() as Record<string, unknown>;
+      const target = devices.find((d) => d.id === body.assigned_object_id);
+      if (faults.has("journal-missing-object") || !target) {
+        return json(400, {
+          assigned_object_id: [
+            `Related object not found using the provided numeric ID: ${body.assigned_object_id}`,
+          ],
+        });
+      }
+      const entry = {
+        id: journal.length + 1,
+        url: `http://localhost:8000/api/extras/journal-entries/${journal.length + 1}/`,
+        display: new Date().toISOString(),
+        assigned_object_type: body.assigned_object_type,
+        assigned_object_id: body.assigned_object_id,
+        assigned_object: { id: target.id, url: target.url, display: target.name, name: target.name },
+        created: new Date().toISOString(),
+        created_by: 1,
+        kind: { value: body.kind, label: String(body.kind) },
+        comments: body.comments,
+        tags: [],
+        custom_fields: {},
+        last_updated: new Date().toISOString(),
+      };
+      journal.push(entry);
+      return json(201, entry);
+    }
+    return json(404, { detail: "Not found." });
+  };
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: o.port ?? 0,
+    onListen: () => {},
+    ...(o.cert ? { cert: o.cert.certPem, key: o.cert.keyPem } : {}),
+  }, handler);
+  const url = `${o.cert ? "https" : "http"}://127.0.0.1:${server.addr.port}`;
+  return {
+    url,
+    token,
+    requests,
+    journal,
+    faults,
+    setDevices(d: DeviceSpec[]) {
+      devices = d.map(deviceObject);
+    },
+    get devices() {
+      return devices;
+    },
+    close: () => server.shutdown(),
+  };
+}
+
+/** The running `deno task lab` as NetBox devices (custom field `dutlab_url`), plus two no mapping covers. */
+async function simDevices(): Promise<DeviceSpec[]> {
+  const dataDir = Deno.env.get("DUT_DATA_DIR") || "./.data";
+  const state = JSON.parse(await Deno.readTextFile(`${dataDir}/lab/state.json`)) as {
+    devices: Record<string, { port: number }>;
+  };
+  const role = (v: string) => v.endsWith("-bmc") ? "bmc" : v.endsWith("-switch") ? "switch" : "firewall";
+  const out: DeviceSpec[] = Object.entries(state.devices).sort().map(([vendor, s], i) => ({
+    id: 101 + i,
+    name: `nb-${vendor}`,
+    site: i % 2 ? "lab-b" : "lab-a",
+    role: role(vendor),
+    platform: vendor,
+    manufacturer: vendor.replace(/-(ngfw|switch|bmc)$/, ""),
+    tags: ["dut"],
+    customFields: { dutlab_url: `https://127.0.0.1:${s.port}` },
+  }));
+  out.push({
+    id: 201,
+    name: "nb-unknown-router",
+    site: "lab-a",
+    role: "router",
+    platform: "vendor-z-os",
+    tags: ["dut"],
+  });
+  out.push({
+    id: 202,
+    name: "nb-spare-switch",
+    site: "lab-b",
+    role: "switch",
+    platform: null,
+    tags: ["spare"],
+  });
+  return out;
+}
+
+if (import.meta.main) {
+  const { parseArgs } = await import("node:util");
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      sim: { type: "boolean" },
+      count: { type: "string" },
+      port: { type: "string" },
+      "ready-file": { type: "string" },
+      lifetime: { type: "string" },
+    },
+  });
+  const devices = values.sim ? await simDevices() : generatedDevices(Number(values.count ?? 12));
+  const peer = await startNetBoxPeer({ devices, port: values.port ? Number(values.port) : 0 });
+  const env = `export NETBOX_URL=${peer.url} NETBOX_TOKEN=${peer.token} NETBOX_PEER_PID=${Deno.pid}\n`;
+  if (values["ready-file"]) await Deno.writeTextFile(values["ready-file"], env);
+  console.log(`NetBox peer on ${peer.url} (${devices.length} devices; token ${peer.token.slice(0, 8)}…)`);
+  const lifetime = Number(values.lifetime ?? 0);
+  if (lifetime > 0) setTimeout(() => Deno.exit(0), lifetime * 1000);
+}
