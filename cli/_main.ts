@@ -3,12 +3,19 @@ import { type Command, commandHelp, GLOBAL_FLAGS, runCommand } from "./_command.
 import { CliError, EXIT, oneLine } from "./_exit.ts";
 import { deviceCommands } from "./_devices.ts";
 import { labCommands } from "./_lab.ts";
+import { netboxCommands } from "./_netbox.ts";
 import { runCommands } from "./_runs.ts";
 import { tokenCommands } from "./_tokens.ts";
 import { note, out } from "./_output.ts";
 
 /** Every command, in the order the help lists them. */
-export const COMMANDS: Command[] = [...deviceCommands, ...labCommands, ...runCommands, ...tokenCommands];
+export const COMMANDS: Command[] = [
+  ...deviceCommands,
+  ...labCommands,
+  ...netboxCommands,
+  ...runCommands,
+  ...tokenCommands,
+];
 
 const EXIT_TABLE = `Exit codes:
   0  success; pre-flight passed; the verdict is pass

@@ -150,6 +150,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/dut/lab/from-netbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a lab file from NetBox (changes no device)
+         * @description Reads NetBox's version (/api/status/) and every page of /api/dcim/devices/ under the filters (the token re-sent on each page), maps the devices with `mapping` and answers the lab file, the devices no mapping covers with their reason, and the sync's provenance (recorded: GET /api/admin/dut/netbox/syncs). Plan and apply the file with the lab routes. 502 when NetBox refuses or answers badly (the NetBox object named); 422 when two NetBox devices map to one hostname.
+         */
+        post: operations["labFromNetBox"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/dut/netbox/syncs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The recorded NetBox imports, newest first (at most 100)
+         * @description Each import's NetBox URL, filters, NetBox version, time and the SHA-256 of the fetched answers. Admin only.
+         */
+        get: operations["listNetBoxSyncs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/dut/runs/{executionId}/netbox-journal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run's NetBox write-back: each device posted or failed (with the reason and attempts) */
+        get: operations["getNetBoxJournal"];
+        put?: never;
+        /**
+         * Write a finished run's verdict back to NetBox, one journal entry per device
+         * @description Posts on each device of the run (the NetBox device of its `netbox:<id>` tag, else of its name) a journal entry with the verdict, the report's URL and SHA-256 and the DSSE envelope's digest. Devices already posted are skipped; a failed one is retried by calling again (429 and 502-504 are retried at once after Retry-After). Each device's outcome is kept (GET). The run is never changed. 409 while the run is active.
+         */
+        post: operations["writeNetBoxJournal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/tokens": {
         parameters: {
             query?: never;
@@ -1108,6 +1169,163 @@ export interface components {
             planHash?: string;
             /** @description Allow an empty `devices` list and a prune of more than half of the lab's devices */
             force?: boolean;
+        };
+        FromNetBoxResult: {
+            lab: components["schemas"]["LabFile"] & unknown;
+            unmapped: {
+                netboxId: number;
+                name: string | null;
+                reason: string;
+            }[];
+            provenance: components["schemas"]["NetBoxSync"];
+        };
+        NetBoxSync: {
+            /** Format: uuid */
+            id: string;
+            netboxUrl: string;
+            filters: [
+                string,
+                string
+            ][];
+            netboxVersion: string | null;
+            fetchedAt: string;
+            answersSha256: string;
+            pages: number;
+            devices: number;
+            mapped: number;
+            unmapped: number;
+        };
+        FromNetBoxRequest: {
+            netbox: components["schemas"]["NetBoxConnection"];
+            /**
+             * @description NetBox's own device filters (site, role, platform, tag, status, cf_<field>, q, …), sent as they are: a name given twice is NetBox's OR (tag: AND), two names are AND
+             * @default []
+             */
+            filters: {
+                name: string;
+                value: string;
+            }[];
+            mapping: components["schemas"]["NetBoxMapping"];
+        };
+        NetBoxConnection: {
+            /**
+             * Format: uri
+             * @description NetBox's base URL (the API is its /api/…), e.g. https://netbox.example.com. Unspecified, link-local and cloud-metadata addresses are refused (422).
+             */
+            url: string;
+            /**
+             * Format: password
+             * @description A v2 token (nbt_<key>.<token>, NetBox 4.5+; sent as Bearer) or a v1 token (40 hex characters; sent as Token). Never stored, logged or returned.
+             */
+            token: string;
+            /** @description PEM certificates to verify NetBox's TLS certificate against (a CA file's text) */
+            caPem?: string;
+            /** @description Milliseconds per NetBox request (default 30000) */
+            timeoutMs?: number;
+        };
+        /** @description How NetBox devices become lab-file devices (docs/netbox.md; example: examples/netbox-mapping.yaml) */
+        NetBoxMapping: {
+            /** @enum {string} */
+            apiVersion: "dutlab/v1";
+            /** @enum {string} */
+            kind: "NetBoxMapping";
+            lab: string;
+            vendor: ({
+                /** @description Every field given must hold (slugs of NetBox's objects); an empty match holds for every device */
+                match: {
+                    platform?: string;
+                    manufacturer?: string;
+                    role?: string;
+                    site?: string;
+                    tag?: string;
+                    status?: string;
+                    customField?: {
+                        name: string;
+                        value: string | number | boolean;
+                    };
+                };
+                vendor: string;
+            } | {
+                customField: string;
+            })[];
+            managementUrl: {
+                /** @enum {string} */
+                from: "primaryIp";
+                port?: number;
+                path?: string;
+            } | {
+                /** @enum {string} */
+                from: "customField";
+                field: string;
+            } | {
+                /** @enum {string} */
+                from: "template";
+                template: string;
+            };
+            /** @default [] */
+            rules: {
+                /** @description Every field given must hold (slugs of NetBox's objects); an empty match holds for every device */
+                match: {
+                    platform?: string;
+                    manufacturer?: string;
+                    role?: string;
+                    site?: string;
+                    tag?: string;
+                    status?: string;
+                    customField?: {
+                        name: string;
+                        value: string | number | boolean;
+                    };
+                };
+                /** @description One of the enabled adapters' device roles (e.g. ngfw, switch, bmc); default: the vendor's first role */
+                deviceRole?: string;
+                /** @enum {string} */
+                tlsVerifyMode?: "strict" | "self-signed" | "insecure";
+                pollIntervalSeconds?: number;
+                tags?: string[];
+                credential?: string;
+                enabled?: boolean;
+            }[];
+            credentials: {
+                [key: string]: {
+                    username: string;
+                    /** @description A reference to the password: env:NAME (an environment variable of the client) or file:relative/path (relative to the lab file; refused when group- or world-readable) */
+                    password: string;
+                };
+            };
+            /**
+             * @default {
+             *       "netbox": true,
+             *       "site": true,
+             *       "role": false
+             *     }
+             */
+            tags: {
+                /** @default true */
+                netbox: boolean;
+                /** @default true */
+                site: boolean;
+                /** @default false */
+                role: boolean;
+            };
+        };
+        NetBoxJournal: {
+            executionId: string;
+            posted: number;
+            failed: number;
+            entries: {
+                hostname: string;
+                netboxDeviceId: number | null;
+                /** @enum {string} */
+                status: "posted" | "failed";
+                attempts: number;
+                lastError: string | null;
+                journalEntryId: number | null;
+                updatedAt: string;
+            }[];
+        };
+        NetBoxJournalRequest: {
+            netbox: components["schemas"]["NetBoxConnection"];
         };
         ApiTokenCreated: components["schemas"]["ApiToken"] & {
             /**
@@ -2592,6 +2810,316 @@ export interface operations {
             };
             /** @description The lab changed since the plan (its generation or the registry): plan again */
             412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Well-formed but not acceptable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    labFromNetBox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FromNetBoxRequest"];
+            };
+        };
+        responses: {
+            /** @description The lab file, the unmapped devices and the provenance */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FromNetBoxResult"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Well-formed but not acceptable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description NetBox refused or failed (`netboxObject` names the NetBox object, `netboxStatus` its HTTP status): 401/403/404 from NetBox, not JSON, a repeating page, an endless next chain, a timeout */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listNetBoxSyncs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The imports */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        syncs: components["schemas"]["NetBoxSync"][];
+                    };
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getNetBoxJournal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Each device's outcome */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NetBoxJournal"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    writeNetBoxJournal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NetBoxJournalRequest"];
+            };
+        };
+        responses: {
+            /** @description Each device's outcome (failed ones carry NetBox's reason) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NetBoxJournal"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The run has not finished */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

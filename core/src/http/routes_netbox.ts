@@ -8,7 +8,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Services } from "../runtime/services.ts";
 import { LabFile } from "../lab/file.ts";
-import { NetBoxClient, NetBoxError } from "../netbox/client.ts";
+import { guardedAddress, NetBoxClient, NetBoxError } from "../netbox/client.ts";
 import { NetBoxMapping } from "../netbox/mapping.ts";
 import { FILTER_NAME, importFromNetBox, listSyncs, RESERVED_FILTERS } from "../netbox/sync.ts";
 import { journalRows, writeBack } from "../netbox/journal.ts";
@@ -27,10 +27,13 @@ const tags = ["NetBox"];
 
 const NetBoxConnection = z.object({
   url: z.url({ protocol: /^https?$/, message: "must be an http(s):// URL" }).max(2000).openapi({
-    description: "NetBox's base URL (the API is its /api/…)",
-    example: "https://netbox.example.com",
+    description: "NetBox's base URL (the API is its /api/…), e.g. https://netbox.example.com. Unspecified, " +
+      "link-local and cloud-metadata addresses are refused (422).",
   }),
-  token: z.string().min(1, "must not be empty").max(512).openapi({
+  token: z.string().regex(
+    /^((Bearer|Token) )?(nbt_[A-Za-z0-9]+\.[A-Za-z0-9]+|[0-9a-fA-F]{40})$/,
+    "must be a v2 token (nbt_<key>.<token>) or a v1 token (40 hexadecimal characters)",
+  ).max(512).openapi({
     format: "password",
     writeOnly: true,
     description: "A v2 token (nbt_<key>.<token>, NetBox 4.5+; sent as Bearer) or a v1 token (40 hex " +
@@ -118,8 +121,32 @@ function netboxProblem(c: Context, e: NetBoxError, status = 502) {
   });
 }
 
-const client = (n: z.infer<typeof NetBoxConnection>) =>
-  new NetBoxClient({ url: n.url, token: n.token, caPem: n.caPem, timeoutMs: n.timeoutMs });
+/** The client, or a 422 naming the field (a CA that is no certificate, a guarded address). */
+async function client(c: Context, n: z.infer<typeof NetBoxConnection>): Promise<NetBoxClient | Response> {
+  const refused = await guardedAddress(n.url);
+  if (refused) {
+    return sendProblem(c, {
+      type: problemType("unprocessable"),
+      title: "Unprocessable",
+      status: 422,
+      detail: refused,
+      errors: [{ field: "netbox.url", message: refused }],
+    });
+  }
+  try {
+    return new NetBoxClient({ url: n.url, token: n.token, caPem: n.caPem, timeoutMs: n.timeoutMs });
+  } catch (e) {
+    const field = e instanceof NetBoxError ? `netbox.${e.object}` : "netbox.caPem";
+    const message = e instanceof NetBoxError ? e.message : "holds no certificate that can be loaded";
+    return sendProblem(c, {
+      type: problemType("unprocessable"),
+      title: "Unprocessable",
+      status: 422,
+      detail: `${field} ${message}`,
+      errors: [{ field, message }],
+    });
+  }
+}
 
 const hook = (result: { success: boolean; error?: z.ZodError }, c: Context) => {
   if (!result.success) {
@@ -156,15 +183,8 @@ export function netboxRoutes(app: OpenAPIHono, svc: Services) {
     }),
     async (c) => {
       const req = c.req.valid("json");
-      let nb: NetBoxClient;
-      try {
-        nb = client(req.netbox);
-      } catch (e) {
-        if (e instanceof NetBoxError) {
-          return validationProblem(c, [{ field: `netbox.${e.object}`, message: e.message }]) as never;
-        }
-        throw e;
-      }
+      const nb = await client(c, req.netbox);
+      if (nb instanceof Response) return nb as never;
       try {
         const r = await importFromNetBox(
           svc.db.kysely,
@@ -224,6 +244,7 @@ export function netboxRoutes(app: OpenAPIHono, svc: Services) {
         ...problemResponses,
         ...notFoundResponse,
         409: problemResponse("The run has not finished"),
+        ...unprocessableResponse,
       },
     }),
     async (c) => {
@@ -240,15 +261,8 @@ export function netboxRoutes(app: OpenAPIHono, svc: Services) {
       }
       const [envelope] = await svc.signatures.attestations(executionId).catch(() => []);
       const origin = svc.config.DUT_PUBLIC_URL?.replace(/\/+$/, "") ?? new URL(c.req.url).origin;
-      let nb: NetBoxClient;
-      try {
-        nb = client(req.netbox);
-      } catch (e) {
-        if (e instanceof NetBoxError) {
-          return validationProblem(c, [{ field: `netbox.${e.object}`, message: e.message }]) as never;
-        }
-        throw e;
-      }
+      const nb = await client(c, req.netbox);
+      if (nb instanceof Response) return nb as never;
       try {
         const entries = await writeBack(svc.db.kysely, nb, {
           executionId,

@@ -13,6 +13,23 @@
  *
  * @module
  */
+import { addressRefusal, parseIp, systemLookup, UNLISTED } from "../transport/networks.ts";
+
+/**
+ * Why the service must not connect to NetBox's URL, or null: its host (or an address it resolves to) is
+ * unspecified, link-local or a cloud metadata address (the device transport's always-guarded ranges).
+ */
+export async function guardedAddress(url: string): Promise<string | null> {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
+  const addresses = parseIp(host)
+    ? [host]
+    : await systemLookup(host).then((a) => a.map((x) => x.address), () => []);
+  for (const a of addresses) {
+    const why = addressRefusal(UNLISTED, a, parseIp(host) ? null : host);
+    if (why) return `NetBox's URL: ${why}`;
+  }
+  return null;
+}
 
 /** A NetBox answer that stops an import or a write-back; `object` names the NetBox object or list. */
 export class NetBoxError extends Error {
@@ -96,7 +113,11 @@ export class NetBoxClient {
     }
     this.base = base;
     this.#auth = authorization(o.token);
-    this.#client = o.caPem ? Deno.createHttpClient({ caCerts: [o.caPem] }) : null;
+    try {
+      this.#client = o.caPem ? Deno.createHttpClient({ caCerts: [o.caPem] }) : null;
+    } catch {
+      throw new NetBoxError("holds no certificate that can be loaded (PEM)", "caPem", null, false);
+    }
     this.#fetch = o.fetch ?? fetch;
     this.#o = {
       timeoutMs: o.timeoutMs ?? 30_000,
