@@ -53,6 +53,7 @@ export const PAGES = [
   "docs/architecture.md",
   "docs/extending.md",
   "docs/development.md",
+  "docs/netbox.md",
 ];
 const LONG_RUNNING = /^npx -y deno@[\d.]+ task (serve|lab(?! (set|show)\b))\b/;
 /** Lines never run, with the reason. */

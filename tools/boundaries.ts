@@ -97,12 +97,11 @@ const FLOORS: readonly (readonly string[])[] = [
   ["registry"], // loaded modules
   ["devices", "snapshots"], // the device store and sessions, snapshots and diffs
   ["lab"], // the lab file and its plan
-  ["netbox"], // the NetBox client, mapping, import and journal write-back (issue 50)
   ["preflight"], // the pre-flight engine
   ["poller"], // the poll cycle, store, worker
   ["report"], // results, rendering, seal, sign, evidence, replay
   ["runs"], // the run service
-  ["formats"], // CSV, JUnit, Markdown result formats
+  ["formats", "netbox"], // CSV, JUnit, Markdown result formats; the NetBox client, mapping, import, journal
   ["backup"], // the backup archive
   ["runtime"], // config, data dir, services, bootstrap
   ["http"], // the Hono app and its routes

@@ -7,8 +7,8 @@
  * form (status `{value: "active"}`). Every request's `Authorization` header is checked and recorded.
  *
  * - `deno task netbox:peer [--sim] [--count N] [--port P] [--ready-file F] [--lifetime SECONDS]`: `--sim`
- *   makes one NetBox device per running `deno task lab` simulator (its URL in custom field `dutlab_url`) plus
- *   two devices no mapping covers; `--ready-file` gets `export NETBOX_URL=… NETBOX_TOKEN=… NETBOX_PEER_PID=…`.
+ *   makes one NetBox device per running `deno task lab` simulator (`lab-<vendor>`, its URL in custom field
+ *   `dutlab_url`) plus two devices no mapping covers; `--ready-file` gets `export NETBOX_URL=… NETBOX_TOKEN=… NETBOX_PEER_PID=…`.
  *
  * @module
  */
@@ -275,7 +275,10 @@ export async function startNetBoxPeer(o: PeerOptions = {}) {
   };
 }
 
-/** The running `deno task lab` as NetBox devices (custom field `dutlab_url`), plus two no mapping covers. */
+/**
+ * The running `deno task lab` as NetBox would hold it: one device per simulator under the name the tour
+ * registered (`lab-<vendor>`, its URL in custom field `dutlab_url`), plus two devices no mapping covers.
+ */
 async function simDevices(): Promise<DeviceSpec[]> {
   const dataDir = Deno.env.get("DUT_DATA_DIR") || "./.data";
   const state = JSON.parse(await Deno.readTextFile(`${dataDir}/lab/state.json`)) as {
@@ -284,7 +287,7 @@ async function simDevices(): Promise<DeviceSpec[]> {
   const role = (v: string) => v.endsWith("-bmc") ? "bmc" : v.endsWith("-switch") ? "switch" : "firewall";
   const out: DeviceSpec[] = Object.entries(state.devices).sort().map(([vendor, s], i) => ({
     id: 101 + i,
-    name: `nb-${vendor}`,
+    name: `lab-${vendor}`,
     site: i % 2 ? "lab-b" : "lab-a",
     role: role(vendor),
     platform: vendor,

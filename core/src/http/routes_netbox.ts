@@ -65,7 +65,11 @@ const FromNetBoxRequest = z.object({
   mapping: NetBoxMapping,
 }).strict().openapi("FromNetBoxRequest");
 
-const Unmapped = z.object({ netboxId: z.number().int(), name: z.string().nullable(), reason: z.string() });
+const Unmapped = z.object({
+  netboxId: z.union([z.number().int(), z.string()]),
+  name: z.string().nullable(),
+  reason: z.string(),
+});
 const Provenance = z.object({
   id: z.uuid(),
   netboxUrl: z.string(),

@@ -78,7 +78,8 @@ export type NetBoxMapping = z.infer<typeof NetBoxMapping>;
 
 /** The parts of a NetBox device the mapping reads (NetBox 3.6+ `role`, older `device_role`). */
 export interface NetBoxDevice {
-  id: number;
+  /** A number in NetBox, a UUID in Nautobot. */
+  id: number | string;
   name: string | null;
   device_type?: { manufacturer?: { slug?: string } | null } | null;
   role?: { slug?: string } | null;
@@ -92,7 +93,7 @@ export interface NetBoxDevice {
 }
 
 export interface Unmapped {
-  netboxId: number;
+  netboxId: number | string;
   name: string | null;
   reason: string;
 }
@@ -160,9 +161,9 @@ function managementUrl(map: NetBoxMapping, d: NetBoxDevice, f: ReturnType<typeof
 export function mapDevices(
   map: NetBoxMapping,
   devices: NetBoxDevice[],
-): { lab: LabFile; unmapped: Unmapped[]; duplicates: Array<{ hostname: string; netboxIds: number[] }> } {
+): { lab: LabFile; unmapped: Unmapped[]; duplicates: Array<{ hostname: string; netboxIds: Array<number | string> }> } {
   const unmapped: Unmapped[] = [];
-  const out: Array<LabDevice & { netboxId: number }> = [];
+  const out: Array<LabDevice & { netboxId: number | string }> = [];
   for (const d of devices) {
     const miss = (reason: string) => unmapped.push({ netboxId: d.id, name: d.name, reason });
     if (!d.name) {
@@ -191,7 +192,12 @@ export function mapDevices(
       unmapped.push(url);
       continue;
     }
-    const dev: LabDevice & { netboxId: number } = { hostname: d.name, vendor, baseUrl: url, netboxId: d.id };
+    const dev: LabDevice & { netboxId: number | string } = {
+      hostname: d.name,
+      vendor,
+      baseUrl: url,
+      netboxId: d.id,
+    };
     const tags = new Set<string>([`netbox:${d.id}`]);
     if (map.tags.netbox) { for (const t of f.tags) tags.add(t); }
     if (map.tags.site && f.site) tags.add(`site:${f.site}`);
@@ -224,7 +230,7 @@ export function mapDevices(
     }
     out.push(dev);
   }
-  const byHost = new Map<string, number[]>();
+  const byHost = new Map<string, Array<number | string>>();
   for (const d of out) {
     const k = d.hostname.toLowerCase();
     byHost.set(k, [...byHost.get(k) ?? [], d.netboxId]);
