@@ -165,7 +165,8 @@ export const netboxCommands: Command[] = [
     },
     more:
       "Each device's entry holds the verdict, the report's URL and SHA-256 and the DSSE digest. Exit 0 when\n" +
-      "every device is posted, 1 when any failed (run it again to retry those; posted ones are not repeated).",
+      "every device is posted, 1 when any failed (run it again to retry those; posted ones are not repeated);\n" +
+      "--show exits 0.",
     async run(ctx) {
       const id = ctx.args[0]!;
       const svc = ctx.svc();
@@ -186,7 +187,7 @@ export const netboxCommands: Command[] = [
         out(journalTable(j));
         out(`${j.posted} posted, ${j.failed} failed`);
       }
-      return j.failed ? EXIT.failed : EXIT.ok;
+      return j.failed && ctx.flags.show !== true ? EXIT.failed : EXIT.ok;
     },
   },
 ];

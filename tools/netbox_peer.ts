@@ -75,8 +75,29 @@ export function deviceObject(s: DeviceSpec): Record<string, unknown> {
       slug: t,
     })),
     custom_fields: s.customFields ?? {},
+    // The members NetBox 4.x answers beside the recorded ones (required by its OpenAPI document's Device).
+    display_url: `http://localhost:8000/dcim/devices/${s.id}/`,
+    parent_device: null,
+    created: "2026-01-05T10:00:00.000000Z",
+    last_updated: "2026-01-05T10:00:00.000000Z",
+    ...Object.fromEntries(COUNTS.map((k) => [k, 0])),
   };
 }
+
+const COUNTS = [
+  "console_port_count",
+  "console_server_port_count",
+  "power_port_count",
+  "power_outlet_count",
+  "cooling_intake_count",
+  "cooling_outflow_count",
+  "interface_count",
+  "front_port_count",
+  "rear_port_count",
+  "device_bay_count",
+  "module_bay_count",
+  "inventory_item_count",
+];
 
 /** `count` devices over 3 sites, 3 roles, 5 platforms and 4 tags (deterministic). */
 export function generatedDevices(count: number): DeviceSpec[] {
@@ -235,13 +256,14 @@ export async function startNetBoxPeer(o: PeerOptions = {}) {
       const entry = {
         id: journal.length + 1,
         url: `http://localhost:8000/api/extras/journal-entries/${journal.length + 1}/`,
+        display_url: `http://localhost:8000/extras/journal-entries/${journal.length + 1}/`,
         display: new Date().toISOString(),
         assigned_object_type: body.assigned_object_type,
         assigned_object_id: body.assigned_object_id,
         assigned_object: { id: target.id, url: target.url, display: target.name, name: target.name },
         created: new Date().toISOString(),
         created_by: 1,
-        kind: { value: body.kind, label: String(body.kind) },
+        kind: { value: body.kind, label: String(body.kind).replace(/^./, (c) => c.toUpperCase()) },
         comments: body.comments,
         tags: [],
         custom_fields: {},

@@ -181,7 +181,7 @@ Deno.test("the mapping: vendor by platform, manufacturer or custom field; URL by
   assert.equal(fw1.baseUrl, "https://127.0.0.1:9001");
   assert.equal(fw1.credential, "vendor-a-ngfw");
   assert.equal(fw1.deviceRole, "ngfw");
-  assert.deepEqual(fw1.tags, ["dut", "netbox:1", "site:lab-a"]);
+  assert.deepEqual(fw1.tags, ["dut", "lab:sim", "netbox:1", "site:lab-a"]);
   assert.deepEqual(r.unmapped.map((u) => [u.netboxId, u.reason]), [
     [2, "no vendor rule covers it (platform vendor-z-os, manufacturer dutlab)"],
     [3, "its custom field dutlab_url (the management URL) is empty"],

@@ -46,6 +46,16 @@ const kindOf = (verdict: string | null) =>
     ? "info"
     : "warning";
 
+/** The body of `POST /api/extras/journal-entries/` (NetBox's JournalEntryRequest) for one device. */
+export function journalEntryBody(netboxId: number, verdict: string | null, comments: string) {
+  return {
+    assigned_object_type: "dcim.device",
+    assigned_object_id: netboxId,
+    kind: kindOf(verdict),
+    comments,
+  };
+}
+
 export function journalComment(run: RunForJournal): string {
   return [
     `dutlab run ${run.executionId}: verdict **${run.verdict ?? "none"}** (outcome ${run.outcome ?? "none"})`,
@@ -107,12 +117,7 @@ export async function writeBack(
         "POST",
         client.url("api/extras/journal-entries/"),
         `journal entry of device #${netboxId} (${d.hostname})`,
-        {
-          assigned_object_type: "dcim.device",
-          assigned_object_id: netboxId,
-          kind: kindOf(run.verdict),
-          comments,
-        },
+        journalEntryBody(netboxId, run.verdict, comments),
       );
       const id = (r.json as { id?: unknown })?.id;
       row = { status: "posted", last_error: null, journal_entry_id: typeof id === "number" ? id : null };

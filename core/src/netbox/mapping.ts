@@ -161,7 +161,11 @@ function managementUrl(map: NetBoxMapping, d: NetBoxDevice, f: ReturnType<typeof
 export function mapDevices(
   map: NetBoxMapping,
   devices: NetBoxDevice[],
-): { lab: LabFile; unmapped: Unmapped[]; duplicates: Array<{ hostname: string; netboxIds: Array<number | string> }> } {
+): {
+  lab: LabFile;
+  unmapped: Unmapped[];
+  duplicates: Array<{ hostname: string; netboxIds: Array<number | string> }>;
+} {
   const unmapped: Unmapped[] = [];
   const out: Array<LabDevice & { netboxId: number | string }> = [];
   for (const d of devices) {
