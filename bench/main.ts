@@ -37,6 +37,7 @@ export const SCENARIOS = [
   "evidence",
   "prune",
   "blackbox",
+  "netbox",
 ] as const;
 type Scenario = typeof SCENARIOS[number];
 
