@@ -19,6 +19,11 @@ import { fmtMarkdown } from "../_fmt_md.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 export const DEFAULT_RESULTS = "bench/results-full-s14.json";
+/**
+ * Results of single scenarios run after the full run (`deno task bench --only X --out FILE`): their figures are
+ * added to the page, each file named with its own command, time and machine.
+ */
+export const EXTRA_RESULTS = ["bench/results-issue50-netbox.json"];
 
 interface Results {
   mode: string;
@@ -454,9 +459,14 @@ function scenarioTable(scenario: string, figs: Figure[]): string[] {
   return out;
 }
 
-export function render(results: Results, resultsPath: string, method: string): string {
+export function render(
+  results: Results,
+  resultsPath: string,
+  method: string,
+  extras: Array<{ path: string; results: Results }> = [],
+): string {
   const m = results.machine;
-  const figs = results.figures;
+  const figs = [...results.figures, ...extras.flatMap((e) => e.results.figures)];
   const out: string[] = [];
   out.push(
     "# Benchmarks",
@@ -482,6 +492,14 @@ export function render(results: Results, resultsPath: string, method: string): s
       }; ${m.nproc} CPUs (${m.cpuModel}), ${m.memTotalGiB} GiB, kernel ${m.kernel}, Deno ${m.deno}, ` +
       `load average ${m.loadAvg.join(" / ")} → ${(m.loadAvgAtEnd ?? []).join(" / ") || "?"}. ` +
       "The host is shared: compare runs made under similar load.",
+    ...extras.flatMap((e) => [
+      "",
+      `Also the figures of \`${e.path}\`: \`${e.results.command}\` (${e.results.mode}), started ` +
+      `${e.results.startedAt}, ${e.results.seconds.toLocaleString("en-US")} s; load average ` +
+      `${e.results.machine.loadAvg.join(" / ")} → ${
+        (e.results.machine.loadAvgAtEnd ?? []).join(" / ") || "?"
+      }.`,
+    ]),
     "",
     "## Targets",
     "",
@@ -547,7 +565,13 @@ if (import.meta.main) {
   const pagePath = abs(values.page!);
   const results = JSON.parse(await Deno.readTextFile(abs(resultsPath))) as Results;
   const method = await Deno.readTextFile(`${ROOT}bench/METHOD.md`);
-  const text = await fmtMarkdown(render(results, resultsPath, method));
+  const extras = await Promise.all(
+    EXTRA_RESULTS.map(async (path) => ({
+      path,
+      results: JSON.parse(await Deno.readTextFile(abs(path))) as Results,
+    })),
+  );
+  const text = await fmtMarkdown(render(results, resultsPath, method, extras));
   if (values.check) {
     const current = await Deno.readTextFile(pagePath).catch(() => "");
     if (current !== text) {
