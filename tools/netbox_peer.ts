@@ -173,7 +173,7 @@ function matches(d: Record<string, unknown>, key: string, values: string[]): boo
   return null; // NetBox ignores a query parameter that is no filter
 }
 
-export async function startNetBoxPeer(o: PeerOptions = {}) {
+export function startNetBoxPeer(o: PeerOptions = {}) {
   const token = o.token ?? PEER_TOKEN;
   const expected = /^nbt_/.test(token) ? `Bearer ${token}` : `Token ${token}`;
   const requests: Request[] = [];

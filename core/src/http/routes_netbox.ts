@@ -228,6 +228,11 @@ export function netboxRoutes(app: OpenAPIHono, svc: Services) {
     async (c) => c.json({ syncs: await listSyncs(svc.db.kysely) }, 200),
   );
 
+  netboxJournalRoutes(app, svc);
+}
+
+/** The write-back of a finished run: post (and retry), and read what was recorded. */
+function netboxJournalRoutes(app: OpenAPIHono, svc: Services) {
   const runParam = z.object({ executionId: z.string().min(1).max(200) });
   app.openapi(
     createRoute({
