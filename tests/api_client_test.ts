@@ -9,6 +9,7 @@ import { dbTest, testServices } from "@dutlab/core/testing";
 import { fixtureModules, startFixtureDevice } from "../core/testing/fixture_modules.ts";
 import type { paths } from "../cli/generated/dutlab-api.ts";
 import { CLIENT_FILE, generateClient } from "../tools/gen_api_client.ts";
+import { generatedDevices, PEER_TOKEN, startNetBoxPeer } from "../tools/netbox_peer.ts";
 
 Deno.test("the committed client types match the served document", async () => {
   assert.equal(await Deno.readTextFile(CLIENT_FILE), await generateClient(), "run `deno task api:client`");
@@ -241,6 +242,41 @@ dbTest("a generated client calls every operation of the document", async (db) =>
       },
     });
     assert.equal(applied.data?.generation, 1);
+
+    // NetBox (issue 50): an import from the local peer, the recorded syncs, a run's journal write-back.
+    const peer = startNetBoxPeer({ devices: generatedDevices(3) });
+    try {
+      const netbox = { url: peer.url, token: PEER_TOKEN };
+      const imported = await client.POST("/api/admin/dut/lab/from-netbox", {
+        body: {
+          netbox,
+          filters: [{ name: "site", value: "lab-a" }],
+          mapping: {
+            apiVersion: "dutlab/v1",
+            kind: "NetBoxMapping",
+            lab: "client-netbox",
+            vendor: [{ match: {}, vendor: "fixture-fw" }],
+            managementUrl: { from: "primaryIp", port: 8443 },
+            rules: [{ match: {}, credential: "admin" }],
+            credentials: { admin: { username: "admin", password: "env:CLIENT_NB_PASSWORD" } },
+          },
+        },
+      });
+      assert.equal(imported.data?.lab.devices.length, 1);
+      const syncs = await client.GET("/api/admin/dut/netbox/syncs");
+      assert.equal(syncs.data?.syncs.length, 1);
+      const journal = await client.POST("/api/admin/dut/runs/{executionId}/netbox-journal", {
+        params: { path: { executionId } },
+        body: { netbox },
+      });
+      assert.equal(journal.response.status, 200);
+      const shown = await client.GET("/api/admin/dut/runs/{executionId}/netbox-journal", {
+        params: { path: { executionId } },
+      });
+      assert.equal(shown.data?.executionId, executionId);
+    } finally {
+      await peer.close();
+    }
   } finally {
     await sim.sim.close();
   }

@@ -25,7 +25,8 @@ Deno.test("BENCHMARKS.md is the rendering of its results file and bench/METHOD.m
   assert.equal(r.code, 0, r.out);
   assert.match(r.out, /is current \(rendered from bench\/results-full-s\d+\.json\)/);
   const page = await Deno.readTextFile(`${ROOT}BENCHMARKS.md`);
-  assert.ok(page.split("\n").length <= 401, "BENCHMARKS.md stays within 400 lines");
+  // 400 lines, plus 10 for issue 50's NetBox scenario (its targets, its results file, its method section).
+  assert.ok(page.split("\n").length <= 411, "BENCHMARKS.md stays within 410 lines");
 });
 
 Deno.test("a figure edited by hand in BENCHMARKS.md makes the check fail", async () => {

@@ -1173,7 +1173,7 @@ export interface components {
         FromNetBoxResult: {
             lab: components["schemas"]["LabFile"] & unknown;
             unmapped: {
-                netboxId: number;
+                netboxId: number | string;
                 name: string | null;
                 reason: string;
             }[];
@@ -1262,8 +1262,7 @@ export interface components {
                 from: "template";
                 template: string;
             };
-            /** @default [] */
-            rules: {
+            rules?: {
                 /** @description Every field given must hold (slugs of NetBox's objects); an empty match holds for every device */
                 match: {
                     platform?: string;
@@ -1293,20 +1292,13 @@ export interface components {
                     password: string;
                 };
             };
-            /**
-             * @default {
-             *       "netbox": true,
-             *       "site": true,
-             *       "role": false
-             *     }
-             */
-            tags: {
-                /** @default true */
-                netbox: boolean;
-                /** @default true */
-                site: boolean;
-                /** @default false */
-                role: boolean;
+            tags?: {
+                /** @description NetBox's tags become device tags (default true) */
+                netbox?: boolean;
+                /** @description site:<slug> becomes a device tag (default true) */
+                site?: boolean;
+                /** @description role:<slug> becomes a device tag (default false) */
+                role?: boolean;
             };
         };
         NetBoxJournal: {

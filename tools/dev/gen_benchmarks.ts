@@ -492,14 +492,13 @@ export function render(
       }; ${m.nproc} CPUs (${m.cpuModel}), ${m.memTotalGiB} GiB, kernel ${m.kernel}, Deno ${m.deno}, ` +
       `load average ${m.loadAvg.join(" / ")} → ${(m.loadAvgAtEnd ?? []).join(" / ") || "?"}. ` +
       "The host is shared: compare runs made under similar load.",
-    ...extras.flatMap((e) => [
-      "",
-      `Also the figures of \`${e.path}\`: \`${e.results.command}\` (${e.results.mode}), started ` +
-      `${e.results.startedAt}, ${e.results.seconds.toLocaleString("en-US")} s; load average ` +
-      `${e.results.machine.loadAvg.join(" / ")} → ${
-        (e.results.machine.loadAvgAtEnd ?? []).join(" / ") || "?"
-      }.`,
-    ]),
+    ...extras.map((e) =>
+      `Also \`${e.path}\` (\`${e.results.command}\`, ${e.results.startedAt}, load ` +
+      `${
+        e.results.machine.loadAvg.join(" / ")
+      }): its figures with a target are in the table below, all of them ` +
+      "in `bench/to_markdown.ts`."
+    ),
     "",
     "## Targets",
     "",
@@ -525,7 +524,8 @@ export function render(
     "By back end or size; ✓ / ✗: target met / missed; minor figures left out (`bench/to_markdown.ts` has all).",
     "",
   );
-  for (const scenario of [...new Set(figs.map((f) => f.scenario))]) {
+  // The scenarios of the page's run; an extra file's figures stand in the targets table only (page length).
+  for (const scenario of [...new Set(results.figures.map((f) => f.scenario))]) {
     out.push(...scenarioTable(scenario, figs.filter((f) => f.scenario === scenario)), "");
   }
   out.push(method.trim(), "", "## Files", "");

@@ -219,7 +219,7 @@ Deno.test("the mapping: vendor by platform, manufacturer or custom field; URL by
   const byCf = NetBoxMapping.parse({
     ...MAPPING,
     vendor: [{ customField: "dutlab_vendor" }, ...MAPPING.vendor],
-    rules: [...MAPPING.rules, {
+    rules: [...(MAPPING.rules ?? []), {
       match: { customField: { name: "dutlab_vendor", value: "vendor-c-ngfw" } },
       credential: "vendor-c-ngfw",
     }],

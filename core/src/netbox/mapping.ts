@@ -63,13 +63,13 @@ export const NetBoxMapping = z.object({
   lab: z.string().regex(LAB_NAME_PATTERN, "must be 1-64 characters of a-z, 0-9, '.', '_' or '-'"),
   vendor: z.array(VendorRule).min(1).max(200),
   managementUrl: ManagementUrl,
-  rules: z.array(Rule).max(500).default([]),
+  rules: z.array(Rule).max(500).optional(),
   credentials: z.record(z.string(), LabCredential),
   tags: z.object({
-    netbox: z.boolean().default(true),
-    site: z.boolean().default(true),
-    role: z.boolean().default(false),
-  }).strict().default({ netbox: true, site: true, role: false }),
+    netbox: z.boolean().optional().meta({ description: "NetBox's tags become device tags (default true)" }),
+    site: z.boolean().optional().meta({ description: "site:<slug> becomes a device tag (default true)" }),
+    role: z.boolean().optional().meta({ description: "role:<slug> becomes a device tag (default false)" }),
+  }).strict().optional(),
 }).strict().openapi("NetBoxMapping", {
   description:
     "How NetBox devices become lab-file devices (docs/netbox.md; example: examples/netbox-mapping.yaml)",
@@ -203,10 +203,10 @@ export function mapDevices(
       netboxId: d.id,
     };
     const tags = new Set<string>([`netbox:${d.id}`]);
-    if (map.tags.netbox) { for (const t of f.tags) tags.add(t); }
-    if (map.tags.site && f.site) tags.add(`site:${f.site}`);
-    if (map.tags.role && f.role) tags.add(`role:${f.role}`);
-    for (const r of map.rules) {
+    if (map.tags?.netbox ?? true) { for (const t of f.tags) tags.add(t); }
+    if ((map.tags?.site ?? true) && f.site) tags.add(`site:${f.site}`);
+    if ((map.tags?.role ?? false) && f.role) tags.add(`role:${f.role}`);
+    for (const r of map.rules ?? []) {
       if (!matches(r.match, f)) continue;
       if (r.deviceRole !== undefined) dev.deviceRole = r.deviceRole;
       if (r.tlsVerifyMode !== undefined) dev.tlsVerifyMode = r.tlsVerifyMode;
