@@ -2,11 +2,35 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { Services } from "../runtime/services.ts";
 import { type Principal, requiredRole, roleAllows, sameSecret } from "../access/tokens.ts";
 import { logger } from "../util/log.ts";
+import { LogSummary } from "../util/log_summary.ts";
 import { problemResponse, problemType } from "./problem.ts";
 import { routeTemplate } from "./route.ts";
 
 const log = logger("auth");
 const principals = new WeakMap<Request, Principal>();
+
+/**
+ * Refusals are logged one by one only for the first few of each minute; the rest are counted and logged as
+ * one line per reason per minute with a few example requests (issue 49: a fuzz run's log was 3,870 lines
+ * of refusals). Every refusal is still logged at debug level and counted in `dutlab_auth_refused_total`.
+ */
+export const refusalLog = new LogSummary({
+  intervalMs: 60_000,
+  individual: 3,
+  examples: 5,
+  emit: (l) =>
+    log.warn("Refused {count} more request(s) in {seconds} s: {reason}; e.g. {examples}", {
+      count: l.count,
+      seconds: l.seconds,
+      reason: l.key,
+      examples: l.examples.join(", "),
+    }),
+});
+
+function logRefusal(reason: string, example: string, message: string, props: Record<string, unknown>) {
+  log.debug(message, props);
+  if (refusalLog.note(reason, example)) log.warn(message, props);
+}
 
 /** The principal an authenticated request acts as (set by `bearerAuth`). */
 export const principalOf = (c: Context): Principal | undefined => principals.get(c.req.raw);
@@ -26,11 +50,16 @@ export function bearerAuth(svc: Services): MiddlewareHandler {
     if (!principal) {
       const reason = m ? "invalid" : "missing";
       svc.metrics.authRefused.inc({ reason });
-      log.warn("Refused {method} {path}: {reason} bearer token", {
-        method: c.req.method,
-        path: c.req.path,
-        reason,
-      });
+      logRefusal(
+        `${reason} bearer token`,
+        `${c.req.method} ${c.req.path}`,
+        "Refused {method} {path}: {reason} bearer token",
+        {
+          method: c.req.method,
+          path: c.req.path,
+          reason,
+        },
+      );
       c.header("WWW-Authenticate", m ? 'Bearer error="invalid_token"' : 'Bearer realm="dutlab"');
       return problemResponse(c, {
         type: problemType("unauthorized"),
@@ -45,13 +74,18 @@ export function bearerAuth(svc: Services): MiddlewareHandler {
     const need = requiredRole(c.req.method, route ?? c.req.path);
     if (!roleAllows(principal.role, need)) {
       svc.metrics.authRefused.inc({ reason: "forbidden" });
-      log.warn("Refused {method} {route} to token {name} ({role}): needs {need}", {
-        method: c.req.method,
-        route: route ?? c.req.path,
-        name: principal.name,
-        role: principal.role,
-        need,
-      });
+      logRefusal(
+        `forbidden (needs ${need})`,
+        `${c.req.method} ${route ?? c.req.path} by ${principal.name}`,
+        "Refused {method} {route} to token {name} ({role}): needs {need}",
+        {
+          method: c.req.method,
+          route: route ?? c.req.path,
+          name: principal.name,
+          role: principal.role,
+          need,
+        },
+      );
       return problemResponse(c, {
         type: problemType("forbidden"),
         title: "Forbidden",

@@ -11,6 +11,7 @@ import type { DeviceLocks } from "./device_locks.ts";
 import { volatileFor } from "../snapshots/volatile.ts";
 import type { EventBus } from "../events/bus.ts";
 import { type HashJob, HashPool } from "./hash_pool.ts";
+import { logPoll } from "./poll_log.ts";
 import {
   type HashedSnapshot,
   LostLockError,
@@ -313,29 +314,6 @@ export class PollService {
       lastPollAt: at.toISOString(),
       snapshots: outcome.snapshots.length,
     };
-  }
-}
-
-/**
- * Every poll is logged at debug level. A failed poll is logged at warning level, with the device's hostname
- * and status, when the status differs from the device's previous one (once per status change, not on every
- * scan); a device back to `ok` after a failure is logged at info level.
- */
-function logPoll(row: DeviceRow, outcome: Outcome, ms: number): void {
-  const props = {
-    hostname: row.hostname,
-    vendor: row.vendor,
-    status: outcome.status,
-    previous: row.last_poll_status ?? "never polled",
-    detail: outcome.error,
-    ms,
-  };
-  log.debug("Polled {hostname} ({vendor}): {status} {detail} in {ms} ms", props);
-  if (outcome.status === row.last_poll_status) return;
-  if (outcome.status !== "ok") {
-    log.warn("Poll of {hostname} ({vendor}) failed: {status} (was {previous}): {detail}", props);
-  } else if (row.last_poll_status !== null) {
-    log.info("Poll of {hostname} ({vendor}) is ok again (was {previous})", props);
   }
 }
 
