@@ -199,7 +199,12 @@ export const EnvSchema = z.object({
     description: "PDFs rendered at once (one warm browser, one tab each); more requests wait",
   }),
   DUT_PDF_TIMEOUT_SECONDS: int(1, 600, 30).meta({
-    description: "time limit of one PDF, waiting included (503 beyond it)",
+    description: "time limit of one PDF, waiting included (503 beyond it; the browser is then stopped)",
+  }),
+  DUT_PDF_MEMORY_MB: int(128, 65536, 1024).meta({
+    description:
+      "memory bound of the PDF browser (resident, all its processes); past it the render gets a 503 " +
+      "and the browser is stopped",
   }),
   DUT_EVENTS_RETENTION_HOURS: int(1, 720, 24).meta({
     description: "how long live events are kept for `Last-Event-ID` resumption (1-720)",

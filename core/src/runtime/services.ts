@@ -176,6 +176,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
       executablePath: config.DUT_CHROMIUM_PATH,
       concurrency: config.DUT_PDF_CONCURRENCY,
       timeoutMs: config.DUT_PDF_TIMEOUT_SECONDS * 1000,
+      memoryLimitBytes: config.DUT_PDF_MEMORY_MB * 1024 * 1024,
     }),
   };
   return svc;

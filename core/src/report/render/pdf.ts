@@ -21,8 +21,54 @@ export interface PdfRendererOptions {
   executablePath?: string;
   /** Renders at once; more requests wait for a slot (within their time limit). */
   concurrency: number;
-  /** Time limit of one PDF, waiting for a slot included. */
+  /** Time limit of one PDF, waiting for a slot included; past it the browser is stopped. */
   timeoutMs: number;
+  /**
+   * Memory bound of the browser: the resident memory of all its processes, sampled while a render runs
+   * (unset: none). Past it the render gets a 503 and the browser is stopped (its memory returned at once).
+   */
+  memoryLimitBytes?: number;
+  /** How often the browser's memory is sampled during a render (default 250 ms). */
+  memorySampleMs?: number;
+}
+
+/** The process ids of `root` and all its descendants (Linux `/proc`); empty elsewhere. */
+export function processTree(root: number): number[] {
+  const children = new Map<number, number[]>();
+  try {
+    for (const e of Deno.readDirSync("/proc")) {
+      if (!/^\d+$/.test(e.name)) continue;
+      try {
+        const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+        const list = children.get(ppid) ?? [];
+        list.push(Number(e.name));
+        children.set(ppid, list);
+      } catch { /* the process ended meanwhile */ }
+    }
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  const todo = [root];
+  while (todo.length) {
+    const pid = todo.pop()!;
+    out.push(pid);
+    todo.push(...(children.get(pid) ?? []));
+  }
+  return out;
+}
+
+/** Resident memory (bytes) of the given processes (VmRSS), the ones that ended counted as 0. */
+export function residentBytes(pids: number[]): number {
+  let sum = 0;
+  for (const pid of pids) {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
+      if (m) sum += Number(m[1]) * 1024;
+    } catch { /* ended */ }
+  }
+  return sum;
 }
 
 function isFile(path: string): boolean {
@@ -88,6 +134,8 @@ export class PdfRenderer {
   #idle: Page[] = [];
   #slots: Slots;
   #log = logger("pdf");
+  /** Highest resident memory of the browser seen during a render (bytes; the benchmark reads it). */
+  peakRssBytes = 0;
 
   constructor(readonly opts: PdfRendererOptions) {
     this.#slots = new Slots(opts.concurrency);
@@ -157,16 +205,80 @@ export class PdfRenderer {
       signal.addEventListener("abort", () => reject(timedOut()), { once: true });
     });
     abort.catch(() => {});
+    const tooBig = new AbortController();
+    const overMemory = new Promise<never>((_, reject) => {
+      tooBig.signal.addEventListener("abort", () => reject(tooBig.signal.reason), { once: true });
+    });
+    overMemory.catch(() => {});
+    const watch = this.#watchMemory(tooBig);
     // The slot is held until the work itself ends, even when the caller gave up at the time limit.
-    const work = this.#print(html, signal).finally(release);
+    const work = this.#print(html, AbortSignal.any([signal, tooBig.signal])).finally(release);
     try {
-      return await Promise.race([work, abort]);
+      return await Promise.race([work, abort, overMemory]);
     } catch (e) {
+      // A render that ran out of time or memory takes the browser with it: closing only the tab can leave
+      // a renderer busy laying out a huge page, and the memory is returned only when its process ends.
+      if (signal.aborted || tooBig.signal.aborted) await this.#stop();
       if (e instanceof UnavailableError) throw e;
       if (signal.aborted || (e as Error).name === "TimeoutError") throw timedOut();
       throw unavailable(`Chromium failed to print the page (${(e as Error).message.split("\n")[0]})`);
     } finally {
+      clearInterval(watch);
       work.catch(() => {});
+    }
+  }
+
+  /** Samples the browser's memory during a render; aborts `ctl` past the bound. */
+  #watchMemory(ctl: AbortController): ReturnType<typeof setInterval> {
+    const limit = this.opts.memoryLimitBytes;
+    const id = setInterval(async () => {
+      const pid = (await this.#browser?.catch(() => null))?.process()?.pid;
+      if (!pid) return;
+      const rss = residentBytes(processTree(pid));
+      if (rss > this.peakRssBytes) this.peakRssBytes = rss;
+      if (limit && rss > limit && !ctl.signal.aborted) {
+        this.#log.warn("The PDF browser used {mb} MB, over its bound of {limit} MB; stopping it", {
+          mb: Math.round(rss / 2 ** 20),
+          limit: Math.round(limit / 2 ** 20),
+        });
+        ctl.abort(
+          unavailable(
+            `Rendering the PDF needed more than ${
+              Math.round(limit / 2 ** 20)
+            } MB (DUT_PDF_MEMORY_MB); try again later`,
+          ),
+        );
+      }
+    }, this.opts.memorySampleMs ?? 250);
+    Deno.unrefTimer(id as unknown as number);
+    return id;
+  }
+
+  /** The process ids of the running browser (empty when none): tests measure their memory. */
+  async browserPids(): Promise<number[]> {
+    const pid = (await this.#browser?.catch(() => null))?.process()?.pid;
+    return pid ? processTree(pid) : [];
+  }
+
+  /** Stop the browser now (SIGKILL if it does not close within a second); the next render starts one. */
+  async #stop(): Promise<void> {
+    const b = this.#browser;
+    this.#browser = null;
+    this.#idle = [];
+    const browser = await b?.catch(() => null);
+    if (!browser) return;
+    const proc = browser.process();
+    const pids = proc?.pid ? processTree(proc.pid) : [];
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      browser.close().catch(() => {}),
+      new Promise((r) => timer = setTimeout(r, 1_000)),
+    ]);
+    clearTimeout(timer);
+    for (const pid of pids) {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch { /* already ended */ }
     }
   }
 
@@ -208,10 +320,7 @@ export class PdfRenderer {
 
   /** Stop the browser (shutdown, end of a test). */
   async close(): Promise<void> {
-    const b = this.#browser;
-    this.#browser = null;
-    this.#idle = [];
-    if (b) await (await b.catch(() => null))?.close().catch(() => {});
+    await this.#stop();
   }
 }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { PDFDocument } from "pdf-lib";
-import { PdfRenderer } from "./pdf.ts";
+import { PdfRenderer, residentBytes } from "./pdf.ts";
 import { UnavailableError } from "../../errors.ts";
 import { findChromium } from "../../../testing/chromium.ts";
 
@@ -55,3 +55,62 @@ Deno.test("without Chromium: a 503 problem naming the path, no process started",
   assert.match(e.message, /No Chromium found at \/nonexistent\/chromium/);
   await none.close();
 });
+
+/** A page whose layout takes Chromium far longer than the time limit (a huge table). */
+const heavy = `<!DOCTYPE html><style>@page { size: A4; margin: 10mm }</style><table>${
+  "<tr><td>device</td><td>vendor</td><td>role</td><td>status</td></tr>".repeat(600_000)
+}</table>`;
+
+Deno.test(
+  {
+    name:
+      "a render past its time limit: 503 with Retry-After, the browser's memory is returned within 10 s, " +
+      "the next render works",
+    ignore,
+  },
+  async () => {
+    const pdf = new PdfRenderer({ concurrency: 1, timeoutMs: 6_000 });
+    try {
+      await pdf.render(html(1)); // warm browser
+      const warm = await pdf.browserPids();
+      assert.ok(warm.length > 0, "the warm browser's processes are visible");
+      const e = await pdf.render(heavy).then(() => null, (e) => e);
+      assert.ok(e instanceof UnavailableError, String(e));
+      assert.equal(e.extra.retryAfterSeconds, 30);
+      assert.match(e.message, /took longer than 6000 ms/);
+      const deadline = Date.now() + 10_000;
+      let rss = residentBytes(warm);
+      while (rss > 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+        rss = residentBytes(warm);
+      }
+      assert.equal(rss, 0, "every process of the browser that rendered has ended");
+      const pages = (await PDFDocument.load(await pdf.render(html(2)))).getPageCount();
+      assert.equal(pages, 2, "the next render starts a new browser and succeeds");
+    } finally {
+      await pdf.close();
+    }
+  },
+);
+
+Deno.test(
+  { name: "a render past the memory bound: 503 and the browser stopped", ignore },
+  async () => {
+    // A bound below the idle browser's own footprint: the first sample during the render is over it.
+    const pdf = new PdfRenderer({
+      concurrency: 1,
+      timeoutMs: 60_000,
+      memoryLimitBytes: 1,
+      memorySampleMs: 50,
+    });
+    try {
+      const e = await pdf.render(heavy).then(() => null, (e) => e);
+      assert.ok(e instanceof UnavailableError, String(e));
+      assert.match(e.message, /needed more than 0 MB/);
+      assert.ok(pdf.peakRssBytes > 0, "the peak was measured");
+      assert.deepEqual(await pdf.browserPids(), [], "no browser left");
+    } finally {
+      await pdf.close();
+    }
+  },
+);
