@@ -7,11 +7,12 @@
  *   (core/src/db/pglite_template.tar.gz, the service's template) through its own `loadDataDir`, its first open;
  * - otherwise `DIR` is an existing data directory (the service's own, after it stopped): a restart.
  *
- * PGlite runs with its defaults (the service lowers `shared_buffers`, the floor does not tune anything). The
+ * PGlite runs with its defaults, or with `--shared-buffers 16MB` the service's own buffer pool (PGlite zeroes
+ * the pool at every open: at its 128MB default that alone is about 0.4 s, work the service does not do). The
  * bench times spawn → first 200 from outside, and reads the process's RSS after it has answered (idle, after
  * one query). SIGTERM closes PGlite and exits.
  *
- * `deno run -A --lock=deno.dev.lock bench/_pglite_floor.ts --data DIR [--cold]` with `PORT` in the environment
+ * `deno run -A --lock=deno.dev.lock bench/_pglite_floor.ts --data DIR [--cold] [--shared-buffers 16MB]` with `PORT` in the environment
  *
  * @module
  */
@@ -20,16 +21,22 @@ import { PGlite } from "@electric-sql/pglite";
 
 const { values: args } = parseArgs({
   args: Deno.args,
-  options: { data: { type: "string" }, cold: { type: "boolean", default: false } },
+  options: {
+    data: { type: "string" },
+    cold: { type: "boolean", default: false },
+    "shared-buffers": { type: "string" },
+  },
 });
 if (!args.data) throw new Error("--data DIR is required");
 
 const TEMPLATE = new URL("../core/src/db/pglite_template.tar.gz", import.meta.url);
-const pglite = args.cold
-  ? new PGlite(args.data, {
-    loadDataDir: new Blob([await Deno.readFile(TEMPLATE)], { type: "application/x-gzip" }),
-  })
-  : new PGlite(args.data);
+const buffers = args["shared-buffers"];
+const pglite = new PGlite(args.data, {
+  ...(args.cold
+    ? { loadDataDir: new Blob([await Deno.readFile(TEMPLATE)], { type: "application/x-gzip" }) }
+    : {}),
+  ...(buffers ? { startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${buffers}`] } : {}),
+});
 await pglite.waitReady;
 // One query on the schema the template holds (the service's /readyz also reads the database).
 await pglite.query("SELECT count(*) FROM kysely_migration");

@@ -293,48 +293,6 @@ export async function bareStart(script: string): Promise<number> {
   }
 }
 
-/** The command line of the PGlite floor (bench/_pglite_floor.ts), as recorded with its figures. */
-export const pgliteFloorCommand = (cold: boolean) =>
-  `deno run -A --lock=deno.dev.lock bench/_pglite_floor.ts --data ${
-    cold ? "<new dir> --cold" : "<the same data dir>"
-  }`;
-
-/**
- * The PGlite floor (bench/_pglite_floor.ts, issue 53) on data directory `dir` (`cold`: made from the shipped
- * template by PGlite itself): milliseconds from spawn to its first 200, and its RSS `idleMs` later (idle,
- * after its one query).
- */
-export async function pgliteFloor(
-  dir: string,
-  cold: boolean,
-  idleMs = 2_000,
-): Promise<{ ms: number; rssMiB: number }> {
-  const port = freePort();
-  const t0 = performance.now();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      `--lock=${new URL("../deno.dev.lock", import.meta.url).pathname}`,
-      new URL("./_pglite_floor.ts", import.meta.url).pathname,
-      "--data",
-      dir,
-      ...(cold ? ["--cold"] : []),
-    ],
-    env: { PORT: String(port) },
-    stdin: "null",
-    stdout: "null",
-    stderr: "inherit",
-  }).spawn();
-  try {
-    const ms = await waitFor200(`http://127.0.0.1:${port}/`, t0, 120_000, child);
-    await new Promise((r) => setTimeout(r, idleMs));
-    return { ms, rssMiB: statusMiB("VmRSS", child.pid) };
-  } finally {
-    await stopChild(child, 15_000);
-  }
-}
-
 /**
  * `args` (the command first) in its own session and process group (`setsid`; the child's pid is the group's
  * id), so that stopping it stops every layer of a wrapper (npx → node → deno task → deno); stdout drained,

@@ -32,8 +32,6 @@ import {
   freePort,
   groupProcesses,
   PG_URL,
-  pgliteFloor,
-  pgliteFloorCommand,
   round,
   serverEnv,
   startGroup,
@@ -46,6 +44,8 @@ import { counted, LATEST, loadRead, ONE, oneDevicePath, readRatios } from "../_r
 import { largestMappings, manualPolls, registerFarmDevices } from "../_idle_polls.ts";
 import { type BenchDb, freshDb } from "../_db.ts";
 import type { Ctx } from "../main.ts";
+import { FLOOR_NOTE, floorFigures, pgliteFloor, pgliteFloorCommand } from "../_floors.ts";
+import { PGLITE_SHARED_BUFFERS } from "../../core/src/db/open.ts";
 
 type Backend = "pglite" | "postgres";
 type Farm = Awaited<ReturnType<typeof startFarm>>;
@@ -148,38 +148,6 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
   return figures;
 }
 
-const FLOOR_NOTE = "bench/_pglite_floor.ts: the service's PGlite build opening the data dir, one query, " +
-  "Deno.serve answering 200 (issue 53); run just before the start it divides";
-
-/** The PGlite floor's start-up (issue 53) and the service's start ÷ it, with the target of the phase. */
-function floorFigures(
-  fig: (f: Omit<Figure, "scenario" | "command"> & { command?: string }) => Figure,
-  phase: "cold" | "restart",
-  serviceMs: number,
-  floorMs: number,
-): Figure[] {
-  const ratio = serviceMs / floorMs;
-  const limit = phase === "cold" ? 1 : 1.25;
-  return [
-    fig({
-      name: phase === "cold"
-        ? "PGlite floor: first open of a data dir made from the template to first 200 (cold)"
-        : "PGlite floor: open of the same data dir to first 200 (restart)",
-      value: round(floorMs),
-      unit: "ms",
-      command: pgliteFloorCommand(phase === "cold"),
-      note: FLOOR_NOTE,
-    }),
-    fig({
-      name: `${phase === "cold" ? "cold start" : "restart"} ÷ PGlite floor`,
-      value: round(ratio, 2),
-      unit: "×",
-      target: `<= ${limit}`,
-      pass: ratio <= limit,
-    }),
-  ];
-}
-
 async function runBackend(
   ctx: Ctx,
   backend: Backend,
@@ -236,7 +204,11 @@ async function runBackend(
     if (floorCold) await Deno.remove(`${ctx.tmp}/floor-cold-data`, { recursive: true });
     const cold = launch("cold");
     const coldMs = await waitFor200(`${cold.base}/readyz`, cold.t0, 120_000, cold.serve.child);
-    ctx.log(`${backend} cold start ${round(coldMs)} ms (bare Deno.serve ${round(bareCold)} ms)`);
+    ctx.log(
+      `${backend} cold start ${round(coldMs)} ms (bare ${round(bareCold)}, floor ${
+        round(floorCold?.ms ?? NaN)
+      } ms)`,
+    );
     const serverPid = await serverProcess(cold.serve);
     /** A figure of this back end; `command` defaults to the service's command line. */
     const fig = (f: Omit<Figure, "scenario" | "command"> & { command?: string }): Figure => ({
@@ -407,10 +379,14 @@ async function runBackend(
     }));
     const bareRestart = await bareStart(bareScript);
     // The PGlite floor opens the service's own PGlite directory (`$DUT_DATA_DIR/pglite`), then the service.
-    const floorRestart = dir ? await pgliteFloor(`${dir}/pglite`, false) : null;
+    const floorRestart = dir ? await pgliteFloor(`${dir}/pglite`, false, PGLITE_SHARED_BUFFERS) : null;
     const again = launch("restart");
     const restartMs = await waitFor200(`${again.base}/readyz`, again.t0, 120_000, again.serve.child);
-    ctx.log(`${backend} restart ${round(restartMs)} ms (bare Deno.serve ${round(bareRestart)} ms)`);
+    ctx.log(
+      `${backend} restart ${round(restartMs)} ms (bare ${round(bareRestart)}, floor ${
+        floorRestart?.ms ?? "—"
+      } ms)`,
+    );
     const restartRatio = restartMs / bareRestart;
     figures.push(
       fig({
@@ -435,7 +411,6 @@ async function runBackend(
       }),
     );
     if (floorRestart) {
-      ctx.log(`${backend} restart ${round(restartMs)} ms (PGlite floor ${round(floorRestart.ms)} ms)`);
       figures.push(
         ...floorFigures((f) => fig({ command: again.command, ...f }), "restart", restartMs, floorRestart.ms),
       );

@@ -598,8 +598,7 @@ export function render(
     "",
     "## Targets",
     "",
-    "The embedded service against floors that do the same unavoidable work (issue 53; bench/METHOD.md, " +
-      '"Floors"), each a ratio within one run. "Not in this run": the figure is newer than the recorded run.',
+    'Issue 53: against floors doing the same unavoidable work (section 7x); "not in this run": newer than the run.',
     "",
     HEAD,
     HEAD_RULE,
@@ -611,7 +610,7 @@ export function render(
     "",
     "## Guards",
     "",
-    "Each other figure with a target and key figures without one (target —), against a figure of the same run.",
+    "Other figures with a target, and key figures (target —), against a figure of the same run.",
     "",
     HEAD,
     HEAD_RULE,
