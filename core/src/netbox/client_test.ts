@@ -54,7 +54,20 @@ Deno.test("every page is read, the token sent on each; two filters at once selec
     ).map((d) => d.id);
     assert.ok(expected.length > 0 && expected.length < 2_345);
     assert.deepEqual(some.results.map((d) => d.id), expected);
-    const last = peer.requests.at(-1)!;
+    // A custom-field filter and a role at once, and q: NetBox's own answer again.
+    const cf = await c.list<{ id: number }>("api/dcim/devices/", [["cf_owner", "team-red"], [
+      "role",
+      "switch",
+    ]], "devices");
+    const cfOwn = peer.devices.filter((d) =>
+      (d.custom_fields as { owner: string }).owner === "team-red" &&
+      (d.role as { slug: string }).slug === "switch"
+    ).map((d) => d.id);
+    assert.ok(cfOwn.length > 0);
+    assert.deepEqual(cf.results.map((d) => d.id), cfOwn);
+    const byQ = await c.list<{ id: number; name: string }>("api/dcim/devices/", [["q", "00042"]], "devices");
+    assert.deepEqual(byQ.results.map((d) => d.name), ["nb-vendor-b-ngfw-00042"]);
+    const last = peer.requests.at(-3)!;
     assert.match(last.query, /site=lab-b&role=firewall&tag=dut&limit=1000/);
     c.close();
   } finally {
