@@ -8,13 +8,17 @@ import { modules } from "./modules.gen.ts";
 const opened = await openServe(modules, Deno.env.toObject()).catch(exitOnStartupError);
 const ready = (async () => {
   // The rest of the service (services, poll worker, HTTP app) is loaded meanwhile.
-  const [rt, { finishKeyRotation, loadApp, startCompaction, startWorker }] = await Promise.all([
-    opened.complete(),
-    import("@dutlab/core/runtime"),
-  ]);
+  const [rt, { finishKeyRotation, loadApp, startCompaction, startWebhooks, startWorker }] = await Promise.all(
+    [
+      opened.complete(),
+      import("@dutlab/core/runtime"),
+    ],
+  );
   const createApp = await loadApp();
   finishKeyRotation(rt);
   await startWorker(rt);
+  // Webhook deliveries from the outbox (docs/notifications.md); stopped at close.
+  startWebhooks(rt);
   // Old snapshots move to the narrow layout in the background (never delaying /readyz); stopped at close.
   void startCompaction(rt);
   return { rt, app: createApp(rt.services) };

@@ -93,7 +93,7 @@ const FLOORS: readonly (readonly string[])[] = [
   ["util", "errors", "plan", "version"], // helpers, domain errors, the test plan, the version
   ["db", "transport"], // the database, the device HTTP transport
   ["contract"], // adapter.ts, capability.ts, check.ts: the module contract
-  ["access", "events", "api"], // tokens and audit, the event bus, the wire schemas
+  ["access", "events", "api", "notify"], // tokens and audit, the event bus, the wire schemas, the webhook outbox
   ["registry"], // loaded modules
   ["devices", "snapshots"], // the device store and sessions, snapshots and diffs
   ["lab"], // the lab file and its plan

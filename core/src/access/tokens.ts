@@ -61,6 +61,7 @@ const ADMIN_READS = [
   /^\/api\/admin\/audit$/,
   /^\/api\/admin\/backup$/,
   /^\/api\/admin\/dut\/snapshot-prunes$/,
+  /^\/api\/admin\/webhooks(\/|$)/,
 ];
 
 /** The least role a request needs, from its method and route template. */

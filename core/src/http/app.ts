@@ -9,6 +9,7 @@ import { bearerAuth } from "./auth.ts";
 import { auditTrail } from "./audit.ts";
 import { routeTemplate } from "./route.ts";
 import { accessRoutes } from "./routes_access.ts";
+import { webhookRoutes } from "./routes_webhooks.ts";
 import { eventRoutes } from "./routes_events.ts";
 import {
   notFound,
@@ -69,6 +70,7 @@ export function createApp(svc: Services): OpenAPIHono {
   labRoutes(app, svc);
   netboxRoutes(app, svc);
   accessRoutes(app, svc);
+  webhookRoutes(app, svc);
   eventRoutes(app, svc);
   snapshotRoutes(app, svc);
   reportSignatureRoutes(app, svc);

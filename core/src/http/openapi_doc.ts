@@ -31,6 +31,7 @@ const TAGS = [
   { name: "Reports", description: "Human-readable report pages" },
   { name: "Events", description: "Live change notifications (Server-Sent Events)" },
   { name: "Access", description: "API tokens with roles, and the audit log of every state-changing request" },
+  { name: "Webhooks", description: "Signed webhook subscriptions, their delivery log, redelivery and ping" },
   { name: "Operations", description: "Health, readiness, metrics and this document" },
 ];
 

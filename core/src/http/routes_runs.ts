@@ -265,7 +265,11 @@ function runFinishRoutes(app: OpenAPIHono, svc: Services) {
     }),
     async (c) => {
       const { executionId } = c.req.valid("param");
-      const run = await runs.finish(executionId, c.req.valid("json"));
+      const run = await runs.finish(
+        executionId,
+        c.req.valid("json"),
+        svc.config.DUT_PUBLIC_URL ?? new URL(c.req.url).origin,
+      );
       await svc.events.publish("run.finished", {
         executionId: run.executionId,
         planIdentifier: run.planIdentifier,

@@ -16,6 +16,7 @@ import { ConflictError, InvalidInputError, PreconditionFailedError } from "../er
 import type { DeviceNetworks } from "../transport/networks.ts";
 import { sameBaseUrl } from "../devices/base_url.ts";
 import { type Desired, FIELDS, type LabPlan, type LabRequest, makePlan, type PlanEntry } from "./plan.ts";
+import { labSynced } from "./notify.ts";
 
 /** Options of an apply beyond the plan's. */
 export interface ApplyOptions {
@@ -163,6 +164,7 @@ async function write(
     if (changed) {
       await tx.updateTable("labs").set({ generation: current + 1, updated_at: sql<Date>`now()` } as never)
         .where("name", "=", name).execute();
+      await labSynced(tx, name, current + 1, touched);
     }
     return { plan, generation: changed ? current + 1 : current, changed, before, touched };
   });

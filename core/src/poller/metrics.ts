@@ -65,6 +65,23 @@ export class Metrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [this.registry],
   });
+  webhookAttempts = new Counter({
+    name: "dutlab_webhook_attempts_total",
+    help: "Webhook delivery attempts by result (delivered, retry, failed: given up)",
+    labelNames: ["result"] as const,
+    registers: [this.registry],
+  });
+  webhookDuration = new Histogram({
+    name: "dutlab_webhook_attempt_duration_seconds",
+    help: "Duration of one webhook call",
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  webhookFailing = new Gauge({
+    name: "dutlab_webhook_subscriptions_failing",
+    help: "Webhook subscriptions marked failing (repeated failed attempts in a row)",
+    registers: [this.registry],
+  });
   eventClients = new Gauge({
     name: "dutlab_event_stream_clients",
     help: "Clients connected to GET /api/events on this instance",

@@ -7,6 +7,7 @@ import { PREPARED } from "../db/prepared.ts";
 import { type KnownIds, writeSnapshotRows, type WrittenRow } from "../snapshots/write.ts";
 import type { HashedSnapshot } from "./hash.ts";
 import { writePayloads } from "./payloads.ts";
+import { statusChangeEvents } from "./notify.ts";
 
 export { type HashedSnapshot, hashSnapshot } from "./hash.ts";
 
@@ -293,6 +294,7 @@ export class PollStore {
         for (const hook of this.#hooks) await hook({ tx, at, executionId, polls, announce });
       }
       await updateDevices(tx, writes.map(({ j }) => j), at);
+      await statusChangeEvents(tx, writes.map(({ j }) => j));
       for (const { i, j } of writes) {
         out[i] = {
           at,

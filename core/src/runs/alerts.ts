@@ -7,6 +7,7 @@ import type { EventBus } from "../events/bus.ts";
 import { FIREWALL } from "../capability.ts";
 import { decryptStateOf, type StartState } from "../lab/state.ts";
 import { jsonValue } from "../db/json.ts";
+import { enqueueEvent } from "../notify/outbox.ts";
 
 /** What {@link recordDecryptAlerts} needs to know about one stored poll. */
 export interface DecryptAlertInput {
@@ -68,6 +69,19 @@ export async function recordDecryptAlerts(input: DecryptAlertInput): Promise<voi
     to_state: now,
     snapshot_id: snap.id,
   }).execute();
+  const alert = {
+    name: "TLSDecryptModeChanged",
+    executionId,
+    deviceId: device.id,
+    hostname: device.hostname,
+  };
+  await enqueueEvent(tx, "dutlab.alert.raised", device.id, {
+    ...alert,
+    from: prev,
+    to: now,
+    snapshotId: snap.id,
+    at: at.toISOString(),
+  }, { severity: "warning", deviceTags: device.tags });
   input.raised?.({
     name: "TLSDecryptModeChanged",
     executionId,

@@ -14,6 +14,7 @@ import { isUuid } from "../util/ids.ts";
 import { jsonValue } from "../db/json.ts";
 import type { FinishRunInput, StartRunInput } from "../api/schemas.ts";
 import { decodeCursor, encodeCursor } from "../util/paging.ts";
+import { preflightFailed, runFinished } from "./notify.ts";
 
 /** A run as the API shows it. */
 /** Filters and paging of the run list (docs/http-api.md "Reads, paging and filters"). */
@@ -155,7 +156,10 @@ export class RunService {
     const read = await readLab(this.db, [pf.wants, labStateWants(this.registry)]);
     const preflight = pf.evaluate(read);
     const state = labStateOf(this.registry, read);
-    if (source && !preflight.pass && !input.override) throw new StartGateRefused(preflight, source);
+    if (source && !preflight.pass && !input.override) {
+      await this.db.transaction().execute((tx) => preflightFailed(tx, preflight, null));
+      throw new StartGateRefused(preflight, source);
+    }
     const overridden = !!source && !preflight.pass && !!input.override;
     const startGate: StartGate = {
       gated: !!source,
@@ -172,23 +176,26 @@ export class RunService {
     };
     const executionId = crypto.randomUUID();
     try {
-      await this.db.insertInto("test_runs").values({
-        execution_id: executionId,
-        plan_identifier: frozen.identifier,
-        plan_display_name: frozen.displayName,
-        plan_catalog_version: this.registry.planCatalog.catalogVersion,
-        plan_json: jsonb(frozen),
-        plan_snapshot_sha256: await jcsSha256(frozen),
-        license_id: input.licenseId ?? this.defaultLicense,
-        notes: input.notes ?? null,
-        status: "active",
-        started_at: new Date(),
-        start_state_json: jsonb(state),
-        preflight_json: jsonb(preflight),
-        lab_name: this.labName,
-        customer: input.customer ?? null,
-        start_gate_json: jsonb(startGate),
-      }).execute();
+      await this.db.transaction().execute(async (tx) => {
+        await tx.insertInto("test_runs").values({
+          execution_id: executionId,
+          plan_identifier: frozen.identifier,
+          plan_display_name: frozen.displayName,
+          plan_catalog_version: this.registry.planCatalog.catalogVersion,
+          plan_json: jsonb(frozen),
+          plan_snapshot_sha256: await jcsSha256(frozen),
+          license_id: input.licenseId ?? this.defaultLicense,
+          notes: input.notes ?? null,
+          status: "active",
+          started_at: new Date(),
+          start_state_json: jsonb(state),
+          preflight_json: jsonb(preflight),
+          lab_name: this.labName,
+          customer: input.customer ?? null,
+          start_gate_json: jsonb(startGate),
+        }).execute();
+        if (!preflight.pass) await preflightFailed(tx, preflight, executionId);
+      });
     } catch (e) {
       // The partial unique index on active runs: another start won the race.
       if (!isUniqueViolation(e)) throw e;
@@ -361,7 +368,7 @@ export class RunService {
    * Finish the active run: aggregate the results, build the report once and freeze it. One transaction
    * holding the run's row lock, so a poll committing meanwhile is either in the report or not linked.
    */
-  async finish(executionId: string, input: FinishRunInput): Promise<RunView> {
+  async finish(executionId: string, input: FinishRunInput, baseUrl = ""): Promise<RunView> {
     await this.db.transaction().execute(async (tx) => {
       const r = await this.#row(tx, executionId, true);
       if (r.status !== "active") throw new ConflictError(`Run "${executionId}" is already finished`);
@@ -385,6 +392,8 @@ export class RunService {
         report_json: JSON.stringify(report, null, 2) + "\n",
         report_sha256: report.reportSha256,
       }).where("execution_id", "=", r.execution_id).execute();
+      const run = { executionId, planIdentifier: r.plan_identifier, outcome: input.outcome, endedAt };
+      await runFinished(tx, run, report, baseUrl);
     });
     return await this.get(executionId);
   }

@@ -2,7 +2,14 @@ import { type Config, pdfSigningFromEnv, type PollConfig, pollConfig } from "./c
 import type { Db } from "../db/open.ts";
 import { logger } from "../util/log.ts";
 import type { LoadedModules, Registry } from "../registry.ts";
-import { buildPollServices, buildServices, type PollServices, type Services } from "./services.ts";
+import {
+  buildPollServices,
+  buildServices,
+  type PollServices,
+  type Services,
+  webhookWorker,
+} from "./services.ts";
+import type { DeliveryWorker } from "../notify/worker.ts";
 import { PollWorker } from "../poller/worker.ts";
 import { CORE_VERSION } from "../version.ts";
 import { reencryptCredentials } from "../devices/key_rotation.ts";
@@ -235,5 +242,17 @@ export async function startWorker(rt: PollRuntime): Promise<PollWorker | null> {
   });
   rt.defer(() => worker.stop(rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000));
   await worker.start();
+  return worker;
+}
+
+/**
+ * Start the webhook delivery worker of `serve` (docs/notifications.md); every instance runs one (deliveries
+ * are claimed with FOR UPDATE SKIP LOCKED and a lease, so each goes out from one of them). The runtime's
+ * `close()` stops it, waiting for the calls in flight (each bounded by DUT_WEBHOOK_TIMEOUT_MS).
+ */
+export function startWebhooks(rt: Runtime): DeliveryWorker {
+  const worker = webhookWorker(rt.services);
+  rt.defer(() => worker.stop());
+  worker.start();
   return worker;
 }

@@ -213,6 +213,30 @@ export const EnvSchema = z.object({
     description:
       "live events arriving within this window go to each stream in one write (0-1000; 0: same tick)",
   }),
+  DUT_WEBHOOK_POLL_MS: int(10, 60_000, 250).meta({
+    description: "how often the webhook worker reads the outbox (docs/notifications.md)",
+  }),
+  DUT_WEBHOOK_TIMEOUT_MS: int(100, 120_000, 10_000).meta({
+    description: "time limit of one webhook call: connect, send and read the answer",
+  }),
+  DUT_WEBHOOK_MAX_RESPONSE_BYTES: int(1024, 16 * 1024 * 1024, 65_536).meta({
+    description: "webhook answer bytes read at most (its first 1 KiB is kept in the delivery log)",
+  }),
+  DUT_WEBHOOK_RETRY_BASE_MS: int(1, 3_600_000, 5_000).meta({
+    description: "first webhook retry delay; doubles per attempt, with jitter",
+  }),
+  DUT_WEBHOOK_RETRY_MAX_DELAY_SECONDS: int(1, 86_400, 3_600).meta({
+    description: "longest delay between two attempts of a webhook delivery",
+  }),
+  DUT_WEBHOOK_RETRY_WINDOW_SECONDS: int(1, 7 * 86_400, 86_400).meta({
+    description: "how long a webhook delivery is retried before it is given up (`failed`)",
+  }),
+  DUT_WEBHOOK_FAILING_AFTER: int(1, 1000, 5).meta({
+    description: "failed attempts in a row after which a webhook subscription is marked failing",
+  }),
+  DUT_WEBHOOK_CONCURRENCY: int(1, 256, 16).meta({
+    description: "webhook deliveries in flight at once per instance (one per subscription at a time)",
+  }),
   DUT_DEFAULT_LICENSE_ID: z.string().trim().min(1).default("LAB-INTERNAL").meta({
     description: "licence id of a run started without `licenseId`",
   }),

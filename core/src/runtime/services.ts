@@ -19,6 +19,8 @@ import type { PdfSigner } from "../report/pdf_sign.ts";
 import { StartupError } from "../errors.ts";
 import { RunService } from "../runs/service.ts";
 import { decryptAlertWriter } from "../runs/alerts.ts";
+import { Subscriptions } from "../notify/subscriptions.ts";
+import { DeliveryWorker } from "../notify/worker.ts";
 
 /**
  * What a poller uses (`deno task poll`): devices and their credentials, the poll cycle with its write hooks
@@ -62,6 +64,8 @@ export interface Services extends PollServices {
   pdf: PdfRenderer;
   /** Test runs: start, finish (the report frozen once), reads. Built once here, used by every route. */
   runs: RunService;
+  /** Webhook subscriptions, their delivery log, redelivery and ping (docs/notifications.md). */
+  webhooks: Subscriptions;
 }
 
 /** The credential key ring from hex keys: `current` encrypts, `previous` (during a rotation) still decrypts. */
@@ -172,6 +176,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     pdfSigner,
     pdfCertificates: new PdfCertificates(db.kysely, pdfSigner?.info ?? null),
     runs: new RunService(db.kysely, registry, config.DUT_DEFAULT_LICENSE_ID, config.DUT_LAB_NAME),
+    webhooks: new Subscriptions(db.kysely),
     pdf: new PdfRenderer({
       executablePath: config.DUT_CHROMIUM_PATH,
       concurrency: config.DUT_PDF_CONCURRENCY,
@@ -192,4 +197,27 @@ export function evidenceServices(svc: Services): EvidenceServices {
     pdfCertificates: svc.pdfCertificates,
     labName: svc.config.DUT_LAB_NAME,
   };
+}
+
+/** The webhook delivery worker of `serve` over its services and configuration (started by `startWebhooks`). */
+export function webhookWorker(svc: Services): DeliveryWorker {
+  const c = svc.config;
+  return new DeliveryWorker(svc.db.kysely, {
+    pollMs: c.DUT_WEBHOOK_POLL_MS,
+    timeoutMs: c.DUT_WEBHOOK_TIMEOUT_MS,
+    maxResponseBytes: c.DUT_WEBHOOK_MAX_RESPONSE_BYTES,
+    retryBaseMs: c.DUT_WEBHOOK_RETRY_BASE_MS,
+    retryMaxDelayMs: c.DUT_WEBHOOK_RETRY_MAX_DELAY_SECONDS * 1000,
+    retryWindowMs: c.DUT_WEBHOOK_RETRY_WINDOW_SECONDS * 1000,
+    failingAfter: c.DUT_WEBHOOK_FAILING_AFTER,
+    concurrency: c.DUT_WEBHOOK_CONCURRENCY,
+    networks: svc.limits.networks,
+    lookup: svc.limits.lookup,
+    extraCa: c.extraCa,
+  }, {
+    attempt: (result, seconds) => {
+      svc.metrics.webhookAttempts.inc({ result });
+      svc.metrics.webhookDuration.observe(seconds);
+    },
+  });
 }
