@@ -111,6 +111,11 @@ function checkUrl(svc: Services, url: string, allowHttp: boolean): void {
 }
 
 export function webhookRoutes(app: OpenAPIHono, svc: Services) {
+  subscriptionRoutes(app, svc);
+  secretAndDeliveryRoutes(app, svc);
+}
+
+function subscriptionRoutes(app: OpenAPIHono, svc: Services) {
   app.openapi(
     createRoute({
       tags,
@@ -187,6 +192,9 @@ export function webhookRoutes(app: OpenAPIHono, svc: Services) {
     }),
     async (c) => c.json(await svc.webhooks.delete(c.req.valid("param").id), 200),
   );
+}
+
+function secretAndDeliveryRoutes(app: OpenAPIHono, svc: Services) {
   app.openapi(
     createRoute({
       tags,

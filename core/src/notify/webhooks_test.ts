@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
-import { cloudEventErrors, startReceiver, testWorker, until, verifyDelivery } from "./_receiver.ts";
+import {
+  cloudEventErrors,
+  startReceiver,
+  testWorker,
+  until,
+  verifyDelivery,
+} from "../../testing/webhook_receiver.ts";
 import { enqueueEvent } from "./outbox.ts";
 import { backoffMs } from "./worker.ts";
 

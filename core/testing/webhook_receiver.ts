@@ -3,18 +3,21 @@
  * the outside judges (the published `standardwebhooks` library verifies each signature; ajv validates each
  * envelope against the CloudEvents project's JSON schema), and a worker with test timings.
  */
+// deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/lockfiles_test.ts)
 import { Webhook } from "npm:standardwebhooks@1.1.1";
+// deno-lint-ignore no-import-prefix -- test-only, as above
 import { Ajv } from "npm:ajv@8.20.0";
+// deno-lint-ignore no-import-prefix -- test-only, as above
 import addFormatsModule from "npm:ajv-formats@3.0.1";
 import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
-import { DeliveryWorker, type WorkerOptions } from "./worker.ts";
+import type { Database } from "../src/db/schema.ts";
+import { DeliveryWorker, type WorkerOptions } from "../src/notify/worker.ts";
 
 const addFormats = addFormatsModule as unknown as (a: unknown) => void;
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats(ajv);
 const schema = JSON.parse(
-  await Deno.readTextFile(new URL("./testdata/cloudevents.schema.json", import.meta.url)),
+  await Deno.readTextFile(new URL("../src/notify/testdata/cloudevents.schema.json", import.meta.url)),
 );
 const validateCloudEvent = ajv.compile(schema);
 
