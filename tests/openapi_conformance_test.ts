@@ -70,6 +70,11 @@ const BUSINESS_RULES: Record<string, Array<{ field: RegExp; message?: RegExp; wh
     { field: /^results\.failedRequests$/, why: "failedRequests above requests (two fields together)" },
   ],
   diffSnapshot: [{ field: /^query\.against$/, why: "a snapshot of another label (stored data)" }],
+  ...Object.fromEntries(["createWebhook", "updateWebhook"].map((id) => [id, [{
+    field: /^url$/,
+    why:
+      "http:// without allowHttp (two fields together), another scheme, or an address the configuration refuses",
+  }]])),
   // An opaque cursor: only the API's own cursors are valid, which no pattern can say.
   ...Object.fromEntries(
     ["listDevices", "listSnapshots", "listRuns", "listAuditEntries", "listDeviceChanges"].map((id) => [

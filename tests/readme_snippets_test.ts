@@ -49,6 +49,7 @@ export const PAGES = [
   "docs/data.md",
   "docs/deploy-postgres.md",
   "docs/lab-as-code.md",
+  "docs/notifications.md",
   "docs/configuration.md",
   "docs/architecture.md",
   "docs/extending.md",

@@ -23,9 +23,11 @@ const Filters = z.object({
     description: "Only events at or above this severity",
   }),
 }).strict().openapi("WebhookFilters");
-const Name = z.string().trim().min(1, "must not be empty").max(100);
-const Url = z.string().trim().min(1).max(2000).openapi({
-  description: "https:// URL (http:// only with allowHttp); the address rules of device connections apply",
+const Name = z.string().min(1, "must not be empty").max(100);
+const Url = z.url().max(2000).openapi({
+  description: "https:// URL (http:// only with allowHttp); the address rules of device connections apply: " +
+    "400 naming `url` for another scheme, http:// without allowHttp, a user or fragment, or a literal address " +
+    "DUT_DEVICE_NETWORKS or the guarded ranges refuse",
   example: "https://hooks.example/dutlab",
 });
 const Types = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1, "must name at least one event type").max(20);
@@ -123,7 +125,9 @@ function subscriptionRoutes(app: OpenAPIHono, svc: Services) {
       path: "/api/admin/webhooks",
       operationId: "createWebhook",
       summary: "Subscribe a webhook endpoint (admin)",
-      description: "The signing secret is in the answer once and never again (rotate it to get a new one).",
+      description: "The signing secret is in the answer once and never again (rotate it to get a new one). " +
+        "`url` must be https:// unless `allowHttp` is true (the two fields together), and a literal address " +
+        "must pass the address rules of the configuration (DUT_DEVICE_NETWORKS): else 400 naming `url`.",
       request: body(Create),
       responses: { 201: json(WithSecret, "Created"), ...problemResponses },
     }),
@@ -166,7 +170,8 @@ function subscriptionRoutes(app: OpenAPIHono, svc: Services) {
       path: "/api/admin/webhooks/{id}",
       operationId: "updateWebhook",
       summary: "Change a webhook subscription (admin)",
-      description: "A new URL or a re-enable clears the failure count and the failing mark.",
+      description: "A new URL or a re-enable clears the failure count and the failing mark. `url` and " +
+        "`allowHttp` (given or stored) are checked together as at creation: else 400 naming `url`.",
       request: { params: IdParam, ...body(Patch) },
       responses: { 200: json(Subscription, "Changed"), ...problemResponses, ...notFoundResponse },
     }),
