@@ -71,7 +71,7 @@ dbTest(
     }
     for (const o of ops.filter((o) => o.method === "GET" && o.template.startsWith("/api/"))) {
       const r = await app.request(o.path, { headers: viewer });
-      const adminOnly = /^\/api\/admin\/(tokens|audit|backup|dut\/snapshot-prunes)/.test(o.template);
+      const adminOnly = /^\/api\/admin\/(tokens|audit|backup|dut\/snapshot-prunes|webhooks)/.test(o.template);
       if (adminOnly) assert.equal(r.status, 403, `viewer GET ${o.template}`);
       // Allowed; the comparison needs `ids`, so their absence is what is refused.
       else if (o.id === "getRunComparison") assert.equal(r.status, 400, `viewer GET ${o.template}`);
