@@ -287,7 +287,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe a webhook endpoint (admin)
-         * @description The signing secret is in the answer once and never again (rotate it to get a new one).
+         * @description The signing secret is in the answer once and never again (rotate it to get a new one). `url` must be https:// unless `allowHttp` is true (the two fields together), and a literal address must pass the address rules of the configuration (DUT_DEVICE_NETWORKS): else 400 naming `url`.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -313,7 +313,7 @@ export interface paths {
         head?: never;
         /**
          * Change a webhook subscription (admin)
-         * @description A new URL or a re-enable clears the failure count and the failing mark.
+         * @description A new URL or a re-enable clears the failure count and the failing mark. `url` and `allowHttp` (given or stored) are checked together as at creation: else 400 naming `url`.
          */
         patch: operations["updateWebhook"];
         trace?: never;
@@ -1532,7 +1532,8 @@ export interface components {
         WebhookSubscriptionCreate: {
             name: string;
             /**
-             * @description https:// URL (http:// only with allowHttp); the address rules of device connections apply
+             * Format: uri
+             * @description https:// URL (http:// only with allowHttp); the address rules of device connections apply: 400 naming `url` for another scheme, http:// without allowHttp, a user or fragment, or a literal address DUT_DEVICE_NETWORKS or the guarded ranges refuse
              * @example https://hooks.example/dutlab
              */
             url: string;
@@ -1550,7 +1551,8 @@ export interface components {
         WebhookSubscriptionPatch: {
             name?: string;
             /**
-             * @description https:// URL (http:// only with allowHttp); the address rules of device connections apply
+             * Format: uri
+             * @description https:// URL (http:// only with allowHttp); the address rules of device connections apply: 400 naming `url` for another scheme, http:// without allowHttp, a user or fragment, or a literal address DUT_DEVICE_NETWORKS or the guarded ranges refuse
              * @example https://hooks.example/dutlab
              */
             url?: string;
