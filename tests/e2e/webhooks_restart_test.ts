@@ -16,7 +16,11 @@ import {
 const auth = { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, "content-type": "application/json" };
 
 async function call(base: string, method: string, path: string, body?: unknown) {
-  const r = await fetch(base + path, { method, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
+  const r = await fetch(base + path, {
+    method,
+    headers: auth,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const json = await r.json();
   assert.ok(r.ok, `${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
   return json;
