@@ -46,9 +46,10 @@ const deviceRow = (d: Device) => [
   d.enabled ? "yes" : "no",
   d.lastPollStatus ?? "never",
   d.lastPollAt ?? "-",
+  d.reservation ? `${d.reservation.holder} until ${d.reservation.until}` : "-",
   d.id,
 ];
-const DEVICE_HEADERS = ["hostname", "vendor", "role", "enabled", "status", "last poll", "id"];
+const DEVICE_HEADERS = ["hostname", "vendor", "role", "enabled", "status", "last poll", "reserved", "id"];
 
 function printDevices(ctx: Ctx, devices: Device[]) {
   out(table(DEVICE_HEADERS, devices.map(deviceRow), ctx.paint, [4]));

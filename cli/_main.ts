@@ -7,6 +7,7 @@ import { netboxCommands } from "./_netbox.ts";
 import { runCommands } from "./_runs.ts";
 import { tokenCommands } from "./_tokens.ts";
 import { webhookCommands } from "./_webhooks.ts";
+import { reservationCommands } from "./_reservations.ts";
 import { note, out } from "./_output.ts";
 
 /** Every command, in the order the help lists them. */
@@ -15,6 +16,7 @@ export const COMMANDS: Command[] = [
   ...labCommands,
   ...netboxCommands,
   ...runCommands,
+  ...reservationCommands,
   ...tokenCommands,
   ...webhookCommands,
 ];

@@ -125,6 +125,8 @@ export const runCommands: Command[] = [
         value: "REASON",
         description: "Start over a failed pre-flight (admin; audited; sent as override.reason)",
       },
+      testbed: { type: "string", value: "NAME", description: "Run on this testbed (reserved for the run)" },
+      reservation: { type: "string", value: "ID", description: "Run under this held reservation" },
       quiet: { type: "boolean", short: "q", description: "Print only the executionId" },
     },
     more: "Exit 1 when the service refuses the start: a gated start whose pre-flight does not pass (its\n" +
@@ -136,6 +138,8 @@ export const runCommands: Command[] = [
       if (ctx.flags.notes !== undefined) body.notes = ctx.flags.notes;
       if (ctx.flags["require-preflight-pass"] === true) body.requirePreflightPass = true;
       if (ctx.flags.override !== undefined) body.override = { reason: ctx.flags.override };
+      if (ctx.flags.testbed !== undefined) body.testbed = ctx.flags.testbed;
+      if (ctx.flags.reservation !== undefined) body.reservationId = ctx.flags.reservation;
       const r = await ctx.svc().api.POST("/api/test-runs", { body: body as { planIdentifier: string } });
       if (!r.response.ok) {
         const e = r.error as { summary?: unknown; checks?: unknown } | undefined;

@@ -88,6 +88,9 @@ dbTest(
       "shareRunReport",
       "compareRuns",
       "replayRunReport",
+      "createReservation",
+      "renewReservation",
+      "releaseReservation",
     ]);
     for (const o of mutating) {
       const r = await app.request(o.path, jsonReq(o.method, {}, operator));

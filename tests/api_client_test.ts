@@ -277,6 +277,35 @@ dbTest("a generated client calls every operation of the document", async (db) =>
     } finally {
       await peer.close();
     }
+    // Testbeds and reservations (docs/reservations.md).
+    const tb = await client.PUT("/api/admin/testbeds/{name}", {
+      params: { path: { name: "client-tb" } },
+      body: { selector: { hostnames: ["client-lab-fw"] } },
+    });
+    assert.deepEqual(tb.data?.devices.map((d) => d.hostname), ["client-lab-fw"]);
+    assert.equal((await client.GET("/api/admin/testbeds")).data?.testbeds.length, 1);
+    const tbOne = await client.GET("/api/admin/testbeds/{name}", { params: { path: { name: "client-tb" } } });
+    assert.equal(tbOne.data?.name, "client-tb");
+    const res = await client.POST("/api/admin/reservations", {
+      body: { testbed: "client-tb", leaseSeconds: 60 },
+    });
+    assert.equal(res.data?.state, "held");
+    const rid = { params: { path: { id: res.data!.id } } };
+    assert.equal((await client.GET("/api/admin/reservations/{id}", rid)).data?.holder, "bootstrap-admin");
+    assert.equal((await client.GET("/api/admin/reservations")).data?.reservations.length, 1);
+    assert.equal(
+      (await client.POST("/api/admin/reservations/{id}/renew", { ...rid, body: {} })).data?.state,
+      "held",
+    );
+    const released = await client.POST("/api/admin/reservations/{id}/release", {
+      ...rid,
+      body: { reason: "done" },
+    });
+    assert.equal(released.data?.endReason, "released by bootstrap-admin: done");
+    const gone = await client.DELETE("/api/admin/testbeds/{name}", {
+      params: { path: { name: "client-tb" } },
+    });
+    assert.equal(gone.data?.ok, true);
   } finally {
     await sim.sim.close();
   }

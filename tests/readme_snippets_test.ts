@@ -42,6 +42,7 @@ export const PAGES = [
   "docs/devices.md",
   "docs/polling.md",
   "docs/preflight.md",
+  "docs/reservations.md",
   "docs/runs.md",
   "docs/reports.md",
   "docs/http-api.md",

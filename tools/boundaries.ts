@@ -96,6 +96,7 @@ const FLOORS: readonly (readonly string[])[] = [
   ["access", "events", "api", "notify"], // tokens and audit, the event bus, the wire schemas, the webhook outbox
   ["registry"], // loaded modules
   ["devices", "snapshots"], // the device store and sessions, snapshots and diffs
+  ["reservations"], // testbeds, reservations and their leases, the guard of reserved devices
   ["lab"], // the lab file and its plan
   ["preflight"], // the pre-flight engine
   ["poller"], // the poll cycle, store, worker

@@ -144,6 +144,7 @@ if (Deno.args[0] === "file") {
         baseUrl: d.url,
         credential: d.vendor,
       })),
+      testbeds: { sim: { description: "every simulated device", tags: ["lab:sim"] } },
     }, { lineWidth: 0 }).trimEnd(),
   );
   Deno.exit(0);

@@ -1593,6 +1593,9 @@ async function composeReport(opts) {
       devices: startState.devices,
       ...startState.inventory ? {
         inventory: startState.inventory
+      } : {},
+      ...startState.testbed ? {
+        testbed: startState.testbed
       } : {}
     },
     tlsDecrypt: {

@@ -39,13 +39,16 @@ export interface paths {
         get: operations["getDevice"];
         put?: never;
         post?: never;
-        /** Delete a device and all its snapshots */
+        /**
+         * Delete a device and all its snapshots
+         * @description While the device is reserved: 409 naming the reservation, unless an admin sends `force=true` (audited; the reservation loses the device).
+         */
         delete: operations["deleteDevice"];
         options?: never;
         head?: never;
         /**
          * Update a device
-         * @description Partial update. `password` rotates the stored credential; `pinnedCertSha256: null` clears the pinned certificate; changing baseUrl or tlsVerifyMode clears it too. Returns the updated device.
+         * @description Partial update. `password` rotates the stored credential; `pinnedCertSha256: null` clears the pinned certificate; changing baseUrl or tlsVerifyMode clears it too. Returns the updated device. While the device is reserved, a change of hostname, baseUrl, username, password, tlsVerifyMode or the pin, or `enabled: false`, is a 409 naming the reservation, unless an admin sends `force=true` (audited).
          */
         patch: operations["updateDevice"];
         trace?: never;
@@ -205,6 +208,126 @@ export interface paths {
          * @description Posts on each device of the run (the NetBox device of its `netbox:<id>` tag, else of its name) a journal entry with the verdict, the report's URL and SHA-256 and the DSSE envelope's digest. Devices already posted are skipped; a failed one is retried by calling again (429 and 502-504 are retried at once after Retry-After). Each device's outcome is kept (GET). The run is never changed. 409 while the run is active.
          */
         post: operations["writeNetBoxJournal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/testbeds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List testbeds and the devices each selects now */
+        get: operations["listTestbeds"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/testbeds/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One testbed */
+        get: operations["getTestbed"];
+        /**
+         * Create or replace a testbed
+         * @description A named set of devices: every device matching any listed id, hostname, tag or role. An id or hostname naming no device is a 422; a testbed a lab file declares is a 409 (change the lab file).
+         */
+        put: operations["putTestbed"];
+        post?: never;
+        /** Delete a testbed (its reservations keep its name) */
+        delete: operations["deleteTestbed"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/reservations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Current and queued reservations (the calendar)
+         * @description Held reservations by the end of their lease, then the queue in the order it is served (priority, then first come). `ended=true` adds the ended ones (released, expired, timed out) and why.
+         */
+        get: operations["listReservations"];
+        put?: never;
+        /**
+         * Reserve a testbed or devices
+         * @description Takes every device or none, for `leaseSeconds` (renew before it ends). 201 `held`. A device held by another reservation: 409 naming the holder and until when, or with `waitSeconds` 202 `queued` (poll the reservation; it becomes `held` when the devices are released, `timed_out` when the wait ends). With `readiness`, the devices are snapshotted now and the plan's pre-flight evaluated first: any failing check grants nothing (422 naming each check and device).
+         */
+        post: operations["createReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/reservations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One reservation (a queued client polls it) */
+        get: operations["getReservation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/reservations/{id}/renew": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Renew the lease
+         * @description The lease ends `leaseSeconds` (default: the reservation's) from now. 409 once it ended.
+         */
+        post: operations["renewReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/reservations/{id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release (or withdraw a queued request)
+         * @description The devices are free at once; the next queued request that wants them is granted.
+         */
+        post: operations["releaseReservation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -404,7 +527,7 @@ export interface paths {
         };
         /**
          * Live events (Server-Sent Events)
-         * @description A `text/event-stream` for any token role. Each event: `id` (increasing), `event` = its type, `data` = JSON `{id, at, type, data}`. Types: `poll.finished`, `device.status_changed`, `snapshot.stored`, `device.changed`, `run.started`, `run.finished`, `alert.raised`. The stream starts with `stream.open` (no id); reconnecting with `Last-Event-ID` (or `?lastEventId=`) replays every event after it that is still kept (DUT_EVENTS_RETENTION_HOURS, default 24) and then follows live, across restarts and, on PostgreSQL, across instances. `stream.reset` (no id) says events after that id were already dropped: reload the lists. A comment line every 15 s keeps proxies from closing an idle stream. Events reach the stream at most DUT_EVENTS_FLUSH_MS (default 100) after they happen, those of one window in one chunk. A client with more than 4 MiB unread is disconnected (it resumes with Last-Event-ID). Read-only: nothing is ever changed through it.
+         * @description A `text/event-stream` for any token role. Each event: `id` (increasing), `event` = its type, `data` = JSON `{id, at, type, data}`. Types: `poll.finished`, `device.status_changed`, `snapshot.stored`, `device.changed`, `run.started`, `run.finished`, `alert.raised`, `reservation.granted`, `reservation.queued`, `reservation.released`, `reservation.expired`. The stream starts with `stream.open` (no id); reconnecting with `Last-Event-ID` (or `?lastEventId=`) replays every event after it that is still kept (DUT_EVENTS_RETENTION_HOURS, default 24) and then follows live, across restarts and, on PostgreSQL, across instances. `stream.reset` (no id) says events after that id were already dropped: reload the lists. A comment line every 15 s keeps proxies from closing an idle stream. Events reach the stream at most DUT_EVENTS_FLUSH_MS (default 100) after they happen, those of one window in one chunk. A client with more than 4 MiB unread is disconnected (it resumes with Last-Event-ID). Read-only: nothing is ever changed through it.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -1064,6 +1187,17 @@ export interface components {
             updatedAt: string;
             /** @description The lab file (its `metadata.name`) that manages the device; null when no lab does (docs/lab-as-code.md) */
             managedBy: string | null;
+            /** @description The reservation holding the device (docs/reservations.md); null when none (list and get) */
+            reservation?: {
+                reservationId: string;
+                holder: string;
+                testbed: string | null;
+                /**
+                 * Format: date-time
+                 * @description The end of the lease unless renewed
+                 */
+                until: string;
+            } | null;
         };
         VendorEntry: {
             key: string;
@@ -1262,6 +1396,18 @@ export interface components {
                 /** @description Hostnames this device had before: a rename that keeps the device's id and history */
                 movedFrom?: string[];
             }[];
+            /** @description Named sets of devices a run or a reservation takes (docs/reservations.md); an apply creates, replaces and removes the lab's own testbeds */
+            testbeds?: {
+                [key: string]: {
+                    description?: string | null;
+                    /** @description Devices of the registry by hostname */
+                    hostnames?: string[];
+                    /** @description Every device with one of these tags */
+                    tags?: string[];
+                    /** @description Every device of one of these roles */
+                    roles?: string[];
+                };
+            };
         };
         LabApplied: {
             ok: boolean;
@@ -1289,6 +1435,8 @@ export interface components {
             planHash?: string;
             /** @description Allow an empty `devices` list and a prune of more than half of the lab's devices */
             force?: boolean;
+            /** @description Modify or prune devices held by a reservation anyway (admin; the reservations overridden are recorded in the audit entry). Without it such an apply is a 409 naming each holder */
+            overrideReservations?: boolean;
         };
         FromNetBoxResult: {
             lab: components["schemas"]["LabFile"] & unknown;
@@ -1438,6 +1586,90 @@ export interface components {
         };
         NetBoxJournalRequest: {
             netbox: components["schemas"]["NetBoxConnection"];
+        };
+        TestbedList: {
+            testbeds: components["schemas"]["Testbed"][];
+        };
+        Testbed: {
+            name: string;
+            description: string | null;
+            selector: components["schemas"]["TestbedSelector"];
+            /** @description The lab file declaring it; null: made by the API */
+            managedBy: string | null;
+            /** @description The devices it selects now */
+            devices: {
+                id: string;
+                hostname: string;
+            }[];
+        };
+        /** @description The devices of a testbed: every device matching any listed id, hostname, tag or role */
+        TestbedSelector: {
+            deviceIds?: string[];
+            hostnames?: string[];
+            tags?: string[];
+            roles?: string[];
+        };
+        TestbedPut: {
+            description?: string | null;
+            selector: components["schemas"]["TestbedSelector"];
+        };
+        ReservationList: {
+            reservations: components["schemas"]["Reservation"][];
+        };
+        Reservation: {
+            id: string;
+            holder: string;
+            purpose: string | null;
+            testbed: string | null;
+            devices: {
+                id: string;
+                hostname: string;
+            }[];
+            priority: number;
+            /** @enum {string} */
+            state: "queued" | "held" | "released" | "expired" | "timed_out";
+            leaseSeconds: number;
+            requestedAt: string;
+            waitUntil: string | null;
+            grantedAt: string | null;
+            expiresAt: string | null;
+            endedAt: string | null;
+            /** @description Why it ended (released by…, lease ended…) */
+            endReason: string | null;
+            /** @description The run holding it, if any */
+            executionId: string | null;
+        };
+        ReservationCreate: {
+            /** @description Who holds it (a CI job URL, a person); default: the token's name */
+            holder?: string;
+            purpose?: string | null;
+            /**
+             * @description Reserve this testbed's devices (or give deviceIds)
+             * @example edge-pair
+             */
+            testbed?: string;
+            deviceIds?: string[];
+            /**
+             * @description The lease: the reservation ends unless renewed before (default 900)
+             * @default 900
+             */
+            leaseSeconds: number;
+            /** @description When a device is held: wait in the queue this long (202, `queued`) instead of a 409 */
+            waitSeconds?: number;
+            /** @description Among queued requests, higher first; equal ones first come, first served (default 0) */
+            priority?: number;
+            /** @description Snapshot the devices now and evaluate this plan's pre-flight first: a failure grants nothing and is named (422) */
+            readiness?: {
+                planIdentifier: string;
+                /** @description Disable each failing device, its evidence in its notes */
+                markOutOfService?: boolean;
+            };
+        };
+        ReservationRenew: {
+            leaseSeconds?: number;
+        };
+        ReservationRelease: {
+            reason?: string;
         };
         ApiTokenCreated: components["schemas"]["ApiToken"] & {
             /**
@@ -2072,6 +2304,8 @@ export interface components {
         PreflightRequest: {
             /** @description The `identifier` of a plan of the catalog (GET /api/test-runs/plans); another one is a 404 */
             planIdentifier: string;
+            /** @description Only this testbed's devices (docs/reservations.md); with `devices`, both */
+            testbed?: string;
             /** @description Only these devices: ids or hostnames of enabled devices (an unknown or disabled one is a 400 naming it) */
             devices?: string[];
             /** @description Only these checks (check ids; an unknown one is a 400 naming it) */
@@ -2205,6 +2439,13 @@ export interface components {
             override?: {
                 reason: string;
             };
+            /** @description Run on this testbed: without `reservationId` the start reserves it for the run (409 naming the holder when it is held); the reservation is held until the run finishes (docs/reservations.md) */
+            testbed?: string;
+            /**
+             * Format: uuid
+             * @description Run under this held reservation (409 when it is not held); released when the run finishes
+             */
+            reservationId?: string;
         };
         TestRunPage: {
             runs: components["schemas"]["TestRun"][];
@@ -2551,7 +2792,10 @@ export interface operations {
     };
     deleteDevice: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Apply the change over a reservation of the device (admin; recorded in the audit log) */
+                force?: "true" | "false";
+            };
             header?: never;
             path: {
                 /** @description Device id (UUID) */
@@ -2606,6 +2850,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Request body over the size limit */
             413: {
                 headers: {
@@ -2628,7 +2881,10 @@ export interface operations {
     };
     updateDevice: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Apply the change over a reservation of the device (admin; recorded in the audit log) */
+                force?: "true" | "false";
+            };
             header?: never;
             path: {
                 /** @description Device id (UUID) */
@@ -3367,6 +3623,697 @@ export interface operations {
             };
             /** @description Well-formed but not acceptable */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listTestbeds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Testbeds by name */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestbedList"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTestbed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The testbed's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The testbed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Testbed"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putTestbed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The testbed's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestbedPut"];
+            };
+        };
+        responses: {
+            /** @description The testbed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Testbed"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Well-formed but not acceptable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteTestbed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The testbed's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `admin` (refused to `viewer` and `operator`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listReservations: {
+        parameters: {
+            query?: {
+                /** @description Include ended reservations */
+                ended?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Reservations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationList"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createReservation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReservationCreate"];
+            };
+        };
+        responses: {
+            /** @description Granted (held) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description Queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `operator` (refused to `viewer`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not ready: a check failed on a device (nothing reserved); or both or neither of testbed and deviceIds, or nothing selected */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getReservation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reservation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    renewReservation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReservationRenew"];
+            };
+        };
+        responses: {
+            /** @description Renewed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `operator` (refused to `viewer`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or dropped the connection (type `urn:dutlab:problem:unavailable`); retry after the `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    releaseReservation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReservationRelease"];
+            };
+        };
+        responses: {
+            /** @description Released */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description Invalid request (the problem's `errors` name each offending field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's role is refused: this operation needs role `operator` (refused to `viewer`); problem type `urn:dutlab:problem:forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

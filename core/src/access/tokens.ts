@@ -40,6 +40,9 @@ const OPERATOR_ROUTES = new Set([
   "POST /api/test-runs",
   "POST /api/test-runs/:executionId/finish",
   "POST /api/test-runs/:executionId/share",
+  "POST /api/admin/reservations",
+  "POST /api/admin/reservations/:id/renew",
+  "POST /api/admin/reservations/:id/release",
 ]);
 /**
  * POST routes that only read (a body too structured for a query string) and change nothing: any role may call

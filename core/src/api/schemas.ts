@@ -132,6 +132,14 @@ export const Device = z.object({
     description:
       "The lab file (its `metadata.name`) that manages the device; null when no lab does (docs/lab-as-code.md)",
   }),
+  reservation: z.object({
+    reservationId: z.string(),
+    holder: z.string(),
+    testbed: z.string().nullable(),
+    until: z.string().openapi({ format: "date-time", description: "The end of the lease unless renewed" }),
+  }).nullable().optional().openapi({
+    description: "The reservation holding the device (docs/reservations.md); null when none (list and get)",
+  }),
 }).openapi("Device");
 
 export const VendorEntry = z.object({

@@ -224,6 +224,10 @@ const names = (what: string, item: z.ZodString) =>
   });
 export const PreflightRequest = z.object({
   planIdentifier,
+  testbed: z.string().trim().min(1).max(100).optional().openapi({
+    pattern: NOT_BLANK,
+    description: "Only this testbed's devices (docs/reservations.md); with `devices`, both",
+  }),
   devices: names(
     "Only these devices: ids or hostnames of enabled devices (an unknown or disabled one is a 400 naming it)",
     z.string().trim().min(1, "must not be empty").max(253).openapi({ pattern: NOT_BLANK }),
@@ -278,6 +282,15 @@ export const StartRunRequest = z.object({
     description: "Start a gated run even though its pre-flight does not pass. Needs the admin role (403 " +
       "otherwise); recorded with its reason and the token's name in the audit log, on the run, in the report " +
       "and on the print page. Refused (400) on an ungated start; unused (not recorded) when the pre-flight passes.",
+  }),
+  testbed: z.string().trim().min(1).max(100).optional().openapi({
+    pattern: NOT_BLANK,
+    description:
+      "Run on this testbed: without `reservationId` the start reserves it for the run (409 naming " +
+      "the holder when it is held); the reservation is held until the run finishes (docs/reservations.md)",
+  }),
+  reservationId: z.uuid().optional().openapi({
+    description: "Run under this held reservation (409 when it is not held); released when the run finishes",
   }),
 }).strict().openapi("StartRunRequest");
 

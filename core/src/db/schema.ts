@@ -372,6 +372,12 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   /** Every attempt of a delivery. */
   webhook_attempts: WebhookAttemptsTable;
+  /** Named sets of devices (issue 52). */
+  testbeds: TestbedsTable;
+  /** Reservations of devices: queued, held, and ended ones (issue 52). */
+  reservations: ReservationsTable;
+  /** The devices held reservations hold: one row per device, so no device has two holders. */
+  reservation_holds: ReservationHoldsTable;
 }
 
 /** One NetBox import: where, which filters, NetBox's version, when, and the SHA-256 of the answers. */
@@ -400,4 +406,40 @@ export interface NetBoxJournalTable {
   last_error: string | null;
   journal_entry_id: number | null;
   updated_at: Generated<Timestamp>;
+}
+
+/** A testbed (migration 0026): its name and selector. */
+export interface TestbedsTable {
+  name: string;
+  selector: ColumnType<unknown, string, string>;
+  description: string | null;
+  managed_by: string | null;
+  created_at: Generated<Timestamp>;
+  updated_at: Generated<Timestamp>;
+}
+
+/** A reservation (migration 0026). */
+export interface ReservationsTable {
+  id: string;
+  holder: string;
+  purpose: string | null;
+  testbed: string | null;
+  device_ids: ColumnType<string[], string[], string[]>;
+  priority: number;
+  state: string;
+  lease_seconds: number;
+  requested_at: Timestamp;
+  wait_until: Timestamp | null;
+  granted_at: Timestamp | null;
+  expires_at: Timestamp | null;
+  ended_at: Timestamp | null;
+  end_reason: string | null;
+  execution_id: string | null;
+  created_by: string | null;
+}
+
+/** A device a held reservation holds (migration 0026). */
+export interface ReservationHoldsTable {
+  device_id: string;
+  reservation_id: string;
 }

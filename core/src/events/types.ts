@@ -46,6 +46,22 @@ export interface EventMap {
     snapshotId: string;
     at: string;
   };
+  /** A reservation was granted, queued, released, or expired / timed out (with its reason). */
+  "reservation.granted": ReservationEvent;
+  "reservation.queued": ReservationEvent;
+  "reservation.released": ReservationEvent;
+  "reservation.expired": ReservationEvent;
+}
+
+/** What a reservation event carries (docs/reservations.md). */
+interface ReservationEvent {
+  reservationId: string;
+  holder: string;
+  testbed: string | null;
+  deviceIds: string[];
+  state: string;
+  expiresAt: string | null;
+  reason: string | null;
 }
 
 /** Every event type, in the order the API documents them. */
@@ -57,6 +73,10 @@ export const EVENT_TYPES = [
   "run.started",
   "run.finished",
   "alert.raised",
+  "reservation.granted",
+  "reservation.queued",
+  "reservation.released",
+  "reservation.expired",
 ] as const satisfies ReadonlyArray<keyof EventMap>;
 export type EventType = typeof EVENT_TYPES[number];
 

@@ -23,6 +23,7 @@ import {
 import { deviceRoutes } from "./routes_devices.ts";
 import { labRoutes } from "./routes_lab.ts";
 import { netboxRoutes } from "./routes_netbox.ts";
+import { reservationRoutes } from "./routes_reservations.ts";
 import { snapshotRoutes } from "./routes_snapshots.ts";
 import { diffRoutes } from "./routes_diffs.ts";
 import { testRunRoutes } from "./routes_runs.ts";
@@ -69,6 +70,7 @@ export function createApp(svc: Services): OpenAPIHono {
   deviceRoutes(app, svc);
   labRoutes(app, svc);
   netboxRoutes(app, svc);
+  reservationRoutes(app, svc);
   accessRoutes(app, svc);
   webhookRoutes(app, svc);
   eventRoutes(app, svc);

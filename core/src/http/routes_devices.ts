@@ -23,6 +23,31 @@ import { testConnection } from "../devices/probe.ts";
 import { DeviceListQuery } from "../api/schemas_query.ts";
 import { ListCache } from "./list_cache.ts";
 import { problems } from "./problem.ts";
+import { ForceQuery } from "../api/schemas_reservations.ts";
+import { forcedNote, guardReserved, type Hold } from "../reservations/holds.ts";
+import { noteForAudit } from "./audit.ts";
+import type { DeviceView } from "../devices/view.ts";
+
+/** The fields of a PATCH that would disturb a run on the device (refused while it is reserved). */
+const DISTURBING = [
+  "hostname",
+  "baseUrl",
+  "username",
+  "password",
+  "tlsVerifyMode",
+  "pinnedCertSha256",
+] as const;
+
+/** A device view with its reservation (holder, until), null when none. */
+function withHold(v: DeviceView, holds: Hold[]) {
+  const h = holds.find((x) => x.deviceId === v.id);
+  return {
+    ...v,
+    reservation: h
+      ? { reservationId: h.reservationId, holder: h.holder, testbed: h.testbed, until: h.until }
+      : null,
+  };
+}
 
 const tags = ["Devices"];
 const body = <T>(schema: T) => ({ body: { content: { "application/json": { schema } }, required: true } });
@@ -61,7 +86,11 @@ function deviceReadRoutes(app: OpenAPIHono, svc: Services, listCache: ListCache)
       const hit = await listCache.get(JSON.stringify(q), async () => {
         const r = await svc.devices.query(paged ? { ...q, limit: q.limit ?? 100 } : q);
         if (!r) return null;
-        const body = { devices: r.rows.map(toView), vendors: svc.registry.vendors };
+        const holds = await svc.reservations.holds(r.rows.map((d) => d.id));
+        const body = {
+          devices: r.rows.map((d) => withHold(toView(d), holds)),
+          vendors: svc.registry.vendors,
+        };
         return JSON.stringify(paged ? { ...body, nextCursor: r.nextCursor } : body);
       });
       if (!hit) throw problems.badRequest("query.cursor", "must be a cursor returned by a previous page");
@@ -79,7 +108,10 @@ function deviceReadRoutes(app: OpenAPIHono, svc: Services, listCache: ListCache)
       request: { params: IdParam },
       responses: { 200: json(Device, "The device"), ...problemResponses, ...notFoundResponse },
     }),
-    async (c) => c.json(toView(await svc.devices.get(c.req.valid("param").id)), 200),
+    async (c) => {
+      const row = await svc.devices.get(c.req.valid("param").id);
+      return c.json(withHold(toView(row), await svc.reservations.holds([row.id])), 200);
+    },
   );
 }
 
@@ -125,8 +157,10 @@ function deviceWriteRoutes(app: OpenAPIHono, svc: Services) {
       summary: "Update a device",
       description:
         "Partial update. `password` rotates the stored credential; `pinnedCertSha256: null` clears the pinned " +
-        "certificate; changing baseUrl or tlsVerifyMode clears it too. Returns the updated device.",
-      request: { params: IdParam, ...body(DevicePatch) },
+        "certificate; changing baseUrl or tlsVerifyMode clears it too. Returns the updated device. While the " +
+        "device is reserved, a change of hostname, baseUrl, username, password, tlsVerifyMode or the pin, or " +
+        "`enabled: false`, is a 409 naming the reservation, unless an admin sends `force=true` (audited).",
+      request: { params: IdParam, query: ForceQuery, ...body(DevicePatch) },
       responses: {
         200: json(Device, "The updated device"),
         ...problemResponses,
@@ -136,8 +170,16 @@ function deviceWriteRoutes(app: OpenAPIHono, svc: Services) {
     }),
     async (c) => {
       const { id } = c.req.valid("param");
+      const patch = c.req.valid("json");
+      const disturbing: string[] = DISTURBING.filter((f) => patch[f] !== undefined);
+      if (patch.enabled === false) disturbing.push("enabled");
+      if (disturbing.length) {
+        const action = `PATCH ${disturbing.join(", ")} of device ${id}`;
+        const held = await guardReserved(svc.db.kysely, [id], action, c.req.valid("query").force === "true");
+        if (held.length) noteForAudit(c, forcedNote(action, held));
+      }
       // The store logs out a session parked under the old credential or URL.
-      const row = await svc.devices.update(id, c.req.valid("json"));
+      const row = await svc.devices.update(id, patch);
       await svc.events.publish("device.changed", { deviceId: id, hostname: row.hostname, change: "updated" });
       return c.json(toView(row), 200);
     },
@@ -150,12 +192,17 @@ function deviceWriteRoutes(app: OpenAPIHono, svc: Services) {
       operationId: "deleteDevice",
       tags,
       summary: "Delete a device and all its snapshots",
-      request: { params: IdParam },
-      responses: { 200: json(Ok, "Deleted"), ...problemResponses, ...notFoundResponse },
+      description: "While the device is reserved: 409 naming the reservation, unless an admin sends " +
+        "`force=true` (audited; the reservation loses the device).",
+      request: { params: IdParam, query: ForceQuery },
+      responses: { 200: json(Ok, "Deleted"), ...problemResponses, ...notFoundResponse, ...conflictResponse },
     }),
     async (c) => {
       const { id } = c.req.valid("param");
       const row = await svc.devices.get(id);
+      const action = `DELETE device ${row.hostname}`;
+      const held = await guardReserved(svc.db.kysely, [id], action, c.req.valid("query").force === "true");
+      if (held.length) noteForAudit(c, forcedNote(action, held));
       await svc.devices.delete(id); // logs out its parked session, if any
       await svc.events.publish("device.changed", { deviceId: id, hostname: row.hostname, change: "deleted" });
       return c.json({ ok: true }, 200);

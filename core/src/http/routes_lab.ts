@@ -4,6 +4,7 @@ import type { Services } from "../runtime/services.ts";
 import { CREDENTIAL_NAME_PATTERN, LabFile, labJsonSchema } from "../lab/file.ts";
 import { labIssueField, labIssueMessage } from "../lab/messages.ts";
 import { applyLab } from "../lab/apply.ts";
+import { forcedNote } from "../reservations/holds.ts";
 import { planLab } from "../lab/plan.ts";
 import {
   conflictResponse,
@@ -58,6 +59,10 @@ const LabApplyRequest = LabPlanRequest.extend({
   }),
   force: z.boolean().optional().openapi({
     description: "Allow an empty `devices` list and a prune of more than half of the lab's devices",
+  }),
+  overrideReservations: z.boolean().optional().openapi({
+    description: "Modify or prune devices held by a reservation anyway (admin; the reservations overridden " +
+      "are recorded in the audit entry). Without it such an apply is a 409 naming each holder",
   }),
 }).strict().openapi("LabApplyRequest");
 
@@ -199,18 +204,20 @@ export function labRoutes(app: OpenAPIHono, svc: Services) {
       },
     }),
     async (c) => {
-      const { expectedGeneration, planHash, force, ...req } = c.req.valid("json");
+      const { expectedGeneration, planHash, force, overrideReservations, ...req } = c.req.valid("json");
       const r = await applyLab(svc.db.kysely, svc.registry, svc.keys, req, {
         expectedGeneration,
         planHash,
         force,
+        overrideReservations,
         networks: svc.devices.networks,
       });
       const s = r.plan.summary;
       const note =
         `lab ${r.plan.lab} apply ${r.plan.planHash} generation ${r.plan.generation}→${r.generation}: ` +
         `${s.create} created, ${s.update} updated, ${s.remove} removed (${r.plan.prune ?? "no prune"}), ` +
-        `${s.unchanged} unchanged`;
+        `${s.unchanged} unchanged` +
+        (r.overridden.length ? `; ${forcedNote("lab apply", r.overridden)}` : "");
       noteForAudit(c, note);
       log.info("Lab {lab} applied: {note}", { lab: r.plan.lab, note });
       for (const row of r.before) void svc.devices.releaseParked(row);

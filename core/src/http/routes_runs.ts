@@ -99,7 +99,12 @@ function planRoutes(app: OpenAPIHono, svc: Services) {
       },
     }),
     async (c) => {
-      const { planIdentifier, devices, checks, tags, dryRun, asOf } = c.req.valid("json");
+      const { planIdentifier, checks, tags, dryRun, asOf, testbed } = c.req.valid("json");
+      let { devices } = c.req.valid("json");
+      if (testbed !== undefined) {
+        const ids = (await svc.reservations.testbeds.get(testbed)).devices.map((d) => d.id);
+        devices = [...(devices ?? []), ...ids];
+      }
       const plan = svc.registry.plan(planIdentifier);
       if (!plan) {
         const known = svc.registry.planCatalog.plans.map((p) => p.identifier).join(", ") || "none";
@@ -166,13 +171,17 @@ function runStartRoutes(app: OpenAPIHono, svc: Services) {
           }" has ${principal?.role ?? "no role"}`,
         );
       }
+      const held = await runReservation(svc, input, principal?.name ?? "unknown");
       let run;
       try {
-        run = await runs.start(input, principal ?? null);
+        // The report names the testbed the run holds (topology.testbed).
+        run = await runs.start({ ...input, testbed: held?.testbed ?? input.testbed }, principal ?? null);
       } catch (e) {
+        if (held?.taken) await svc.reservations.release(held.id, "the run's start was refused");
         if (e instanceof StartGateRefused) return c.json(e.preflight, 422);
         throw e;
       }
+      if (held) await svc.reservations.bindRun(held.id, run.executionId);
       const o = run.startGate?.override;
       if (o) {
         noteForAudit(
@@ -270,6 +279,7 @@ function runFinishRoutes(app: OpenAPIHono, svc: Services) {
         c.req.valid("json"),
         svc.config.DUT_PUBLIC_URL ?? new URL(c.req.url).origin,
       );
+      await svc.reservations.releaseRun(executionId); // the run's reservation ends with it
       await svc.events.publish("run.finished", {
         executionId: run.executionId,
         planIdentifier: run.planIdentifier,
@@ -344,4 +354,34 @@ function runReportRoutes(app: OpenAPIHono, svc: Services) {
       );
     },
   );
+}
+
+/**
+ * The reservation a run starts under (docs/reservations.md "Runs"): the held `reservationId` (409 when it is not
+ * held, or is not of the named testbed), or the `testbed` reserved now for the run (`taken`: released again
+ * when the start is refused). Null: the run names neither.
+ */
+async function runReservation(
+  svc: Services,
+  input: { testbed?: string; reservationId?: string; planIdentifier: string },
+  who: string,
+): Promise<{ id: string; taken: boolean; testbed?: string } | null> {
+  if (input.reservationId) {
+    const r = await svc.reservations.get(input.reservationId);
+    if (r.state !== "held") throw problems.conflict(`The reservation ${r.id} is ${r.state}, not held`);
+    if (input.testbed !== undefined && r.testbed !== input.testbed) {
+      throw problems.conflict(
+        `The reservation ${r.id} is of ${r.testbed ?? "a device list"}, not ${input.testbed}`,
+      );
+    }
+    return { id: r.id, taken: false, testbed: r.testbed ?? undefined };
+  }
+  if (input.testbed === undefined) return null;
+  const r = await svc.reservations.reserve({
+    holder: who,
+    purpose: `run of ${input.planIdentifier}`,
+    testbed: input.testbed,
+    leaseSeconds: 900,
+  });
+  return { id: r.id, taken: true, testbed: input.testbed };
 }

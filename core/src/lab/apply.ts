@@ -15,6 +15,8 @@ import { encryptSecret, passwordFingerprint } from "../devices/credentials.ts";
 import { ConflictError, InvalidInputError, PreconditionFailedError } from "../errors.ts";
 import type { DeviceNetworks } from "../transport/networks.ts";
 import { sameBaseUrl } from "../devices/base_url.ts";
+import { guardReserved, type Hold } from "../reservations/holds.ts";
+import { TestbedStore } from "../reservations/testbeds.ts";
 import { type Desired, FIELDS, type LabPlan, type LabRequest, makePlan, type PlanEntry } from "./plan.ts";
 import { labSynced } from "./notify.ts";
 
@@ -28,6 +30,8 @@ export interface ApplyOptions {
   force?: boolean;
   /** `DUT_DEVICE_NETWORKS`: a base URL whose literal address it refuses is a 422 (default: unset). */
   networks?: DeviceNetworks;
+  /** Modify or prune reserved devices anyway (an admin's override, audited by the route). */
+  overrideReservations?: boolean;
 }
 
 /** What an apply did. */
@@ -40,6 +44,8 @@ export interface ApplyResult {
   before: DeviceRow[];
   /** Devices it created, updated or removed, for the change events. */
   touched: Array<{ deviceId: string; hostname: string; change: "created" | "updated" | "deleted" }>;
+  /** Reservations the apply overrode (`overrideReservations`), for the audit note. */
+  overridden: Hold[];
 }
 
 /**
@@ -131,6 +137,13 @@ async function write(
         },
       );
     }
+    // A device reserved for a run is neither modified nor pruned under it (issue 52): 409 naming the holder.
+    const overridden = await guardReserved(
+      tx,
+      touchedIds(plan),
+      `The lab "${name}" apply`,
+      !!opts.overrideReservations,
+    );
     const before: DeviceRow[] = [];
     const touched: ApplyResult["touched"] = [];
     for (const e of plan.devices) {
@@ -148,26 +161,56 @@ async function write(
       }
     }
     for (const e of plan.devices) {
-      if (e.action !== "remove") continue;
-      const row = rows.get(e.deviceId!)!;
-      before.push(row);
-      if (req.prune === "delete") {
-        await deleteDevice(tx, row);
-        touched.push({ deviceId: row.id, hostname: row.hostname, change: "deleted" });
-      } else {
-        await tx.updateTable("devices").set({ enabled: false, updated_at: sql<Date>`now()` } as never)
-          .where("id", "=", row.id).execute();
-        touched.push({ deviceId: row.id, hostname: row.hostname, change: "updated" });
-      }
+      if (e.action === "remove") await prune(tx, rows.get(e.deviceId!)!, req.prune, before, touched);
     }
+    await syncTestbeds(tx, name, req.lab.testbeds ?? {});
     const changed = touched.length > 0;
     if (changed) {
       await tx.updateTable("labs").set({ generation: current + 1, updated_at: sql<Date>`now()` } as never)
         .where("name", "=", name).execute();
       await labSynced(tx, name, current + 1, touched);
     }
-    return { plan, generation: changed ? current + 1 : current, changed, before, touched };
+    return { plan, generation: changed ? current + 1 : current, changed, before, touched, overridden };
   });
+}
+
+/** The lab's testbeds as the file declares them: created or replaced, and the lab's others removed. */
+async function syncTestbeds(
+  tx: Transaction<Database>,
+  lab: string,
+  testbeds: NonNullable<LabRequest["lab"]["testbeds"]>,
+) {
+  const store = new TestbedStore(tx);
+  for (const [name, t] of Object.entries(testbeds)) {
+    const selector = { hostnames: t.hostnames, tags: t.tags, roles: t.roles };
+    await store.put(name, selector, t.description ?? null, lab, tx);
+  }
+  await tx.deleteFrom("testbeds").where("managed_by", "=", lab)
+    .where("name", "not in", ["", ...Object.keys(testbeds)]).execute();
+}
+
+/** A device the lab no longer lists: deleted or disabled, as `prune` says. */
+async function prune(
+  tx: Transaction<Database>,
+  row: DeviceRow,
+  how: LabRequest["prune"],
+  before: DeviceRow[],
+  touched: ApplyResult["touched"],
+) {
+  before.push(row);
+  if (how === "delete") {
+    await deleteDevice(tx, row);
+    touched.push({ deviceId: row.id, hostname: row.hostname, change: "deleted" });
+  } else {
+    await tx.updateTable("devices").set({ enabled: false, updated_at: sql<Date>`now()` } as never)
+      .where("id", "=", row.id).execute();
+    touched.push({ deviceId: row.id, hostname: row.hostname, change: "updated" });
+  }
+}
+
+/** The devices a plan updates or removes. */
+function touchedIds(plan: LabPlan): string[] {
+  return plan.devices.filter((e) => e.action === "update" || e.action === "remove").map((e) => e.deviceId!);
 }
 
 async function insertDevice(tx: Transaction<Database>, keys: KeyRing, id: string, d: Desired, lab: string) {

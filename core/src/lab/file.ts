@@ -77,6 +77,23 @@ export const LabCredential = z.object({
   }),
 }).strict();
 
+/** A testbed the lab declares (issue 52, docs/reservations.md): the union of its devices, tags and roles. */
+export const LabTestbed = z.object({
+  description: z.string().max(2000).nullable(),
+  hostnames: z.array(DEVICE_FIELDS.hostname).max(1000).meta({
+    description: "Devices of the registry by hostname",
+  }),
+  tags: z.array(z.string().trim().min(1).max(100)).max(100).meta({
+    description: "Every device with one of these tags",
+  }),
+  roles: z.array(z.string().trim().min(1).max(100)).max(100).meta({
+    description: "Every device of one of these roles",
+  }),
+}).partial().strict();
+
+/** A testbed's name: letters, digits, dots, dashes, underscores. */
+export const TESTBED_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
 export const LabFile = z.object({
   apiVersion: z.literal("dutlab/v1"),
   kind: z.literal("Lab"),
@@ -99,6 +116,14 @@ export const LabFile = z.object({
     >,
   }).optional(),
   devices: z.array(LabDevice).max(10_000),
+  testbeds: z.record(
+    z.string().regex(TESTBED_NAME_PATTERN, "must be 1-100 characters of A-Z, a-z, 0-9, '.', '_' or '-'"),
+    LabTestbed,
+  ).openapi({
+    ...{ propertyNames: { type: "string", pattern: TESTBED_NAME_PATTERN.source } } as Record<string, unknown>,
+    description: "Named sets of devices a run or a reservation takes (docs/reservations.md); an apply " +
+      "creates, replaces and removes the lab's own testbeds",
+  }).optional(),
 }).strict().meta({
   $id: "urn:dutlab:lab-file:v1",
   title: "dutlab lab file",

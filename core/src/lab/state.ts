@@ -30,6 +30,8 @@ export interface StartState {
   devices: Array<{ id: string; hostname: string; vendor: string; deviceRole: string | null }>;
   /** Per device id (runs started since inventories were recorded). */
   inventory?: Record<string, InventoryEntry>;
+  /** The testbed the run started on (docs/reservations.md); absent for a run on the whole lab. */
+  testbed?: string;
   /** Per device id: decrypt state from its latest decrypt-policy snapshot ({@link FIREWALL}'s label) at start. */
   decrypt: Record<
     string,

@@ -2,6 +2,7 @@
  * Every Prometheus metric of dutlab, with prom-client (one registry per service instance): process metrics,
  * HTTP request count and duration by route template and status, the poller's metrics and refused tokens.
  */
+import type { ReservationService } from "../reservations/service.ts";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
 /** The metrics of one service instance, served at `GET /metrics`. */
@@ -87,6 +88,50 @@ export class Metrics {
     help: "Clients connected to GET /api/events on this instance",
     registers: [this.registry],
   });
+
+  reservations = new Gauge({
+    name: "dutlab_reservations",
+    help: "Open reservations by state (held, queued), read from the database (all instances)",
+    labelNames: ["state"] as const,
+    registers: [this.registry],
+  });
+  reservationsEnded = new Counter({
+    name: "dutlab_reservations_ended_total",
+    help: "Reservations this instance ended without a release: lease expired, or queue wait timed out",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  reservationsGranted = new Counter({
+    name: "dutlab_reservations_granted_total",
+    help: "Reservations this instance granted (at once or from the queue)",
+    registers: [this.registry],
+  });
+
+  /** Read the reservation figures at each scrape (the gauges from the database, the counters from `r`). */
+  watchReservations(r: ReservationService): void {
+    const seen = { expired: 0, timedOut: 0, granted: 0 };
+    const gauge = this.reservations;
+    const ended = this.reservationsEnded;
+    const granted = this.reservationsGranted;
+    // deno-lint-ignore no-explicit-any
+    (gauge as any).collect = async () => {
+      const open = await r.open().catch(() => null);
+      if (open) {
+        gauge.set({ state: "held" }, open.held);
+        gauge.set({ state: "queued" }, open.queued);
+      }
+      ended.inc({ reason: "expired" }, r.counts.expired - seen.expired);
+      ended.inc({ reason: "timed_out" }, r.counts.timedOut - seen.timedOut);
+      granted.inc(r.counts.granted - seen.granted);
+      Object.assign(seen, {
+        expired: r.counts.expired,
+        timedOut: r.counts.timedOut,
+        granted: r.counts.granted,
+      });
+    };
+    ended.inc({ reason: "expired" }, 0);
+    ended.inc({ reason: "timed_out" }, 0);
+  }
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });

@@ -308,6 +308,7 @@ export async function composeReport(opts: ComposeReportOptions): Promise<ReportD
         .length,
       devices: startState.devices,
       ...(startState.inventory ? { inventory: startState.inventory } : {}),
+      ...(startState.testbed ? { testbed: startState.testbed } : {}),
     },
     tlsDecrypt: {
       required: plan.tlsDecrypt,

@@ -149,6 +149,8 @@ export interface ReportData {
     devices: Array<{ id: string; hostname: string; vendor: string; deviceRole: string | null }>;
     /** Device inventory at start, per device id (model, software version, serial number). */
     inventory?: Record<string, InventoryEntry>;
+    /** The testbed the run held (docs/reservations.md); absent for a run on the whole lab, as in older reports. */
+    testbed?: string;
   };
   /** TLS decryption: the mode the plan requires, what the firewalls showed at start and end, alerts. */
   tlsDecrypt: {

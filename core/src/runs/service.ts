@@ -188,7 +188,7 @@ export class RunService {
           notes: input.notes ?? null,
           status: "active",
           started_at: new Date(),
-          start_state_json: jsonb(state),
+          start_state_json: jsonb(input.testbed ? { ...state, testbed: input.testbed } : state),
           preflight_json: jsonb(preflight),
           lab_name: this.labName,
           customer: input.customer ?? null,

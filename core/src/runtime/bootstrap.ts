@@ -11,6 +11,7 @@ import {
 } from "./services.ts";
 import type { DeliveryWorker } from "../notify/worker.ts";
 import { PollWorker } from "../poller/worker.ts";
+import { startSweeper } from "../reservations/sweeper.ts";
 import { CORE_VERSION } from "../version.ts";
 import { reencryptCredentials } from "../devices/key_rotation.ts";
 import { startIdleReclaimer } from "./idle.ts";
@@ -100,6 +101,7 @@ async function finish(st: Started<"serve" | "admin">, serve: boolean): Promise<R
   const stack = closeStack(st, db, services, () => services.pdf.close());
   if (serve) reclaimWhenIdle(stack, config.DUT_IDLE_RECLAIM_SECONDS);
   if (serve) stack.defer(startRemark(db, registry));
+  if (serve) stack.defer(startSweeper(services.reservations));
   return runtime(stack, { config, db, registry, services });
 }
 

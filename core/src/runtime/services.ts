@@ -21,6 +21,7 @@ import { RunService } from "../runs/service.ts";
 import { decryptAlertWriter } from "../runs/alerts.ts";
 import { Subscriptions } from "../notify/subscriptions.ts";
 import { DeliveryWorker } from "../notify/worker.ts";
+import { ReservationService } from "../reservations/service.ts";
 
 /**
  * What a poller uses (`deno task poll`): devices and their credentials, the poll cycle with its write hooks
@@ -66,6 +67,8 @@ export interface Services extends PollServices {
   runs: RunService;
   /** Webhook subscriptions, their delivery log, redelivery and ping (docs/notifications.md). */
   webhooks: Subscriptions;
+  /** Testbeds and reservations with leases (docs/reservations.md). */
+  reservations: ReservationService;
 }
 
 /** The credential key ring from hex keys: `current` encrypts, `previous` (during a rotation) still decrypts. */
@@ -177,6 +180,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     pdfCertificates: new PdfCertificates(db.kysely, pdfSigner?.info ?? null),
     runs: new RunService(db.kysely, registry, config.DUT_DEFAULT_LICENSE_ID, config.DUT_LAB_NAME),
     webhooks: new Subscriptions(db.kysely),
+    reservations: new ReservationService(db.kysely, base.events),
     pdf: new PdfRenderer({
       executablePath: config.DUT_CHROMIUM_PATH,
       concurrency: config.DUT_PDF_CONCURRENCY,
@@ -184,6 +188,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
       memoryLimitBytes: config.DUT_PDF_MEMORY_MB * 1024 * 1024,
     }),
   };
+  svc.metrics.watchReservations(svc.reservations);
   return svc;
 }
 

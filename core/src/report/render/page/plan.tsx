@@ -215,6 +215,7 @@ function Topology({ report }: { report: ReportData }) {
       <Kv>
         <Row label="Deployment mode" field="deploymentMode">{topology.deploymentMode}</Row>
         <Row label="Server management controllers" field="ucsCount">{topology.ucsCount}</Row>
+        {topology.testbed ? <Row label="Testbed" field="testbed">{topology.testbed}</Row> : null}
       </Kv>
       <table data-inventory="">
         <thead>
