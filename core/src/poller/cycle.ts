@@ -1,13 +1,14 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { asDeviceError } from "../devices/connect.ts";
-import { DeviceError, type PollStatus } from "../errors.ts";
+import { DeviceError, type PollStatus, UnavailableError } from "../errors.ts";
 import type { DeviceRow, DeviceStore } from "../devices/store.ts";
 import type { TransportLimits } from "../transport/transport.ts";
 import type { Metrics } from "./metrics.ts";
 import { logger } from "../util/log.ts";
 import type { Registry } from "../registry.ts";
 import type { DeviceLocks } from "./device_locks.ts";
+import { type Lease, PollLeases } from "./leases.ts";
 import { volatileFor } from "../snapshots/volatile.ts";
 import type { EventBus } from "../events/bus.ts";
 import { type HashJob, HashPool } from "./hash_pool.ts";
@@ -69,8 +70,13 @@ export interface PollServiceOptions {
   limits: TransportLimits;
   /** Budget of one whole poll cycle of a device, in milliseconds. */
   deviceTimeoutMs: number;
-  /** Per-device locks across instances (PostgreSQL); one process needs none. */
+  /**
+   * Per-device advisory locks (PostgreSQL): they keep an instance of a version before leases (which takes
+   * them) from polling a device beside this one during a rolling upgrade; one process needs none.
+   */
   locks?: DeviceLocks;
+  /** The device leases (leases.ts); default: this instance's own, 32 per claim, a lease of at least 60 s. */
+  leases?: PollLeases;
   /** Live events of polls (docs/http-api.md "Live events"); without it, polls publish none. */
   events?: EventBus;
   /** Write hooks of features, called in the poll store's transaction (see {@link PollWriteHook}). */
@@ -98,6 +104,8 @@ export class PollService {
   private limits: TransportLimits;
   private deviceTimeoutMs: number;
   private locks?: DeviceLocks;
+  /** This instance's device leases, shared with its worker. */
+  readonly leases: PollLeases;
 
   constructor(options: PollServiceOptions) {
     ({
@@ -110,6 +118,10 @@ export class PollService {
       locks: this.locks,
       events: this.events,
     } = options);
+    this.leases = options.leases ?? new PollLeases(this.db, this.metrics, {
+      leaseSeconds: Math.max(60, Math.ceil(this.deviceTimeoutMs / 1000) + 5),
+      batch: 32,
+    });
     this.#store = new PollStore(this.db, { ...options.store, hooks: options.writeHooks });
     this.#hashes = new HashPool(options.hashWorkers ?? 0);
   }
@@ -150,12 +162,47 @@ export class PollService {
         throw e;
       });
     }
-    const p = this.#exclusive(deviceId, opts).finally(() => this.#inflight.delete(deviceId));
+    const run = opts.guard || opts.signal ? this.#exclusive(deviceId, opts) : this.#manual(deviceId, opts);
+    const p = run.finally(() => this.#inflight.delete(deviceId));
     this.#inflight.set(deviceId, p);
     return p;
   }
 
-  async #exclusive(deviceId: string, opts: PollOptions): Promise<PollResult> {
+  /**
+   * A manual snapshot (spec 4.4) takes the device's lease for its duration, waiting (bounded by a poll's time
+   * limit) while another instance holds it; when that holder recorded a poll meanwhile, its result is
+   * returned instead of polling twice.
+   */
+  async #manual(deviceId: string, opts: PollOptions): Promise<PollResult> {
+    const time = (d: Date | string | null) => d === null ? null : new Date(d).getTime();
+    const before = time((await this.devices.get(deviceId)).last_poll_at);
+    const deadline = Date.now() + this.deviceTimeoutMs + 5_000;
+    let lease: Lease | null = await this.leases.claimDevice(deviceId);
+    const waited = !lease;
+    while (!lease && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      lease = await this.leases.claimDevice(deviceId);
+    }
+    if (!lease) {
+      throw new UnavailableError(
+        "poller",
+        "Device busy",
+        `Device ${deviceId} stayed leased by another poll instance past a poll's time limit`,
+        { retryAfterSeconds: 5 },
+      );
+    }
+    try {
+      if (waited) {
+        const row = await this.devices.get(deviceId);
+        if (time(row.last_poll_at) !== before) return await this.#recorded(row);
+      }
+      return await this.#exclusive(deviceId, { ...opts, guard: this.leases.guard(lease) }, true);
+    } finally {
+      await this.leases.release(lease);
+    }
+  }
+
+  async #exclusive(deviceId: string, opts: PollOptions, manual = false): Promise<PollResult> {
     const locks = this.locks;
     if (!locks) return await this.#cycle(deviceId, opts);
     const locked = async (run: () => Promise<PollResult>) => {
@@ -166,7 +213,9 @@ export class PollService {
       }
     };
     if (await locks.tryLock(deviceId)) return await locked(() => this.#cycle(deviceId, opts));
-    if (opts.guard || opts.signal) throw new DeviceBusyError(`Device ${deviceId} is being polled elsewhere`);
+    // Held by a lease-aware instance (paused past its lease, say): the lease this poll holds fences it.
+    if (!(await locks.heldByLegacy(deviceId).catch(() => true))) return await this.#cycle(deviceId, opts);
+    if (!manual) throw new DeviceBusyError(`Device ${deviceId} is being polled elsewhere`);
     // A manual snapshot: wait for the other instance's poll (bounded by its time limit) and reuse it.
     const time = (d: Date | string | null) => d === null ? null : new Date(d).getTime();
     const before = time((await this.devices.get(deviceId)).last_poll_at);

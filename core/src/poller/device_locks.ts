@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import { type Db, queryWithin, type ReservedSession } from "../db/open.ts";
 import { logger } from "../util/log.ts";
 import { Batcher } from "../util/batcher.ts";
@@ -6,6 +7,12 @@ const log = logger("poller");
 
 /** Advisory lock class id of per-device poll locks (the object id is a hash of the device id). */
 export const DEVICE_LOCK_CLASS = 20261122;
+
+/**
+ * Advisory lock class every lease-aware instance holds (shared) on its device-lock session: a device lock
+ * held by a session without it is an instance of a version before leases (docs/polling.md "Upgrading").
+ */
+export const LEASE_AWARE_CLASS = 20261123;
 
 /** Close the lock session this long after the last device lock was released. */
 const LINGER_MS = 2_000;
@@ -62,7 +69,7 @@ export class DeviceLocks {
 
   /** One round trip for many keys: `fn` applied to each, answers in key order. */
   async #batch(fn: "pg_try_advisory_lock" | "pg_advisory_unlock", keys: number[]): Promise<boolean[]> {
-    const session = await (this.#session ??= this.db.reserve());
+    const session = await (this.#session ??= this.#open());
     const rows = await queryWithin<{ ok: boolean }>(
       session,
       QUERY_TIMEOUT_MS,
@@ -71,6 +78,34 @@ export class DeviceLocks {
     );
     if (rows.length !== keys.length) throw new Error(`${fn}: ${rows.length} answers for ${keys.length} keys`);
     return rows.map((r) => r.ok === true);
+  }
+
+  /** A lock session, marked lease-aware (see {@link LEASE_AWARE_CLASS}). */
+  async #open(): Promise<ReservedSession> {
+    const s = await this.db.reserve();
+    try {
+      await queryWithin(s, QUERY_TIMEOUT_MS, "select pg_advisory_lock_shared($1, 0)", [LEASE_AWARE_CLASS]);
+    } catch (e) {
+      await s.release().catch(() => {});
+      throw e;
+    }
+    return s;
+  }
+
+  /**
+   * Whether the device's lock is held by an instance of a version before leases (a session not marked
+   * lease-aware): only then must this instance keep off the device. A lease-aware holder (one paused past
+   * its lease, say) is left to the lease's fencing.
+   */
+  async heldByLegacy(deviceId: string): Promise<boolean> {
+    const r = await sql<{ legacy: boolean }>`select exists(select 1 from pg_locks h
+      where h.locktype = 'advisory' and h.classid = ${DEVICE_LOCK_CLASS} and h.objid = ${
+      deviceLockKey(deviceId)
+    }
+        and h.objsubid = 2 and h.granted and not exists(select 1 from pg_locks m where m.pid = h.pid
+          and m.locktype = 'advisory' and m.classid = ${LEASE_AWARE_CLASS} and m.granted)) as legacy`
+      .execute(this.db.kysely);
+    return r.rows[0]?.legacy === true;
   }
 
   #done() {

@@ -47,6 +47,32 @@ export class Metrics {
     help: "1 when this instance holds the poll lock",
     registers: [this.registry],
   });
+  leasesHeld = new Gauge({
+    name: "dutlab_poll_leases_held",
+    help: 'Device leases this instance holds now (docs/polling.md "Several poll instances")',
+    registers: [this.registry],
+  });
+  leaseClaims = new Counter({
+    name: "dutlab_poll_lease_claims_total",
+    help: "Device leases claimed by this instance (scheduled polls and manual snapshots)",
+    registers: [this.registry],
+  });
+  leaseTakeovers = new Counter({
+    name: "dutlab_poll_lease_takeovers_total",
+    help: "Leases claimed from another instance whose lease had expired",
+    registers: [this.registry],
+  });
+  fencedWrites = new Counter({
+    name: "dutlab_poll_fenced_writes_total",
+    help: "Poll results dropped because the device's lease or due slot had moved on (never stored)",
+    registers: [this.registry],
+  });
+  pollLateness = new Histogram({
+    name: "dutlab_poll_lateness_seconds",
+    help: "How long after its due time a device's lease was claimed for a scheduled poll",
+    buckets: [0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300],
+    registers: [this.registry],
+  });
   authRefused = new Counter({
     name: "dutlab_auth_refused_total",
     help: "Refused bearer-token attempts by reason (missing, invalid, forbidden)",

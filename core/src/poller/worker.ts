@@ -4,6 +4,7 @@ import type { Db } from "../db/open.ts";
 import type { Metrics } from "./metrics.ts";
 import { DeviceBusyError, LostLockError, PollCancelledError, type PollService } from "./cycle.ts";
 import { PollLeader } from "./leader.ts";
+import type { Lease, PollLeases } from "./leases.ts";
 import { logger } from "../util/log.ts";
 import { NotFoundError } from "../errors.ts";
 
@@ -30,18 +31,23 @@ export interface WorkerOptions {
 }
 
 /**
- * The polling worker schedules only: a scan every `scanSeconds` selects due devices and polls them with
- * bounded concurrency, when this instance leads. Leadership is the `PollLeader`'s (leader.ts): the worker
- * asks it once per scan, so a due device is polled by the next scan however many instances run, and a
- * killed leader is replaced within one scan. Before writing, each cycle re-checks leadership inside its
- * transaction (the leader's guard); on lost leadership the worker drops its queue and writes nothing
- * until leadership is taken again.
+ * The polling worker schedules only: a scan every `scanSeconds` claims due devices' leases in bounded
+ * batches (leases.ts) as it has room to poll them, and polls them with bounded concurrency. Any number of
+ * instances poll at once, each device under one lease at a time; each poll's write carries its lease's
+ * epoch and is refused when the lease moved on (docs/polling.md "Several poll instances"). The
+ * `PollLeader`'s advisory lock (leader.ts) no longer gates polling: it still names one holder per
+ * deployment, and an instance of a version before leases polls only while it holds it.
  */
 export class PollWorker {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #leader: PollLeader;
   /** Due devices selected by the latest scan and not started yet, oldest poll first. */
-  #queue: string[] = [];
+  #queue: Lease[] = [];
+  /** No more due devices to claim in the current scan. */
+  #exhausted = false;
+  /** A scan's loop is claiming and starting polls. */
+  #pumping = false;
+  #leases: PollLeases;
   /** Devices being polled now (until the device's part of the cycle is over). */
   #active = 0;
   /** Polls whose results wait for the store's write. */
@@ -66,12 +72,10 @@ export class PollWorker {
     private opts: WorkerOptions,
   ) {
     this.#leader = new PollLeader(db, metrics);
-    this.#leader.subscribe((leader) => {
-      if (!leader) this.#queue = [];
-    });
+    this.#leases = poller.leases;
   }
 
-  /** Whether this instance holds the poll lock (always, on embedded PGlite: one process by construction). */
+  /** Whether this instance holds the singular poll lock (always, on embedded PGlite: one process by construction). */
   get holdsLock(): boolean {
     return this.#leader.isLeader;
   }
@@ -79,7 +83,9 @@ export class PollWorker {
   /** Start scanning: the first scan now, then one every `scanSeconds`. */
   async start(): Promise<void> {
     await this.#leader.start();
-    log.info("Polling worker started: scan every {scan} s, concurrency {concurrency}", {
+    this.#leases.start();
+    log.info("Polling worker {id} started: scan every {scan} s, concurrency {concurrency}", {
+      id: this.#leases.id,
       scan: this.opts.scanSeconds,
       concurrency: this.opts.concurrency,
     });
@@ -127,33 +133,33 @@ export class PollWorker {
   }
 
   #scanTick() {
-    if (this.#queue.length) {
-      // due devices of the previous scan have not even started: an overrun
+    if (this.#pumping) {
+      // the previous scan is still claiming due devices: an overrun; it goes on claiming what is due now
       this.metrics.overruns.inc();
       this.overruns++;
       log.warn(
-        "Poll overrun: {queued} due device(s) from the previous scan not started yet, {active} polling",
-        { queued: this.#queue.length, active: this.#active },
+        "Poll overrun: the previous scan still has due devices to start, {active} polling",
+        { active: this.#active },
       );
+      this.#exhausted = false;
+      return;
     }
     if (this.#selecting) return;
     this.scan().catch((e) => log.error("Scan failed: {error}", { error: String(e) }));
   }
 
   /**
-   * One scan: take or confirm the lock, re-read due devices from the database (those not polling in
-   * this process), and poll them. Resolves when the polls this scan started are done. Scans may
+   * One scan: confirm or take the singular lock (leader.ts), then claim due devices' leases batch by batch
+   * as places free up, and poll them. Resolves when the polls this scan started are done. Scans may
    * overlap: a hung device never holds up the next scan, and a device is never polled twice at once.
    */
   async scan(): Promise<void> {
     const t0 = performance.now();
     if (this.#selecting || this.#stopping) return;
     this.#selecting = (async () => {
-      if (!(await this.#leader.ensure())) return false;
-      const due = await dueDevices(this.db.kysely);
-      if (this.#stopping || !this.holdsLock) return false;
-      // Replace, not append: devices still waiting from an earlier scan are re-validated by this read.
-      this.#queue = due.filter((id) => !this.poller.isPolling(id));
+      await this.#leader.ensure();
+      if (this.#stopping) return false;
+      this.#exhausted = false;
       this.scans++;
       return true;
     })();
@@ -162,32 +168,47 @@ export class PollWorker {
     } finally {
       this.#selecting = null;
     }
-    if (this.#queue.length) log.debug("Scan: {n} due device(s)", { n: this.#queue.length });
     await this.#pump();
     this.metrics.scanDuration.observe((performance.now() - t0) / 1000);
   }
 
   /**
-   * Poll the queue: at most `concurrency` devices at once, counted until the device's part of its cycle is
-   * over (session closed, payloads hashed). A poll whose results then wait for the store's group commit no
-   * longer holds a device's place, so the next devices are polled while a batch is written; polls in flight,
-   * those waiting included, stay at most {@link IN_FLIGHT_PER_PLACE} × `concurrency`, so a slow database
-   * slows the polling down instead of piling up payloads.
+   * Poll the due devices: at most `concurrency` devices at once, counted until the device's part of its
+   * cycle is over (session closed, payloads hashed). A poll whose results then wait for the store's group
+   * commit no longer holds a device's place, so the next devices are polled while a batch is written; polls
+   * in flight, those waiting included, stay at most {@link IN_FLIGHT_PER_PLACE} × `concurrency`, so a slow
+   * database slows the polling down instead of piling up payloads. Leases are claimed only for places
+   * free now, so that idle instances beside this one find due devices to claim.
    */
   async #pump(): Promise<void> {
-    const guard = this.#leader.guard();
     const polls: Promise<void>[] = [];
-    const more = () => this.#queue.length > 0 && !this.#stopping && this.holdsLock;
-    while (more()) {
-      if (
-        this.#active >= this.opts.concurrency ||
-        this.#active + this.#storing >= IN_FLIGHT_PER_PLACE * this.opts.concurrency
-      ) {
+    this.#pumping = true;
+    while (!this.#stopping) {
+      const room = Math.min(
+        this.opts.concurrency - this.#active,
+        IN_FLIGHT_PER_PLACE * this.opts.concurrency - this.#active - this.#storing,
+      );
+      if (room <= 0) {
         await new Promise<void>((r) => this.#freed.add(r));
         continue;
       }
-      const id = this.#queue.shift()!;
-      if (this.poller.isPolling(id)) continue; // a manual snapshot got there first
+      if (!this.#queue.length) {
+        if (this.#exhausted) break;
+        const claimed = await this.#leases.claimDue(room).catch((e) => {
+          log.warn("Claiming due devices failed: {error}", { error: String(e) });
+          return [];
+        });
+        if (!claimed.length) this.#exhausted = true;
+        this.#queue.push(...claimed);
+        if (claimed.length) log.debug("Claimed {n} due device(s)", { n: claimed.length });
+        continue;
+      }
+      const lease = this.#queue.shift()!;
+      const id = lease.deviceId;
+      if (this.poller.isPolling(id)) { // a manual snapshot in this process got there first
+        await this.#leases.release(lease);
+        continue;
+      }
       this.#active++;
       let storing = false;
       const deviceDone = () => {
@@ -197,23 +218,28 @@ export class PollWorker {
         this.#storing++;
         this.#notifyFreed();
       };
+      const guard = this.#leases.guard(lease);
       polls.push(
         this.poller.poll(id, { guard, signal: this.#abort.signal, deviceDone }).then(() => {}, (e) => {
           if (e instanceof LostLockError || e instanceof PollCancelledError) return;
-          if (e instanceof DeviceBusyError) { // a manual snapshot elsewhere records this poll
+          if (e instanceof DeviceBusyError) { // an instance of a version before leases is polling it
             log.debug("Skipped device {id}: being polled by another instance", { id });
             return;
           }
-          if (!(e instanceof NotFoundError)) { // deleted since the scan
+          if (!(e instanceof NotFoundError)) { // deleted since the claim
             log.error("Poll of device {id} failed: {error}", { id, error: String(e) });
           }
-        }).finally(() => {
+        }).finally(async () => {
+          await this.#leases.release(lease);
           if (storing) this.#storing--;
           else this.#active--;
           this.#notifyFreed();
         }),
       );
     }
+    this.#pumping = false;
+    // Claimed but not started (stopping): give them back at once.
+    for (const lease of this.#queue.splice(0)) await this.#leases.release(lease);
     await Promise.all(polls);
   }
 
@@ -230,7 +256,7 @@ export class PollWorker {
     this.#leader.resign();
     clearTimeout(this.#timer);
     this.#wake?.();
-    this.#queue = [];
+    this.#notifyFreed();
     await this.#selecting?.catch(() => {});
     const drained = this.poller.drain();
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -247,6 +273,7 @@ export class PollWorker {
       await drained;
     }
     this.poller.close();
+    await this.#leases.stop();
     await this.#leader.stop();
   }
 }

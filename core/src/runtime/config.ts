@@ -131,6 +131,13 @@ export const EnvSchema = z.object({
   }),
   DUT_POLL_SCAN_SECONDS: int(1, 3600, 30).meta({ description: "worker scan period" }),
   DUT_POLL_CONCURRENCY: int(1, 1024, 64).meta({ description: "devices polled at once by one instance" }),
+  DUT_POLL_LEASE_SECONDS: int(5, 3600, 60).meta({
+    description:
+      'length of a device\'s poll lease (docs/polling.md "Several poll instances"); must exceed DUT_POLL_DEVICE_TIMEOUT_SECONDS',
+  }),
+  DUT_POLL_CLAIM_BATCH: int(1, 1024, 32).meta({
+    description: "due devices one poll instance claims per round trip (`FOR UPDATE SKIP LOCKED`)",
+  }),
   DUT_POLL_WORKERS: int(0, 16, 0).meta({
     description:
       "hash workers (Web Workers, 0-16) that compute the poll cycle's canonical JSON, SHA-256 and stable hashes; `0`: on the main thread (BENCHMARKS.md section 1x)",
@@ -347,6 +354,12 @@ export function parseEnv<E extends Entry = "admin">(
     throw new StartupError("BAD_CONFIG", lines.join("\n"));
   }
   const lines = pdfSigningProblems(r.data, entry === "serve" && !!r.data.DATABASE_URL);
+  if (r.data.DUT_POLL_LEASE_SECONDS <= r.data.DUT_POLL_DEVICE_TIMEOUT_SECONDS) {
+    lines.push(
+      `DUT_POLL_LEASE_SECONDS: must be longer than DUT_POLL_DEVICE_TIMEOUT_SECONDS ` +
+        `(${r.data.DUT_POLL_DEVICE_TIMEOUT_SECONDS} s): a lease shorter than a poll could expire while it runs`,
+    );
+  }
   if (r.data.DATABASE_URL) {
     const missing = ENTRY_SECRETS[entry].filter((k) => !r.data[k]);
     lines.unshift(

@@ -7,6 +7,7 @@ import { Metrics } from "../poller/metrics.ts";
 import { PollService } from "../poller/cycle.ts";
 import type { PollStoreOptions } from "../poller/store.ts";
 import { DeviceLocks } from "../poller/device_locks.ts";
+import { PollLeases } from "../poller/leases.ts";
 import type { TransportLimits } from "../transport/transport.ts";
 import { importCredentialKey } from "../devices/credentials.ts";
 import { AuditLog, TokenStore } from "../access/tokens.ts";
@@ -128,6 +129,10 @@ export async function buildPollServices(
     deviceTimeoutMs: config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
     hashWorkers: config.DUT_POLL_WORKERS,
     locks: db.kind === "postgres" ? new DeviceLocks(db) : undefined,
+    leases: new PollLeases(db.kysely, metrics, {
+      leaseSeconds: config.DUT_POLL_LEASE_SECONDS ?? 60,
+      batch: config.DUT_POLL_CLAIM_BATCH ?? 32,
+    }),
     store: pollStoreOptions(db.kind),
     // The runs feature records decrypt alerts in the poll store's transaction (the poller knows no runs).
     writeHooks: [decryptAlertWriter(registry, events)],

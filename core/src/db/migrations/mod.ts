@@ -22,6 +22,7 @@ import * as m0021 from "./2026_11_27_0021_latest_hash_time.ts";
 import * as m0022 from "./2026_11_27_0022_cheaper_write_triggers.ts";
 import * as m0023 from "./2026_11_28_0023_prune_counts_array.ts";
 import * as m0024 from "./2026_11_29_0024_hostname_case_insensitive.ts";
+import * as m0025 from "./2026_11_29_0025_poll_leases.ts";
 import * as m0026 from "./2026_11_29_0026_testbeds_reservations.ts";
 import * as m0027 from "./2026_11_29_0027_webhooks.ts";
 import * as m0028 from "./2026_11_29_0028_netbox.ts";
@@ -53,6 +54,7 @@ export const migrationProvider: MigrationProvider = {
       "2026_11_27_0022_cheaper_write_triggers": m0022,
       "2026_11_28_0023_prune_counts_array": m0023,
       "2026_11_29_0024_hostname_case_insensitive": m0024,
+      "2026_11_29_0025_poll_leases": m0025,
       "2026_11_29_0026_testbeds_reservations": m0026,
       "2026_11_29_0027_webhooks": m0027,
       "2026_11_29_0028_netbox": m0028,

@@ -1,0 +1,146 @@
+/**
+ * Device leases (leases.ts, issue 48) on both back ends, one instance (N = 1, as in embedded mode): claims,
+ * release, fencing of a write whose lease or slot moved on, the instance list and the lease-length check.
+ */
+import assert from "node:assert/strict";
+import { sql } from "kysely";
+import { dbTest } from "@dutlab/core/testing";
+import { PollWorker } from "./worker.ts";
+import { listPollInstances } from "./leases.ts";
+import { parseEnv } from "../runtime/config.ts";
+import { StartupError } from "../errors.ts";
+import { addDevice, count, fixtureDevice, makeDue, setup, until, view } from "../../testing/poller_lab.ts";
+
+const leaseRows = async (db: { kysely: import("kysely").Kysely<never> }) =>
+  (await sql<{ owner: string | null; epoch: string }>`select owner, epoch from device_leases`
+    .execute(db.kysely)).rows;
+
+dbTest(
+  "one instance claims due devices in batches, polls each once and gives every lease back",
+  async (db) => {
+    const { svc, app } = await setup(db, { DUT_POLL_CLAIM_BATCH: "2" });
+    await using dev = await fixtureDevice();
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push(await addDevice(svc, dev.sim.url));
+    const w = new PollWorker(svc.db, svc.poller, svc.metrics, { scanSeconds: 3600, concurrency: 8 });
+    try {
+      await w.scan();
+      assert.equal(await count(db, "snapshots"), 15, "every device polled once");
+      assert.equal(w.holdsLock, true);
+      const rows = await leaseRows(db as never);
+      assert.equal(rows.length, 5);
+      assert.ok(rows.every((r) => r.owner === null && Number(r.epoch) === 1), JSON.stringify(rows));
+      await w.scan();
+      assert.equal(await count(db, "snapshots"), 15, "nothing due, nothing claimed");
+      await makeDue(db);
+      await w.scan();
+      assert.equal(await count(db, "snapshots"), 30);
+      assert.ok((await leaseRows(db as never)).every((r) => Number(r.epoch) === 2));
+      const m = await (await app.request("/metrics")).text();
+      assert.match(m, /^dutlab_poll_lease_claims_total 10$/m);
+      assert.match(m, /^dutlab_poll_leases_held 0$/m);
+      assert.match(m, /^dutlab_poll_lease_takeovers_total 0$/m);
+      // lateness is observed for the polls that had a due time (the second round: about an hour late)
+      assert.match(m, /^dutlab_poll_lateness_seconds_count 5$/m);
+      assert.match(m, /^dutlab_poll_lateness_seconds_bucket\{le="300"\} 0$/m);
+    } finally {
+      await w.stop(0);
+    }
+  },
+);
+
+dbTest(
+  "a write whose lease moved on, or whose slot was polled already, is dropped and counted",
+  async (db) => {
+    const { svc, app } = await setup(db);
+    await using dev = await fixtureDevice();
+    const id = await addDevice(svc, dev.sim.url);
+    const w = new PollWorker(svc.db, svc.poller, svc.metrics, { scanSeconds: 3600, concurrency: 8 });
+    try {
+      await w.scan();
+      const first = (await view(svc, id)).lastPollAt;
+      // The lease changes hands while the poll talks to the device (another instance took it over).
+      dev.sim.faults.latencyMs = 300;
+      await makeDue(db, [id]);
+      const moved = (await view(svc, id)).lastPollAt;
+      let scan = w.scan();
+      await until("the poll runs", () => svc.poller.isPolling(id));
+      await sql`update device_leases set owner = 'other:1:x', epoch = epoch + 1,
+      expires_at = now() + interval '1 minute' where device_id = ${id}`.execute(db.kysely);
+      await scan;
+      assert.equal(await count(db, "snapshots", id), 3, "the stale poll stored no snapshot");
+      assert.equal((await view(svc, id)).lastPollAt, moved, "nor its lastPoll* update");
+      assert.notEqual(moved, first);
+      assert.equal((await leaseRows(db as never))[0]!.owner, "other:1:x", "the new owner's lease is kept");
+
+      // The same due slot was polled meanwhile (lastPollAt moved on): the repeat is a no-op.
+      await sql`update device_leases set owner = null, expires_at = null where device_id = ${id}`
+        .execute(db.kysely);
+      scan = w.scan();
+      await until("the poll runs", () => svc.poller.isPolling(id));
+      await sql`update devices set last_poll_at = now() - interval '30 minutes' where id = ${id}`
+        .execute(db.kysely);
+      await scan;
+      assert.equal(await count(db, "snapshots", id), 3, "the slot's repeat stored nothing");
+      const m = await (await app.request("/metrics")).text();
+      assert.match(m, /^dutlab_poll_fenced_writes_total 2$/m);
+      assert.match(
+        m,
+        /^dutlab_polls_total\{vendor="fixture-fw",status="ok"\} 1$/m,
+        "only the first poll counted",
+      );
+    } finally {
+      await w.stop(0);
+    }
+  },
+);
+
+dbTest("a manual snapshot takes the device's lease: a scan leaves the device to it", async (db) => {
+  const { svc, app, auth } = await setup(db);
+  await using dev = await fixtureDevice();
+  const id = await addDevice(svc, dev.sim.url);
+  const w = new PollWorker(svc.db, svc.poller, svc.metrics, { scanSeconds: 3600, concurrency: 8 });
+  try {
+    dev.sim.faults.latencyMs = 300;
+    const manual = app.request(`/api/admin/dut/devices/${id}/snapshot`, { method: "POST", headers: auth });
+    await until(
+      "the manual poll runs",
+      async () => (await leaseRows(db as never)).some((r) => r.owner !== null),
+    );
+    await w.scan(); // the device is due (never polled) but leased
+    assert.equal((await manual).status, 200);
+    assert.equal(await count(db, "snapshots", id), 3, "polled once, by the manual snapshot");
+    assert.ok((await leaseRows(db as never)).every((r) => r.owner === null), "released");
+  } finally {
+    await w.stop(0);
+  }
+});
+
+dbTest("the instance list shows a started worker with its leases; stop removes it", async (db) => {
+  const { svc } = await setup(db);
+  const w = new PollWorker(svc.db, svc.poller, svc.metrics, { scanSeconds: 3600, concurrency: 8 });
+  await w.start();
+  try {
+    await until("the instance reported", async () => (await listPollInstances(db.kysely)).length === 1);
+    const [me] = await listPollInstances(db.kysely);
+    assert.equal(me!.id, svc.poller.leases.id);
+    assert.equal(me!.pid, Deno.pid);
+    assert.equal(me!.leases, 0);
+  } finally {
+    await w.stop(0);
+  }
+  assert.deepEqual(await listPollInstances(db.kysely), []);
+});
+
+Deno.test("a lease not longer than a poll's time limit, or a bad batch size, is refused at start", () => {
+  const bad = (env: Record<string, string>, re: RegExp) =>
+    assert.throws(() => parseEnv(env), (e) => e instanceof StartupError && re.test(e.message));
+  bad(
+    { DUT_POLL_LEASE_SECONDS: "25" },
+    /^DUT_POLL_LEASE_SECONDS: must be longer than DUT_POLL_DEVICE_TIMEOUT/m,
+  );
+  bad({ DUT_POLL_LEASE_SECONDS: "30", DUT_POLL_DEVICE_TIMEOUT_SECONDS: "30" }, /DUT_POLL_LEASE_SECONDS/);
+  bad({ DUT_POLL_CLAIM_BATCH: "0" }, /^DUT_POLL_CLAIM_BATCH:/m);
+  bad({ DUT_POLL_LEASE_SECONDS: "soon" }, /^DUT_POLL_LEASE_SECONDS:/m);
+  assert.equal(parseEnv({ DUT_POLL_LEASE_SECONDS: "26" }).DUT_POLL_LEASE_SECONDS, 26);
+});
