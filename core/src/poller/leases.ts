@@ -79,9 +79,9 @@ export class PollLeases {
 
   /**
    * Claim up to `limit` (at most the batch size) due devices whose lease is free or expired, oldest poll
-   * first (spec 1.1.2's due rule). Records claims, takeovers and each poll's lateness against its due time.
+   * first (spec 1.1.2's due rule), but none of `exclude` (those the scan polled already). Records claims, takeovers and each poll's lateness against its due time.
    */
-  async claimDue(limit = this.opts.batch): Promise<Lease[]> {
+  async claimDue(limit = this.opts.batch, exclude: readonly string[] = []): Promise<Lease[]> {
     const n = Math.max(0, Math.min(limit, this.opts.batch));
     if (n === 0) return [];
     const r = await sql<ClaimRow>`with due as (
@@ -90,7 +90,7 @@ export class PollLeases {
         from devices d left join device_leases l on l.device_id = d.id
         where d.enabled
           and (d.last_poll_at is null or d.last_poll_at + d.poll_interval_seconds * interval '1 second' < now())
-          and (l.owner is null or l.expires_at < now())
+          and (l.owner is null or l.expires_at < now()) and d.id <> all(${[...exclude]}::uuid[])
         order by d.last_poll_at nulls first
         limit ${n}
         for update of d skip locked

@@ -182,6 +182,9 @@ export class PollWorker {
    */
   async #pump(): Promise<void> {
     const polls: Promise<void>[] = [];
+    // Devices this scan claimed: one whose poll recorded nothing (cancelled, busy, fenced) stays due, and is
+    // left to the next scan rather than claimed again at once.
+    const claimedNow = new Set<string>();
     this.#pumping = true;
     while (!this.#stopping) {
       const room = Math.min(
@@ -194,12 +197,13 @@ export class PollWorker {
       }
       if (!this.#queue.length) {
         if (this.#exhausted) break;
-        const claimed = await this.#leases.claimDue(room).catch((e) => {
+        const claimed = await this.#leases.claimDue(room, [...claimedNow]).catch((e) => {
           log.warn("Claiming due devices failed: {error}", { error: String(e) });
           return [];
         });
         if (!claimed.length) this.#exhausted = true;
         this.#queue.push(...claimed);
+        for (const l of claimed) claimedNow.add(l.deviceId);
         if (claimed.length) log.debug("Claimed {n} due device(s)", { n: claimed.length });
         continue;
       }
