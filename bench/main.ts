@@ -38,6 +38,7 @@ export const SCENARIOS = [
   "prune",
   "blackbox",
   "netbox",
+  "webhooks",
 ] as const;
 type Scenario = typeof SCENARIOS[number];
 

@@ -63,36 +63,55 @@ interface Claimed {
 }
 
 export class DeliveryWorker {
-  #timer: ReturnType<typeof setTimeout> | undefined;
   #inflight = new Set<Promise<void>>();
   #stopped = true;
-  #ticking: Promise<void> | undefined;
+  #loop: Promise<void> | undefined;
+  #wakeUp: (() => void) | undefined;
+  #woken = false;
 
   constructor(private db: Kysely<Database>, private opts: WorkerOptions, private observer?: WorkerObserver) {}
 
   start(): void {
     if (!this.#stopped) return;
     this.#stopped = false;
-    this.#schedule(0);
+    this.#loop = (async () => {
+      while (!this.#stopped) {
+        await this.tick().catch((e) => log.warn("Webhook tick failed: {error}", { error: String(e) }));
+        if (!this.#stopped) await this.#sleep(this.opts.pollMs);
+      }
+    })();
   }
 
   /** Stop claiming; wait for the deliveries in flight (each bounded by the call's time limit). */
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#timer);
-    await this.#ticking;
+    this.#wake();
+    await this.#loop;
     await Promise.all([...this.#inflight]);
   }
 
-  #schedule(ms: number) {
-    if (this.#stopped) return;
-    this.#timer = setTimeout(() => {
-      this.#ticking = this.tick().then(
-        () => {},
-        (e) => log.warn("Webhook tick failed: {error}", { error: String(e) }),
-      )
-        .finally(() => this.#schedule(this.opts.pollMs));
-    }, ms);
+  /** Sleep until `ms` passed or a delivery finished (its subscription's next event can go at once). */
+  #sleep(ms: number): Promise<void> {
+    if (this.#woken) {
+      this.#woken = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.#wakeUp = done;
+    });
+  }
+
+  #wake(): void {
+    if (this.#wakeUp) {
+      const w = this.#wakeUp;
+      this.#wakeUp = undefined;
+      w();
+    } else this.#woken = true;
   }
 
   /** Claim what is due and start sending it; returns once claimed (not once sent). */
@@ -129,7 +148,10 @@ export class DeliveryWorker {
           id: c.id,
           error: String(e),
         })
-      ).finally(() => this.#inflight.delete(p));
+      ).finally(() => {
+        this.#inflight.delete(p);
+        this.#wake();
+      });
       this.#inflight.add(p);
     }
     return claimed.length;
@@ -137,7 +159,6 @@ export class DeliveryWorker {
 
   /** Wait until nothing is in flight (tests). */
   async idle(): Promise<void> {
-    await this.#ticking;
     await Promise.all([...this.#inflight]);
   }
 
