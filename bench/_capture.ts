@@ -6,7 +6,7 @@
  * @module
  */
 import { connectTo, selfSignedCertificate, SessionRegistry } from "@dutlab/core/testing";
-import type { AdapterDefinition, CollectedSnapshot } from "../core/src/adapter.ts";
+import type { AdapterDefinition, CollectedSnapshot } from "../core/harness/core.ts";
 import { modules } from "../modules.gen.ts";
 import * as ngfw from "@dutlab/adapter-vendor-a-ngfw/sim";
 import * as nxSwitch from "@dutlab/adapter-vendor-a-switch/sim";

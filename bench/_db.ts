@@ -1,11 +1,11 @@
 /** Fresh benchmark databases (a new PostgreSQL schema, or PGlite in a temp data dir) and services. */
-// deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/lockfiles_test.ts)
+// deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/gate/lockfiles_test.ts)
 import postgres from "npm:postgres@3.4.9";
-import { type Db, migrate, openDatabase, scopedMigrator } from "../core/src/db/open.ts";
-import { type Config, parseEnv, pdfSigningFromEnv } from "../core/src/runtime/config.ts";
-import { TEST_PDF_CERT, TEST_PDF_KEY } from "../core/testing/app.ts";
-import { buildRegistry, type LoadedModules, type Registry } from "../core/src/registry.ts";
-import { buildServices, type Services } from "../core/src/runtime/services.ts";
+import { type Db, migrate, openDatabase, scopedMigrator } from "../core/harness/core.ts";
+import { type Config, parseEnv, pdfSigningFromEnv } from "../core/harness/core.ts";
+import { TEST_PDF_CERT, TEST_PDF_KEY } from "../core/harness/app.ts";
+import { buildRegistry, type LoadedModules, type Registry } from "../core/harness/core.ts";
+import { buildServices, type Services } from "../core/harness/core.ts";
 import { CRED_KEY, PG_URL, SIGNING_KEY, TOKEN } from "./_util.ts";
 
 export type Backend = "postgres" | "pglite";

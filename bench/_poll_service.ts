@@ -14,11 +14,11 @@ import { parseArgs } from "node:util";
 import process from "node:process";
 import { sql } from "kysely";
 import { modules } from "../modules.gen.ts";
-import { setupLogging } from "../core/src/runtime/logging.ts";
-import { PollWorker } from "../core/src/poller/worker.ts";
-import { type PollResult, PollService } from "../core/src/poller/cycle.ts";
-import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
-import { pollStoreOptions } from "../core/src/runtime/services.ts";
+import { setupLogging } from "../core/harness/core.ts";
+import { PollWorker } from "../core/harness/core.ts";
+import { type PollResult, PollService } from "../core/harness/core.ts";
+import { decryptAlertWriter } from "../core/harness/core.ts";
+import { pollStoreOptions } from "../core/harness/core.ts";
 import { type Backend, benchServices, freshDb } from "./_db.ts";
 import { cpuSeconds, pct, postgresCpuSeconds, rssSampler, statusMiB } from "./_util.ts";
 

@@ -9,11 +9,11 @@
  */
 import process from "node:process";
 import { sql } from "kysely";
-import type { AdapterDefinition, CollectedSnapshot } from "../core/src/adapter.ts";
-import type { Db } from "../core/src/db/open.ts";
-import { PollWorker } from "../core/src/poller/worker.ts";
-import type { LoadedModules } from "../core/src/registry.ts";
-import type { Services } from "../core/src/runtime/services.ts";
+import type { AdapterDefinition, CollectedSnapshot } from "../core/harness/core.ts";
+import type { Db } from "../core/harness/core.ts";
+import { PollWorker } from "../core/harness/core.ts";
+import type { LoadedModules } from "../core/harness/core.ts";
+import type { Services } from "../core/harness/core.ts";
 import { modules } from "../modules.gen.ts";
 import { substitute, variedIdentity, type VendorCapture, VENDORS } from "./_capture.ts";
 import { postgresCpuSeconds } from "./_util.ts";

@@ -9,12 +9,12 @@
  */
 import { createHash } from "node:crypto";
 import { type Kysely, sql } from "kysely";
-import type { Database } from "../core/src/db/schema.ts";
-import { canonicalJson } from "../core/src/util/hash.ts";
-import type { DeviceRow } from "../core/src/devices/store.ts";
-import { PollStore } from "../core/src/poller/store.ts";
-import { decryptAlertWriter } from "../core/src/runs/alerts.ts";
-import type { Registry } from "../core/src/registry.ts";
+import type { Database } from "../core/harness/core.ts";
+import { canonicalJson } from "../core/harness/core.ts";
+import type { DeviceRow } from "../core/harness/core.ts";
+import { PollStore } from "../core/harness/core.ts";
+import { decryptAlertWriter } from "../core/harness/core.ts";
+import type { Registry } from "../core/harness/core.ts";
 import { substitute, variedIdentity, type VendorCapture } from "./_capture.ts";
 import { prng } from "./_replay.ts";
 

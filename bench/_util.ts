@@ -1,6 +1,6 @@
 /** Small helpers shared by the benchmark scenarios: statistics, /proc readings, child processes. */
-import { TEST_PDF_CERT, TEST_PDF_KEY } from "../core/testing/app.ts";
-import { freePort } from "../core/testing/serve.ts";
+import { TEST_PDF_CERT, TEST_PDF_KEY } from "../core/harness/app.ts";
+import { freePort } from "../core/harness/serve.ts";
 
 /** One measured figure, with the command that produced it. */
 export interface Figure {

@@ -19,12 +19,12 @@
  *
  * @module
  */
-// deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/lockfiles_test.ts)
+// deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/gate/lockfiles_test.ts)
 import postgres from "npm:postgres@3.4.9";
-import { migrate, migrateUpTo, openDatabase } from "../core/src/db/open.ts";
-import { listSnapshots } from "../core/src/snapshots/store.ts";
-import { compactSnapshots } from "../core/src/snapshots/compact.ts";
-import { encodeCursor } from "../core/src/util/paging.ts";
+import { migrate, migrateUpTo, openDatabase } from "../core/harness/core.ts";
+import { listSnapshots } from "../core/harness/core.ts";
+import { compactSnapshots } from "../core/harness/core.ts";
+import { encodeCursor } from "../core/harness/core.ts";
 
 const URL = Deno.env.get("BENCH_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/test";
 const n = Number(Deno.args[0] ?? 1_000_000);

@@ -9,7 +9,7 @@
  * @module
  */
 import { PGlite } from "@electric-sql/pglite";
-import { withNamedStatements } from "../core/src/db/pglite_statements.ts";
+import { withNamedStatements } from "../core/harness/core.ts";
 
 const ITER = Number(Deno.env.get("ITER") ?? 5_000);
 const raw = new PGlite();

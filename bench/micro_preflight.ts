@@ -8,8 +8,8 @@
  *
  * @module
  */
-import { runPreflight } from "../core/src/preflight/engine.ts";
-import { createApp } from "../core/src/http/app.ts";
+import { runPreflight } from "../core/harness/core.ts";
+import { createApp } from "../core/harness/core.ts";
 import { captureVendors, VENDORS } from "./_capture.ts";
 import { benchServices, freshDb } from "./_db.ts";
 import { registerDevices, replayModules } from "./_replay.ts";

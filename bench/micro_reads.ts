@@ -16,9 +16,9 @@
  */
 import { createHash } from "node:crypto";
 import { sql } from "kysely";
-import { listSnapshots } from "../core/src/snapshots/store.ts";
-import { listChanges } from "../core/src/snapshots/changes.ts";
-import { buildRegistry } from "../core/src/registry.ts";
+import { listSnapshots } from "../core/harness/core.ts";
+import { listChanges } from "../core/harness/core.ts";
+import { buildRegistry } from "../core/harness/core.ts";
 import { modules } from "../modules.gen.ts";
 import { freshDb } from "./_db.ts";
 const backend = (Deno.args[0] ?? "postgres") as "postgres" | "pglite";

@@ -13,6 +13,7 @@ export const EXIT = {
   /** Not found: no such device, run, plan, token or endpoint (404). */
   notFound: 4,
 } as const;
+/** One of the exit codes in {@link EXIT}. */
 export type ExitCode = typeof EXIT[keyof typeof EXIT];
 
 /** An error the command reports as one line on stderr, exiting with `code`. */

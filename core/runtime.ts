@@ -7,6 +7,7 @@
  * @module
  */
 export * from "./src/runtime/bootstrap.ts";
+export { type OpenedServe, openServe } from "./src/runtime/serve_open.ts";
 import type { createApp } from "./src/http/app.ts";
 
 /**

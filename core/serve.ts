@@ -6,5 +6,6 @@
  *
  * @module
  */
-export { exitOnStartupError, onShutdown, type OpenedServe, openServe } from "./src/runtime/start.ts";
+export { exitOnStartupError, onShutdown } from "./src/runtime/start.ts";
+export { type OpenedServe, openServe } from "./src/runtime/serve_open.ts";
 export { logger } from "./src/util/log.ts";

@@ -12,7 +12,7 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { exitOnStartupError, openForTool, parseEnv } from "@dutlab/core/runtime";
-import { writeBackup } from "../core/src/backup/archive.ts";
+import { writeBackup } from "../core/ops.ts";
 
 const USAGE = "usage: deno task backup --out FILE [--url http://host:port]";
 const Args = z.object({

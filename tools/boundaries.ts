@@ -16,6 +16,13 @@
  * and are printed. `core/testing` (the test kit) and `*_test.ts` files stand outside the order.
  * There is no allow-list: a climb is fixed, not excused.
  *
+ * The yard (where tests, benchmarks and tools stand): a test beside a room (`core/src/<room>/…_test.ts`) imports
+ * its own room, rooms on lower floors, the in-process app (`runtime/`, `http/`), the kit (`core/testing`) and
+ * the harness (`core/harness`), never a room of its own floor or a higher one. `tests/`, `bench/` and `tools/`
+ * reach core only through its faces: the published ones (the export map of `core/deno.json`), the declared
+ * operator face `core/ops.ts`, and per folder (`FACES`) the harness (`tests/`, `bench/`) or the verifier's face
+ * `core/verify.ts` (`tools/`). A file-level import cycle inside any folder fails too.
+ *
  * The command-line client (`cli/`) talks to the service over the HTTP API only: it imports no
  * `@dutlab/*` member and no file of `core/`, `adapters/`, `checks/` or `plugins/` (its types come from the
  * generated API client; `tools/verify_report.ts`, the self-contained verifier, is allowed).
@@ -181,6 +188,90 @@ function roomCycles(edges: Map<string, Set<string>>): string[][] {
   return out;
 }
 
+// The yard: where tests, benchmarks and tools stand. A test beside a room (core/src/<room>/…_test.ts) may
+// import its own room, rooms on lower floors, the kit (core/testing) and the harness (core/harness);
+// tests/, bench/ and tools/ reach core only through its faces (FACES below).
+const coreJson = await Deno.readTextFile(`${root}core/deno.json`).then(JSON.parse, () => ({ exports: {} }));
+/** The published faces: every file the export map of core/deno.json lists. */
+const PUBLISHED = new Set(
+  Object.values((coreJson.exports ?? {}) as Record<string, string>).map((p) =>
+    `core/${p.replace(/^\.\//, "")}`
+  ),
+);
+/** Per yard folder, the unpublished faces it may use besides the published ones (a folder ends in "/"). */
+const FACES: Record<string, readonly string[]> = {
+  tests: ["core/ops.ts", "core/harness/"],
+  bench: ["core/ops.ts", "core/harness/"],
+  // gen_api_client.ts reads the OpenAPI document of the in-process app the harness builds.
+  tools: ["core/ops.ts", "core/verify.ts", "core/harness/app.ts"],
+};
+const isDir = (p: string) => Deno.stat(p).then((s) => s.isDirectory, () => false);
+for (const [yard, faces] of Object.entries(FACES)) {
+  if (!(await isDir(`${root}${yard}`))) continue;
+  for await (const file of tsFiles(`${root}${yard}`)) {
+    if (rel(file).startsWith("tests/testdata/")) continue;
+    for (const spec of specifiers(await Deno.readTextFile(file))) {
+      if (!spec.startsWith(".")) continue;
+      const target = rel(new URL(spec, `file://${file}`).pathname);
+      if (!target.startsWith("core/")) continue;
+      if (PUBLISHED.has(target) || faces.some((f) => f.endsWith("/") ? target.startsWith(f) : target === f)) {
+        continue;
+      }
+      violations.push(
+        `${rel(file)} imports "${spec}": ${yard}/ reaches core only through its faces ` +
+          `(${[...PUBLISHED].sort().join(", ")}, ${faces.join(", ")})`,
+      );
+    }
+  }
+}
+/** The rooms that assemble the in-process app: a test of any room may drive it ("with or without the app"). */
+const APP_ROOMS: ReadonlySet<string> = new Set(["runtime", "http"]);
+for await (const file of hasSrc ? tsFiles(`${root}core/src`) : []) {
+  if (!/_test\.tsx?$/.test(file)) continue;
+  const from = roomOf(file)!;
+  const f = floorOf.get(from);
+  for (const spec of specifiers(await Deno.readTextFile(file))) {
+    if (!spec.startsWith(".")) continue;
+    const path = new URL(spec, `file://${file}`).pathname;
+    const to = roomOf(path);
+    const where = `${rel(file)} imports "${spec}"`;
+    if (to === null) {
+      const target = rel(path);
+      const allowed = /^core\/(testing|harness)\//.test(target) || /^core\/[^/]+\.tsx?$/.test(target) ||
+        !/\.tsx?$/.test(target);
+      if (!allowed) {
+        violations.push(`${where}: a test beside a room imports core, the kit and the harness only`);
+      }
+      continue;
+    }
+    const t = floorOf.get(to);
+    // The in-process app (services, worker and routes) is what a room's test may drive from any floor.
+    if (to === from || APP_ROOMS.has(to) || f === undefined || t === undefined) continue;
+    if (t > f) {
+      violations.push(`${where}: a test of ${from} (floor ${f}) may not reach up to ${to} (floor ${t})`);
+    } else if (t === f && !SAME_FLOOR.has(`${from} → ${to}`)) {
+      violations.push(`${where}: a test of ${from} may not import ${to} on its own floor`);
+    }
+  }
+}
+
+// File-level import cycles inside one folder (any folder of the repository).
+const fileEdges = new Map<string, Set<string>>();
+for await (const file of tsFiles(root.replace(/\/$/, ""))) {
+  if (/\/(node_modules|out|dist)\//.test(file)) continue;
+  const dir = file.slice(0, file.lastIndexOf("/"));
+  for (const spec of specifiers(await Deno.readTextFile(file))) {
+    if (!spec.startsWith(".")) continue;
+    const target = new URL(spec, `file://${file}`).pathname;
+    if (target === file || target.slice(0, target.lastIndexOf("/")) !== dir) continue;
+    if (!fileEdges.has(rel(file))) fileEdges.set(rel(file), new Set());
+    fileEdges.get(rel(file))!.add(rel(target));
+  }
+}
+for (const cycle of roomCycles(fileEdges)) {
+  violations.push(`file cycle inside a folder: ${cycle.join(" → ")}`);
+}
+
 // The CLI: HTTP API only (see the header). No cli/ folder (a temp tree of the tests): nothing to check.
 const cliDir = `${root}cli`;
 if (await Deno.stat(cliDir).then((s) => s.isDirectory, () => false)) {
@@ -204,5 +295,6 @@ if (violations.length) {
 }
 console.log(
   "boundaries: ok (adapters, checks and plugins import only @dutlab/core and their own dependencies; " +
-    "core/src imports keep to the floors, no folder cycle, the CLI imports no member)",
+    "core/src imports keep to the floors, no folder cycle, tests beside rooms and tests/, bench/, tools/ keep " +
+    "to their faces, no file cycle inside a folder, the CLI imports no member)",
 );

@@ -9,7 +9,7 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { exitOnStartupError, openForTool } from "@dutlab/core/runtime";
-import { compactSnapshots } from "../core/src/snapshots/compact.ts";
+import { compactSnapshots } from "../core/ops.ts";
 
 const USAGE = "usage: deno task compact [--batch-size N]";
 

@@ -14,7 +14,7 @@
  * `--file PATH` works on another file than docs/configuration.md (tests).
  */
 import { fmtMarkdown } from "./_fmt_md.ts";
-import { EnvSchema } from "../core/src/runtime/config.ts";
+import { EnvSchema } from "../core/ops.ts";
 
 const ROOT = new URL("..", import.meta.url);
 const START = /^<!-- env-table:start\b.*-->[ \t]*$/m;

@@ -2,7 +2,7 @@
  * `deno task lab:schema`: write the JSON Schema of a lab file (draft 2020-12, generated from the zod schemas of
  * core/src/lab/file.ts) to schemas/lab.schema.json. `--check` exits 1 when the committed copy is stale.
  */
-import { LAB_SCHEMA_URL, labJsonSchemaText } from "../core/src/lab/file.ts";
+import { LAB_SCHEMA_URL, labJsonSchemaText } from "../core/ops.ts";
 
 const text = labJsonSchemaText();
 if (Deno.args.includes("--check")) {

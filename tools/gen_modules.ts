@@ -8,7 +8,7 @@
  * same words boot validation would use.
  */
 import { z } from "zod";
-import { CORE_VERSION, coreSatisfies } from "../core/src/version.ts";
+import { CORE_VERSION, coreSatisfies } from "../core/ops.ts";
 
 const root = new URL("../", import.meta.url);
 const Manifest = z.object({

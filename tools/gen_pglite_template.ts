@@ -3,7 +3,7 @@
  * directory a first embedded start unpacks instead of running initdb (docs/configuration.md).
  * Run it after adding a migration or changing the PGlite version.
  */
-import { buildTemplate, TEMPLATE_URL } from "../core/src/db/template.ts";
+import { buildTemplate, TEMPLATE_URL } from "../core/ops.ts";
 
 const { bytes, migrations } = await buildTemplate();
 await Deno.writeFile(TEMPLATE_URL, bytes);

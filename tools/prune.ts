@@ -9,8 +9,8 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { exitOnStartupError, openForTool } from "@dutlab/core/runtime";
-import { pruneSnapshots } from "../core/src/snapshots/prune.ts";
-import { ConflictError } from "../core/src/errors.ts";
+import { pruneSnapshots } from "../core/ops.ts";
+import { ConflictError } from "../core/ops.ts";
 
 const USAGE =
   "usage: deno task prune --older-than-days N [--keep-one-per hour|day] [--dry-run] [--actor NAME] " +

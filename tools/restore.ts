@@ -13,14 +13,9 @@
  */
 import { z } from "zod";
 import { exitOnStartupError, migrate, openForTool, parseEnv } from "@dutlab/core/runtime";
-import { appliedMigrations, migrateUpTo } from "../core/src/db/open.ts";
-import { readBackup, restoreBackup, RestoreRefused } from "../core/src/backup/archive.ts";
-import {
-  type CredentialKey,
-  decryptSecret,
-  importCredentialKey,
-  keyIdOf,
-} from "../core/src/devices/credentials.ts";
+import { appliedMigrations, migrateUpTo } from "../core/ops.ts";
+import { readBackup, restoreBackup, RestoreRefused } from "../core/ops.ts";
+import { type CredentialKey, decryptSecret, importCredentialKey, keyIdOf } from "../core/ops.ts";
 
 const USAGE = "usage: deno task restore FILE";
 const HEX64 = /^[0-9a-fA-F]{64}$/;

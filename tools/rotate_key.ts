@@ -4,7 +4,7 @@
  * Exits 1 if any credential could not be decrypted with the configured keys.
  */
 import { bootstrap, exitOnStartupError } from "@dutlab/core/runtime";
-import { reencryptCredentials } from "../core/src/devices/key_rotation.ts";
+import { reencryptCredentials } from "../core/ops.ts";
 import { modules } from "../modules.gen.ts";
 
 const rt = await bootstrap(modules).catch(exitOnStartupError);

@@ -23,11 +23,11 @@
  * @module
  */
 import { bootstrap, exitOnStartupError } from "@dutlab/core/runtime";
-import { lockDataDir } from "../core/src/runtime/datadir.ts";
-import { parseEnv } from "../core/src/runtime/config.ts";
-import { generateSigningKey, ReportSigningKey } from "../core/src/report/sign.ts";
-import { generatePdfSigningMaterial, PdfSigner } from "../core/src/report/pdf_sign.ts";
-import { MAKE_PDF_CERTIFICATE } from "../core/src/report/pdf_certificates.ts";
+import { lockDataDir } from "../core/ops.ts";
+import { parseEnv } from "../core/ops.ts";
+import { generateSigningKey, ReportSigningKey } from "../core/ops.ts";
+import { generatePdfSigningMaterial, PdfSigner } from "../core/ops.ts";
+import { MAKE_PDF_CERTIFICATE } from "../core/ops.ts";
 import { modules } from "../modules.gen.ts";
 
 const certificate = Deno.args.includes("--certificate");

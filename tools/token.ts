@@ -6,9 +6,9 @@
  */
 import { z } from "zod";
 import { bootstrap, exitOnStartupError } from "@dutlab/core/runtime";
-import { ROLES } from "../core/src/access/tokens.ts";
-import { DomainError } from "../core/src/errors.ts";
-import { HttpProblem } from "../core/src/http/problem.ts";
+import { ROLES } from "../core/ops.ts";
+import { DomainError } from "../core/ops.ts";
+import { HttpProblem } from "../core/ops.ts";
 import { modules } from "../modules.gen.ts";
 
 const USAGE =

@@ -299,6 +299,113 @@ function volatilePatternError(pattern) {
   return null;
 }
 
+// core/src/report/evidence_read.ts
+import { parseTarGzip } from "npm:nanotar@0.3.0";
+
+// core/src/util/hash.ts
+import canonicalize from "npm:canonicalize@5.1.0";
+import { createHash } from "node:crypto";
+function sha256Hex(data) {
+  return Promise.resolve(createHash("sha256").update(data).digest("hex"));
+}
+function canonicalJson(value) {
+  const s = canonicalize(value);
+  if (s === void 0) throw new TypeError("Value has no canonical JSON form");
+  return s;
+}
+function jcsSha256(value) {
+  return sha256Hex(canonicalJson(value));
+}
+
+// core/src/report/evidence_read.ts
+var MANIFEST = "SHA256SUMS";
+var dec = new TextDecoder("utf-8", {
+  fatal: true
+});
+var text = (files, path) => {
+  const b = files.get(path);
+  return b === void 0 ? void 0 : dec.decode(b);
+};
+async function readBundleArchive(bytes) {
+  const items2 = await parseTarGzip(bytes);
+  const files = /* @__PURE__ */ new Map();
+  for (const i of items2) {
+    if (i.type !== void 0 && i.type !== "file") continue;
+    if (!i.data) continue;
+    files.set(i.name.replace(/^[^/]+\//, ""), i.data);
+  }
+  return files;
+}
+async function checkManifest(files) {
+  const list2 = text(files, MANIFEST);
+  if (list2 === void 0) return [
+    {
+      path: MANIFEST,
+      ok: false,
+      detail: "missing"
+    }
+  ];
+  const out = [];
+  const listed = /* @__PURE__ */ new Set();
+  for (const l of list2.split("\n")) {
+    const m = /^([0-9a-f]{64}) [ *](.+)$/.exec(l);
+    if (!m) continue;
+    const [, sha, path] = m;
+    listed.add(path);
+    const b = files.get(path);
+    if (!b) out.push({
+      path,
+      ok: false,
+      detail: "listed but missing"
+    });
+    else {
+      const h = await sha256Hex(b);
+      out.push({
+        path,
+        ok: h === sha,
+        detail: h === sha ? sha : `listed ${sha}, file hashes to ${h}`
+      });
+    }
+  }
+  for (const p of files.keys()) {
+    if (p !== MANIFEST && !listed.has(p)) {
+      out.push({
+        path: p,
+        ok: false,
+        detail: "not listed in the manifest"
+      });
+    }
+  }
+  return out;
+}
+function replayInputsOf(files) {
+  const json = (path) => {
+    const t = text(files, path);
+    if (t === void 0) throw new Error(`the bundle has no ${path}`);
+    try {
+      return JSON.parse(t);
+    } catch (e) {
+      throw new Error(`${path} is not JSON: ${e.message}`);
+    }
+  };
+  const payloads = /* @__PURE__ */ new Map();
+  for (const [p, b] of files) {
+    const m = /^payloads\/([0-9a-f]{64})\.json$/.exec(p);
+    if (m) payloads.set(m[1], dec.decode(b));
+  }
+  return {
+    run: json("inputs/run.json"),
+    plan: json("inputs/plan.json"),
+    results: json("inputs/results.json"),
+    alerts: json("inputs/alerts.json"),
+    labAtStart: json("inputs/lab-at-start.json"),
+    labAtEnd: json("inputs/lab-at-end.json"),
+    linkedSnapshots: json("inputs/linked-snapshots.json"),
+    driftReads: json("inputs/drift-reads.json"),
+    payloads
+  };
+}
+
 // core/src/lab/read.ts
 import { sql } from "npm:kysely@0.29.9";
 function freezeParsed(v) {
@@ -872,21 +979,6 @@ var VERDICT_RULES = {
     };
   }
 };
-
-// core/src/util/hash.ts
-import canonicalize from "npm:canonicalize@5.1.0";
-import { createHash } from "node:crypto";
-function sha256Hex(data) {
-  return Promise.resolve(createHash("sha256").update(data).digest("hex"));
-}
-function canonicalJson(value) {
-  const s = canonicalize(value);
-  if (s === void 0) throw new TypeError("Value has no canonical JSON form");
-  return s;
-}
-function jcsSha256(value) {
-  return sha256Hex(canonicalJson(value));
-}
 
 // core/src/report/assemble.ts
 import { sql as sql4 } from "npm:kysely@0.29.9";
@@ -2231,96 +2323,6 @@ async function verifyReport(report) {
     ok: findings.every((f) => f.ok),
     reportSha256,
     findings
-  };
-}
-
-// core/src/report/evidence_read.ts
-import { parseTarGzip } from "npm:nanotar@0.3.0";
-var MANIFEST = "SHA256SUMS";
-var dec = new TextDecoder("utf-8", {
-  fatal: true
-});
-var text = (files, path) => {
-  const b = files.get(path);
-  return b === void 0 ? void 0 : dec.decode(b);
-};
-async function readBundleArchive(bytes) {
-  const items2 = await parseTarGzip(bytes);
-  const files = /* @__PURE__ */ new Map();
-  for (const i of items2) {
-    if (i.type !== void 0 && i.type !== "file") continue;
-    if (!i.data) continue;
-    files.set(i.name.replace(/^[^/]+\//, ""), i.data);
-  }
-  return files;
-}
-async function checkManifest(files) {
-  const list2 = text(files, MANIFEST);
-  if (list2 === void 0) return [
-    {
-      path: MANIFEST,
-      ok: false,
-      detail: "missing"
-    }
-  ];
-  const out = [];
-  const listed = /* @__PURE__ */ new Set();
-  for (const l of list2.split("\n")) {
-    const m = /^([0-9a-f]{64}) [ *](.+)$/.exec(l);
-    if (!m) continue;
-    const [, sha, path] = m;
-    listed.add(path);
-    const b = files.get(path);
-    if (!b) out.push({
-      path,
-      ok: false,
-      detail: "listed but missing"
-    });
-    else {
-      const h = await sha256Hex(b);
-      out.push({
-        path,
-        ok: h === sha,
-        detail: h === sha ? sha : `listed ${sha}, file hashes to ${h}`
-      });
-    }
-  }
-  for (const p of files.keys()) {
-    if (p !== MANIFEST && !listed.has(p)) {
-      out.push({
-        path: p,
-        ok: false,
-        detail: "not listed in the manifest"
-      });
-    }
-  }
-  return out;
-}
-function replayInputsOf(files) {
-  const json = (path) => {
-    const t = text(files, path);
-    if (t === void 0) throw new Error(`the bundle has no ${path}`);
-    try {
-      return JSON.parse(t);
-    } catch (e) {
-      throw new Error(`${path} is not JSON: ${e.message}`);
-    }
-  };
-  const payloads = /* @__PURE__ */ new Map();
-  for (const [p, b] of files) {
-    const m = /^payloads\/([0-9a-f]{64})\.json$/.exec(p);
-    if (m) payloads.set(m[1], dec.decode(b));
-  }
-  return {
-    run: json("inputs/run.json"),
-    plan: json("inputs/plan.json"),
-    results: json("inputs/results.json"),
-    alerts: json("inputs/alerts.json"),
-    labAtStart: json("inputs/lab-at-start.json"),
-    labAtEnd: json("inputs/lab-at-end.json"),
-    linkedSnapshots: json("inputs/linked-snapshots.json"),
-    driftReads: json("inputs/drift-reads.json"),
-    payloads
   };
 }
 

@@ -52,17 +52,17 @@
 import { getDocumentProxy } from "npm:unpdf@1.8.1";
 // deno-lint-ignore no-import-prefix
 import * as pdfLib from "npm:pdf-lib@1.17.1";
-import { buildRegistry } from "../core/src/registry.ts";
-import { describeReplay, replayReport } from "../core/src/report/replay.ts";
-import type { ReportData } from "../core/src/report/types.ts";
-import { verifyReport } from "../core/src/report/verify.ts";
+import { buildRegistry } from "../core/verify.ts";
+import { describeReplay, replayReport } from "../core/verify.ts";
+import type { ReportData } from "../core/verify.ts";
+import { verifyReport } from "../core/verify.ts";
 import {
   type BundleFiles,
   checkManifest,
   MANIFEST,
   readBundleArchive,
   replayInputsOf,
-} from "../core/src/report/evidence_read.ts";
+} from "../core/verify.ts";
 import { modules } from "../modules.gen.ts";
 
 const USAGE =

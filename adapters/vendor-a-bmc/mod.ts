@@ -26,6 +26,8 @@ import {
 } from "./_redfish.ts";
 import { VOLATILE_PATHS } from "./_volatile.ts";
 
+export type { Resource } from "./_redfish.ts";
+
 /** Labels collected on every poll, in order (spec 1.2: 8 snapshots per poll). */
 export const LABELS = [
   "service_root",
@@ -40,6 +42,7 @@ export const LABELS = [
 
 /** Payload stored for a resource the device legitimately does not offer (not a failed poll). */
 export interface AbsentResource {
+  /** Always false: the marker of an absent resource. */
   present: false;
   /** Redfish resource type that is missing, e.g. `Thermal`. */
   resource: string;
@@ -55,6 +58,7 @@ export interface FirmwareInventoryPayload {
   pages?: Resource[];
   /** Present only when the page or member bound cut the reading: what was left unread. */
   truncated?: { nextLink: string | null; membersNotRead: number; detail: string };
+  /** Every member read, keyed by its `@odata.id`. */
   members: Record<string, Resource>;
 }
 
@@ -70,6 +74,7 @@ export interface ManagerTimeSettings {
 
 /** Payload of `ntp_config`: the time settings of every manager of the service, in collection order. */
 export interface NtpConfigPayload {
+  /** Each manager's time settings. */
   managers: ManagerTimeSettings[];
   /** Present only when the manager bound cut the Managers collection. */
   truncated?: { detail: string };
@@ -342,6 +347,7 @@ export interface TimeSource {
   manager: string;
   /** Which resource and property: `NetworkProtocol.NTP.NTPServers` or `DateTime.NTPServers` / `DateTime.StaticNTPServers`. */
   property: string;
+  /** The servers that property lists. */
   servers: string[];
   /** False when the resource says NTP is off (`NTP.ProtocolEnabled: false`); its servers are then no source. */
   enabled: boolean;
@@ -494,6 +500,7 @@ export function resourceHealth(payload: unknown): { resource: string; health: st
   return { resource: `${type} ${id}`, health: isObject(status) ? text(status.Health) : null };
 }
 
+/** The `vendor-a-bmc` adapter: a Redfish server management controller. */
 const adapter: AdapterDefinition = defineAdapter({
   vendorKey: "vendor-a-bmc",
   displayName: "Server management controller (Redfish)",

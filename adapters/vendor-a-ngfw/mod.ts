@@ -134,6 +134,7 @@ class FdmSession implements AdapterSession {
   }
 }
 
+/** The `vendor-a-ngfw` adapter. */
 const adapter: AdapterDefinition = defineAdapter({
   vendorKey: "vendor-a-ngfw",
   displayName: "Firewall with device-manager API (FDM-style REST)",

@@ -4,27 +4,29 @@
  *
  * @module
  */
-import { type AdapterDefinition, defineAdapter } from "@dutlab/core";
+import { type AdapterDefinition, type AdapterFacts, defineAdapter } from "@dutlab/core";
 import { inventory, ntpServers } from "./_dme.ts";
 import { asParkedLogin, LABELS, logout, NxApiSession } from "./_session.ts";
 import { VOLATILE_PATHS } from "./_volatile.ts";
 
+/** The `vendor-a-switch` adapter, typed so that its facts are known to callers. */
 const adapter:
   & AdapterDefinition
-  & { facts: { ntpServers(payload: unknown): string[]; inventory: typeof inventory } } = defineAdapter({
-    vendorKey: "vendor-a-switch",
-    displayName: "Vendor A switch (NX-API REST)",
-    coreVersion: "^1.0.0",
-    deviceRoles: ["switch"],
-    labels: LABELS,
-    facts: { ntpServers, inventory },
-    inventoryLabel: "system_info",
-    volatilePaths: VOLATILE_PATHS,
-    create: (ctx) => new NxApiSession(ctx),
-    async release(ctx, parked) {
-      const s = asParkedLogin(parked);
-      if (s) await logout(ctx.http, s);
-    },
-  });
+  & { facts: { ntpServers(payload: unknown): string[]; inventory: AdapterFacts["inventory"] } } =
+    defineAdapter({
+      vendorKey: "vendor-a-switch",
+      displayName: "Vendor A switch (NX-API REST)",
+      coreVersion: "^1.0.0",
+      deviceRoles: ["switch"],
+      labels: LABELS,
+      facts: { ntpServers, inventory },
+      inventoryLabel: "system_info",
+      volatilePaths: VOLATILE_PATHS,
+      create: (ctx) => new NxApiSession(ctx),
+      async release(ctx, parked) {
+        const s = asParkedLogin(parked);
+        if (s) await logout(ctx.http, s);
+      },
+    });
 
 export default adapter;

@@ -45,7 +45,8 @@ export const CALLS = {
   license_status: "/api/v2/monitor/license/status",
 } as const;
 
-const LABELS = [
+/** The labels this adapter collects. */
+export const LABELS = [
   "system_info",
   "resource_usage",
   "ntp_config",
@@ -60,6 +61,7 @@ export type LoginStyle = "api-auth" | "logincheck";
 
 /** What is parked between cycles: only the login style the device answered to (never a secret). */
 export interface ParkedLoginStyle {
+  /** The login style the device answered to. */
   loginStyle: LoginStyle;
 }
 
@@ -298,6 +300,7 @@ export type RestV2Adapter = AdapterDefinition & {
   facts: Required<Pick<AdapterFacts, "decryptRuleCount" | "ntpServers" | "inventory">>;
 };
 
+/** The `vendor-b-ngfw` adapter. */
 const adapter: RestV2Adapter = defineAdapter({
   vendorKey: "vendor-b-ngfw",
   displayName: "Firewall with REST API v2",

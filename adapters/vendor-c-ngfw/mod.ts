@@ -59,7 +59,8 @@ export const CALLS = {
   license_status: op("<request><license><info></info></license></request>"),
 } as const satisfies Record<string, Call | Record<string, Call>>;
 
-const LABELS = [
+/** The labels this adapter collects. */
+export const LABELS = [
   "system_info",
   "resource_usage",
   "ntp_config",
@@ -81,6 +82,7 @@ const KEY_TTL_MS = 12 * 60 * 60_000;
 
 /** What is parked between cycles: the generated API key (never the password). */
 export interface ParkedKey {
+  /** The API key. */
   key: string;
 }
 
@@ -231,6 +233,7 @@ export type XmlApiAdapter = AdapterDefinition & {
   >;
 };
 
+/** The `vendor-c-ngfw` adapter. */
 const adapter: XmlApiAdapter = defineAdapter({
   vendorKey: "vendor-c-ngfw",
   displayName: "Firewall with PAN-OS XML API",

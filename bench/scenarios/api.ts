@@ -32,8 +32,8 @@ import { registerDevices, replayModules } from "../_replay.ts";
 import { makePolls, storeRound } from "../_store_sql.ts";
 import { followEvents } from "../_sse.ts";
 import { counted, LATEST, loadRead, ONE, oneDevicePath, readRatios } from "../_reads.ts";
-import { migrate, openDatabase } from "../../core/src/db/open.ts";
-import type { Db } from "../../core/src/db/open.ts";
+import { migrate, openDatabase } from "../../core/harness/core.ts";
+import type { Db } from "../../core/harness/core.ts";
 
 async function populate(db: Db, captures: Awaited<ReturnType<typeof captureVendors>>) {
   const { svc } = await benchServices(db, replayModules(captures, { changeRate: 0.05 }).modules);

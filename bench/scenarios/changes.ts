@@ -17,14 +17,14 @@
  * @module
  */
 import { type Kysely, sql } from "kysely";
-import type { Database } from "../../core/src/db/schema.ts";
-import { reconcilePatternSets } from "../../core/src/snapshots/stable.ts";
-import { remarkAll } from "../../core/src/snapshots/remark.ts";
-import { listChanges } from "../../core/src/snapshots/changes.ts";
-import { hashSnapshot } from "../../core/src/poller/store.ts";
-import { patternSetKey, volatileFor } from "../../core/src/snapshots/volatile.ts";
-import { canonicalJson } from "../../core/src/util/hash.ts";
-import { buildRegistry, type Registry } from "../../core/src/registry.ts";
+import type { Database } from "../../core/harness/core.ts";
+import { reconcilePatternSets } from "../../core/harness/core.ts";
+import { remarkAll } from "../../core/harness/core.ts";
+import { listChanges } from "../../core/harness/core.ts";
+import { hashSnapshot } from "../../core/harness/core.ts";
+import { patternSetKey, volatileFor } from "../../core/harness/core.ts";
+import { canonicalJson } from "../../core/harness/core.ts";
+import { buildRegistry, type Registry } from "../../core/harness/core.ts";
 import { modules } from "../../modules.gen.ts";
 import { type Figure, pct, round } from "../_util.ts";
 import { type Backend, freshDb } from "../_db.ts";

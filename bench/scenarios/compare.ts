@@ -12,12 +12,12 @@ import { sql } from "kysely";
 import { type Figure, pct, round, TOKEN } from "../_util.ts";
 import type { Ctx } from "../main.ts";
 import { benchServices, freshDb } from "../_db.ts";
-import { createApp } from "../../core/src/http/app.ts";
-import { clearReportCache, compareRuns } from "../../core/src/report/results/compare.ts";
-import { currentReportFixture } from "../../core/testing/report_fixture_current.ts";
-import { canonicalJson, jcsSha256, sha256Hex } from "../../core/src/util/hash.ts";
-import type { ReportData } from "../../core/src/report/types.ts";
-import { fixtureModules } from "../../core/testing/fixture_modules.ts";
+import { createApp } from "../../core/harness/core.ts";
+import { clearReportCache, compareRuns } from "../../core/harness/core.ts";
+import { currentReportFixture } from "../../core/harness/report_fixture_current.ts";
+import { canonicalJson, jcsSha256, sha256Hex } from "../../core/harness/core.ts";
+import type { ReportData } from "../../core/harness/core.ts";
+import { fixtureModules } from "@dutlab/core/testing";
 
 const RUNS = 20;
 const SNAPSHOTS_PER_RUN = 1000;

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { diffPayloads } from "../../core/src/snapshots/diff.ts";
+import { diffPayloads } from "../../core/harness/core.ts";
 import { type Figure, pct, round } from "../_util.ts";
 import type { Ctx } from "../main.ts";
 

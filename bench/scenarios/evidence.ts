@@ -12,9 +12,9 @@ import type { Ctx } from "../main.ts";
 import { captureVendors } from "../_capture.ts";
 import { benchServices, freshDb } from "../_db.ts";
 import { prng, registerDevices, replayModules, replayWorker } from "../_replay.ts";
-import { collectReplayInputs, evidenceBundle } from "../../core/src/report/evidence.ts";
-import { replayReport } from "../../core/src/report/replay.ts";
-import { evidenceServices } from "../../core/src/runtime/services.ts";
+import { collectReplayInputs, evidenceBundle } from "../../core/harness/core.ts";
+import { replayReport } from "../../core/harness/core.ts";
+import { evidenceServices } from "../../core/harness/core.ts";
 
 export async function run(ctx: Ctx): Promise<Figure[]> {
   const captures = await captureVendors();

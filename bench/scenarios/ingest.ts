@@ -13,10 +13,10 @@ import { captureVendors } from "../_capture.ts";
 import { benchServices, freshDb } from "../_db.ts";
 import { countRows, registerDevices, replayModules, replayWorker } from "../_replay.ts";
 import { makePolls, storePerPoll, storeWithPollStore } from "../_store_sql.ts";
-import { PollStore } from "../../core/src/poller/store.ts";
-import { decryptAlertWriter } from "../../core/src/runs/alerts.ts";
-import { pollStoreOptions } from "../../core/src/runtime/services.ts";
-import type { DeviceRow } from "../../core/src/devices/store.ts";
+import { PollStore } from "../../core/harness/core.ts";
+import { decryptAlertWriter } from "../../core/harness/core.ts";
+import { pollStoreOptions } from "../../core/harness/core.ts";
+import type { DeviceRow } from "../../core/harness/core.ts";
 import { VENDORS } from "../_capture.ts";
 
 export async function run(ctx: Ctx): Promise<Figure[]> {

@@ -16,8 +16,8 @@ import {
   sql,
   type UnknownRow,
 } from "kysely";
-import { runPreflight } from "../../core/src/preflight/engine.ts";
-import { payloadCache } from "../../core/src/lab/read.ts";
+import { runPreflight } from "../../core/harness/core.ts";
+import { payloadCache } from "../../core/harness/core.ts";
 import { type Figure, mean, pct, round as rnd } from "../_util.ts";
 import type { Ctx } from "../main.ts";
 import { captureVendors } from "../_capture.ts";
@@ -25,7 +25,7 @@ import { benchServices, freshDb } from "../_db.ts";
 import { countRows, registerDevices, replayModules } from "../_replay.ts";
 import { makePolls, storeRound } from "../_store_sql.ts";
 import { VENDORS } from "../_capture.ts";
-import { createApp } from "../../core/src/http/app.ts";
+import { createApp } from "../../core/harness/core.ts";
 import { TOKEN } from "../_util.ts";
 
 const PLAN = "ngfw-throughput-decrypt-on";

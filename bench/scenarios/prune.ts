@@ -24,14 +24,14 @@
  */
 import { createHash } from "node:crypto";
 import { sql } from "kysely";
-import { pruneSnapshots } from "../../core/src/snapshots/prune.ts";
-import { listSnapshots } from "../../core/src/snapshots/store.ts";
-import { listChanges } from "../../core/src/snapshots/changes.ts";
-import { reportFixture } from "../../core/testing/report_fixture.ts";
-import { jsonAnnex, sealReport } from "../../core/src/report/seal.ts";
-import { verifyReport } from "../../core/src/report/verify.ts";
-import { readBackup, restoreBackup, writeBackup } from "../../core/src/backup/archive.ts";
-import { buildRegistry } from "../../core/src/registry.ts";
+import { pruneSnapshots } from "../../core/harness/core.ts";
+import { listSnapshots } from "../../core/harness/core.ts";
+import { listChanges } from "../../core/harness/core.ts";
+import { reportFixture } from "../../core/harness/report_fixture.ts";
+import { jsonAnnex, sealReport } from "../../core/harness/core.ts";
+import { verifyReport } from "../../core/harness/core.ts";
+import { readBackup, restoreBackup, writeBackup } from "../../core/harness/core.ts";
+import { buildRegistry } from "../../core/harness/core.ts";
 import { modules } from "../../modules.gen.ts";
 import { type Figure, pct, round } from "../_util.ts";
 import { type Backend, freshDb } from "../_db.ts";

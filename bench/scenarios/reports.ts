@@ -14,14 +14,14 @@ import type { Ctx } from "../main.ts";
 import { captureVendors } from "../_capture.ts";
 import { benchServices, freshDb } from "../_db.ts";
 import { prng, registerDevices, replayModules, replayWorker } from "../_replay.ts";
-import { renderReportPage } from "../../core/src/report/render/page.tsx";
-import type { ReportData } from "../../core/src/report/types.ts";
-import { reportFixture } from "../../core/testing/report_fixture.ts";
-import { findChromium, printToPdf } from "../../core/testing/chromium.ts";
+import { renderReportPage } from "../../core/harness/core.ts";
+import type { ReportData } from "../../core/harness/core.ts";
+import { reportFixture } from "../../core/harness/report_fixture.ts";
+import { findChromium, printToPdf } from "@dutlab/core/testing/chromium";
 import { PDFDocument } from "pdf-lib";
-import { attachEvidence, PdfRenderer } from "../../core/src/report/render/pdf.ts";
-import { generateSigningKey, ReportSigningKey, signReport } from "../../core/src/report/sign.ts";
-import { generatePdfSigningMaterial, PdfSigner } from "../../core/src/report/pdf_sign.ts";
+import { attachEvidence, PdfRenderer } from "../../core/harness/core.ts";
+import { generateSigningKey, ReportSigningKey, signReport } from "../../core/harness/core.ts";
+import { generatePdfSigningMaterial, PdfSigner } from "../../core/harness/core.ts";
 import { checkEnvelope, checkReport, loadKeys } from "../../tools/verify_report_src.ts";
 
 /** Pages of a PDF (pdf-lib writes object streams, so the page objects are not visible as text). */

@@ -5,11 +5,12 @@
  *
  * @module
  */
-import { type CheckSnapshot, defineCheck } from "@dutlab/core";
+import { type CheckDefinition, type CheckSnapshot, defineCheck } from "@dutlab/core";
 
 /** The labels read, in the order they are judged (the system first). */
 export const RESOURCES = ["system_info", "chassis_info", "manager_info"] as const;
 
+/** The `bmc-health-ok` pre-flight check (the module documentation says what it asks and reads). */
 export default defineCheck({
   id: "bmc-health-ok",
   coreVersion: "^1.0.0",
@@ -42,4 +43,4 @@ export default defineCheck({
     }
     return { pass: true, detail: `health OK: ${seen.join(", ")}` };
   },
-});
+}) as CheckDefinition<"resourceHealth">;

@@ -4,8 +4,9 @@
  *
  * @module
  */
-import { defineCheck } from "@dutlab/core";
+import { type CheckDefinition, defineCheck } from "@dutlab/core";
 
+/** The `bmc-power-on` pre-flight check (the module documentation says what it asks and reads). */
 export default defineCheck({
   id: "bmc-power-on",
   coreVersion: "^1.0.0",
@@ -19,4 +20,4 @@ export default defineCheck({
       ? { pass: true, detail: "system power state On" }
       : { pass: false, detail: `system power state ${state ?? "not reported"} (expected On)` };
   },
-});
+}) as CheckDefinition<"powerState">;

@@ -4,8 +4,9 @@
  *
  * @module
  */
-import { defineCheck } from "@dutlab/core";
+import { type CheckDefinition, defineCheck } from "@dutlab/core";
 
+/** The `ngfw-decrypt-state-matches-plan` pre-flight check (the module documentation says what it asks and reads). */
 export default defineCheck({
   id: "ngfw-decrypt-state-matches-plan",
   coreVersion: "^1.0.0",
@@ -28,4 +29,4 @@ export default defineCheck({
       ? { pass: true, detail: "the plan requires decrypt-off and no decrypt rules are configured" }
       : { pass: false, detail: `the plan requires decrypt-off but ${n} decrypt rule(s) are configured` };
   },
-});
+}) as CheckDefinition<"decryptRuleCount">;

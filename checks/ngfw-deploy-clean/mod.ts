@@ -4,8 +4,9 @@
  *
  * @module
  */
-import { defineCheck } from "@dutlab/core";
+import { type CheckDefinition, defineCheck } from "@dutlab/core";
 
+/** The `ngfw-deploy-clean` pre-flight check (the module documentation says what it asks and reads). */
 export default defineCheck({
   id: "ngfw-deploy-clean",
   coreVersion: "^1.0.0",
@@ -23,4 +24,4 @@ export default defineCheck({
       ? { pass: true, detail: observed }
       : { pass: false, detail: `${observed}; ${problems.join("; ")}` };
   },
-});
+}) as CheckDefinition<"deployState">;

@@ -76,7 +76,7 @@ Deno.test("ngfw-deploy-clean reports an error, not a fail, for a payload it cann
 
 Deno.test("ngfw-deploy-clean does not apply without a deployState reading", () => {
   // The check carries no guard: an evaluation handed no such reading is the engine's error, asserted for
-  // every check in tests/preflight_engine_test.ts.
+  // every check in tests/e2e/preflight_engine_test.ts.
   const payload = deployStatus([["DEPLOYED", 1]]);
   assert.equal(fx.run("vendor-b-ngfw", payload), null);
 });

@@ -4,11 +4,12 @@
  *
  * @module
  */
-import { type CatalogHaState, defineCheck } from "@dutlab/core";
+import { type CatalogHaState, type CheckDefinition, defineCheck } from "@dutlab/core";
 
 /** The HA states a throughput run may start in (spec 4.9). */
 export const SANE_HA_STATES: readonly CatalogHaState[] = ["ACTIVE", "STANDBY_READY", "NEGOTIATION", "JOIN"];
 
+/** The `ngfw-ha-state-sane` pre-flight check (the module documentation says what it asks and reads). */
 export default defineCheck({
   id: "ngfw-ha-state-sane",
   coreVersion: "^1.0.0",
@@ -27,4 +28,4 @@ export default defineCheck({
         : `HA state ${raw} (maps to ${mapped}; expected one of ${SANE_HA_STATES.join(", ")})`,
     };
   },
-});
+}) as CheckDefinition<"haState">;

@@ -74,7 +74,7 @@ Deno.test("ngfw-ha-state-sane reports an error for a payload of the wrong shape"
 
 Deno.test("ngfw-ha-state-sane does not apply without an haState reading", () => {
   // The check carries no guard: an evaluation handed no such reading is the engine's error, asserted for
-  // every check in tests/preflight_engine_test.ts.
+  // every check in tests/e2e/preflight_engine_test.ts.
   const payload = { results: { mode: "standalone" } };
   assert.equal(fx.run("vendor-b-ngfw", payload), null);
 });

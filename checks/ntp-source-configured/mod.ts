@@ -4,8 +4,9 @@
  *
  * @module
  */
-import { defineCheck } from "@dutlab/core";
+import { type CheckDefinition, defineCheck } from "@dutlab/core";
 
+/** The `ntp-source-configured` pre-flight check (the module documentation says what it asks and reads). */
 export default defineCheck({
   id: "ntp-source-configured",
   coreVersion: "^1.0.0",
@@ -18,4 +19,4 @@ export default defineCheck({
       ? { pass: true, detail: `${servers.length} time server(s) configured: ${servers.join(", ")}` }
       : { pass: false, detail: "no time server is configured" };
   },
-});
+}) as CheckDefinition<"ntpServers">;

@@ -75,7 +75,7 @@ Deno.test("ntp-source-configured reports an error for a payload of the wrong sha
 
 Deno.test("ntp-source-configured does not apply without an ntpServers reading", () => {
   // The check carries no guard: an evaluation handed no such reading is the engine's error, asserted for
-  // every check in tests/preflight_engine_test.ts.
+  // every check in tests/e2e/preflight_engine_test.ts.
   // vendor-x has no adapter in the fixture: the label counts as collected, and no facts are offered.
   const p = { ...fx.plan, vendors: ["vendor-x"] };
   assert.equal(fx.run("vendor-x", {}, { plan: p }), null);

@@ -4,11 +4,12 @@
  *
  * @module
  */
-import { defineCheck } from "@dutlab/core";
+import { type CheckDefinition, defineCheck } from "@dutlab/core";
 
 /** Snapshots this old or older fail (spec 8: freshness accepted under 60 minutes). */
 export const MAX_AGE_MINUTES = 60;
 
+/** The `snapshot-fresh` pre-flight check (the module documentation says what it asks and reads). */
 export default defineCheck({
   id: "snapshot-fresh",
   coreVersion: "^1.0.0",
@@ -35,4 +36,4 @@ export default defineCheck({
         (pass ? "" : ": take a snapshot, then re-run pre-flight"),
     };
   },
-});
+}) as CheckDefinition<never>;

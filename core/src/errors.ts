@@ -21,7 +21,10 @@ export type FailureStatus = Exclude<PollStatus, "ok">;
  *
  * @example
  * ```ts
- * throw new DeviceError("auth_failed", "Login refused: HTTP 401 from /api/aaaLogin.json");
+ * // An adapter's login, when the device refuses it (the example type-checks and is not run):
+ * function login(): never {
+ *   throw new DeviceError("auth_failed", "Login refused: HTTP 401 from /api/aaaLogin.json");
+ * }
  * ```
  */
 export class DeviceError extends Error {
@@ -137,9 +140,12 @@ export class UnavailableError extends DomainError {
  *
  * @example
  * ```ts
- * throw new InvalidInputError(`"vendor": unknown vendor "x"`, {
- *   errors: [{ field: "vendor", message: `unknown vendor "x"` }],
- * });
+ * // A store refusing a device of an unknown vendor (the example type-checks and is not run):
+ * function refuse(): never {
+ *   throw new InvalidInputError(`"vendor": unknown vendor "x"`, {
+ *     errors: [{ field: "vendor", message: `unknown vendor "x"` }],
+ *   });
+ * }
  * ```
  */
 export class InvalidInputError extends DomainError {

@@ -1,18 +1,15 @@
 import assert from "node:assert/strict";
-import type { AdapterDefinition, CollectedSnapshot, TlsVerifyMode } from "../src/adapter.ts";
-import {
-  type ConnectedDevice,
-  type ConnectTarget,
-  openDeviceSession,
-  releaseDeviceSession,
-} from "../src/devices/connect.ts";
+import type { AdapterDefinition, CollectedSnapshot } from "../src/adapter.ts";
+import { releaseDeviceSession } from "../src/devices/connect.ts";
 import { DeviceError } from "../src/errors.ts";
 import { canonicalJson } from "../src/util/hash.ts";
 import { SessionRegistry } from "../src/devices/sessions.ts";
-import type { TransportLimits } from "../src/transport/transport.ts";
 import type { Simulator } from "./simulator.ts";
 import { readFacts } from "./facts.ts";
 import { startReplayServer } from "./replay.ts";
+import { connectTo, testTarget } from "./connect.ts";
+
+export { connectTo } from "./connect.ts";
 
 /** What an adapter's `sim.ts` hands the contract kit. */
 export interface SimulatedDevice extends AsyncDisposable {
@@ -26,57 +23,6 @@ export interface SimulatedDevice extends AsyncDisposable {
   expireSessions(): void;
   /** Stop the simulator. */
   close(): Promise<void>;
-}
-
-/** The test device the kit connects to, as the device room's session lifecycle takes it. */
-function testTarget(
-  adapter: AdapterDefinition,
-  target: { url: string },
-  opts: {
-    username: string;
-    deviceId?: string;
-    hostname?: string;
-    tlsVerifyMode?: TlsVerifyMode;
-    pinnedCertSha256?: string | null;
-  },
-): ConnectTarget {
-  return {
-    id: opts.deviceId ?? "00000000-0000-4000-8000-000000000001",
-    hostname: opts.hostname ?? "sim-device",
-    vendor: adapter.vendorKey,
-    deviceRole: adapter.deviceRoles[0] ?? null,
-    baseUrl: target.url,
-    username: opts.username,
-    tlsVerifyMode: opts.tlsVerifyMode ?? "insecure",
-    pinnedCertSha256: opts.pinnedCertSha256 ?? null,
-  };
-}
-
-/** Connect an adapter to a simulated device the way the poll cycle does (`openDeviceSession`). */
-export function connectTo(
-  adapter: AdapterDefinition,
-  target: { url: string },
-  opts: {
-    credentials: { username: string; password: string };
-    sessions?: SessionRegistry;
-    deviceId?: string;
-    tlsVerifyMode?: TlsVerifyMode;
-    pinnedCertSha256?: string | null;
-    credentialKey?: string;
-    hostname?: string;
-    limits?: TransportLimits;
-    signal?: AbortSignal;
-  },
-): Promise<ConnectedDevice> {
-  return openDeviceSession({
-    adapter,
-    device: testTarget(adapter, target, { ...opts, username: opts.credentials.username }),
-    credentials: opts.credentials,
-    credentialKey: opts.credentialKey ?? `${opts.credentials.username}:${opts.credentials.password.length}`,
-    sessions: opts.sessions ?? new SessionRegistry(),
-    limits: opts.limits,
-    signal: opts.signal,
-  });
 }
 
 /** One poll cycle as the worker runs it: connect, collect all, close. */
@@ -113,9 +59,11 @@ export async function releaseParked(
  * @example
  * ```ts
  * import type { AdapterDefinition } from "@dutlab/core";
- * declare const adapter: AdapterDefinition; // the adapter's mod.ts default export
- * declare function startVendorXSim(): Promise<SimulatedDevice>; // its sim.ts
- * Deno.test("vendor-x meets the adapter contract", (t) => runAdapterContract(t, { adapter, start: startVendorXSim }));
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * // startVendorXSim: the adapter's sim.ts start function.
+ * async function example(adapter: AdapterDefinition, startVendorXSim: () => Promise<SimulatedDevice>) {
+ *   Deno.test("vendor-x meets the adapter contract", (t) => runAdapterContract(t, { adapter, start: startVendorXSim }));
+ * }
  * ```
  */
 export async function runAdapterContract(

@@ -2,21 +2,38 @@
  * A tiny fictional vendor (`fixture-fw`) and check, for core tests that must not depend on real adapters.
  * The device speaks a minimal JSON API with HTTP basic auth; tests change `state` between polls.
  */
-import { defineAdapter, defineCheck, definePlugin, DeviceError } from "../mod.ts";
+import {
+  type AdapterDefinition,
+  type CheckDefinition,
+  defineAdapter,
+  defineCheck,
+  definePlugin,
+  DeviceError,
+  type PluginDefinition,
+} from "../mod.ts";
 import type { LoadedModules } from "../src/registry.ts";
 import { type Simulator, startSimulator } from "./simulator.ts";
 
+/** The fixture device's state, which a test changes between polls. */
 export interface FixtureState {
+  /** The NTP servers `/api/ntp` lists. */
   ntp: string[];
+  /** How many decrypt rules `/api/decrypt` lists. */
   decryptRules: number;
+  /** When true, every request hangs (a device that stops answering). */
   hang: boolean;
+  /** The password basic auth accepts (user `admin`). */
   password: string;
+  /** The CPU percentage `/api/cpu` answers. */
   cpu: number;
   /** The `system_info` answer (default: model FX-1000, serial FX123, version 1.2.3). */
   system?: unknown;
 }
 
-export const fixtureAdapter = defineAdapter({
+/** The fictional `fixture-fw` adapter (roles `ngfw` and `switch`; labels system_info, ntp_config, decrypt_policy). */
+export const fixtureAdapter: AdapterDefinition & {
+  labels: readonly ["system_info", "ntp_config", "decrypt_policy"];
+} = defineAdapter({
   vendorKey: "fixture-fw",
   displayName: "Fixture firewall",
   coreVersion: "^1.0.0",
@@ -74,7 +91,8 @@ export const fixtureAdapter = defineAdapter({
   },
 });
 
-export const fixtureCheck = defineCheck({
+/** The fixture check `fixture-ntp`: at least one NTP server. */
+export const fixtureCheck: CheckDefinition<"ntpServers"> = defineCheck({
   id: "fixture-ntp",
   coreVersion: "^1.0.0",
   description: "Fixture: at least one NTP server",
@@ -86,26 +104,29 @@ export const fixtureCheck = defineCheck({
   },
 });
 
-export const fixturePlugin = definePlugin({
-  name: "fixture-plans",
-  coreVersion: "^1.0.0",
-  planCatalog: {
-    catalogVersion: 1,
-    plans: [{
-      identifier: "fixture-plan",
-      displayName: "Fixture plan",
-      description: "for tests",
-      tlsDecrypt: "on",
-      sloTargetP99Ms: 100,
-      maxErrorRatePct: 1,
-      deploymentMode: "inline",
-      phases: [{ name: "steady", durationS: 60, load: { rps: 10 } }],
-      vendors: ["fixture-fw"],
-      deviceRoles: ["ngfw"],
-      parameters: {},
-    }],
+/** The fixture plan catalog: one plan, `fixture-plan`, selecting `fixture-fw` firewalls. */
+export const fixturePlugin: PluginDefinition & Required<Pick<PluginDefinition, "planCatalog">> = definePlugin(
+  {
+    name: "fixture-plans",
+    coreVersion: "^1.0.0",
+    planCatalog: {
+      catalogVersion: 1,
+      plans: [{
+        identifier: "fixture-plan",
+        displayName: "Fixture plan",
+        description: "for tests",
+        tlsDecrypt: "on",
+        sloTargetP99Ms: 100,
+        maxErrorRatePct: 1,
+        deploymentMode: "inline",
+        phases: [{ name: "steady", durationS: 60, load: { rps: 10 } }],
+        vendors: ["fixture-fw"],
+        deviceRoles: ["ngfw"],
+        parameters: {},
+      }],
+    },
   },
-});
+);
 
 /** Modules for core tests: the fixture adapter, check and plan catalog, plus a vendor without adapter. */
 export function fixtureModules(extra: Partial<LoadedModules> = {}): LoadedModules {

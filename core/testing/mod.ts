@@ -1,146 +1,41 @@
 /**
- * Test helpers for module authors: HTTPS device simulators, a replay server for captured device answers,
- * certificates, the adapter contract kit (with its facts step), database fixtures (PGlite and PostgreSQL),
- * an in-process app and sealed report fixtures (the v1 report and one built by the current code).
+ * The kit for adapter and check authors: HTTPS device simulators with lab controls, certificates, the adapter
+ * contract kit (with its facts step), replay of captured device answers, volatile-path helpers, `checkFixture`
+ * and `checkCases` for checks, database fixtures (`dbTest` on PGlite and PostgreSQL) and the fixture modules.
+ * It re-exports no file of `core/src`; the repository's own harness (serve and lab processes, the in-process
+ * app, `childEnv`) lives in the unpublished `core/harness/`.
  *
  * @module
  */
-export * from "./simulator.ts";
-export * from "./certs.ts";
-export * from "./contract.ts";
-export * from "./db.ts";
-export * from "./app.ts";
-export { SessionRegistry } from "../src/devices/sessions.ts";
-export { DEFAULT_LIMITS, type TransportLimits } from "../src/transport/transport.ts";
-export { checkApplies, evaluateCheck } from "../src/preflight/evaluate.ts";
-export type { CheckResult } from "../src/preflight/types.ts";
-export * from "./process.ts";
-export * from "./serve.ts";
-export * from "./replay.ts";
-export * from "./facts.ts";
-export * from "./volatile.ts";
+export {
+  type Faults,
+  type LabControl,
+  type LabControls,
+  type RecordedRequest,
+  type SimHandler,
+  type Simulator,
+  type SimulatorOptions,
+  startSimulator,
+} from "./simulator.ts";
+export {
+  certificateAuthority,
+  type CertificateBundle,
+  certificateFromPem,
+  issueCertificate,
+  selfSignedCertificate,
+} from "./certs.ts";
+export { connectTo, pollOnce, releaseParked, runAdapterContract, type SimulatedDevice } from "./contract.ts";
+export {
+  type ExpectedCase,
+  replayCase,
+  type ReplayManifest,
+  type ReplayRoute,
+  type ReplayServer,
+  startReplayServer,
+} from "./replay.ts";
+export { FACT_LABELS, readFacts } from "./facts.ts";
+export { nonVolatileChanges, unmatchedVolatilePaths } from "./volatile.ts";
 export * from "./check_fixture.ts";
-// Internals the repository's tests use, one re-export a line (paths follow core/src when files move).
-export type { Db } from "../src/db/open.ts";
-export type { Services } from "../src/runtime/services.ts";
-export { hashSnapshot, LostLockError, type Outcome, PARALLEL_BATCH, PollStore } from "../src/poller/store.ts";
-export { DeviceLocks } from "../src/poller/device_locks.ts";
-export { HashPool } from "../src/poller/hash_pool.ts";
-export { decryptAlertWriter } from "../src/runs/alerts.ts";
-export { openDatabase } from "../src/db/open.ts";
-export { migrate } from "../src/db/open.ts";
-export { appliedMigrations } from "../src/db/open.ts";
-export { migrateUpTo } from "../src/db/open.ts";
-export { verifyReport } from "../src/report/verify.ts";
-export { verifyReportBytes } from "../src/report/verify.ts";
-export type { DecryptAlert, ReportData } from "../src/report/types.ts";
-export { runPreflight } from "../src/preflight/engine.ts";
-export { payloadCache } from "../src/lab/read.ts";
-export { PayloadCache } from "../src/lab/read.ts";
-export { summarize } from "../src/preflight/evaluate.ts";
-export { latestAsOfSql, latestSql } from "../src/lab/read.ts";
-export type { PreflightPlan, PreflightResult } from "../src/preflight/types.ts";
-export { buildRegistry } from "../src/registry.ts";
-export type { LoadedModules, Registry } from "../src/registry.ts";
-export type { HashedSnapshot } from "../src/poller/store.ts";
-export type { Database } from "../src/db/schema.ts";
-export { buildKeyRing } from "../src/runtime/services.ts";
-export { migrationProvider } from "../src/db/migrations/mod.ts";
-export { TokenStore } from "../src/access/tokens.ts";
-export { refusedRoles } from "../src/access/tokens.ts";
-export { requiredRole } from "../src/access/tokens.ts";
-export { ROLES } from "../src/access/tokens.ts";
-export { logger } from "../src/util/log.ts";
-export * from "./report_fixture.ts";
-export * from "./report_fixture_current.ts";
-// Types the exports above name, so that the documented face names no private type.
-export type { Evidence } from "../src/preflight/engine.ts";
-export type { PayloadEntry } from "../src/lab/read.ts";
-export type { PlannedRead } from "../src/preflight/engine.ts";
-export type { PreflightOptions } from "../src/preflight/engine.ts";
-export type { SelectionReport } from "../src/preflight/engine.ts";
-export type { OpenOptions } from "../src/db/open.ts";
-export type { ReservedSession } from "../src/db/open.ts";
-export type { LoadedModule } from "../src/registry.ts";
-export type { RegisteredAdapter } from "../src/registry.ts";
-export type { RegisteredCheck } from "../src/registry.ts";
-export type { VendorEntry } from "../src/registry.ts";
-export type { Stored } from "../src/poller/store.ts";
-export type { WriteGuard } from "../src/poller/store.ts";
-export type { PollWriteHook } from "../src/poller/store.ts";
-export type { Annex } from "../src/report/types.ts";
-export type { FigureSource } from "../src/report/types.ts";
-export type { ResultFigures } from "../src/report/types.ts";
-export type { StartGate } from "../src/report/types.ts";
-export type { VerdictReason } from "../src/report/types.ts";
-export type { VerdictValue } from "../src/report/types.ts";
-export type { Aggregate } from "../src/report/results/aggregate.ts";
-export type { InventoryEntry } from "../src/lab/state.ts";
-export type { Principal } from "../src/access/tokens.ts";
-export type { Role } from "../src/access/tokens.ts";
-export type { TokenView } from "../src/access/tokens.ts";
-export type { KeyRing } from "../src/devices/store.ts";
-export type { VerifyOutcome } from "../src/report/verify.ts";
-export type { VerifyFinding } from "../src/report/verify.ts";
-export type { Figure } from "../src/report/types.ts";
-export type { Selection } from "../src/preflight/engine.ts";
-export type { StoredBatch } from "../src/poller/store.ts";
-export type { CredentialKey } from "../src/devices/credentials.ts";
-export type { StoredPoll } from "../src/poller/store.ts";
-export type { LatestRow } from "../src/lab/read.ts";
-// More internals the repository's tests use (one re-export a line).
-export { RestoreRefused } from "../src/backup/archive.ts";
-export { readBackup } from "../src/backup/archive.ts";
-export { restoreBackup } from "../src/backup/archive.ts";
-export { writeBackup } from "../src/backup/archive.ts";
-export { CONTROLLER } from "../src/capability.ts";
-export { FIREWALL } from "../src/capability.ts";
-export { serves } from "../src/capability.ts";
-export type { CheckDefinition } from "../src/check.ts";
-export { decryptSecret } from "../src/devices/credentials.ts";
-export { encryptSecret } from "../src/devices/credentials.ts";
-export { importCredentialKey } from "../src/devices/credentials.ts";
-export { keyIdOf } from "../src/devices/credentials.ts";
-export { reencryptCredentials } from "../src/devices/key_rotation.ts";
-export { preflightResultSet } from "../src/formats/results.ts";
-export { renderResultSet } from "../src/formats/results.ts";
-export { INPUT_LIMITS } from "../src/http/input_guard.ts";
-export { RECOMPUTE } from "../src/http/routes_snapshots.ts";
-export { shareLink } from "../src/http/share.ts";
-export { LabFile } from "../src/lab/file.ts";
-export { labJsonSchemaText } from "../src/lab/file.ts";
-export { POLL_LOCK_CLASS } from "../src/poller/worker.ts";
-export { PollWorker } from "../src/poller/worker.ts";
-export { dueDevices } from "../src/poller/worker.ts";
-export { pollLockKey } from "../src/poller/worker.ts";
-export { readBundleArchive } from "../src/report/evidence_read.ts";
-export { replayInputsOf } from "../src/report/evidence_read.ts";
-export { generatePdfSigningMaterial } from "../src/report/pdf_sign.ts";
-export { renderReportPage } from "../src/report/render/page.tsx";
-export type { ReplayInputs } from "../src/report/replay.ts";
-export { replayReport } from "../src/report/replay.ts";
-export type { Comparison } from "../src/report/results/compare.ts";
-export { sealReport } from "../src/report/seal.ts";
-export { PAYLOAD_TYPE } from "../src/report/sign.ts";
-export { ReportSigningKey } from "../src/report/sign.ts";
-export { generateSigningKey } from "../src/report/sign.ts";
-export { pae } from "../src/report/sign.ts";
-export { signReport } from "../src/report/sign.ts";
-export { RunService } from "../src/runs/service.ts";
-export { startWorker } from "../src/runtime/bootstrap.ts";
-export { listChanges } from "../src/snapshots/changes.ts";
-export { remarkAll, remarkStep } from "../src/snapshots/remark.ts";
-export { citedSnapshots } from "../src/snapshots/prune.ts";
-export { pruneSnapshots } from "../src/snapshots/prune.ts";
-export { reconcilePatternSets } from "../src/snapshots/stable.ts";
-export type { SnapshotView } from "../src/snapshots/store.ts";
-export { getSnapshot } from "../src/snapshots/store.ts";
-export { latestSnapshots } from "../src/snapshots/store.ts";
-export { listSnapshots } from "../src/snapshots/store.ts";
-export { type SnapshotRow, toSnapshotView } from "../src/snapshots/store.ts";
-export { snapshotJson, snapshotPageJson } from "../src/snapshots/view_json.ts";
-export { Snapshot as SnapshotSchema, SnapshotPage as SnapshotPageSchema } from "../src/api/schemas.ts";
-export { patternSetKey } from "../src/snapshots/volatile.ts";
-export { stripVolatile } from "../src/snapshots/volatile.ts";
-export { volatileFor } from "../src/snapshots/volatile.ts";
-export { scopedMigrator } from "../src/db/open.ts";
+export { dbTest, NO_POSTGRES_REASON, openTestDatabase, testBackends, testMigrator } from "./db.ts";
+export * from "./fixture_modules.ts";
+export { logger, SessionRegistry } from "./sessions.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { AdapterDefinition, CollectedSnapshot } from "../src/adapter.ts";
 import { readFacts } from "./facts.ts";
 import { SessionRegistry } from "../src/devices/sessions.ts";
-import { connectTo } from "./contract.ts";
+import { connectTo } from "./connect.ts";
 import { type Simulator, startSimulator } from "./simulator.ts";
 
 /** One captured answer: what the device said to one request. */
@@ -70,7 +70,11 @@ const trimSlash = (p: string) => (p.length > 1 ? p.replace(/\/+$/, "") : p);
  *
  * @example
  * ```ts
- * await using replay = await startReplayServer(new URL("./testdata/multi-vdom", import.meta.url));
+ * // In an adapter's test, beside its testdata/ (the example type-checks and is not run here):
+ * async function example() {
+ *   await using replay = await startReplayServer(new URL("./testdata/multi-vdom", import.meta.url));
+ *   return replay.url;
+ * }
  * ```
  */
 export async function startReplayServer(folder: string | URL): Promise<ReplayServer> {

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { definePlugin, type Plan, type PlanDependency } from "@dutlab/core";
+import { definePlugin, type Plan, type PlanDependency, type PluginDefinition } from "@dutlab/core";
 
 /**
  * Every device of these roles takes part, whatever its vendor: the firewalls under test, the switch fabric
@@ -135,8 +135,9 @@ export const plans: Plan[] = [
   },
 ];
 
+/** The plan catalog plugin: the catalog of test plans above, as the registry loads it. */
 export default definePlugin({
   name: "plan-catalog",
   coreVersion: "^1.0.0",
   planCatalog: { catalogVersion: 8, plans },
-});
+}) as PluginDefinition & Required<Pick<PluginDefinition, "planCatalog">>;

@@ -75,7 +75,7 @@ Deno.test("every plan is well-formed data", () => {
       }
     }
     // Every plan says what drift voids it; the labels' existence is checked against the lab's adapters in
-    // tests/preflight_engine_test.ts.
+    // tests/e2e/preflight_engine_test.ts.
     assert.ok(PlanDependsOnSchema.safeParse(p.dependsOn).success, `${at} dependsOn`);
     for (const d of p.dependsOn!) assert.ok(p.deviceRoles.includes(d.deviceRole), `${at} dependsOn role`);
     for (const [k, v] of Object.entries(p.parameters)) {

@@ -17,7 +17,7 @@
  * Lives in `tools/dev/` because `lock:check` treats `tools/*.ts` as product entrypoints; run it with
  * `--lock=deno.dev.lock`.
  */
-// deno-lint-ignore no-import-prefix -- dev-only: kept out of deno.json and deno.lock (tests/lockfiles_test.ts)
+// deno-lint-ignore no-import-prefix -- dev-only: kept out of deno.json and deno.lock (tests/gate/lockfiles_test.ts)
 import { marked, type Token, type Tokens } from "npm:marked@18.2.1";
 // deno-lint-ignore no-import-prefix -- dev-only, as above
 import GithubSlugger from "npm:github-slugger@2.0.0";

@@ -10,7 +10,7 @@
  * Lives in `tools/dev/` because `lock:check` treats `tools/*.ts` as product entrypoints; run it with
  * `--lock=deno.dev.lock`.
  */
-// deno-lint-ignore no-import-prefix -- dev-only: kept out of deno.json and deno.lock (tests/lockfiles_test.ts)
+// deno-lint-ignore no-import-prefix -- dev-only: kept out of deno.json and deno.lock (tests/gate/lockfiles_test.ts)
 import ts from "npm:typescript@5.9.3";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";

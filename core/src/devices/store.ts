@@ -1,4 +1,4 @@
-import { type Kysely, type Selectable, sql } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Database, DevicesTable } from "../db/schema.ts";
 import type { AdapterDefinition, TlsVerifyMode } from "../adapter.ts";
 import {
@@ -38,9 +38,7 @@ export interface DeviceFilter {
   cursor?: string;
 }
 
-export type DeviceRow = Selectable<DevicesTable>;
-/** A device row without its credential: what the API view is made from. */
-export type DeviceListRow = Omit<DeviceRow, "password_enc" | "password_fp" | "hostname_case_slot">;
+export type { DeviceListRow, DeviceRow } from "./view.ts";
 
 /** The columns of `DeviceListRow`: every column the API view shows, never `password_enc`. */
 const VIEW_COLUMNS = [
@@ -65,6 +63,7 @@ const VIEW_COLUMNS = [
 ] as const satisfies ReadonlyArray<keyof DeviceListRow>;
 
 export { type DeviceView, toView } from "./view.ts";
+import type { DeviceListRow, DeviceRow } from "./view.ts";
 
 /** Current key plus the previous one (during a rotation). */
 export interface KeyRing {

@@ -5,7 +5,13 @@
  */
 import type { TlsVerifyMode } from "../adapter.ts";
 import type { PollStatus } from "../errors.ts";
-import type { DeviceListRow } from "./store.ts";
+import type { Selectable } from "kysely";
+import type { DevicesTable } from "../db/schema.ts";
+
+/** A device row as stored. */
+export type DeviceRow = Selectable<DevicesTable>;
+/** A device row without its credential: what the API view is made from. */
+export type DeviceListRow = Omit<DeviceRow, "password_enc" | "password_fp" | "hostname_case_slot">;
 
 /** The API form of a device (spec 2.2): every field but the password. */
 export interface DeviceView {

@@ -1,4 +1,4 @@
-import type { ResultSet } from "./results.ts";
+import type { ResultSet } from "./result_set.ts";
 
 /** One RFC 4180 field: quoted (inner quotes doubled) when it holds a comma, quote, CR or LF. */
 export function csvField(s: string): string {
@@ -11,9 +11,11 @@ export function csvField(s: string): string {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import type { ResultSet } from "./results.ts";
- * declare const set: ResultSet;
- * assert.ok(renderCsv(set).endsWith("\r\n"));
+ * import type { ResultSet } from "./result_set.ts";
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(set: ResultSet) {
+ *   assert.ok(renderCsv(set).endsWith("\r\n"));
+ * }
  * ```
  */
 export function renderCsv(set: ResultSet): string {

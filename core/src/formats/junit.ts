@@ -1,4 +1,4 @@
-import type { ResultSet } from "./results.ts";
+import type { ResultSet } from "./result_set.ts";
 
 /**
  * Text as XML 1.0 character data or attribute value: markup characters escaped, characters XML 1.0 cannot
@@ -27,9 +27,11 @@ const junitTime = (iso: string) => new Date(iso).toISOString().slice(0, 19);
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import type { ResultSet } from "./results.ts";
- * declare const set: ResultSet;
- * assert.match(renderJunit(set), /^<\?xml version="1.0" encoding="UTF-8"\?>/);
+ * import type { ResultSet } from "./result_set.ts";
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(set: ResultSet) {
+ *   assert.match(renderJunit(set), /^<\?xml version="1.0" encoding="UTF-8"\?>/);
+ * }
  * ```
  */
 export function renderJunit(set: ResultSet): string {

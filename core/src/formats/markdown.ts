@@ -1,4 +1,4 @@
-import type { ResultSet } from "./results.ts";
+import type { ResultSet } from "./result_set.ts";
 
 /**
  * One GitHub-flavoured Markdown table cell: HTML markup characters as entities (a job summary renders HTML),
@@ -16,9 +16,11 @@ export function markdownCell(s: string): string {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import type { ResultSet } from "./results.ts";
- * declare const set: ResultSet;
- * assert.ok(renderMarkdown(set).startsWith(set.pass ? "**PASS**" : "**FAIL**"));
+ * import type { ResultSet } from "./result_set.ts";
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(set: ResultSet) {
+ *   assert.ok(renderMarkdown(set).startsWith(set.pass ? "**PASS**" : "**FAIL**"));
+ * }
  * ```
  */
 export function renderMarkdown(set: ResultSet): string {

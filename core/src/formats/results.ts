@@ -10,6 +10,9 @@ import type { RunView } from "../runs/service.ts";
 import { renderJunit } from "./junit.ts";
 import { renderMarkdown } from "./markdown.ts";
 import { renderCsv } from "./csv.ts";
+import type { ResultCase, ResultSet, ResultSuite } from "./result_set.ts";
+
+export type { ResultCase, ResultSet, ResultSuite } from "./result_set.ts";
 
 /** The formats a result is served and written in; `json` is the result object itself. */
 export const RESULT_FORMATS = ["json", "junit", "markdown", "csv"] as const;
@@ -31,43 +34,6 @@ export const RESULT_CONTENT_TYPES: Record<ResultFormat, string> = {
   csv: "text/csv; charset=utf-8; header=present",
 };
 
-/** One case: a check on a device, a verdict input, a compared run. */
-export interface ResultCase {
-  /** Unique within its suite (CI parsers keep only the first of duplicate names). */
-  name: string;
-  status: "pass" | "fail" | "skipped" | "error";
-  /** Why it failed, was skipped or errored (empty for a pass without detail). */
-  detail: string;
-  /** The evidence it cites, one line (e.g. `snapshot … sha256:…`), or null. */
-  evidence: string | null;
-  /** The table cells of this case, one per {@link ResultSet.columns}. */
-  cells: string[];
-}
-
-/** One suite: a device of a pre-flight, a run, a comparison. */
-export interface ResultSuite {
-  name: string;
-  cases: ResultCase[];
-}
-
-/** A result as every format renders it. */
-export interface ResultSet {
-  /** What the result is: `preflight`, `run`, `comparison` (JUnit package prefix `dutlab.<kind>`). */
-  kind: "preflight" | "run" | "comparison";
-  /** The plan, run or comparison the result is about. */
-  subject: string;
-  /** ISO 8601 time the result was produced. */
-  timestamp: string;
-  pass: boolean;
-  /** The one summary line. */
-  summary: string;
-  /** Name-value pairs of the result (JUnit properties). */
-  properties: Array<[string, string]>;
-  /** Table header. */
-  columns: string[];
-  suites: ResultSuite[];
-}
-
 const evidenceLine = (e: PreflightResult["checks"][number]["evidence"]) =>
   e ? `snapshot ${e.snapshotId} sha256:${e.payloadSha256} collected ${e.collectedAt}` : null;
 
@@ -78,8 +44,10 @@ const evidenceLine = (e: PreflightResult["checks"][number]["evidence"]) =>
  * ```ts
  * import assert from "node:assert/strict";
  * import type { PreflightResult } from "../preflight/engine.ts";
- * declare const pf: PreflightResult;
- * assert.equal(preflightResultSet(pf).kind, "preflight");
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(pf: PreflightResult) {
+ *   assert.equal(preflightResultSet(pf).kind, "preflight");
+ * }
  * ```
  */
 export function preflightResultSet(pf: PreflightResult): ResultSet {

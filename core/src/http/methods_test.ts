@@ -4,7 +4,8 @@
  * page's assets are served as documented.
  */
 import assert from "node:assert/strict";
-import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
+import { dbTest } from "@dutlab/core/testing";
+import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 
 const ID = "00000000-0000-4000-8000-000000000000";

@@ -231,7 +231,7 @@ export function latestSql(labels: string[], ids: string[], legacyLeft = true): R
 
 /**
  * The snapshot statement of a lab read as of a moment (exported for its plan test in
- * tests/preflight_filters_test.ts): per wanted pair (per label, its device ids comma-separated), the last
+ * tests/e2e/preflight_filters_test.ts): per wanted pair (per label, its device ids comma-separated), the last
  * snapshot stored (highest id, the order `snapshot_latest` keeps) among those collected at or before `asOf`.
  * On the narrow layout (migration 2026_11_25_0017) it reads the pair's series in `snapshot_rows` by
  * `snapshot_rows_series_id (series_id, id)` backwards from the newest entry, stopping at the first row

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest } from "@dutlab/core/testing";
 import { startWorker } from "../runtime/bootstrap.ts";
-import { addDevice, fixtureDevice, runtimeOf, setup, until } from "../../testing/poller_lab.ts";
+import { addDevice, fixtureDevice, runtimeOf, setup, until } from "../../harness/poller_lab.ts";
 
 const SCAN_SECONDS = 2;
 /** Below the 30 s minimum to keep the test short; the scan and due rule do not depend on the value. */

@@ -9,7 +9,7 @@ import { type Db, openDatabase } from "../db/open.ts";
 import { POLL_LOCK_CLASS, pollLockKey, PollWorker } from "./worker.ts";
 import { DEVICE_LOCK_CLASS, deviceLockKey } from "./device_locks.ts";
 import type { Services } from "../runtime/services.ts";
-import { addDevice, count, fixtureDevice, makeDue, setup, until, view } from "../../testing/poller_lab.ts";
+import { addDevice, count, fixtureDevice, makeDue, setup, until, view } from "../../harness/poller_lab.ts";
 
 const only = { only: ["postgres" as const] };
 

@@ -252,9 +252,11 @@ export function preflightOf(registry: Registry, plan: Plan, selection?: Selectio
  * import type { Kysely } from "kysely";
  * import type { Database } from "../db/schema.ts";
  * import type { Registry } from "../registry.ts";
- * declare const db: Kysely<Database>, registry: Registry;
- * const r = await runPreflight(db, registry, registry.plan("ngfw-throughput-decrypt-on")!);
- * console.log(r.summary); // "9/9 checks passed — ready for ngfw-throughput-decrypt-on"
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(db: Kysely<Database>, registry: Registry) {
+ *   const r = await runPreflight(db, registry, registry.plan("ngfw-throughput-decrypt-on")!);
+ *   console.log(r.summary); // "9/9 checks passed — ready for ngfw-throughput-decrypt-on"
+ * }
  * ```
  */
 export async function runPreflight(

@@ -58,10 +58,11 @@ export function applies(
  * ```ts
  * import assert from "node:assert/strict";
  * import type { AdapterDefinition, CheckDefinition, CheckDevice, CheckSnapshot, Plan } from "@dutlab/core";
- * declare const check: CheckDefinition, device: CheckDevice, plan: Plan, snapshot: CheckSnapshot;
- * declare const adapter: AdapterDefinition;
- * const r = evaluateCheck(check, device, plan, snapshot, { now: new Date(), facts: adapter.facts ?? {} });
- * assert.equal(r?.status, "pass");
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(check: CheckDefinition, device: CheckDevice, plan: Plan, snapshot: CheckSnapshot, adapter: AdapterDefinition) {
+ *   const r = evaluateCheck(check, device, plan, snapshot, { now: new Date(), facts: adapter.facts ?? {} });
+ *   assert.equal(r?.status, "pass");
+ * }
  * ```
  */
 export function evaluateCheck(
@@ -100,8 +101,10 @@ export function evaluateCheck(
  * ```ts
  * import assert from "node:assert/strict";
  * import type { AdapterDefinition, CheckDefinition, Plan } from "@dutlab/core";
- * declare const check: CheckDefinition, plan: Plan, adapter: AdapterDefinition;
- * assert.equal(checkApplies(check, { id: "d", hostname: "fw", vendor: "x", deviceRole: null }, plan, adapter), true);
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(check: CheckDefinition, plan: Plan, adapter: AdapterDefinition) {
+ *   assert.equal(checkApplies(check, { id: "d", hostname: "fw", vendor: "x", deviceRole: null }, plan, adapter), true);
+ * }
  * ```
  */
 export function checkApplies(

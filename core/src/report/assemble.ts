@@ -135,12 +135,14 @@ export interface AssembleReportOptions {
  * import type { Kysely } from "kysely";
  * import type { Database } from "../db/schema.ts";
  * import type { Registry } from "../registry.ts";
- * declare const tx: Kysely<Database>, registry: Registry, opts: AssembleReportOptions;
- * const { run: row, endState, alerts } = opts;
- * const report = await assembleReport({
- *   db: tx, registry, run: row, outcome: "passed", results: { latencySamplesMs: [12.5, 14, 80] },
- *   endedAt: new Date(), endState, alerts, labName: "dutlab test lab",
- * });
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(tx: Kysely<Database>, registry: Registry, opts: AssembleReportOptions) {
+ *   const { run: row, endState, alerts } = opts;
+ *   const report = await assembleReport({
+ *     db: tx, registry, run: row, outcome: "passed", results: { latencySamplesMs: [12.5, 14, 80] },
+ *     endedAt: new Date(), endState, alerts, labName: "dutlab test lab",
+ *   });
+ * }
  * ```
  */
 export async function assembleReport(opts: AssembleReportOptions): Promise<ReportData> {

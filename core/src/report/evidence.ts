@@ -349,9 +349,11 @@ export async function evidenceFiles(
  *
  * @example
  * ```ts
- * declare const svc: EvidenceServices, executionId: string, verifier: string;
- * const { bytes, filename } = await evidenceBundle(svc, executionId, { verifier });
- * await Deno.writeFile(filename, bytes); // evidence-1a2b3c4d.tar.gz
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(svc: EvidenceServices, executionId: string, verifier: string) {
+ *   const { bytes, filename } = await evidenceBundle(svc, executionId, { verifier });
+ *   await Deno.writeFile(filename, bytes); // evidence-1a2b3c4d.tar.gz
+ * }
  * ```
  */
 export async function evidenceBundle(

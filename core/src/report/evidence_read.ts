@@ -26,8 +26,11 @@ export const text = (files: BundleFiles, path: string): string | undefined => {
  *
  * @example
  * ```ts
- * const files = await readBundleArchive(await Deno.readFile("evidence.tar.gz"));
- * console.log([...files.keys()]); // ["README.txt", "SHA256SUMS", "report.json", …]
+ * // A downloaded bundle (the example type-checks and is not run):
+ * async function example(path: string) {
+ *   const files = await readBundleArchive(await Deno.readFile(path)); // e.g. "evidence.tar.gz"
+ *   console.log([...files.keys()]); // ["README.txt", "SHA256SUMS", "report.json", …]
+ * }
  * ```
  */
 export async function readBundleArchive(bytes: Uint8Array): Promise<BundleFiles> {

@@ -21,7 +21,9 @@ import type { DriftSource, Snap } from "./results/drift.ts";
 import { VERDICT_RULES } from "./results/verdict.ts";
 import { jcsSha256, sha256Hex } from "../util/hash.ts";
 import { composeReport, type LinkedSnapshot } from "./assemble.ts";
-import { compare, isObj } from "./replay_compare.ts";
+import { compare, isObj, type ReplayLine } from "./replay_compare.ts";
+
+export type { ReplayLine } from "./replay_compare.ts";
 import type { DecryptAlert, ReportData, StartGate } from "./types.ts";
 
 /** One snapshot a lab read returned: the latest of its label for its device at that moment. */
@@ -88,17 +90,6 @@ export interface ReplayInputs {
   payloads: Map<string, string>;
 }
 
-/** One compared figure: the sealed value, the replayed one, and the outcome. */
-export interface ReplayLine {
-  what: string;
-  /** `same`; `differs`; `input` (an input does not match what it claims); `not-sealed` (the sealed report
-   * predates it); `not-reproducible` (this code cannot recompute it, `detail` says why). */
-  status: "same" | "differs" | "input" | "not-sealed" | "not-reproducible";
-  sealed?: string;
-  replayed?: string;
-  detail?: string;
-}
-
 /** The outcome of a replay. `exitCode`: 0 reproduced, 1 something differs, 3 partly not reproducible. */
 export interface ReplayResult {
   lines: ReplayLine[];
@@ -153,9 +144,11 @@ function bundleDriftSource(reads: DriftRead[], payloads: Map<string, string>): D
  * ```ts
  * import type { Registry } from "../registry.ts";
  * import type { ReportData } from "./types.ts";
- * declare const registry: Registry, inputs: ReplayInputs, sealed: ReportData;
- * const r = await replayReport(registry, sealed, inputs);
- * for (const l of r.lines) console.log(l.status, l.what, l.sealed, l.replayed);
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(registry: Registry, inputs: ReplayInputs, sealed: ReportData) {
+ *   const r = await replayReport(registry, sealed, inputs);
+ *   for (const l of r.lines) console.log(l.status, l.what, l.sealed, l.replayed);
+ * }
  * ```
  */
 export async function replayReport(

@@ -6,8 +6,18 @@
  */
 import type { PreflightResult } from "../preflight/engine.ts";
 import { canonicalJson } from "../util/hash.ts";
-import type { ReplayLine } from "./replay.ts";
 import type { ReportData } from "./types.ts";
+
+/** One compared figure: the sealed value, the replayed one, and the outcome. */
+export interface ReplayLine {
+  what: string;
+  /** `same`; `differs`; `input` (an input does not match what it claims); `not-sealed` (the sealed report
+   * predates it); `not-reproducible` (this code cannot recompute it, `detail` says why). */
+  status: "same" | "differs" | "input" | "not-sealed" | "not-reproducible";
+  sealed?: string;
+  replayed?: string;
+  detail?: string;
+}
 
 export const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { annexBody, jsonAnnex, licenseTexts, sealReport } from "./seal.ts";
 import { verifyReport } from "./verify.ts";
 import { canonicalJson, jcsSha256, sha256Hex } from "../util/hash.ts";
-import { reportFixture } from "../../testing/report_fixture.ts";
+import { reportFixture } from "../../harness/report_fixture.ts";
 import type { ReportData } from "./types.ts";
 
 Deno.test("annex bodies are deterministic JSON laid out one item or member per line", () => {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { reportFixture } from "../../testing/report_fixture.ts";
+import { reportFixture } from "../../harness/report_fixture.ts";
 import {
   generateSigningKey,
   pae,

@@ -35,10 +35,11 @@ const isObj = (v: unknown): v is Record<string, unknown> =>
  *
  * @example
  * ```ts
- * declare const url: string; // the run's report.json
- * declare const headers: HeadersInit; // with a bearer token
- * const { ok, findings } = await verifyReport(await (await fetch(url, { headers })).json());
- * for (const f of findings.filter((f) => !f.ok)) console.log(f.what, f.expected, f.actual);
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(url: string, headers: HeadersInit) {
+ *   const { ok, findings } = await verifyReport(await (await fetch(url, { headers })).json());
+ *   for (const f of findings.filter((f) => !f.ok)) console.log(f.what, f.expected, f.actual);
+ * }
  * ```
  */
 export async function verifyReport(report: unknown): Promise<VerifyOutcome> {

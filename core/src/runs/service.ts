@@ -110,11 +110,13 @@ const jsonb = (value: unknown) => sql<string>`cast(${canonicalJson(value)}::text
  * import type { Kysely } from "kysely";
  * import type { Database } from "../db/schema.ts";
  * import type { Registry } from "../registry.ts";
- * declare const db: Kysely<Database>, registry: Registry;
- * const runs = new RunService(db, registry, "LAB-INTERNAL");
- * const run = await runs.start({ planIdentifier: "ngfw-throughput-decrypt-on" });
- * await runs.finish(run.executionId, { outcome: "passed", results: { latencySamplesMs: [12.5, 14, 80] } });
- * const { text, sha256 } = await runs.report(run.executionId); // the same bytes on every call
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(db: Kysely<Database>, registry: Registry) {
+ *   const runs = new RunService(db, registry, "LAB-INTERNAL");
+ *   const run = await runs.start({ planIdentifier: "ngfw-throughput-decrypt-on" });
+ *   await runs.finish(run.executionId, { outcome: "passed", results: { latencySamplesMs: [12.5, 14, 80] } });
+ *   const { text, sha256 } = await runs.report(run.executionId); // the same bytes on every call
+ * }
  * ```
  */
 export class RunService {

@@ -1,4 +1,4 @@
-import { type Config, pdfSigningFromEnv, type PollConfig, pollConfig } from "./config.ts";
+import { type Config, pdfSigningFromEnv, pollConfig } from "./config.ts";
 import type { Db } from "../db/open.ts";
 import { logger } from "../util/log.ts";
 import type { LoadedModules, Registry } from "../registry.ts";
@@ -16,6 +16,7 @@ import { CORE_VERSION } from "../version.ts";
 import { reencryptCredentials } from "../devices/key_rotation.ts";
 import { startIdleReclaimer } from "./idle.ts";
 import { start, type Started } from "./start.ts";
+import type { PollRuntime, Runtime } from "./handle.ts";
 import { remarkAll } from "../snapshots/remark.ts";
 
 export type { LoadedModules } from "../registry.ts";
@@ -27,38 +28,9 @@ export { PollWorker } from "../poller/worker.ts";
 export { StartupError } from "../errors.ts";
 export { logger } from "../util/log.ts";
 export { migrateOnly, openForTool, type ToolDatabase } from "./database.ts";
-export { exitOnStartupError, onShutdown, type OpenedServe, openServe } from "./start.ts";
+export { exitOnStartupError, onShutdown } from "./start.ts";
+export type { PollRuntime, Runtime } from "./handle.ts";
 export { startCompaction } from "./compaction.ts";
-
-/** A started poller (`deno task poll`): configuration, database, registry and poll services. */
-export interface PollRuntime extends AsyncDisposable {
-  /** The parsed poller configuration. */
-  config: PollConfig;
-  /** The open, migrated database. */
-  db: Db;
-  /** The validated modules. */
-  registry: Registry;
-  /** What the poll cycle uses: device store, poll store, transport limits, metrics. */
-  services: PollServices;
-  /**
-   * Have `stop` run when the runtime closes, before what was deferred earlier (last in, first out): the
-   * runtime owns the one shutdown path of its process, and what an entry point starts joins it here.
-   */
-  defer(stop: () => Promise<void>): void;
-  /**
-   * The one shutdown path: what was deferred (the polling worker, within the grace period), then the
-   * logout of parked device sessions, the PDF printer and the database.
-   */
-  close(): Promise<void>;
-}
-
-/** A started `serve` (or admin tool): every secret and every service, closed with `close()`. */
-export interface Runtime extends PollRuntime {
-  /** The parsed server configuration (the poller's plus secrets and HTTP settings). */
-  config: Config;
-  /** Every service of the process. */
-  services: Services;
-}
 
 /**
  * The one wiring path of `serve` and the admin tools: config → database → migrations → registry →

@@ -1,4 +1,4 @@
-import type { Runtime } from "./bootstrap.ts";
+import type { Runtime } from "./handle.ts";
 import { compactSnapshots } from "../snapshots/compact.ts";
 import { logger } from "../util/log.ts";
 

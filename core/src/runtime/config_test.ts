@@ -165,7 +165,7 @@ Deno.test("DUT_POLL_WORKERS is a whole number of hash workers from 0 to 16, 0 (m
 });
 
 Deno.test("serve with DATABASE_URL needs a PDF signing certificate; poll does not; pairs are checked", async () => {
-  const { TEST_PDF_CERT, TEST_PDF_KEY } = await import("../../testing/app.ts");
+  const { TEST_PDF_CERT, TEST_PDF_KEY } = await import("../../harness/app.ts");
   const base = {
     DATABASE_URL: "postgres://u@h/db",
     ADMIN_TOKEN: "x".repeat(32),
@@ -222,7 +222,7 @@ Deno.test("serve with DATABASE_URL needs a PDF signing certificate; poll does no
 });
 
 Deno.test("each entry point requires exactly the secrets it uses with DATABASE_URL", async () => {
-  const { TEST_PDF_CERT, TEST_PDF_KEY } = await import("../../testing/app.ts");
+  const { TEST_PDF_CERT, TEST_PDF_KEY } = await import("../../harness/app.ts");
   const failing = (env: Record<string, string>, entry: Entry) => {
     try {
       parseEnv(env, { entry });

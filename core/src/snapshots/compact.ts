@@ -214,9 +214,11 @@ async function moveBatch(
  * ```ts
  * import type { Kysely } from "kysely";
  * import type { Database } from "../db/schema.ts";
- * declare const db: Kysely<Database>;
- * const r = await compactSnapshots(db, { batchSize: 5000 });
- * console.log(r.end, r.moved, r.left);
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(db: Kysely<Database>) {
+ *   const r = await compactSnapshots(db, { batchSize: 5000 });
+ *   console.log(r.end, r.moved, r.left);
+ * }
  * ```
  */
 export async function compactSnapshots(

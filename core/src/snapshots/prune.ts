@@ -45,21 +45,8 @@ import { type RowOf, SeriesNames, Tally } from "./prune_tally.ts";
 
 export { type Citations, citedSnapshots } from "./cited.ts";
 export { listPrunes, type PruneRecord } from "./prune_records.ts";
-
-/** What to keep: everything younger than `olderThanDays`; of older snapshots, one per `keepOnePer`. */
-export interface PrunePolicy {
-  olderThanDays: number;
-  keepOnePer: "hour" | "day";
-}
-
-/** What a prune deleted (or a dry run would delete) of one device and label. */
-export interface PruneCount {
-  deviceId: string;
-  endpointLabel: string;
-  snapshots: number;
-  /** Sum of the deleted rows' sizes (`pg_column_size`, heap tuple data; index entries not counted). */
-  snapshotBytes: number;
-}
+export type { PruneCount, PrunePolicy } from "./prune_types.ts";
+import type { PruneCount, PrunePolicy } from "./prune_types.ts";
 
 /** The answer of a prune or dry run (also the audit record's content). */
 export interface PruneResult {
@@ -184,9 +171,11 @@ const isForeignKeyViolation = (e: unknown) => (e as { code?: string })?.code ===
  * ```ts
  * import type { Kysely } from "kysely";
  * import type { Database } from "../db/schema.ts";
- * declare const db: Kysely<Database>;
- * const plan = await pruneSnapshots(db, { olderThanDays: 30, keepOnePer: "hour", dryRun: true, actor: "ops" });
- * console.log(plan.snapshots, plan.bytes);
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(db: Kysely<Database>) {
+ *   const plan = await pruneSnapshots(db, { olderThanDays: 30, keepOnePer: "hour", dryRun: true, actor: "ops" });
+ *   console.log(plan.snapshots, plan.bytes);
+ * }
  * ```
  */
 export async function pruneSnapshots(db: Kysely<Database>, opts: PruneOptions): Promise<PruneResult> {

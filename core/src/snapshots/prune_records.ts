@@ -6,7 +6,7 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { jsonValue } from "../db/json.ts";
-import type { PruneCount, PrunePolicy } from "./prune.ts";
+import type { PruneCount, PrunePolicy } from "./prune_types.ts";
 
 /** One prune's audit record, as `GET /api/admin/dut/snapshot-prunes` lists it. */
 export interface PruneRecord {

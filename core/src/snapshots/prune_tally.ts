@@ -5,7 +5,7 @@
  */
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
-import type { PruneCount } from "./prune.ts";
+import type { PruneCount } from "./prune_types.ts";
 
 /** A deleted (or, dry run, deletable) row of `snapshot_rows`: its series, payload and size. */
 export type RowOf = { series_id: string; payload_id: string; bytes: number | string };

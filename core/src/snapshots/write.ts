@@ -8,7 +8,7 @@
  * The change flags are computed exactly as that trigger computes them (`snapshots_view_insert`): from the
  * series' newest payload hash and stable hash in `snapshot_series`, read under a row lock so that concurrent
  * writers of one series compare in the order they write (FOR NO KEY UPDATE: other inserts' foreign-key checks on
- * the series, KEY SHARE, do not wait for it). tests/poller_store_test.ts checks that both paths
+ * the series, KEY SHARE, do not wait for it). core/src/runs/poller_store_test.ts checks that both paths
  * give the same flags.
  *
  * @module

@@ -11,7 +11,7 @@ import type { TlsVerifyMode } from "./types.ts";
 import { sha256Hex } from "../util/hash.ts";
 import { classifyNetworkError } from "./errors.ts";
 import { addressRefusal, parseIp, type ResolvedAddress, systemLookup, UNLISTED } from "./networks.ts";
-import type { TransportHooks, TransportLimits, TransportTarget } from "./transport.ts";
+import type { TransportHooks, TransportLimits, TransportTarget } from "./options.ts";
 
 export function isIp(host: string): boolean {
   return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || host.includes(":");

@@ -2,32 +2,12 @@ import type http from "node:http";
 import https from "node:https";
 import { Buffer } from "node:buffer";
 import { DeviceError } from "../errors.ts";
-import type { DeviceHttp, DeviceRequest, DeviceResponse, TlsVerifyMode } from "./types.ts";
-import type { ConnectionPool } from "./pool.ts";
+import type { DeviceHttp, DeviceRequest, DeviceResponse } from "./types.ts";
 import { classifyNetworkError } from "./errors.ts";
-import type { AddressLookup, DeviceNetworks } from "./networks.ts";
 import { type CertState, connectVerified, type Endpoint } from "./connect.ts";
+import type { TransportHooks, TransportLimits, TransportTarget } from "./options.ts";
 
-/** Limits applied to every device connection. */
-export interface TransportLimits {
-  /** Time allowed to connect (TCP and TLS handshake), in ms. */
-  connectTimeoutMs: number;
-  /** Time allowed for one request's answer when the request sets no `timeoutMs`, in ms. */
-  requestTimeoutMs: number;
-  /** Largest response body accepted, in bytes. */
-  maxResponseBytes: number;
-  /** Deepest JSON nesting accepted in a response. */
-  maxJsonDepth: number;
-  /** Extra trusted CA certificates (PEM) for `strict` mode, added to the system store. */
-  extraCa?: string[];
-  /**
-   * Where connections may go (`DUT_DEVICE_NETWORKS`, transport/networks.ts); default {@link UNLISTED}: every
-   * address but the unspecified, link-local and cloud metadata ones. Checked on the resolved address.
-   */
-  networks?: DeviceNetworks;
-  /** How a device's host name is resolved (default: the system resolver); tests inject a stub. */
-  lookup?: AddressLookup;
-}
+export type { TransportHooks, TransportLimits, TransportTarget } from "./options.ts";
 
 /** Limits when none are configured: 5 s connect, 15 s request, 8 MiB response, JSON depth 64. */
 export const DEFAULT_LIMITS: TransportLimits = {
@@ -36,21 +16,6 @@ export const DEFAULT_LIMITS: TransportLimits = {
   maxResponseBytes: 8 * 1024 * 1024,
   maxJsonDepth: 64,
 };
-
-/** The device end of a transport. */
-export interface TransportTarget {
-  baseUrl: string;
-  tlsVerifyMode: TlsVerifyMode;
-  pinnedCertSha256: string | null;
-}
-
-export interface TransportHooks {
-  /** Called once when a `self-signed` device presents its first certificate (trust on first use). */
-  onPin?(sha256: string): Promise<void> | void;
-  signal?: AbortSignal;
-  /** Keep-alive connections kept between transports of the same device (between polls). */
-  pool?: ConnectionPool;
-}
 
 /** A device transport for one cycle; `close()` drops its connections, or parks them in `hooks.pool`. */
 export interface DeviceTransport extends DeviceHttp {

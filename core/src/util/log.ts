@@ -11,8 +11,10 @@ import { getLogger } from "@logtape/logtape";
  * @example
  * ```ts
  * import type { AdapterContext } from "@dutlab/core";
- * declare const ctx: AdapterContext;
- * ctx.log.info("Collected {endpoint} from {hostname}", { endpoint: "system", hostname: "fw1" });
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(ctx: AdapterContext) {
+ *   ctx.log.info("Collected {endpoint} from {hostname}", { endpoint: "system", hostname: "fw1" });
+ * }
  * ```
  */
 export interface Logger {

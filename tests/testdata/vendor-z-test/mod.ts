@@ -1,5 +1,5 @@
 /**
- * `@dutlab/adapter-vendor-z-test`: the sixth adapter of `tests/dropin_vendor_test.ts`, a made-up firewall
+ * `@dutlab/adapter-vendor-z-test`: the sixth adapter of `tests/gate/dropin_vendor_test.ts`, a made-up firewall
  * speaking a small JSON API with HTTP basic authentication (no session). The test copies this folder to
  * `adapters/vendor-z-test/` of a temporary copy of the workspace, with nothing else but the steps of the
  * README's "Adding an adapter", and runs the gate's drop-in tests there.

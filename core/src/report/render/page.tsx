@@ -39,9 +39,11 @@ export interface ReportPageOptions {
  * @example
  * ```ts
  * import type { ReportData } from "../types.ts";
- * declare const report: ReportData;
- * const html = renderReportPage(report, { shareNote: "Shared link, valid for 24 h" });
- * const response = new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
+ * // The values a caller has; the example type-checks (deno check --doc) and is not run.
+ * async function example(report: ReportData) {
+ *   const html = renderReportPage(report, { shareNote: "Shared link, valid for 24 h" });
+ *   const response = new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
+ * }
  * ```
  */
 export function renderReportPage(report: ReportData, opts: ReportPageOptions = {}): string {

@@ -8,8 +8,8 @@ import {
   printToPdf,
   squash,
 } from "../../../testing/chromium.ts";
-import { reportFixture } from "../../../testing/report_fixture.ts";
-import { currentReportFixture } from "../../../testing/report_fixture_current.ts";
+import { reportFixture } from "../../../harness/report_fixture.ts";
+import { currentReportFixture } from "../../../harness/report_fixture_current.ts";
 import { verifyReport } from "../verify.ts";
 import { renderReportPage } from "./page.tsx";
 import { breakable } from "./page/annexes.tsx";

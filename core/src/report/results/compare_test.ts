@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { compareReports, planChanges, REGRESSION_THRESHOLDS } from "./compare.ts";
-import { currentReportFixture } from "../../../testing/report_fixture_current.ts";
+import { currentReportFixture } from "../../../harness/report_fixture_current.ts";
 import { jcsSha256 } from "../../util/hash.ts";
 import type { ReportData } from "../types.ts";
 import { renderComparePage } from "../render/compare_page.tsx";

@@ -1,0 +1,122 @@
+import assert from "node:assert/strict";
+import { declaredCore, generate } from "../../tools/gen_modules.ts";
+import { modules } from "../../modules.gen.ts";
+import { buildRegistry } from "@dutlab/core/runtime";
+
+const manifest = JSON.parse(await Deno.readTextFile(new URL("../../modules.json", import.meta.url)));
+
+Deno.test("the committed modules.gen.ts matches modules.json", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "gen:check"],
+    cwd: new URL("../..", import.meta.url),
+  })
+    .output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+});
+
+/** Each workspace member's `deno.json` (name, version), read from the root `deno.json` workspace list. */
+async function members(): Promise<Map<string, { version: string; dir: string }>> {
+  const root = JSON.parse(await Deno.readTextFile(new URL("../../deno.json", import.meta.url)));
+  const out = new Map<string, { version: string; dir: string }>();
+  for (const dir of root.workspace as string[]) {
+    const j = JSON.parse(await Deno.readTextFile(new URL(`../../${dir}/deno.json`, import.meta.url)));
+    out.set(j.name, { version: j.version, dir });
+  }
+  return out;
+}
+
+Deno.test("the real modules build a registry listing every enabled module of modules.json, and nothing else", async () => {
+  const r = buildRegistry(modules);
+  const ws = await members();
+  // Every enabled adapter is a vendor of the list, available, under the key its package name carries
+  // (@dutlab/adapter-<vendor-key>), with its member's version; then the vendors listed without adapter.
+  assert.ok(manifest.adapters.length > 0);
+  assert.deepEqual(r.vendors.map((v) => [v.key, v.available, v.version]), [
+    ...manifest.adapters.map((name: string) => {
+      assert.ok(ws.has(name), `${name} is a workspace member`);
+      return [name.replace(/^@dutlab\/adapter-/, ""), true, ws.get(name)!.version];
+    }),
+    ...manifest.vendorsWithoutAdapter.map((v: { key: string }) => [v.key, false, null]),
+  ]);
+  assert.ok(r.vendors.filter((v) => v.available).every((v) => /^\d+\.\d+\.\d+$/.test(v.version!)));
+  // Every enabled check is registered under the id its package name carries (@dutlab/check-<id>).
+  assert.deepEqual(
+    r.checks.map((c) => c.check.id).sort(),
+    manifest.checks.map((n: string) => n.replace(/^@dutlab\/check-/, "")).sort(),
+  );
+  // The generated file imports exactly the manifest's modules, in its order.
+  for (const kind of ["adapters", "checks", "plugins"] as const) {
+    assert.deepEqual(modules[kind].map((m) => m.name), manifest[kind], kind);
+  }
+  // The catalog checks of spec 4.9 (plus the BMC checks) are among them.
+  for (
+    const id of [
+      "ngfw-deploy-clean",
+      "ngfw-decrypt-state-matches-plan",
+      "ntp-source-configured",
+      "ngfw-ha-state-sane",
+      "snapshot-fresh",
+    ]
+  ) {
+    assert.ok(r.checks.some((c) => c.check.id === id), id);
+  }
+});
+
+Deno.test("every enabled module is a workspace member; a vendor is enabled or listed without adapter", async () => {
+  const ws = await members();
+  for (const name of [...manifest.adapters, ...manifest.checks, ...manifest.plugins]) {
+    assert.ok(ws.has(name), `${name} is in the root deno.json workspace`);
+  }
+  const keys = manifest.adapters.map((n: string) => n.replace(/^@dutlab\/adapter-/, ""));
+  for (const v of manifest.vendorsWithoutAdapter) assert.ok(!keys.includes(v.key), v.key);
+});
+
+Deno.test("removing a module's manifest line removes its import, with no core change", async () => {
+  // Each enabled adapter and check in turn: the generator and the registry drop it and keep the others.
+  for (const [kind, prefix] of [["adapters", "@dutlab/adapter-"], ["checks", "@dutlab/check-"]] as const) {
+    for (const gone of manifest[kind] as string[]) {
+      const without = structuredClone(manifest);
+      without[kind] = without[kind].filter((n: string) => n !== gone);
+      const text = await generate(JSON.stringify(without));
+      assert.ok(!text.includes(`"${gone}"`), gone);
+      for (const kept of without[kind]) assert.ok(text.includes(`"${kept}"`), kept);
+      // The same registry code then lists it no more.
+      const r = buildRegistry({ ...modules, [kind]: modules[kind].filter((m) => m.name !== gone) });
+      const key = gone.slice(prefix.length);
+      if (kind === "adapters") {
+        assert.ok(!r.vendors.some((v) => v.key === key), key);
+        assert.equal(r.adapters.size, manifest.adapters.length - 1);
+      } else {
+        assert.ok(!r.checks.some((c) => c.check.id === key), key);
+        assert.equal(r.checks.length, manifest.checks.length - 1);
+      }
+    }
+  }
+});
+
+Deno.test("the generator refuses a manifest naming a module that is not a workspace member", async () => {
+  const bad = structuredClone(manifest);
+  bad.adapters.push("@dutlab/adapter-nope");
+  await assert.rejects(() => generate(JSON.stringify(bad)), /not a workspace member/);
+});
+
+Deno.test("the generated file records each member's declared core range, which boot validation checks", () => {
+  for (const m of [...modules.adapters, ...modules.checks, ...modules.plugins]) {
+    const declared = (m.module as { coreVersion: string }).coreVersion;
+    assert.equal(m.coreVersion, declared, m.name);
+  }
+  const stale = {
+    ...modules,
+    checks: modules.checks.map((m, i) => i === 0 ? { ...m, coreVersion: "^9.0.0" } : m),
+  };
+  assert.throws(() => buildRegistry(stale), /modules\.gen\.ts records "\^9\.0\.0": run `deno task gen`/);
+});
+
+Deno.test("the generator refuses a member of the wrong kind before writing modules.gen.ts", async () => {
+  assert.equal(await declaredCore("@dutlab/check-snapshot-fresh", "checks"), "^1.0.0");
+  await assert.rejects(
+    () => declaredCore("@dutlab/check-snapshot-fresh", "adapters"),
+    /modules\.json lists @dutlab\/check-snapshot-fresh under "adapters", but its default export is of kind "check"/,
+  );
+  await assert.rejects(() => declaredCore("@dutlab/plugin-plan-catalog", "checks"), /of kind "plugin"/);
+});
