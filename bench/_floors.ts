@@ -5,7 +5,7 @@
  * @module
  */
 import { type Figure, freePort, round, statusMiB, stopChild, waitFor200 } from "./_util.ts";
-import { PGLITE_SHARED_BUFFERS } from "../core/src/db/open.ts";
+import { PGLITE_SHARED_BUFFERS } from "../core/harness/core.ts";
 
 /** The command line of the PGlite floor (bench/_pglite_floor.ts), as recorded with its figures. */
 export const pgliteFloorCommand = (cold: boolean, sharedBuffers?: string) =>

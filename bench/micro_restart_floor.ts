@@ -12,7 +12,7 @@
 import { parseArgs } from "node:util";
 import { freePort, round, serverEnv, startServer, stopChild, waitFor200 } from "./_util.ts";
 import { pgliteFloor } from "./_floors.ts";
-import { PGLITE_SHARED_BUFFERS } from "../core/src/db/open.ts";
+import { PGLITE_SHARED_BUFFERS } from "../core/harness/core.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,

@@ -45,7 +45,7 @@ import { largestMappings, manualPolls, registerFarmDevices } from "../_idle_poll
 import { type BenchDb, freshDb } from "../_db.ts";
 import type { Ctx } from "../main.ts";
 import { FLOOR_NOTE, floorFigures, pgliteFloor, pgliteFloorCommand } from "../_floors.ts";
-import { PGLITE_SHARED_BUFFERS } from "../../core/src/db/open.ts";
+import { PGLITE_SHARED_BUFFERS } from "../../core/harness/core.ts";
 
 type Backend = "pglite" | "postgres";
 type Farm = Awaited<ReturnType<typeof startFarm>>;

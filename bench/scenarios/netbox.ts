@@ -11,7 +11,7 @@
 import type { Figure } from "../_util.ts";
 import type { Ctx } from "../main.ts";
 import { benchServices, freshDb } from "../_db.ts";
-import { createApp } from "../../core/src/http/app.ts";
+import { createApp } from "../../core/harness/core.ts";
 import { modules } from "../../modules.gen.ts";
 import { generatedDevices, PEER_TOKEN, startNetBoxPeer } from "../../tools/netbox_peer.ts";
 

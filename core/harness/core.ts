@@ -17,6 +17,7 @@ export {
   migrate,
   migrateUpTo,
   openDatabase,
+  PGLITE_SHARED_BUFFERS,
   scopedMigrator,
 } from "../src/db/open.ts";
 export { withNamedStatements } from "../src/db/pglite_statements.ts";

@@ -5,7 +5,10 @@
  * any output. Against a real `serve` process, both backends.
  */
 import assert from "node:assert/strict";
-import { childEnv, dbTest, ServeProcess, TEST_ADMIN_TOKEN } from "@dutlab/core/testing";
+import { dbTest } from "@dutlab/core/testing";
+import { childEnv } from "../../core/harness/process.ts";
+import { ServeProcess } from "../../core/harness/serve.ts";
+import { TEST_ADMIN_TOKEN } from "../../core/harness/app.ts";
 import { generatedDevices, PEER_TOKEN, startNetBoxPeer } from "../../tools/netbox_peer.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;

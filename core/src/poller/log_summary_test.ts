@@ -8,8 +8,8 @@ import { Hono } from "hono";
 import type { DeviceRow } from "../devices/store.ts";
 import type { Services } from "../runtime/services.ts";
 import { bearerAuth, refusalLog } from "../http/auth.ts";
-import { logPoll, pollLog } from "../poller/poll_log.ts";
-import { LogSummary } from "./log_summary.ts";
+import { logPoll, pollLog } from "./poll_log.ts";
+import { LogSummary } from "../util/log_summary.ts";
 
 async function capture(): Promise<LogRecord[]> {
   const records: LogRecord[] = [];
