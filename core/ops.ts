@@ -34,3 +34,5 @@ export { REGISTRY_ENUM } from "./src/api/registry_enum.ts";
 export { buildTemplate, TEMPLATE_URL } from "./src/db/template.ts";
 export { LAB_SCHEMA_URL, labJsonSchemaText } from "./src/lab/file.ts";
 export { CORE_VERSION, coreSatisfies } from "./src/version.ts";
+// The poll instances tool.
+export { listPollInstances, type PollInstance } from "./src/poller/leases.ts";

@@ -7,7 +7,7 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { exitOnStartupError, openForTool } from "@dutlab/core/runtime";
-import { listPollInstances, type PollInstance } from "../core/src/poller/leases.ts";
+import { listPollInstances, type PollInstance } from "../core/ops.ts";
 
 const USAGE = "usage: deno task poll-instances [--within SECONDS] [--json]";
 

@@ -6,11 +6,12 @@
  * finishes, the device list showing the holder, the events.
  */
 import assert from "node:assert/strict";
-import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
-import type { Db } from "@dutlab/core/testing";
+import { dbTest } from "@dutlab/core/testing";
+import { jsonReq, testServices } from "../../core/harness/app.ts";
+import type { Db } from "../../core/harness/core.ts";
 import { labControls, startSimulatedDevice } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { modules } from "../../modules.gen.ts";
-import { fetchReport, finishRun, register } from "../_runs_lab.ts";
+import { fetchReport, finishRun, register } from "../../core/harness/runs_lab.ts";
 
 const ON = "ngfw-throughput-decrypt-on";
 

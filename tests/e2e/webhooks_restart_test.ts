@@ -5,13 +5,15 @@
  * schema. A `serve` child process over the test database (embedded data directory, or the PostgreSQL schema).
  */
 import assert from "node:assert/strict";
-import { dbTest, ServeProcess, TEST_ADMIN_TOKEN } from "@dutlab/core/testing";
+import { dbTest } from "@dutlab/core/testing";
+import { ServeProcess } from "../../core/harness/serve.ts";
+import { TEST_ADMIN_TOKEN } from "../../core/harness/app.ts";
 import {
   cloudEventErrors,
   startReceiver,
   until,
   verifyDelivery,
-} from "../../core/testing/webhook_receiver.ts";
+} from "../../core/harness/webhook_receiver.ts";
 
 const auth = { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, "content-type": "application/json" };
 

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { dbTest, jsonReq, testServices } from "@dutlab/core/testing";
+import { dbTest } from "@dutlab/core/testing";
+import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 import {
   cloudEventErrors,
@@ -7,7 +8,7 @@ import {
   testWorker,
   until,
   verifyDelivery,
-} from "../../testing/webhook_receiver.ts";
+} from "../../harness/webhook_receiver.ts";
 import { enqueueEvent } from "./outbox.ts";
 import { backoffMs } from "./worker.ts";
 

@@ -9,7 +9,7 @@ import { PollWorker } from "./worker.ts";
 import { listPollInstances } from "./leases.ts";
 import { parseEnv } from "../runtime/config.ts";
 import { StartupError } from "../errors.ts";
-import { addDevice, count, fixtureDevice, makeDue, setup, until, view } from "../../testing/poller_lab.ts";
+import { addDevice, count, fixtureDevice, makeDue, setup, until, view } from "../../harness/poller_lab.ts";
 
 const leaseRows = async (db: { kysely: import("kysely").Kysely<never> }) =>
   (await sql<{ owner: string | null; epoch: string }>`select owner, epoch from device_leases`
