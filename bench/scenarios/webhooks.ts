@@ -11,8 +11,8 @@ import type { Figure } from "../_util.ts";
 import type { Ctx } from "../main.ts";
 import { benchServices, freshDb } from "../_db.ts";
 import { modules } from "../../modules.gen.ts";
-import { enqueueEvent } from "../../core/src/notify/outbox.ts";
-import { webhookWorker } from "../../core/src/runtime/services.ts";
+import { enqueueEvent } from "../../core/harness/core.ts";
+import { webhookWorker } from "../../core/harness/core.ts";
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);

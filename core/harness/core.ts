@@ -49,6 +49,7 @@ export type { DecryptAlert, ReportData } from "../src/report/types.ts";
 export { verifyReport, verifyReportBytes } from "../src/report/verify.ts";
 export { decryptAlertWriter } from "../src/runs/alerts.ts";
 export { RunService } from "../src/runs/service.ts";
+export { enqueueEvent } from "../src/notify/outbox.ts";
 export { type Config, parseEnv, pdfSigningFromEnv } from "../src/runtime/config.ts";
 export { setupLogging } from "../src/runtime/logging.ts";
 export {
@@ -64,6 +65,7 @@ export {
   evidenceServices,
   pollStoreOptions,
   type Services,
+  webhookWorker,
 } from "../src/runtime/services.ts";
 export { listChanges } from "../src/snapshots/changes.ts";
 export { compactSnapshots } from "../src/snapshots/compact.ts";
