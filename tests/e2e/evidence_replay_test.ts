@@ -12,6 +12,7 @@ import { jsonReq, testServices } from "../../core/harness/app.ts";
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/sim";
 import { modules } from "../../modules.gen.ts";
+import { PdfRenderer } from "../../core/src/report/render/pdf.ts";
 import { fixtureModules } from "@dutlab/core/testing";
 import { buildRegistry } from "../../core/harness/core.ts";
 import { replayReport } from "../../core/harness/core.ts";
@@ -71,7 +72,7 @@ async function relist(files: Map<string, Uint8Array>) {
 dbTest(
   "evidence bundle: served with the report's access, opened by tar, replayed on the server and offline",
   async (db) => {
-    const { app, auth } = await testServices(db, modules);
+    const { svc, app, auth } = await testServices(db, modules);
     const sims: SimulatedDevice[] = [];
     try {
       const fw = await startNgfwA();
@@ -102,6 +103,35 @@ dbTest(
       assert.equal(shared.status, 200);
       assert.equal(shared.headers.get("content-type"), "application/gzip");
       const bundle = new Uint8Array(await shared.arrayBuffer());
+      // The bundle says whether it holds the PDF (issue 49 point 3): never a silent 200 without it.
+      const held = await readBundleArchive(bundle);
+      assert.equal(
+        shared.headers.get("x-evidence-pdf"),
+        held.has("report.pdf") ? "included" : "missing",
+      );
+      assert.equal(held.has("report.pdf"), !held.has("report.pdf.MISSING.txt"));
+      const renderer = svc.pdf;
+      (svc as { pdf: PdfRenderer }).pdf = new PdfRenderer({
+        executablePath: "/nonexistent/chromium",
+        concurrency: 1,
+        timeoutMs: 5_000,
+      });
+      const without = await app.request(`/api/test-runs/${id}/evidence`, { headers: auth });
+      (svc as { pdf: PdfRenderer }).pdf = renderer;
+      assert.equal(without.status, 200);
+      assert.equal(without.headers.get("x-evidence-pdf"), "missing");
+      const noPdf = await readBundleArchive(new Uint8Array(await without.arrayBuffer()));
+      assert.ok(!noPdf.has("report.pdf"));
+      const why = new TextDecoder().decode(noPdf.get("report.pdf.MISSING.txt"));
+      assert.match(
+        why,
+        /^report\.pdf is not in this bundle: the PDF could not be made \(.*No Chromium found/,
+      );
+      assert.match(
+        new TextDecoder().decode(noPdf.get("README.txt")),
+        /NOT INCLUDED: the PDF could not be made/,
+      );
+      assert.match(new TextDecoder().decode(noPdf.get("SHA256SUMS")), /  report\.pdf\.MISSING\.txt\n/);
       // A different first character of the signature (replacing it by a fixed one kept it 1 time in 64).
       const tampered = q.replace(/sig=(.)/, (_, c: string) => `sig=${c === "A" ? "B" : "A"}`);
       const bad = await app.request(`/api/test-runs/${id}/evidence${tampered}`);

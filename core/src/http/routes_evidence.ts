@@ -63,7 +63,8 @@ function evidenceBundleRoutes(app: OpenAPIHono, svc: Services) {
       summary: "The run's evidence bundle (.tar.gz)",
       description:
         "One gzip-compressed tar archive, folder `evidence-<first 8 characters of the execution id>/`, holding " +
-        "`report.json`, `report.dsse.json`, `report.pdf` (when Chromium is present), every snapshot payload the " +
+        "`report.json`, `report.dsse.json`, `report.pdf` (or, when it cannot be made, `report.pdf.MISSING.txt` saying " +
+        "why, and the header `X-Evidence-Pdf: missing`), every snapshot payload the " +
         "report cites as `payloads/<sha256>.json`, the public keys (`keys/`), the standalone `verify_report.ts`, " +
         "the raw inputs a replay reads (`inputs/`), `README.txt` and `SHA256SUMS` (every other file's SHA-256, " +
         "`sha256sum -c` format). `verify_report.ts --replay` checks and replays it offline. Access: the admin " +
@@ -76,7 +77,10 @@ function evidenceBundleRoutes(app: OpenAPIHono, svc: Services) {
       responses: {
         200: {
           description: "The bundle",
-          headers: z.object({ "X-Report-Sha256": z.string() }),
+          headers: z.object({
+            "X-Report-Sha256": z.string(),
+            "X-Evidence-Pdf": z.enum(["included", "missing"]),
+          }),
           content: { "application/gzip": { schema: z.string().openapi({ format: "binary" }) } },
         },
         ...problemResponses,
@@ -95,18 +99,19 @@ function evidenceBundleRoutes(app: OpenAPIHono, svc: Services) {
           "tools/verify_report.ts is not deployed",
         );
       });
-      const { bytes, filename } = await evidenceBundle(evidenceServices(svc), executionId, {
+      const { bytes, filename, pdfMissing } = await evidenceBundle(evidenceServices(svc), executionId, {
         verifier,
-        // report.pdf when Chromium renders it; without Chromium the bundle says so in README.txt.
+        // report.pdf when Chromium renders it; otherwise the bundle says why (README.txt,
+        // report.pdf.MISSING.txt) and so does the response (X-Evidence-Pdf).
         pdf: async () => {
           try {
             return (await renderReportPdf(svc, executionId, c.req.url)).pdf;
           } catch (e) {
-            log.info("Evidence bundle of {executionId} without report.pdf: {error}", {
+            log.warn("Evidence bundle of {executionId} without report.pdf: {error}", {
               executionId,
               error: String(e),
             });
-            return null;
+            return { missing: `the PDF could not be made (${(e as Error).message.split("\n")[0]})` };
           }
         },
       });
@@ -114,6 +119,7 @@ function evidenceBundleRoutes(app: OpenAPIHono, svc: Services) {
         "content-type": "application/gzip",
         "content-disposition": `attachment; filename="${filename}"`,
         "x-report-sha256": report.sha256,
+        "x-evidence-pdf": pdfMissing ? "missing" : "included",
         "cache-control": "private, no-store",
       }) as never;
     },

@@ -289,12 +289,18 @@ hash) with the service's own code, prints each beside the sealed one, and exits 
 anything differs, 3 when a part cannot be reproduced (said on its line, with why).
 `;
 
+/** The bundle's entry saying the PDF is missing and why (issue 49 point 3: never a silent 200 without it). */
+export const PDF_MISSING = "report.pdf.MISSING.txt";
+
 /** Options of {@link evidenceBundle}. */
 export interface EvidenceBundleOptions {
   /** The standalone verifier's text (tools/verify_report.ts). */
   verifier: string;
-  /** The report PDF, or null when it cannot be rendered (Chromium missing); called once. */
-  pdf?: () => Promise<Uint8Array | null>;
+  /**
+   * The report PDF, or why it cannot be made (null: Chromium missing); called once. A bundle without the
+   * PDF says so: README.txt names the reason and `report.pdf.MISSING.txt` (listed in SHA256SUMS) holds it.
+   */
+  pdf?: () => Promise<Uint8Array | { missing: string } | null>;
 }
 
 /**
@@ -305,9 +311,13 @@ export async function evidenceFiles(
   svc: EvidenceServices,
   executionId: string,
   opts: EvidenceBundleOptions,
-): Promise<{ folder: string; files: BundleFile[]; endedAt: string }> {
+): Promise<{ folder: string; files: BundleFile[]; endedAt: string; pdfMissing: string | null }> {
   const { reportText, inputs } = await collectReplayInputs(svc, executionId);
-  const pdf = opts.pdf ? await opts.pdf() : null;
+  const made = opts.pdf ? await opts.pdf() : null;
+  const pdf = made instanceof Uint8Array ? made : null;
+  const missing = made instanceof Uint8Array
+    ? null
+    : made?.missing ?? "the service could not render it (Chromium missing)";
   const j = (v: unknown) => JSON.stringify(v, null, 2) + "\n";
   const files: BundleFile[] = [
     {
@@ -316,9 +326,16 @@ export async function evidenceFiles(
         executionId,
         pdf
           ? "the report as PDF (report and envelope attached)"
-          : "(not included: the service could not render it, Chromium missing)",
+          : `(NOT INCLUDED: ${missing}; see report.pdf.MISSING.txt)`,
       ),
     },
+    ...(missing
+      ? [{
+        path: PDF_MISSING,
+        data: `report.pdf is not in this bundle: ${missing}.\n` +
+          `Everything else is: report.json and its envelope verify without it (verify_report.ts).\n`,
+      }]
+      : []),
     { path: "report.json", data: reportText },
     ...await bundleEnvelopes(svc, executionId),
     ...(pdf ? [{ path: "report.pdf", data: pdf }] : []),
@@ -340,7 +357,12 @@ export async function evidenceFiles(
   const sums: string[] = [];
   for (const f of files) sums.push(`${await sha256Hex(f.data)}  ${f.path}`);
   files.push({ path: MANIFEST, data: sums.join("\n") + "\n" });
-  return { folder: `evidence-${executionId.slice(0, 8)}`, files, endedAt: inputs.run.endedAt };
+  return {
+    folder: `evidence-${executionId.slice(0, 8)}`,
+    files,
+    endedAt: inputs.run.endedAt,
+    pdfMissing: missing,
+  };
 }
 
 /**
@@ -360,8 +382,8 @@ export async function evidenceBundle(
   svc: EvidenceServices,
   executionId: string,
   opts: EvidenceBundleOptions,
-): Promise<{ bytes: Uint8Array; filename: string; fileCount: number }> {
-  const { folder, files, endedAt } = await evidenceFiles(svc, executionId, opts);
+): Promise<{ bytes: Uint8Array; filename: string; fileCount: number; pdfMissing: string | null }> {
+  const { folder, files, endedAt, pdfMissing } = await evidenceFiles(svc, executionId, opts);
   const enc = new TextEncoder();
   const mtime = new Date(endedAt).getTime();
   const bytes = await createTarGzip(
@@ -375,5 +397,5 @@ export async function evidenceBundle(
     ],
     { attrs: { uid: 0, gid: 0 } },
   );
-  return { bytes, filename: `${folder}.tar.gz`, fileCount: files.length };
+  return { bytes, filename: `${folder}.tar.gz`, fileCount: files.length, pdfMissing };
 }
