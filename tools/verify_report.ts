@@ -5440,6 +5440,7 @@ async function readPdf(bytes) {
     if (!(stream instanceof pdfLib.PDFRawStream)) continue;
     const content = pdfLib.decodePDFRawStream(stream).decode();
     const filename = name.decodeText();
+    if (!filename.startsWith("report-")) continue;
     if (filename.endsWith(".dsse.json")) envelope = content;
     else if (filename.endsWith(".json")) report = content;
   }

@@ -331,6 +331,8 @@ export async function readPdf(bytes: Uint8Array): Promise<{
     if (!(stream instanceof pdfLib.PDFRawStream)) continue;
     const content = pdfLib.decodePDFRawStream(stream).decode();
     const filename = name.decodeText();
+    // The annexes are attached too (`annex-<id>.json`, `.csv`); the report and its envelope are `report-…`.
+    if (!filename.startsWith("report-")) continue;
     if (filename.endsWith(".dsse.json")) envelope = content;
     else if (filename.endsWith(".json")) report = content;
   }

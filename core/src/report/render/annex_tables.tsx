@@ -6,6 +6,7 @@
  */
 import type { ComponentChildren } from "preact";
 import { DriftTable } from "./drift_table.tsx";
+import { Aggregate, countBy, counts, LeftOut, PRINT_PROBLEMS, PRINT_ROWS } from "./annex_summary.tsx";
 
 const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
@@ -57,15 +58,43 @@ function Table(
   );
 }
 
-function Preflight({ v }: { v: Record<string, unknown> }) {
+function Preflight({ v, id }: { v: Record<string, unknown>; id: string }) {
   const checks = Array.isArray(v.checks) ? v.checks.filter(isObj) : [];
   const failing = (c: Record<string, unknown>) => c.pass !== true;
-  const sorted = [...checks.filter(failing), ...checks.filter((c) => !failing(c))];
+  const bounded = checks.length > PRINT_ROWS;
+  const problems = checks.filter(failing);
+  const sorted = bounded
+    ? problems.slice(0, PRINT_PROBLEMS)
+    : [...problems, ...checks.filter((c) => !failing(c))];
+  const statusOf = (c: Record<string, unknown>) =>
+    typeof c.status === "string" ? c.status : c.pass === true ? "pass" : "fail";
+  const perCheck = new Map<string, Record<string, unknown>[]>();
+  for (const c of checks) perCheck.set(str(c.checkId), [...(perCheck.get(str(c.checkId)) ?? []), c]);
   return (
     <>
       <p class={v.pass === true ? "" : "bad-text"}>
         <strong>{v.pass === true ? "Ready" : "Not ready"}</strong> at {date(v.ranAt)}: {str(v.summary)}
       </p>
+      {bounded && (
+        <Aggregate
+          head={["Check", "Items", "By status"]}
+          rows={[...perCheck].map(([k, cs]) => [
+            <span class="mono">{k}</span>,
+            cs.length,
+            counts(countBy(cs, statusOf)),
+          ])}
+          attr="preflight"
+        />
+      )}
+      {bounded && (
+        <p>
+          {problems.length
+            ? `Failed and skipped items (${problems.length}${
+              problems.length > PRINT_PROBLEMS ? `, the first ${PRINT_PROBLEMS} printed` : ""
+            }):`
+            : "No item failed or was skipped."}
+        </p>
+      )}
       <Table
         head={["Check", "Device", "Status", "Detail", "Evidence snapshot"]}
         widths={[29, 21, 8, 27, 15]}
@@ -98,6 +127,7 @@ function Preflight({ v }: { v: Record<string, unknown> }) {
           );
         })}
       </Table>
+      <LeftOut id={id} total={checks.length} shown={sorted.length} />
     </>
   );
 }
@@ -108,10 +138,42 @@ const INVENTORY_STATUS: Record<string, string> = {
   "not-supported": "not read: the adapter reports no inventory",
 };
 
-function Lab({ v }: { v: Record<string, unknown> }) {
+function Lab({ v, id }: { v: Record<string, unknown>; id: string }) {
   const devices = Array.isArray(v.devices) ? v.devices.filter(isObj) : [];
   const decrypt = isObj(v.decrypt) ? v.decrypt : {};
   const inventory = isObj(v.inventory) ? v.inventory : null;
+  if (devices.length > PRINT_ROWS) {
+    const groups = new Map<string, Record<string, unknown>[]>();
+    for (const d of devices) {
+      const k = `${str(d.vendor)}\u0000${str(d.deviceRole)}`;
+      groups.set(k, [...(groups.get(k) ?? []), d]);
+    }
+    const decryptOf = (d: Record<string, unknown>) => {
+      const x = decrypt[String(d.id)];
+      return isObj(x) ? str(x.state) : "not a firewall";
+    };
+    const inventoryOf = (d: Record<string, unknown>) => {
+      const x = inventory?.[String(d.id)];
+      return isObj(x) ? str(x.status) : "not recorded";
+    };
+    return (
+      <>
+        <p>{devices.length} enabled device(s), per vendor and role:</p>
+        <Aggregate
+          head={["Vendor", "Role", "Devices", "TLS decryption", ...(inventory ? ["Inventory"] : [])]}
+          rows={[...groups.values()].map((ds) => [
+            str(ds[0]!.vendor),
+            str(ds[0]!.deviceRole),
+            ds.length,
+            counts(countBy(ds, decryptOf)),
+            ...(inventory ? [counts(countBy(ds, inventoryOf))] : []),
+          ])}
+          attr="lab"
+        />
+        <LeftOut id={id} total={devices.length} shown={0} />
+      </>
+    );
+  }
   return (
     <Table
       head={[
@@ -174,6 +236,26 @@ function Lab({ v }: { v: Record<string, unknown> }) {
 function Snapshots({ v }: { v: unknown[] }) {
   const rows = v.filter(isObj);
   if (!rows.length) return <p class="muted">No snapshot was stored during the run.</p>;
+  if (rows.length > PRINT_ROWS) {
+    const labels = new Map<string, Record<string, unknown>[]>();
+    for (const s of rows) labels.set(str(s.endpointLabel), [...(labels.get(str(s.endpointLabel)) ?? []), s]);
+    return (
+      <>
+        <p>{rows.length} snapshot(s) stored during the run, per label:</p>
+        <Aggregate
+          head={["Label", "Snapshots", "Devices", "Last collected"]}
+          rows={[...labels].map(([label, ss]) => [
+            <span class="mono">{label}</span>,
+            ss.length,
+            new Set(ss.map((s) => str(s.deviceHostname))).size,
+            date(ss.map((s) => str(s.collectedAt)).sort().at(-1)),
+          ])}
+          attr="snapshots"
+        />
+        <LeftOut id="snapshots" total={rows.length} shown={0} />
+      </>
+    );
+  }
   return (
     <Table
       head={["Snapshot", "Device", "Label", "Payload SHA-256", "Collected"]}
@@ -199,18 +281,21 @@ function Alerts({ v }: { v: unknown[] }) {
   const rows = v.filter(isObj);
   if (!rows.length) return <p class="muted">No TLSDecryptModeChanged alert was raised during the run.</p>;
   return (
-    <Table head={["Time", "Device", "Change", "Snapshot"]} widths={[25, 30, 30, 15]} attr="alerts">
-      {rows.map((a) => (
-        <tr class="hl-bad">
-          <td class="nw">{date(a.at)}</td>
-          <td>{str(a.deviceHostname)}</td>
-          <td>
-            TLS decryption {str(a.from)} → {str(a.to)}
-          </td>
-          <td class="mono">{str(a.snapshotId)}</td>
-        </tr>
-      ))}
-    </Table>
+    <>
+      <Table head={["Time", "Device", "Change", "Snapshot"]} widths={[25, 30, 30, 15]} attr="alerts">
+        {rows.slice(0, PRINT_PROBLEMS).map((a) => (
+          <tr class="hl-bad">
+            <td class="nw">{date(a.at)}</td>
+            <td>{str(a.deviceHostname)}</td>
+            <td>
+              TLS decryption {str(a.from)} → {str(a.to)}
+            </td>
+            <td class="mono">{str(a.snapshotId)}</td>
+          </tr>
+        ))}
+      </Table>
+      <LeftOut id="decrypt-alerts" total={rows.length} shown={Math.min(rows.length, PRINT_PROBLEMS)} />
+    </>
   );
 }
 
@@ -250,8 +335,8 @@ export function AnnexTable({ id, body }: { id: string; body: string }) {
   } catch {
     return null;
   }
-  if (id === "preflight-at-start" && isObj(v)) return <Preflight v={v} />;
-  if ((id === "lab-at-start" || id === "lab-at-end") && isObj(v)) return <Lab v={v} />;
+  if (id.startsWith("preflight-") && isObj(v) && Array.isArray(v.checks)) return <Preflight v={v} id={id} />;
+  if ((id === "lab-at-start" || id === "lab-at-end") && isObj(v)) return <Lab v={v} id={id} />;
   if (id === "snapshots" && Array.isArray(v)) return <Snapshots v={v} />;
   if (id === "decrypt-alerts" && Array.isArray(v)) return <Alerts v={v} />;
   if (id === "configuration-drift" && isObj(v)) return <DriftTable v={v} />;

@@ -12,6 +12,7 @@ import type { Browser, Page } from "puppeteer-core";
 import { UnavailableError } from "../../errors.ts";
 import { logger } from "../../util/log.ts";
 import type { PdfSignatureFields, PdfSigner } from "../pdf_sign.ts";
+import type { Annex } from "../types.ts";
 
 const CANDIDATES = ["/usr/bin/chromium", "/usr/bin/chromium-browser"];
 
@@ -375,6 +376,18 @@ export async function attachEvidence(
     modificationDate: at,
     afRelationship: AFRelationship.Supplement,
   });
+  // The annexes in full (the print shows them bounded): exact JSON bodies and CSV tables (issue 49).
+  const { annexAttachments } = await import("./attachments.ts");
+  const annexes = (JSON.parse(ev.reportText) as { annexes?: Annex[] }).annexes ?? [];
+  for (const f of annexAttachments(annexes)) {
+    await doc.attach(enc.encode(f.data), f.name, {
+      mimeType: f.mimeType,
+      description: f.description,
+      creationDate: at,
+      modificationDate: at,
+      afRelationship: AFRelationship.Data,
+    });
+  }
   doc.setTitle(ev.title, { showInWindowTitleBar: true });
   doc.setSubject(`Test-run report ${ev.runId}, execution ${ev.executionId}, reportSha256 ${ev.reportSha256}`);
   doc.setKeywords([`executionId:${ev.executionId}`, `runId:${ev.runId}`, `reportSha256:${ev.reportSha256}`]);

@@ -7,6 +7,7 @@
 import type { ComponentChildren } from "preact";
 import type { Annex, ReportData } from "../../types.ts";
 import { AnnexTable } from "../annex_tables.tsx";
+import { annexAttachments } from "../attachments.ts";
 import { int } from "./format.ts";
 
 const annexLetter = (i: number) =>
@@ -94,6 +95,13 @@ export function breakable(line: string): ComponentChildren[] {
   return out;
 }
 
+/**
+ * Bodies up to this many bytes are printed in the appendix; a longer one (it grows with the lab: 5,000
+ * devices made a body of megabytes, hundreds of printed pages) is named with its size and SHA-256 and is in
+ * the PDF's attached `annex-<id>.json`, byte for byte (issue 49).
+ */
+export const APPENDIX_MAX_BYTES = 16_000;
+
 /** The exact body of each annex: one block per annex, one line per body line, wrapped with a hanging indent. */
 export function Appendix({ report }: { report: ReportData }) {
   if (report.annexes.length === 0) return null;
@@ -112,9 +120,20 @@ export function Appendix({ report }: { report: ReportData }) {
           <p class="annex-meta">
             SHA-256 <code class="hex">{annex.sha256}</code>
           </p>
-          <div class="body">
-            {annex.body.split("\n").map((line, n) => <div key={n} class="ln">{breakable(line)}</div>)}
-          </div>
+          {new TextEncoder().encode(annex.body).length > APPENDIX_MAX_BYTES
+            ? (
+              <p class="muted" data-not-printed={annex.id}>
+                Not printed: {int.format(new TextEncoder().encode(annex.body).length)}{" "}
+                bytes. The exact body is attached to this PDF as{" "}
+                <span class="mono">annex-{annex.id}.json</span>{" "}
+                (its SHA-256 is the one above) and is in report.json.
+              </p>
+            )
+            : (
+              <div class="body">
+                {annex.body.split("\n").map((line, n) => <div key={n} class="ln">{breakable(line)}</div>)}
+              </div>
+            )}
         </article>
       ))}
     </section>
@@ -129,6 +148,18 @@ export function Annexes({ report }: { report: ReportData }) {
         Each annex is shown as a table; its exact body, which the SHA-256 commits to, is printed in the
         appendix and stored in the report JSON.
       </p>
+      {report.annexes.length > 0 && (
+        <p class="muted" data-attachments>
+          The PDF of this report carries every annex in full as attached files (embedded files, listed by a
+          PDF reader's attachments panel or <span class="mono">pdfdetach -list</span>):{" "}
+          {annexAttachments(report.annexes).map((f, i) => (
+            <>
+              {i ? ", " : ""}
+              <span class="mono">{f.name}</span>
+            </>
+          ))}.
+        </p>
+      )}
       {report.annexes.length === 0
         ? <p class="muted">This report has no annex.</p>
         : report.annexes.map((annex, i) => <AnnexBlock key={annex.id} annex={annex} index={i} />)}

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { Aggregate, countBy, counts, PRINT_ROWS } from "../annex_summary.tsx";
 import type { PlanPhase } from "../../../plan.ts";
 import type { ReportData } from "../../types.ts";
 import { fmtDuration, fmtLoad, fmtMs, fmtPct, fmtValue } from "./format.ts";
@@ -217,57 +218,98 @@ function Topology({ report }: { report: ReportData }) {
         <Row label="Server management controllers" field="ucsCount">{topology.ucsCount}</Row>
         {topology.testbed ? <Row label="Testbed" field="testbed">{topology.testbed}</Row> : null}
       </Kv>
-      <table data-inventory="">
-        <thead>
-          <tr>
-            <th>Hostname</th>
-            <th>Vendor</th>
-            <th>Role</th>
-            <th>Model</th>
-            <th>Software</th>
-            <th>Serial number</th>
-          </tr>
-        </thead>
-        <tbody>
-          {topology.devices.length === 0 && (
+      {topology.devices.length > PRINT_ROWS ? <TopologySummary report={report} /> : (
+        <table data-inventory="">
+          <thead>
             <tr>
-              <td colSpan={6} class="muted">No device was registered at run start.</td>
+              <th>Hostname</th>
+              <th>Vendor</th>
+              <th>Role</th>
+              <th>Model</th>
+              <th>Software</th>
+              <th>Serial number</th>
             </tr>
-          )}
-          {topology.devices.map((d) => {
-            const inv = topology.inventory?.[d.id];
-            return (
+          </thead>
+          <tbody>
+            {topology.devices.length === 0 && (
               <tr>
-                <td>
-                  {d.hostname}
-                  <span class="sub">{d.id}</span>
-                </td>
-                <td class="nw">{d.vendor}</td>
-                <td>{d.deviceRole ?? "—"}</td>
-                {inv?.status === "read"
-                  ? (
-                    <>
-                      <td>{inv.model ?? "—"}</td>
-                      <td>{inv.softwareVersion ?? "—"}</td>
-                      <td class="mono">{inv.serialNumber ?? "—"}</td>
-                    </>
-                  )
-                  : (
-                    <td colSpan={3} class="warn-text">
-                      {!topology.inventory
-                        ? "not recorded (report frozen before device inventories)"
-                        : inv?.status === "no-snapshot"
-                        ? "facts not read: no snapshot of the device's inventory label at start"
-                        : inv?.status === "unreadable"
-                        ? "facts not readable: the adapter could not read the device's snapshot"
-                        : "facts not available: the adapter reports no inventory"}
-                    </td>
-                  )}
+                <td colSpan={6} class="muted">No device was registered at run start.</td>
               </tr>
-            );
-          })}
-        </tbody>
-      </table>
+            )}
+            {topology.devices.map((d) => {
+              const inv = topology.inventory?.[d.id];
+              return (
+                <tr>
+                  <td>
+                    {d.hostname}
+                    <span class="sub">{d.id}</span>
+                  </td>
+                  <td class="nw">{d.vendor}</td>
+                  <td>{d.deviceRole ?? "—"}</td>
+                  {inv?.status === "read"
+                    ? (
+                      <>
+                        <td>{inv.model ?? "—"}</td>
+                        <td>{inv.softwareVersion ?? "—"}</td>
+                        <td class="mono">{inv.serialNumber ?? "—"}</td>
+                      </>
+                    )
+                    : (
+                      <td colSpan={3} class="warn-text">
+                        {!topology.inventory
+                          ? "not recorded (report frozen before device inventories)"
+                          : inv?.status === "no-snapshot"
+                          ? "facts not read: no snapshot of the device's inventory label at start"
+                          : inv?.status === "unreadable"
+                          ? "facts not readable: the adapter could not read the device's snapshot"
+                          : "facts not available: the adapter reports no inventory"}
+                      </td>
+                    )}
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
     </div>
+  );
+}
+
+/** A topology too large to print one row per device: devices per vendor and role, with their inventory. */
+function TopologySummary({ report }: { report: ReportData }) {
+  const { topology } = report;
+  const groups = new Map<string, ReportData["topology"]["devices"]>();
+  for (const d of topology.devices) {
+    const k = `${d.vendor}\u0000${d.deviceRole ?? "—"}`;
+    groups.set(k, [...(groups.get(k) ?? []), d]);
+  }
+  const inv = (d: ReportData["topology"]["devices"][number]) => {
+    const i = topology.inventory?.[d.id];
+    return i?.status === "read"
+      ? `${i.model ?? "?"} ${i.softwareVersion ?? "?"}`
+      : i?.status ?? "not recorded";
+  };
+  return (
+    <>
+      <p>
+        {topology.devices.length}{" "}
+        device(s) at run start, per vendor and role (model and software, or why not read):
+      </p>
+      <Aggregate
+        head={["Vendor", "Role", "Devices", "Model and software"]}
+        rows={[...groups.values()].map((ds) => [
+          ds[0]!.vendor,
+          ds[0]!.deviceRole ?? "—",
+          ds.length,
+          counts(countBy(ds, inv)),
+        ])}
+        attr="topology"
+      />
+      <p class="muted" data-left-out={topology.devices.length}>
+        Each device (hostname, id, inventory) is in report.json (<span class="mono">topology</span>) and in
+        this PDF's attached <span class="mono">annex-lab-at-start.json</span> and{" "}
+        <span class="mono">annex-lab-at-start.csv</span>.
+      </p>
+    </>
   );
 }
