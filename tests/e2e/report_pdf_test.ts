@@ -20,6 +20,7 @@ import { jsonReq, testServices } from "../../core/harness/app.ts";
 import { fixtureModules } from "@dutlab/core/testing";
 import { assertReportPages, findChromium, pdfPages, squash } from "@dutlab/core/testing/chromium";
 import { type App, type Auth, finishRun, startRun } from "../../core/harness/runs_lab.ts";
+import { sha256Hex } from "../../core/src/util/hash.ts";
 
 const chromium = findChromium();
 const inCi = Boolean(Deno.env.get("CI"));
@@ -103,7 +104,17 @@ dbTest(
       // Attachments, extracted with pdf-lib: the exact served bytes.
       const doc = await PDFDocument.load(pdf);
       const files = embeddedFiles(doc);
-      assert.deepEqual(files.map((f) => f.name).sort(), [`report-${id}.dsse.json`, `report-${id}.json`]);
+      // The report and its envelope, and every annex in full (issue 49): each JSON annex is its exact body.
+      const served = JSON.parse(reportText) as { annexes: { id: string; sha256: string }[] };
+      assert.deepEqual(
+        files.map((f) => f.name).filter((n) => n.startsWith("report-")).sort(),
+        [`report-${id}.dsse.json`, `report-${id}.json`],
+      );
+      for (const a of served.annexes) {
+        const f = files.find((f) => f.name === `annex-${a.id}.json`);
+        assert.ok(f, `annex-${a.id}.json attached`);
+        assert.equal(await sha256Hex(f.bytes), a.sha256, `annex-${a.id}.json hashes as in report.json`);
+      }
       const embeddedReport = files.find((f) => f.name === `report-${id}.json`)!;
       assert.equal(dec.decode(embeddedReport.bytes), reportText);
       assert.equal(dec.decode(files.find((f) => f.name.endsWith(".dsse.json"))!.bytes), envelopeText);
