@@ -131,7 +131,7 @@ dbTest(
         new TextDecoder().decode(noPdf.get("README.txt")),
         /NOT INCLUDED: the PDF could not be made/,
       );
-      assert.match(new TextDecoder().decode(noPdf.get("SHA256SUMS")), /  report\.pdf\.MISSING\.txt\n/);
+      assert.match(new TextDecoder().decode(noPdf.get("SHA256SUMS")), / {2}report\.pdf\.MISSING\.txt\n/);
       // A different first character of the signature (replacing it by a fixed one kept it 1 time in 64).
       const tampered = q.replace(/sig=(.)/, (_, c: string) => `sig=${c === "A" ? "B" : "A"}`);
       const bad = await app.request(`/api/test-runs/${id}/evidence${tampered}`);

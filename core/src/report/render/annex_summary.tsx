@@ -37,7 +37,7 @@ export function Aggregate(
         <tr>{head.map((h) => <th key={h}>{h}</th>)}</tr>
       </thead>
       <tbody>
-        {rows.map((r) => <tr>{r.map((c) => <td>{c}</td>)}</tr>)}
+        {rows.map((r, i) => <tr key={i}>{r.map((c, j) => <td key={j}>{c}</td>)}</tr>)}
       </tbody>
     </table>
   );

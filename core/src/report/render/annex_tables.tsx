@@ -79,7 +79,7 @@ function Preflight({ v, id }: { v: Record<string, unknown>; id: string }) {
         <Aggregate
           head={["Check", "Items", "By status"]}
           rows={[...perCheck].map(([k, cs]) => [
-            <span class="mono">{k}</span>,
+            <span key="check" class="mono">{k}</span>,
             cs.length,
             counts(countBy(cs, statusOf)),
           ])}
@@ -245,7 +245,7 @@ function Snapshots({ v }: { v: unknown[] }) {
         <Aggregate
           head={["Label", "Snapshots", "Devices", "Last collected"]}
           rows={[...labels].map(([label, ss]) => [
-            <span class="mono">{label}</span>,
+            <span key="label" class="mono">{label}</span>,
             ss.length,
             new Set(ss.map((s) => str(s.deviceHostname))).size,
             date(ss.map((s) => str(s.collectedAt)).sort().at(-1)),
