@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { PDFDocument } from "pdf-lib";
-import { bigReport } from "../../../testing/big_report.ts";
+import { bigReport } from "../../../harness/big_report.ts";
 import { findChromium } from "../../../testing/chromium.ts";
-import { TEST_PDF_CERT, TEST_PDF_KEY } from "../../../testing/app.ts";
+import { TEST_PDF_CERT, TEST_PDF_KEY } from "../../../harness/app.ts";
 import { sha256Hex } from "../../util/hash.ts";
 import { PdfSigner } from "../pdf_sign.ts";
 import { renderReportPage } from "./page.tsx";
