@@ -12,7 +12,6 @@ import { jsonReq, testServices } from "../../core/harness/app.ts";
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/sim";
 import { modules } from "../../modules.gen.ts";
-import { PdfRenderer } from "../../core/src/report/render/pdf.ts";
 import { fixtureModules } from "@dutlab/core/testing";
 import { buildRegistry } from "../../core/harness/core.ts";
 import { replayReport } from "../../core/harness/core.ts";
@@ -111,13 +110,15 @@ dbTest(
       );
       assert.equal(held.has("report.pdf"), !held.has("report.pdf.MISSING.txt"));
       const renderer = svc.pdf;
-      (svc as { pdf: PdfRenderer }).pdf = new PdfRenderer({
+      type Renderer = typeof svc.pdf;
+      const PdfRenderer = svc.pdf.constructor as new (o: Renderer["opts"]) => Renderer;
+      (svc as { pdf: Renderer }).pdf = new PdfRenderer({
         executablePath: "/nonexistent/chromium",
         concurrency: 1,
         timeoutMs: 5_000,
       });
       const without = await app.request(`/api/test-runs/${id}/evidence`, { headers: auth });
-      (svc as { pdf: PdfRenderer }).pdf = renderer;
+      (svc as { pdf: Renderer }).pdf = renderer;
       assert.equal(without.status, 200);
       assert.equal(without.headers.get("x-evidence-pdf"), "missing");
       const noPdf = await readBundleArchive(new Uint8Array(await without.arrayBuffer()));

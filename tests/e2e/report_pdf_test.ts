@@ -20,7 +20,9 @@ import { jsonReq, testServices } from "../../core/harness/app.ts";
 import { fixtureModules } from "@dutlab/core/testing";
 import { assertReportPages, findChromium, pdfPages, squash } from "@dutlab/core/testing/chromium";
 import { type App, type Auth, finishRun, startRun } from "../../core/harness/runs_lab.ts";
-import { sha256Hex } from "../../core/src/util/hash.ts";
+const sha256Hex = async (b: Uint8Array) =>
+  Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", b as Uint8Array<ArrayBuffer>)))
+    .map((x) => x.toString(16).padStart(2, "0")).join("");
 
 const chromium = findChromium();
 const inCi = Boolean(Deno.env.get("CI"));
