@@ -707,7 +707,7 @@ export interface paths {
         };
         /**
          * The run's evidence bundle (.tar.gz)
-         * @description One gzip-compressed tar archive, folder `evidence-<first 8 characters of the execution id>/`, holding `report.json`, `report.dsse.json`, `report.pdf` (when Chromium is present), every snapshot payload the report cites as `payloads/<sha256>.json`, the public keys (`keys/`), the standalone `verify_report.ts`, the raw inputs a replay reads (`inputs/`), `README.txt` and `SHA256SUMS` (every other file's SHA-256, `sha256sum -c` format). `verify_report.ts --replay` checks and replays it offline. Access: the admin token, or the print page's share link parameters (`?exp=…&sig=…` from POST …/share). 404 for an unknown or unfinished run.
+         * @description One gzip-compressed tar archive, folder `evidence-<first 8 characters of the execution id>/`, holding `report.json`, `report.dsse.json`, `report.pdf` (or, when it cannot be made, `report.pdf.MISSING.txt` saying why, and the header `X-Evidence-Pdf: missing`), every snapshot payload the report cites as `payloads/<sha256>.json`, the public keys (`keys/`), the standalone `verify_report.ts`, the raw inputs a replay reads (`inputs/`), `README.txt` and `SHA256SUMS` (every other file's SHA-256, `sha256sum -c` format). `verify_report.ts --replay` checks and replays it offline. Access: the admin token, or the print page's share link parameters (`?exp=…&sig=…` from POST …/share). 404 for an unknown or unfinished run.
          */
         get: operations["getRunEvidence"];
         put?: never;
@@ -5950,6 +5950,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Report-Sha256": string;
+                    "X-Evidence-Pdf": "included" | "missing";
                     [name: string]: unknown;
                 };
                 content: {

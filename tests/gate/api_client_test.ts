@@ -307,6 +307,36 @@ dbTest("a generated client calls every operation of the document", async (db) =>
       params: { path: { name: "client-tb" } },
     });
     assert.equal(gone.data?.ok, true);
+    // Webhook subscriptions (docs/notifications.md): a loopback receiver that is never started, so the ping
+    // stays queued (redeliver of a pending delivery is a 409, as documented).
+    const hook = await client.POST("/api/admin/webhooks", {
+      body: { name: "client-hook", url: "https://127.0.0.1:9/hook", eventTypes: ["dutlab.run.finished"] },
+    });
+    assert.match(hook.data?.secret ?? "", /^whsec_/);
+    const hid = { params: { path: { id: hook.data!.id } } };
+    assert.equal((await client.GET("/api/admin/webhooks")).data?.subscriptions.length, 1);
+    assert.equal((await client.GET("/api/admin/webhooks/{id}", hid)).data?.name, "client-hook");
+    const renamed = await client.PATCH("/api/admin/webhooks/{id}", {
+      ...hid,
+      body: { name: "client-hook-2" },
+    });
+    assert.equal(renamed.data?.name, "client-hook-2");
+    const rotated = await client.POST("/api/admin/webhooks/{id}/rotate-secret", {
+      ...hid,
+      body: { overlapSeconds: 0 },
+    });
+    assert.notEqual(rotated.data?.secret, hook.data?.secret);
+    const ping = await client.POST("/api/admin/webhooks/{id}/ping", hid);
+    assert.equal(ping.response.status, 202);
+    const deliveries = await client.GET("/api/admin/webhooks/{id}/deliveries", {
+      params: { path: { id: hook.data!.id }, query: { limit: 10 } },
+    });
+    assert.equal(deliveries.data?.deliveries[0]?.eventType, "dutlab.webhook.ping");
+    const redelivered = await client.POST("/api/admin/webhooks/{id}/deliveries/{deliveryId}/redeliver", {
+      params: { path: { id: hook.data!.id, deliveryId: ping.data!.deliveryId } },
+    });
+    assert.equal(redelivered.response.status, 409);
+    assert.equal((await client.DELETE("/api/admin/webhooks/{id}", hid)).data?.name, "client-hook-2");
   } finally {
     await sim.sim.close();
   }
