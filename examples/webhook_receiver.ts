@@ -7,7 +7,7 @@
  *   WEBHOOK_SECRET=whsec_... npx -y deno@2.9.6 run -A --lock=deno.dev.lock --frozen examples/webhook_receiver.ts
  *
  * Environment: `WEBHOOK_SECRET` (the `secret` of the subscription) or `WEBHOOK_SECRET_FILE` (a JSON file
- * with a `secret` member, read at each delivery), `PORT` (default 0: any free port), `URL_FILE` (where to
+ * with a `secret` member, read at each delivery), `RECEIVER_PORT` (default 0: any free port; not `PORT`, which names the service's own port), `URL_FILE` (where to
  * write the receiver's URL once it listens).
  */
 // deno-lint-ignore no-import-prefix -- an example outside the product: kept out of deno.json and deno.lock
@@ -21,7 +21,7 @@ const secret = async () =>
 const ac = new AbortController();
 const server = Deno.serve({
   hostname: "127.0.0.1",
-  port: Number(Deno.env.get("PORT") ?? 0),
+  port: Number(Deno.env.get("RECEIVER_PORT") ?? 0),
   signal: ac.signal,
   onListen: async ({ hostname, port }) => {
     const file = Deno.env.get("URL_FILE");
