@@ -84,17 +84,21 @@ export class PollLeases {
   async claimDue(limit = this.opts.batch, exclude: readonly string[] = []): Promise<Lease[]> {
     const n = Math.max(0, Math.min(limit, this.opts.batch));
     if (n === 0) return [];
+    // A lease row of this instance for a device it no longer holds is one whose release failed (the database
+    // went away mid-poll): it is free for this instance at once rather than after its expiry.
+    const held = [...this.#held.keys()];
     const r = await sql<ClaimRow>`with due as (
         select d.id, d.last_poll_at, l.owner as prev_owner,
           extract(epoch from now() - (d.last_poll_at + d.poll_interval_seconds * interval '1 second')) as late_s
         from devices d left join device_leases l on l.device_id = d.id
         where d.enabled
           and (d.last_poll_at is null or d.last_poll_at + d.poll_interval_seconds * interval '1 second' < now())
-          and (l.owner is null or l.expires_at < now()) and d.id <> all(${[...exclude]}::uuid[])
+          and (l.owner is null or l.expires_at < now() or (l.owner = ${this.id} and d.id <> all(${held}::uuid[])))
+          and d.id <> all(${[...exclude]}::uuid[])
         order by d.last_poll_at nulls first
         limit ${n}
         for update of d skip locked
-      ), claimed as (${this.#upsert(sql`select id, last_poll_at from due`)})
+      ), claimed as (${this.#upsert(sql`select id, last_poll_at from due`, held)})
       select c.device_id, c.epoch, due.last_poll_at as slot_at, due.late_s, due.prev_owner
       from claimed c join due on due.id = c.device_id`.execute(this.db);
     return this.#took(r.rows, true);
@@ -116,7 +120,7 @@ export class PollLeases {
   }
 
   /** The insert-or-take-over of the claimed rows (`source` selects `id, last_poll_at`). */
-  #upsert(source: ReturnType<typeof sql>) {
+  #upsert(source: ReturnType<typeof sql>, ownStale: string[] | null = null) {
     // The conflict arm re-checks the newest committed lease row: of two racing claims, one wins.
     return sql`insert into device_leases as l (device_id, owner, expires_at, epoch, slot_at, claimed_at)
       select s.id, ${this.id}, now() + ${this.opts.leaseSeconds} * interval '1 second', 1, s.last_poll_at, now()
@@ -124,6 +128,7 @@ export class PollLeases {
       on conflict (device_id) do update set owner = excluded.owner, expires_at = excluded.expires_at,
         epoch = l.epoch + 1, slot_at = excluded.slot_at, claimed_at = excluded.claimed_at
       where l.owner is null or l.expires_at < now()
+        or (${ownStale !== null} and l.owner = ${this.id} and l.device_id <> all(${ownStale ?? []}::uuid[]))
       returning l.device_id, l.epoch`;
   }
 
