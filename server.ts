@@ -8,7 +8,10 @@ import { modules } from "./modules.gen.ts";
 const opened = await openServe(modules, Deno.env.toObject()).catch(exitOnStartupError);
 const ready = (async () => {
   // The rest of the service (services, poll worker, HTTP app) is loaded meanwhile.
-  const [rt, { finishKeyRotation, loadApp, startCompaction, startWebhooks, startWorker }] = await Promise.all(
+  const [
+    rt,
+    { finishKeyRotation, loadApp, startCompaction, startNetBoxWriteBack, startWebhooks, startWorker },
+  ] = await Promise.all(
     [
       opened.complete(),
       import("@dutlab/core/runtime"),
@@ -19,6 +22,8 @@ const ready = (async () => {
   await startWorker(rt);
   // Webhook deliveries from the outbox (docs/notifications.md); stopped at close.
   startWebhooks(rt);
+  // NetBox journal entries of finished runs (DUT_NETBOX_WRITEBACK=on, docs/netbox.md); stopped at close.
+  await startNetBoxWriteBack(rt);
   // Old snapshots move to the narrow layout in the background (never delaying /readyz); stopped at close.
   void startCompaction(rt);
   return { rt, app: createApp(rt.services) };

@@ -66,12 +66,13 @@ const NETBOX_FLAGS = {
 
 function journalTable(j: Journal): string {
   return table(
-    ["HOSTNAME", "NETBOX", "STATUS", "ATTEMPTS", "ENTRY / ERROR"],
+    ["HOSTNAME", "NETBOX", "STATUS", "ATTEMPTS", "NEXT ATTEMPT", "ENTRY / ERROR"],
     j.entries.map((e) => [
       e.hostname,
       e.netboxDeviceId === null ? "-" : `#${e.netboxDeviceId}`,
       e.status,
       String(e.attempts),
+      e.nextAttemptAt ?? "-",
       e.status === "posted" ? `journal entry #${e.journalEntryId ?? "?"}` : e.lastError ?? "",
     ]),
   );
@@ -160,13 +161,18 @@ export const netboxCommands: Command[] = [
     args: "<run>",
     arity: [1, 1],
     flags: {
-      show: { type: "boolean", description: "Only show what was posted and what failed (sends nothing)" },
+      show: {
+        type: "boolean",
+        description:
+          "Only show what is posted, queued and failed, with the next automatic attempt (sends nothing)",
+      },
       ...NETBOX_FLAGS,
     },
     more:
       "Each device's entry holds the verdict, the report's URL and SHA-256 and the DSSE digest. Exit 0 when\n" +
       "every device is posted, 1 when any failed (run it again to retry those; posted ones are not repeated);\n" +
-      "--show exits 0.",
+      "--show exits 0. With DUT_NETBOX_WRITEBACK=on the service queues and retries the entries itself:\n" +
+      "--show shows that queue (pending, failed with the next attempt).",
     async run(ctx) {
       const id = ctx.args[0]!;
       const svc = ctx.svc();
@@ -185,7 +191,7 @@ export const netboxCommands: Command[] = [
       if (ctx.json) printJson(j);
       else {
         out(journalTable(j));
-        out(`${j.posted} posted, ${j.failed} failed`);
+        out(`${j.posted} posted, ${j.failed} failed${j.pending ? `, ${j.pending} pending` : ""}`);
       }
       return j.failed && ctx.flags.show !== true ? EXIT.failed : EXIT.ok;
     },

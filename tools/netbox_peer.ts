@@ -143,7 +143,9 @@ export type Fault =
   | "foreign-next"
   | "429-once"
   | "forbid-journal"
-  | "journal-missing-object";
+  | "journal-missing-object"
+  | "journal-500-once"
+  | "journal-429-once";
 
 function matches(d: Record<string, unknown>, key: string, values: string[]): boolean | null {
   const slug = (o: unknown) => (o as { slug?: string } | null)?.slug;
@@ -241,6 +243,19 @@ export function startNetBoxPeer(o: PeerOptions = {}) {
       });
     }
     if (u.pathname === "/api/extras/journal-entries/" && r.method === "POST") {
+      if (faults.has("journal-500-once")) {
+        faults.delete("journal-500-once");
+        return new Response("<h1>Server Error (500)</h1>", {
+          status: 500,
+          headers: { "content-type": "text/html" },
+        });
+      }
+      if (faults.has("journal-429-once")) {
+        faults.delete("journal-429-once");
+        return json(429, { detail: "Request was throttled. Expected available in 7 seconds." }, {
+          "retry-after": "7",
+        });
+      }
       if (faults.has("forbid-journal")) {
         return json(403, { detail: "You do not have permission to perform this action." });
       }

@@ -200,7 +200,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A run's NetBox write-back: each device posted or failed (with the reason and attempts) */
+        /** A run's NetBox write-back: each device pending, posted or failed (with the reason, the attempts and the next attempt of the automatic write-back) */
         get: operations["getNetBoxJournal"];
         put?: never;
         /**
@@ -1573,15 +1573,21 @@ export interface components {
             executionId: string;
             posted: number;
             failed: number;
+            pending: number;
             entries: {
                 hostname: string;
                 netboxDeviceId: number | null;
-                /** @enum {string} */
-                status: "posted" | "failed";
+                /**
+                 * @description pending: queued by the run's finish (DUT_NETBOX_WRITEBACK=on), not tried yet; posted; failed: NetBox refused or failed (lastError), retried
+                 * @enum {string}
+                 */
+                status: "pending" | "posted" | "failed";
                 attempts: number;
                 lastError: string | null;
                 journalEntryId: number | null;
                 updatedAt: string;
+                /** @description When the automatic write-back tries this entry next (queued entries), else null */
+                nextAttemptAt: string | null;
             }[];
         };
         NetBoxJournalRequest: {

@@ -396,12 +396,18 @@ export interface NetBoxSyncsTable {
   unmapped: number;
 }
 
-/** The journal entry of one device of a finished run: posted, or failed with its reason. */
+/**
+ * The journal entry of one device of a finished run: pending (queued by the run's finish), posted, or failed
+ * with its reason; `next_at` set while it is queued for the write-back worker (migration 0029).
+ */
 export interface NetBoxJournalTable {
   execution_id: string;
   hostname: string;
   netbox_device_id: number | null;
-  status: "posted" | "failed";
+  status: "pending" | "posted" | "failed";
+  device_id: string | null;
+  next_at: Timestamp | null;
+  lease_until: Timestamp | null;
   attempts: number;
   last_error: string | null;
   journal_entry_id: number | null;

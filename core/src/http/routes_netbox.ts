@@ -21,7 +21,7 @@ import {
 } from "./openapi_util.ts";
 import { noteForAudit } from "./audit.ts";
 import { problemResponse as sendProblem, problemType, validationProblem } from "./problem.ts";
-import { sha256Hex } from "../util/hash.ts";
+import { runForJournal } from "../runtime/services.ts";
 
 const tags = ["NetBox"];
 
@@ -92,16 +92,23 @@ const JournalRequest = z.object({ netbox: NetBoxConnection }).strict().openapi("
 const JournalEntry = z.object({
   hostname: z.string(),
   netboxDeviceId: z.number().int().nullable(),
-  status: z.enum(["posted", "failed"]),
+  status: z.enum(["pending", "posted", "failed"]).openapi({
+    description: "pending: queued by the run's finish (DUT_NETBOX_WRITEBACK=on), not tried yet; posted; " +
+      "failed: NetBox refused or failed (lastError), retried",
+  }),
   attempts: z.number().int(),
   lastError: z.string().nullable(),
   journalEntryId: z.number().int().nullable(),
   updatedAt: z.string(),
+  nextAttemptAt: z.string().nullable().openapi({
+    description: "When the automatic write-back tries this entry next (queued entries), else null",
+  }),
 });
 const JournalResult = z.object({
   executionId: z.string(),
   posted: z.number().int(),
   failed: z.number().int(),
+  pending: z.number().int(),
   entries: z.array(JournalEntry),
 }).openapi("NetBoxJournal");
 
@@ -231,6 +238,12 @@ export function netboxRoutes(app: OpenAPIHono, svc: Services) {
   netboxJournalRoutes(app, svc);
 }
 
+const journalCounts = (entries: Array<{ status: string }>) => ({
+  posted: entries.filter((e) => e.status === "posted").length,
+  failed: entries.filter((e) => e.status === "failed").length,
+  pending: entries.filter((e) => e.status === "pending").length,
+});
+
 /** The write-back of a finished run: post (and retry), and read what was recorded. */
 function netboxJournalRoutes(app: OpenAPIHono, svc: Services) {
   const runParam = z.object({ executionId: z.string().min(1).max(200) });
@@ -259,8 +272,9 @@ function netboxJournalRoutes(app: OpenAPIHono, svc: Services) {
     async (c) => {
       const { executionId } = c.req.valid("param");
       const req = c.req.valid("json");
-      const run = await svc.runs.get(executionId);
-      if (run.status !== "finished" || !run.reportSha256) {
+      const origin = svc.config.DUT_PUBLIC_URL?.replace(/\/+$/, "") ?? new URL(c.req.url).origin;
+      const run = await runForJournal(svc, executionId, origin);
+      if (!run) {
         return sendProblem(c, {
           type: problemType("conflict"),
           title: "Conflict",
@@ -268,26 +282,16 @@ function netboxJournalRoutes(app: OpenAPIHono, svc: Services) {
           detail: `Run "${executionId}" has not finished; its verdict cannot be written back yet`,
         }) as never;
       }
-      const [envelope] = await svc.signatures.attestations(executionId).catch(() => []);
-      const origin = svc.config.DUT_PUBLIC_URL?.replace(/\/+$/, "") ?? new URL(c.req.url).origin;
       const nb = await client(c, req.netbox);
       if (nb instanceof Response) return nb as never;
       try {
-        const entries = await writeBack(svc.db.kysely, nb, {
-          executionId,
-          verdict: run.verdict?.value ?? null,
-          outcome: run.outcome,
-          reportUrl: `${origin}/api/test-runs/${encodeURIComponent(executionId)}/report.json`,
-          reportSha256: run.reportSha256,
-          dsseDigest: envelope ? `sha256:${await sha256Hex(envelope.text)}` : null,
-          devices: run.labAtStart.devices.map((d) => ({ id: d.id, hostname: d.hostname })),
-        });
-        const failed = entries.filter((e) => e.status === "failed").length;
+        const entries = await writeBack(svc.db.kysely, nb, run);
+        const counts = journalCounts(entries);
         noteForAudit(
           c,
-          `netbox journal of run ${executionId}: ${entries.length - failed} posted, ${failed} failed`,
+          `netbox journal of run ${executionId}: ${counts.posted} posted, ${counts.failed} failed`,
         );
-        return c.json({ executionId, posted: entries.length - failed, failed, entries }, 200);
+        return c.json({ executionId, ...counts, entries }, 200);
       } finally {
         nb.close();
       }
@@ -301,7 +305,8 @@ function netboxJournalRoutes(app: OpenAPIHono, svc: Services) {
       path: "/api/admin/dut/runs/{executionId}/netbox-journal",
       operationId: "getNetBoxJournal",
       tags,
-      summary: "A run's NetBox write-back: each device posted or failed (with the reason and attempts)",
+      summary: "A run's NetBox write-back: each device pending, posted or failed (with the reason, the " +
+        "attempts and the next attempt of the automatic write-back)",
       request: { params: runParam },
       responses: {
         200: json(JournalResult, "Each device's outcome"),
@@ -313,8 +318,7 @@ function netboxJournalRoutes(app: OpenAPIHono, svc: Services) {
       const { executionId } = c.req.valid("param");
       await svc.runs.get(executionId);
       const entries = await journalRows(svc.db.kysely, executionId);
-      const failed = entries.filter((e) => e.status === "failed").length;
-      return c.json({ executionId, posted: entries.length - failed, failed, entries }, 200);
+      return c.json({ executionId, ...journalCounts(entries), entries }, 200);
     },
   );
 }

@@ -7,6 +7,7 @@ import { dbTest } from "@dutlab/core/testing";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 import { generatedDevices, PEER_TOKEN, startNetBoxPeer } from "../../../tools/netbox_peer.ts";
+import { netboxJournalWorker } from "../runtime/services.ts";
 
 const CANARY = "canary-Pw-5b1e-netbox";
 const MAPPING = {
@@ -214,6 +215,128 @@ dbTest(
       assert.equal(t.peer.journal.length, 3, "posted entries are not posted twice");
     } finally {
       await t.peer.close();
+    }
+  },
+);
+
+dbTest(
+  "automatic write-back: a finish queues one entry per device; a 500, a 429 and a 403 are visible and retried",
+  async (db) => {
+    const peer = await startNetBoxPeer({ devices: generatedDevices(4) });
+    const t = await testServices(db, fixtureModules(), {
+      DUT_NETBOX_WRITEBACK: "on",
+      DUT_NETBOX_URL: peer.url,
+      DUT_NETBOX_TOKEN: PEER_TOKEN,
+      DUT_NETBOX_RETRY_BASE_MS: "1",
+    });
+    const worker = netboxJournalWorker(t.svc)!;
+    const post = async (path: string, body: unknown) => {
+      const res = await t.app.request(path, jsonReq("POST", body, t.auth));
+      return { status: res.status, body: await res.json() };
+    };
+    const shown = async (id: string) =>
+      await (await t.app.request(`/api/admin/dut/runs/${id}/netbox-journal`, { headers: t.auth })).json();
+    const drain = async () => {
+      await worker.tick();
+      await worker.idle();
+    };
+    const due = () =>
+      db.kysely.updateTable("netbox_journal").set({ next_at: new Date() })
+        .where("status", "=", "failed").execute();
+    const finishedRun = async () => {
+      const run = await t.svc.runs.start({ planIdentifier: "fixture-plan" });
+      await t.svc.runs.finish(run.executionId, { outcome: "passed", results: { latencySamplesMs: [1] } });
+      return await t.svc.runs.get(run.executionId);
+    };
+    try {
+      const s = await post("/api/admin/dut/lab/from-netbox", {
+        netbox: { url: peer.url, token: PEER_TOKEN },
+        mapping: MAPPING,
+      });
+      const p = await post("/api/admin/dut/lab/plan", { lab: s.body.lab, secrets: { admin: CANARY } });
+      const a = await post("/api/admin/dut/lab/apply", {
+        lab: s.body.lab,
+        secrets: { admin: CANARY },
+        expectedGeneration: p.body.generation,
+        planHash: p.body.planHash,
+      });
+      assert.equal(a.status, 200, JSON.stringify(a.body));
+
+      // The finish queues one row per device of the run, in its transaction; nothing is posted yet.
+      const run = await finishedRun();
+      const queued = await shown(run.executionId);
+      assert.deepEqual([queued.pending, queued.posted, queued.failed], [3, 0, 0]);
+      assert.ok(queued.entries.every((e: { nextAttemptAt: string | null }) => e.nextAttemptAt !== null));
+
+      // A 500 on one entry: that one is failed (visible: API, metric), the others posted; then retried.
+      peer.faults.add("journal-500-once");
+      await drain();
+      const half = await shown(run.executionId);
+      assert.deepEqual([half.posted, half.failed, half.pending], [2, 1, 0]);
+      const failed = half.entries.find((e: { status: string }) => e.status === "failed");
+      assert.match(failed.lastError, /NetBox answered 500 for journal entry of device #\d+ \(nb-/);
+      assert.ok(failed.nextAttemptAt !== null && failed.attempts === 1);
+      const metrics = await t.svc.metrics.registry.metrics();
+      assert.match(metrics, /dutlab_netbox_journal_queued\{status="failed"\} 1/);
+      assert.match(metrics, /dutlab_netbox_journal_attempts_total\{result="retry"\} 1/);
+      await due();
+      await drain();
+      const all = await shown(run.executionId);
+      assert.deepEqual([all.posted, all.failed, all.pending], [3, 0, 0]);
+      assert.equal(peer.journal.length, 3, "one journal entry per device");
+      assert.equal(new Set(peer.journal.map((j) => j.assigned_object_id)).size, 3);
+      const entry = peer.journal[0]!;
+      assert.match(String(entry.comments), new RegExp(`Report SHA-256: ${run.reportSha256}`));
+      assert.match(String(entry.comments), /DSSE envelope: sha256:[0-9a-f]{64}/);
+      assert.match(String(entry.comments), new RegExp(`/api/test-runs/${run.executionId}/report.json`));
+      await drain();
+      assert.equal(peer.journal.length, 3, "posted entries leave the queue");
+
+      // A 403 (NetBox refusing): every entry failed with NetBox's reason, the run untouched, retried later.
+      const run2 = await finishedRun();
+      peer.faults.add("forbid-journal");
+      await drain();
+      const refused = await shown(run2.executionId);
+      assert.equal(refused.failed, 3);
+      assert.ok(
+        refused.entries.every((e: { lastError: string }) =>
+          /may not write journal entry of device #\d+ \(nb-.*\) \(403/.test(e.lastError)
+        ),
+      );
+      const after = await t.svc.runs.get(run2.executionId);
+      assert.deepEqual(
+        [after.status, after.reportSha256, after.outcome],
+        [run2.status, run2.reportSha256, run2.outcome],
+        "the run is untouched",
+      );
+      assert.match(
+        await t.svc.metrics.registry.metrics(),
+        /dutlab_netbox_journal_queued\{status="failed"\} 3/,
+      );
+      peer.faults.clear();
+      await due();
+      await drain();
+      const ok = await shown(run2.executionId);
+      assert.equal(ok.posted, 3);
+      assert.ok(ok.entries.every((e: { attempts: number }) => e.attempts === 2));
+
+      // A 429: the next attempt waits NetBox's Retry-After (7 s), not the 1 ms backoff.
+      const run3 = await finishedRun();
+      peer.faults.add("journal-429-once");
+      await drain();
+      const throttled = (await shown(run3.executionId)).entries.find((e: { status: string }) =>
+        e.status === "failed"
+      );
+      assert.match(throttled.lastError, /429/);
+      const wait = Date.parse(throttled.nextAttemptAt) - Date.parse(throttled.updatedAt);
+      assert.ok(wait >= 6_000 && wait <= 8_000, `next attempt ${wait} ms after the 429`);
+      await due();
+      await drain();
+      assert.equal((await shown(run3.executionId)).posted, 3);
+      assert.equal(peer.journal.length, 9);
+    } finally {
+      await worker.stop();
+      await peer.close();
     }
   },
 );

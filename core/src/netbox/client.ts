@@ -39,6 +39,8 @@ export class NetBoxError extends Error {
     readonly status: number | null,
     /** Whether trying again later may succeed (a timeout, a 5xx, a 429 past the retries). */
     readonly retryable: boolean,
+    /** NetBox's `Retry-After` of the answer (a 429 or 503), in milliseconds, when it gave one. */
+    readonly retryAfterMs: number | null = null,
   ) {
     super(message);
     this.name = "NetBoxError";
@@ -87,6 +89,14 @@ export interface ListResult<T> {
   results: T[];
   pages: number;
   bodies: Uint8Array[];
+}
+
+/** A `Retry-After` header (seconds, or an HTTP date) in milliseconds from now, or null when absent or unreadable. */
+export function retryAfterMs(header: string | null): number | null {
+  if (header === null) return null;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
+  const date = Date.parse(header) - Date.now();
+  return Number.isFinite(date) ? Math.max(0, date) : null;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -186,7 +196,9 @@ export class NetBoxClient {
         await sleep(this.#retryAfter(res.headers.get("retry-after"), attempt));
         continue;
       }
-      if (!res.ok) throw this.#statusError(res.status, method, url, object, bytes);
+      if (!res.ok) {
+        throw this.#statusError(res.status, method, url, object, bytes, res.headers.get("retry-after"));
+      }
       let json: unknown;
       try {
         json = JSON.parse(new TextDecoder().decode(bytes));
@@ -204,13 +216,18 @@ export class NetBoxClient {
   }
 
   #retryAfter(header: string | null, attempt: number): number {
-    const secs = header !== null && /^\d+$/.test(header.trim()) ? Number(header) * 1000 : NaN;
-    const date = header !== null && Number.isNaN(secs) ? Date.parse(header) - Date.now() : NaN;
-    const wait = Number.isFinite(secs) ? secs : Number.isFinite(date) ? date : 250 * 2 ** attempt;
+    const wait = retryAfterMs(header) ?? 250 * 2 ** attempt;
     return Math.max(0, Math.min(wait, this.#o.maxRetryAfterMs));
   }
 
-  #statusError(status: number, method: string, url: URL, object: string, bytes: Uint8Array) {
+  #statusError(
+    status: number,
+    method: string,
+    url: URL,
+    object: string,
+    bytes: Uint8Array,
+    retryAfter: string | null,
+  ) {
     // NetBox's own reason ({"detail": "..."}), never the request's headers.
     let detail = "";
     try {
@@ -229,7 +246,7 @@ export class NetBoxClient {
       : status === 429
       ? `NetBox kept answering 429 Too Many Requests for ${object} after ${this.#o.retries} retries`
       : `NetBox answered ${status} for ${object} (${what})${detail}`;
-    return new NetBoxError(text, object, status, status === 429 || status >= 500);
+    return new NetBoxError(text, object, status, status === 429 || status >= 500, retryAfterMs(retryAfter));
   }
 
   /** `GET` one object (e.g. `api/status/`). */

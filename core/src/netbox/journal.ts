@@ -4,7 +4,8 @@
  * verdict, the report's URL, its SHA-256 and the DSSE envelope's digest. Each device's outcome is stored
  * (`netbox_journal`): posted (with NetBox's entry id: never posted twice) or failed (the reason, the attempts).
  * The run itself is never touched. Calling it again retries only what failed; the client already retries a
- * 429 (after `Retry-After`) and 502/503/504.
+ * 429 (after `Retry-After`) and 502/503/504. With DUT_NETBOX_WRITEBACK=on the run's finish queues the rows and
+ * the write-back worker (journal_worker.ts) posts them without a call.
  *
  * The NetBox device is the one named by the device's `netbox:<id>` tag (which `lab from-netbox` sets), else
  * the NetBox device of the same name.
@@ -29,11 +30,14 @@ export interface RunForJournal {
 export interface JournalRow {
   hostname: string;
   netboxDeviceId: number | null;
-  status: "posted" | "failed";
+  /** `pending`: queued by the run's finish, not tried yet (automatic write-back). */
+  status: "pending" | "posted" | "failed";
   attempts: number;
   lastError: string | null;
   journalEntryId: number | null;
   updatedAt: string;
+  /** When the write-back worker tries it next (queued rows), else null. */
+  nextAttemptAt: string | null;
 }
 
 /** NetBox's journal kinds: info, success, warning, danger. */
@@ -88,6 +92,37 @@ async function netboxIdOf(
   return found.results[0]!.id;
 }
 
+/** One device's attempt: NetBox's device id (when found), the entry's id, or the error. */
+export interface PostOutcome {
+  netboxId: number | null;
+  journalEntryId: number | null;
+  error: NetBoxError | null;
+}
+
+/** Post one device's journal entry of `run`; a NetBox refusal is returned, never thrown. */
+export async function postEntry(
+  client: NetBoxClient,
+  run: RunForJournal,
+  hostname: string,
+  tags: string[],
+): Promise<PostOutcome> {
+  let netboxId: number | null = null;
+  try {
+    netboxId = await netboxIdOf(client, hostname, tags);
+    const r = await client.request(
+      "POST",
+      client.url("api/extras/journal-entries/"),
+      `journal entry of device #${netboxId} (${hostname})`,
+      journalEntryBody(netboxId, run.verdict, journalComment(run)),
+    );
+    const id = (r.json as { id?: unknown })?.id;
+    return { netboxId, journalEntryId: typeof id === "number" ? id : null, error: null };
+  } catch (e) {
+    if (!(e instanceof NetBoxError)) throw e;
+    return { netboxId, journalEntryId: null, error: e };
+  }
+}
+
 /** Posts the journal entries still missing for a run; returns every device's row. */
 export async function writeBack(
   db: Kysely<Database>,
@@ -106,38 +141,28 @@ export async function writeBack(
       ) => [r.id, r.tags] as const)
       : [],
   );
-  const comments = journalComment(run);
   for (const d of run.devices) {
     if (done.has(d.hostname)) continue;
-    let netboxId: number | null = null;
-    let row: { status: "posted" | "failed"; last_error: string | null; journal_entry_id: number | null };
-    try {
-      netboxId = await netboxIdOf(client, d.hostname, tagsOf.get(d.id) ?? []);
-      const r = await client.request(
-        "POST",
-        client.url("api/extras/journal-entries/"),
-        `journal entry of device #${netboxId} (${d.hostname})`,
-        journalEntryBody(netboxId, run.verdict, comments),
-      );
-      const id = (r.json as { id?: unknown })?.id;
-      row = { status: "posted", last_error: null, journal_entry_id: typeof id === "number" ? id : null };
-    } catch (e) {
-      if (!(e instanceof NetBoxError)) throw e;
-      row = { status: "failed", last_error: e.message.slice(0, 2000), journal_entry_id: null };
-    }
+    const r = await postEntry(client, run, d.hostname, tagsOf.get(d.id) ?? []);
+    const row = r.error === null
+      ? { status: "posted" as const, last_error: null, journal_entry_id: r.journalEntryId }
+      : { status: "failed" as const, last_error: r.error.message.slice(0, 2000), journal_entry_id: null };
     await db.insertInto("netbox_journal").values({
       execution_id: run.executionId,
       hostname: d.hostname,
-      netbox_device_id: netboxId,
+      device_id: d.id,
+      netbox_device_id: r.netboxId,
       attempts: 1,
       ...row,
     }).onConflict((oc) =>
       oc.columns(["execution_id", "hostname"]).doUpdateSet((eb) => ({
-        netbox_device_id: netboxId,
+        netbox_device_id: r.netboxId,
         status: row.status,
         last_error: row.last_error,
         journal_entry_id: row.journal_entry_id,
         attempts: eb("netbox_journal.attempts", "+", 1),
+        // Posted: out of the write-back queue; failed: a queued row keeps its turn (the worker retries it).
+        ...(row.status === "posted" ? { next_at: null, lease_until: null } : {}),
         updated_at: new Date(),
       }))
     ).execute();
@@ -157,5 +182,8 @@ export async function journalRows(db: Kysely<Database>, executionId: string): Pr
     lastError: r.last_error,
     journalEntryId: r.journal_entry_id === null ? null : Number(r.journal_entry_id),
     updatedAt: new Date(r.updated_at as unknown as string).toISOString(),
+    nextAttemptAt: r.status !== "posted" && r.next_at !== null
+      ? new Date(r.next_at as unknown as string).toISOString()
+      : null,
   }));
 }

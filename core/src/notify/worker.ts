@@ -12,6 +12,7 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { logger } from "../util/log.ts";
+import { backoffMs, ClaimLoop } from "./loop.ts";
 import { type OutboxEvent, render, signatureHeaders } from "./envelope.ts";
 import { type CallResult, type OutboundRules, post } from "./send.ts";
 import type { WebhookFormat } from "./types.ts";
@@ -39,11 +40,7 @@ export interface WorkerObserver {
   attempt(result: "delivered" | "retry" | "failed", seconds: number): void;
 }
 
-/** The delay before attempt `n + 1` after `n` failed ones: full jitter over min(max, base·2^(n-1)). */
-export function backoffMs(n: number, base: number, max: number, random = Math.random): number {
-  const ceiling = Math.min(max, base * 2 ** Math.max(0, n - 1));
-  return Math.round(ceiling / 2 + random() * ceiling / 2);
-}
+export { backoffMs };
 
 interface Claimed {
   id: string;
@@ -62,62 +59,13 @@ interface Claimed {
   data: string;
 }
 
-export class DeliveryWorker {
-  #inflight = new Set<Promise<void>>();
-  #stopped = true;
-  #loop: Promise<void> | undefined;
-  #wakeUp: (() => void) | undefined;
-  #woken = false;
-
-  constructor(private db: Kysely<Database>, private opts: WorkerOptions, private observer?: WorkerObserver) {}
-
-  start(): void {
-    if (!this.#stopped) return;
-    this.#stopped = false;
-    this.#loop = (async () => {
-      while (!this.#stopped) {
-        await this.tick().catch((e) => log.warn("Webhook tick failed: {error}", { error: String(e) }));
-        if (!this.#stopped) await this.#sleep(this.opts.pollMs);
-      }
-    })();
+export class DeliveryWorker extends ClaimLoop<Claimed> {
+  constructor(private db: Kysely<Database>, private opts: WorkerOptions, private observer?: WorkerObserver) {
+    super("webhooks", opts);
   }
 
-  /** Stop claiming; wait for the deliveries in flight (each bounded by the call's time limit). */
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    this.#wake();
-    await this.#loop;
-    await Promise.all([...this.#inflight]);
-  }
-
-  /** Sleep until `ms` passed or a delivery finished (its subscription's next event can go at once). */
-  #sleep(ms: number): Promise<void> {
-    if (this.#woken) {
-      this.#woken = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const t = setTimeout(done, ms);
-      function done() {
-        clearTimeout(t);
-        resolve();
-      }
-      this.#wakeUp = done;
-    });
-  }
-
-  #wake(): void {
-    if (this.#wakeUp) {
-      const w = this.#wakeUp;
-      this.#wakeUp = undefined;
-      w();
-    } else this.#woken = true;
-  }
-
-  /** Claim what is due and start sending it; returns once claimed (not once sent). */
-  async tick(): Promise<number> {
-    const room = this.opts.concurrency - this.#inflight.size;
-    if (room <= 0) return 0;
+  /** Claim the due heads of the subscriptions (leased to this instance). */
+  protected async claim(room: number): Promise<Claimed[]> {
     const leaseMs = this.opts.timeoutMs + 30_000;
     const claimed = await this.db.transaction().execute(async (tx) => {
       const ids = await sql<{ id: string }>`
@@ -142,27 +90,10 @@ export class DeliveryWorker {
         where d.id in (${sql.join(list)}) order by d.id`.execute(tx);
       return rows.rows;
     });
-    for (const c of claimed) {
-      const p = this.#deliver(c).catch((e) =>
-        log.warn("Webhook delivery {id} failed to record: {error}", {
-          id: c.id,
-          error: String(e),
-        })
-      ).finally(() => {
-        this.#inflight.delete(p);
-        this.#wake();
-      });
-      this.#inflight.add(p);
-    }
-    return claimed.length;
+    return claimed;
   }
 
-  /** Wait until nothing is in flight (tests). */
-  async idle(): Promise<void> {
-    await Promise.all([...this.#inflight]);
-  }
-
-  async #deliver(c: Claimed): Promise<void> {
+  protected async handle(c: Claimed): Promise<void> {
     const event: OutboxEvent = {
       id: c.event_id,
       type: c.type,

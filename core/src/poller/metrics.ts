@@ -109,6 +109,25 @@ export class Metrics {
     help: "Webhook subscriptions marked failing (repeated failed attempts in a row)",
     registers: [this.registry],
   });
+  netboxJournalAttempts = new Counter({
+    name: "dutlab_netbox_journal_attempts_total",
+    help: "NetBox write-back attempts (one journal entry of one device) by result (posted, retry)",
+    labelNames: ["result"] as const,
+    registers: [this.registry],
+  });
+  netboxJournalDuration = new Histogram({
+    name: "dutlab_netbox_journal_attempt_duration_seconds",
+    help: "Duration of one NetBox write-back attempt (device lookup and journal entry)",
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  netboxJournalQueued = new Gauge({
+    name: "dutlab_netbox_journal_queued",
+    help: "NetBox journal entries waiting in the write-back queue by status (pending: not tried yet, " +
+      "failed: to be retried), read from the database (all instances)",
+    labelNames: ["status"] as const,
+    registers: [this.registry],
+  });
   eventClients = new Gauge({
     name: "dutlab_event_stream_clients",
     help: "Clients connected to GET /api/events on this instance",
@@ -157,6 +176,19 @@ export class Metrics {
     };
     ended.inc({ reason: "expired" }, 0);
     ended.inc({ reason: "timed_out" }, 0);
+  }
+
+  /** Read the NetBox write-back queue at each scrape (DUT_NETBOX_WRITEBACK=on). */
+  watchNetBoxJournal(read: () => Promise<{ pending: number; failed: number }>): void {
+    const gauge = this.netboxJournalQueued;
+    // deno-lint-ignore no-explicit-any
+    (gauge as any).collect = async () => {
+      const q = await read().catch(() => null);
+      if (q) {
+        gauge.set({ status: "pending" }, q.pending);
+        gauge.set({ status: "failed" }, q.failed);
+      }
+    };
   }
 
   constructor() {

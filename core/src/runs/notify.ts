@@ -26,6 +26,27 @@ export async function runFinished(
   }, { severity: verdict === "pass" ? "info" : "warning", plan: run.planIdentifier });
 }
 
+/**
+ * The automatic NetBox write-back's queue (issue 50, docs/netbox.md): one `pending` row per device of the
+ * finished run, written in the finish's transaction; the write-back worker (netbox/journal_worker.ts) posts
+ * them. A device already recorded for the run (a manual write-back) is left as it is.
+ */
+export async function netboxJournalQueued(
+  tx: Kysely<Database>,
+  executionId: string,
+  devices: ReadonlyArray<{ id: string; hostname: string }>,
+): Promise<void> {
+  if (!devices.length) return;
+  await tx.insertInto("netbox_journal").values(devices.map((d) => ({
+    execution_id: executionId,
+    hostname: d.hostname,
+    device_id: d.id,
+    status: "pending" as const,
+    attempts: 0,
+    next_at: new Date(),
+  }))).onConflict((oc) => oc.columns(["execution_id", "hostname"]).doNothing()).execute();
+}
+
 /** `dutlab.preflight.failed`: a run start's pre-flight did not pass (refused, or started over it). */
 export async function preflightFailed(
   tx: Kysely<Database>,

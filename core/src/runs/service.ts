@@ -14,7 +14,7 @@ import { isUuid } from "../util/ids.ts";
 import { jsonValue } from "../db/json.ts";
 import type { FinishRunInput, StartRunInput } from "../api/schemas.ts";
 import { decodeCursor, encodeCursor } from "../util/paging.ts";
-import { preflightFailed, runFinished } from "./notify.ts";
+import { netboxJournalQueued, preflightFailed, runFinished } from "./notify.ts";
 
 /** A run as the API shows it. */
 /** Filters and paging of the run list (docs/http-api.md "Reads, paging and filters"). */
@@ -127,6 +127,12 @@ export class RunService {
     /** The lab's name (`DUT_LAB_NAME`), recorded on each run at its start. */
     private labName = "dutlab test lab",
   ) {}
+
+  /**
+   * DUT_NETBOX_WRITEBACK=on: a finish also queues a NetBox journal entry per device of the run (in its
+   * transaction; docs/netbox.md "Writing verdicts back").
+   */
+  netboxWriteBack = false;
 
   /**
    * Start a run: 404 for an unknown plan, 409 while another run is active. A start is gated when the plan
@@ -396,6 +402,10 @@ export class RunService {
       }).where("execution_id", "=", r.execution_id).execute();
       const run = { executionId, planIdentifier: r.plan_identifier, outcome: input.outcome, endedAt };
       await runFinished(tx, run, report, baseUrl);
+      if (this.netboxWriteBack) {
+        const lab = jsonValue<StartState>(r.start_state_json);
+        await netboxJournalQueued(tx, executionId, lab?.devices ?? []);
+      }
     });
     return await this.get(executionId);
   }

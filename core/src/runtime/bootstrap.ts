@@ -1,15 +1,18 @@
 import { type Config, pdfSigningFromEnv, pollConfig } from "./config.ts";
 import type { Db } from "../db/open.ts";
 import { logger } from "../util/log.ts";
+import { StartupError } from "../errors.ts";
 import type { LoadedModules, Registry } from "../registry.ts";
 import {
   buildPollServices,
   buildServices,
+  netboxJournalWorker,
   type PollServices,
   type Services,
   webhookWorker,
 } from "./services.ts";
 import type { DeliveryWorker } from "../notify/worker.ts";
+import type { JournalWorker } from "../netbox/journal_worker.ts";
 import { PollWorker } from "../poller/worker.ts";
 import { startSweeper } from "../reservations/sweeper.ts";
 import { CORE_VERSION } from "../version.ts";
@@ -226,6 +229,28 @@ export async function startWorker(rt: PollRuntime): Promise<PollWorker | null> {
  */
 export function startWebhooks(rt: Runtime): DeliveryWorker {
   const worker = webhookWorker(rt.services);
+  rt.defer(() => worker.stop());
+  worker.start();
+  return worker;
+}
+
+/**
+ * Start the automatic NetBox write-back of `serve` (DUT_NETBOX_WRITEBACK=on, docs/netbox.md "Writing verdicts
+ * back"); null when it is off. Every instance runs one (rows are claimed with FOR UPDATE SKIP LOCKED and a
+ * lease). The runtime's `close()` stops it.
+ */
+export async function startNetBoxWriteBack(rt: Runtime): Promise<JournalWorker | null> {
+  const file = rt.config.DUT_NETBOX_CA_FILE;
+  let caPem: string | undefined;
+  if (file) {
+    try {
+      caPem = await Deno.readTextFile(file);
+    } catch (e) {
+      throw new StartupError("BAD_CONFIG", `DUT_NETBOX_CA_FILE: cannot read ${file} (${(e as Error).name})`);
+    }
+  }
+  const worker = netboxJournalWorker(rt.services, caPem);
+  if (!worker) return null;
   rt.defer(() => worker.stop());
   worker.start();
   return worker;

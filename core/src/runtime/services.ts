@@ -23,6 +23,10 @@ import { decryptAlertWriter } from "../runs/alerts.ts";
 import { Subscriptions } from "../notify/subscriptions.ts";
 import { DeliveryWorker } from "../notify/worker.ts";
 import { ReservationService } from "../reservations/service.ts";
+import { NetBoxClient } from "../netbox/client.ts";
+import type { RunForJournal } from "../netbox/journal.ts";
+import { journalQueue, JournalWorker } from "../netbox/journal_worker.ts";
+import { sha256Hex } from "../util/hash.ts";
 
 /**
  * What a poller uses (`deno task poll`): devices and their credentials, the poll cycle with its write hooks
@@ -194,6 +198,8 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     }),
   };
   svc.metrics.watchReservations(svc.reservations);
+  svc.runs.netboxWriteBack = config.DUT_NETBOX_WRITEBACK === "on";
+  if (svc.runs.netboxWriteBack) svc.metrics.watchNetBoxJournal(() => journalQueue(db.kysely));
   return svc;
 }
 
@@ -228,6 +234,59 @@ export function webhookWorker(svc: Services): DeliveryWorker {
     attempt: (result, seconds) => {
       svc.metrics.webhookAttempts.inc({ result });
       svc.metrics.webhookDuration.observe(seconds);
+    },
+  });
+}
+
+/**
+ * What a NetBox journal entry of a finished run carries (docs/netbox.md "Writing verdicts back"): the verdict,
+ * the report's URL under `origin`, its SHA-256 and the DSSE envelope's digest; null for a run not finished.
+ */
+export async function runForJournal(
+  svc: Services,
+  executionId: string,
+  origin: string,
+): Promise<RunForJournal | null> {
+  const run = await svc.runs.get(executionId);
+  if (run.status !== "finished" || !run.reportSha256) return null;
+  const [envelope] = await svc.signatures.attestations(executionId).catch(() => []);
+  return {
+    executionId,
+    verdict: run.verdict?.value ?? null,
+    outcome: run.outcome,
+    reportUrl: `${origin.replace(/\/+$/, "")}/api/test-runs/${encodeURIComponent(executionId)}/report.json`,
+    reportSha256: run.reportSha256,
+    dsseDigest: envelope ? `sha256:${await sha256Hex(envelope.text)}` : null,
+    devices: run.labAtStart.devices.map((d) => ({ id: d.id, hostname: d.hostname })),
+  };
+}
+
+/**
+ * The automatic NetBox write-back worker of `serve` (DUT_NETBOX_WRITEBACK=on; started by
+ * `startNetBoxWriteBack`), or null when write-back is off. `caPem`: DUT_NETBOX_CA_FILE's text.
+ */
+export function netboxJournalWorker(svc: Services, caPem?: string): JournalWorker | null {
+  const c = svc.config;
+  if (c.DUT_NETBOX_WRITEBACK !== "on" || !c.DUT_NETBOX_URL || !c.DUT_NETBOX_TOKEN) return null;
+  // No retries inside the client: the queue retries, after NetBox's Retry-After or a backoff.
+  const client = new NetBoxClient({
+    url: c.DUT_NETBOX_URL,
+    token: c.DUT_NETBOX_TOKEN,
+    caPem,
+    timeoutMs: c.DUT_NETBOX_TIMEOUT_MS,
+    retries: 0,
+  });
+  const origin = c.DUT_PUBLIC_URL ?? `http://localhost:${c.PORT}`;
+  return new JournalWorker(svc.db.kysely, client, (id) => runForJournal(svc, id, origin), {
+    pollMs: c.DUT_NETBOX_POLL_MS,
+    concurrency: 4,
+    retryBaseMs: c.DUT_NETBOX_RETRY_BASE_MS,
+    retryMaxDelayMs: c.DUT_NETBOX_RETRY_MAX_DELAY_SECONDS * 1000,
+    leaseMs: c.DUT_NETBOX_TIMEOUT_MS * 2 + 30_000,
+  }, {
+    attempt: (result, seconds) => {
+      svc.metrics.netboxJournalAttempts.inc({ result });
+      svc.metrics.netboxJournalDuration.observe(seconds);
     },
   });
 }

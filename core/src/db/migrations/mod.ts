@@ -26,6 +26,7 @@ import * as m0025 from "./2026_11_29_0025_poll_leases.ts";
 import * as m0026 from "./2026_11_29_0026_testbeds_reservations.ts";
 import * as m0027 from "./2026_11_29_0027_webhooks.ts";
 import * as m0028 from "./2026_11_29_0028_netbox.ts";
+import * as m0029 from "./2026_11_29_0029_netbox_journal_queue.ts";
 
 /** Static migration provider: every migration, by its date-prefixed name. */
 export const migrationProvider: MigrationProvider = {
@@ -58,6 +59,7 @@ export const migrationProvider: MigrationProvider = {
       "2026_11_29_0026_testbeds_reservations": m0026,
       "2026_11_29_0027_webhooks": m0027,
       "2026_11_29_0028_netbox": m0028,
+      "2026_11_29_0029_netbox_journal_queue": m0029,
     });
   },
 };
