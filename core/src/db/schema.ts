@@ -396,10 +396,7 @@ export interface NetBoxSyncsTable {
   unmapped: number;
 }
 
-/**
- * The journal entry of one device of a finished run: pending (queued by the run's finish), posted, or failed
- * with its reason; `next_at` set while it is queued for the write-back worker (migration 0029).
- */
+/** A device's journal entry of a finished run: pending, posted or failed; `next_at` while queued (0029). */
 export interface NetBoxJournalTable {
   execution_id: string;
   hostname: string;
