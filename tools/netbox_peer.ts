@@ -6,7 +6,8 @@
  * with their own id, name, role, platform, site, status, primary IP, tags and custom fields, in NetBox 4.x
  * form (status `{value: "active"}`). Every request's `Authorization` header is checked and recorded.
  *
- * - `deno task netbox:peer [--sim] [--count N] [--port P] [--ready-file F] [--lifetime SECONDS]`: `--sim`
+ * - `deno task netbox:peer [--sim] [--count N] [--port P] [--ready-file F] [--lifetime SECONDS]
+ *   [--netbox-version 3.7.7|4.2.2|4.5.2]`: `--sim`
  *   makes one NetBox device per running `deno task lab` simulator (`lab-<vendor>`, its URL in custom field
  *   `dutlab_url`) plus two devices no mapping covers; `--ready-file` gets `export NETBOX_URL=… NETBOX_TOKEN=… NETBOX_PEER_PID=…`.
  *
@@ -19,6 +20,27 @@ const FIXTURE = JSON.parse(
 /** The v2 token the peer accepts unless told otherwise (pynetbox's recorded v2 key and token). */
 export const PEER_TOKEN = "nbt_shortkey1234567.plaintexttoken7890abcdef1234567890abcdef";
 export const PEER_VERSION = "4.5.2";
+/** pynetbox's recorded v1 (legacy) token: what a NetBox before 4.5 accepts, as `Token <40 hex>`. */
+export const PEER_V1_TOKEN = "1234567890123456789012345678901234567890";
+
+/**
+ * What differs between the NetBox releases the peer can be (`PeerOptions.version`), each from NetBox's own
+ * code or published schema (core/src/netbox/testdata/SOURCE.md): the `/api/status/` members (StatusView at
+ * the release tag), the Authorization keywords (`Bearer` with v2 `nbt_` tokens from 4.5), and the device's
+ * members (3.7 answers the deprecated `device_role` beside `role` and has no `display_url`; the cooling
+ * counts are newer than 4.2).
+ */
+export function releaseOf(version: string) {
+  const [major, minor] = version.split(".").map(Number) as [number, number];
+  const at = (ma: number, mi: number) => major > ma || (major === ma && minor >= mi);
+  return {
+    v2Tokens: at(4, 5),
+    statusMembers: at(4, 5) ? "4.5" as const : "3.7" as const,
+    deviceRole: !at(4, 0),
+    displayUrl: at(4, 0),
+    coolingCounts: at(4, 5),
+  };
+}
 
 export interface DeviceSpec {
   id: number;
@@ -75,6 +97,8 @@ export function deviceObject(s: DeviceSpec): Record<string, unknown> {
       slug: t,
     })),
     custom_fields: s.customFields ?? {},
+    // pynetbox's recorded face is NetBox 2.x's integer; NetBox 3.x and 4.x answer the choice's string.
+    face: { value: "front", label: "Front" },
     // The members NetBox 4.x answers beside the recorded ones (required by its OpenAPI document's Device).
     display_url: `http://localhost:8000/dcim/devices/${s.id}/`,
     parent_device: null,
@@ -129,7 +153,9 @@ export interface Request {
 
 export interface PeerOptions {
   devices?: DeviceSpec[];
+  /** The token the peer accepts (default: PEER_TOKEN, or PEER_V1_TOKEN before NetBox 4.5). */
   token?: string;
+  /** The NetBox release the peer answers as (default PEER_VERSION): 3.7.x, 4.2.x, 4.5+ (see releaseOf). */
   version?: string;
   port?: number;
   cert?: { certPem: string; keyPem: string };
@@ -146,6 +172,20 @@ export type Fault =
   | "journal-missing-object"
   | "journal-500-once"
   | "journal-429-once";
+
+/** The device filters the peer applies as NetBox does (any other query parameter is ignored, as NetBox does). */
+export const PEER_FILTERS = [
+  "site",
+  "role",
+  "platform",
+  "manufacturer",
+  "status",
+  "tag",
+  "name",
+  "id",
+  "q",
+  "has_primary_ip",
+] as const;
 
 function matches(d: Record<string, unknown>, key: string, values: string[]): boolean | null {
   const slug = (o: unknown) => (o as { slug?: string } | null)?.slug;
@@ -175,13 +215,49 @@ function matches(d: Record<string, unknown>, key: string, values: string[]): boo
   return null; // NetBox ignores a query parameter that is no filter
 }
 
+/** A device object as the release answers it (`deviceObject` is the 4.5+ form). */
+function asRelease(d: Record<string, unknown>, r: ReturnType<typeof releaseOf>): Record<string, unknown> {
+  const out = { ...d };
+  if (r.deviceRole) out.device_role = out.role;
+  if (!r.displayUrl) delete out.display_url;
+  if (!r.coolingCounts) { for (const k of ["cooling_intake_count", "cooling_outflow_count"]) delete out[k]; }
+  return out;
+}
+
+/** The `/api/status/` answer of the release: StatusView's members at its tag. */
+function statusOf(version: string, r: ReturnType<typeof releaseOf>): Record<string, unknown> {
+  const apps = { django_filters: "25.1", django_tables2: "2.7.5", rest_framework: "3.16.0" };
+  return r.statusMembers === "4.5"
+    ? {
+      "django-version": "5.2.8",
+      hostname: "netbox",
+      installed_apps: apps,
+      "netbox-version": version,
+      "netbox-full-version": `${version}-Docker-3.4.1`,
+      plugins: {},
+      "python-version": "3.12.3",
+      "rq-workers-running": 1,
+    }
+    : {
+      "django-version": "4.2.11",
+      "installed-apps": apps,
+      "netbox-version": version,
+      plugins: {},
+      "python-version": "3.11.4",
+      "rq-workers-running": 1,
+    };
+}
+
 export function startNetBoxPeer(o: PeerOptions = {}) {
-  const token = o.token ?? PEER_TOKEN;
+  const version = o.version ?? PEER_VERSION;
+  const release = releaseOf(version);
+  const token = o.token ?? (release.v2Tokens ? PEER_TOKEN : PEER_V1_TOKEN);
   const expected = /^nbt_/.test(token) ? `Bearer ${token}` : `Token ${token}`;
   const requests: Request[] = [];
   const journal: Array<Record<string, unknown>> = [];
   const faults = new Set<Fault>();
-  let devices = (o.devices ?? generatedDevices(12)).map(deviceObject);
+  const objects = (specs: DeviceSpec[]) => specs.map((d) => asRelease(deviceObject(d), release));
+  let devices = objects(o.devices ?? generatedDevices(12));
   const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
     new Response(JSON.stringify(body), {
       status,
@@ -196,22 +272,19 @@ export function startNetBoxPeer(o: PeerOptions = {}) {
       query: u.search,
       authorization: r.headers.get("authorization"),
     });
-    if (r.headers.get("authorization") !== expected) return json(403, { detail: "Invalid v2 token" });
+    const auth = r.headers.get("authorization") ?? "";
+    // Before 4.5 NetBox knows only the `Token` keyword: another one is no authentication at all.
+    if (!release.v2Tokens && !/^Token /i.test(auth)) {
+      return json(403, { detail: "Authentication credentials were not provided." });
+    }
+    if (auth !== expected) {
+      return json(403, { detail: release.v2Tokens ? "Invalid v2 token" : "Invalid token" });
+    }
     if (faults.has("429-once")) {
       faults.delete("429-once");
       return json(429, { detail: "Request was throttled." }, { "retry-after": "1" });
     }
-    if (u.pathname === "/api/status/" && r.method === "GET") {
-      return json(200, {
-        "django-version": "5.2.8",
-        "installed-apps": {},
-        "netbox-version": o.version ?? PEER_VERSION,
-        "netbox-full-version": `${o.version ?? PEER_VERSION}-Docker-3.4.1`,
-        plugins: {},
-        "python-version": "3.12.3",
-        "rq-workers-running": 1,
-      });
-    }
+    if (u.pathname === "/api/status/" && r.method === "GET") return json(200, statusOf(version, release));
     if (u.pathname === "/api/dcim/devices/" && r.method === "GET") {
       if (faults.has("not-json")) {
         return new Response("<html>502 Bad Gateway</html>", {
@@ -303,7 +376,7 @@ export function startNetBoxPeer(o: PeerOptions = {}) {
     journal,
     faults,
     setDevices(d: DeviceSpec[]) {
-      devices = d.map(deviceObject);
+      devices = objects(d);
     },
     get devices() {
       return devices;
@@ -361,10 +434,15 @@ if (import.meta.main) {
       port: { type: "string" },
       "ready-file": { type: "string" },
       lifetime: { type: "string" },
+      "netbox-version": { type: "string" },
     },
   });
   const devices = values.sim ? await simDevices() : generatedDevices(Number(values.count ?? 12));
-  const peer = await startNetBoxPeer({ devices, port: values.port ? Number(values.port) : 0 });
+  const peer = await startNetBoxPeer({
+    devices,
+    port: values.port ? Number(values.port) : 0,
+    version: values["netbox-version"],
+  });
   const env = `export NETBOX_URL=${peer.url} NETBOX_TOKEN=${peer.token} NETBOX_PEER_PID=${Deno.pid}\n`;
   if (values["ready-file"]) await Deno.writeTextFile(values["ready-file"], env);
   console.log(`NetBox peer on ${peer.url} (${devices.length} devices; token ${peer.token.slice(0, 8)}…)`);
