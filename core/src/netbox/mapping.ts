@@ -76,19 +76,28 @@ export const NetBoxMapping = z.object({
 });
 export type NetBoxMapping = z.infer<typeof NetBoxMapping>;
 
-/** The parts of a NetBox device the mapping reads (NetBox 3.6+ `role`, older `device_role`). */
+/** A related object as NetBox (a slug) or Nautobot 2+ (a name, no slug) answers it. */
+type Related = { slug?: string; name?: string } | null;
+
+/**
+ * The parts of a NetBox device the mapping reads (NetBox 3.6+ `role`, older `device_role`). Nautobot: `location`
+ * for `site`, names where there are no slugs, `status.name`, `primary_ip4`/`primary_ip6`.
+ */
 export interface NetBoxDevice {
   /** A number in NetBox, a UUID in Nautobot. */
   id: number | string;
   name: string | null;
-  device_type?: { manufacturer?: { slug?: string } | null } | null;
-  role?: { slug?: string } | null;
-  device_role?: { slug?: string } | null;
-  platform?: { slug?: string } | null;
-  site?: { slug?: string } | null;
-  status?: { value?: unknown } | null;
+  device_type?: { manufacturer?: Related } | null;
+  role?: Related;
+  device_role?: Related;
+  platform?: Related;
+  site?: Related;
+  location?: Related;
+  status?: { value?: unknown; name?: unknown } | null;
   primary_ip?: { address?: string } | null;
-  tags?: Array<{ slug?: string }>;
+  primary_ip4?: { address?: string } | null;
+  primary_ip6?: { address?: string } | null;
+  tags?: Array<{ slug?: string; name?: string }>;
   custom_fields?: Record<string, unknown> | null;
 }
 
@@ -98,15 +107,27 @@ export interface Unmapped {
   reason: string;
 }
 
+/** A related object's key: NetBox's slug, else (Nautobot 2+, which has no slugs) its name. */
+const key = (o: Related | undefined) =>
+  typeof o?.slug === "string" ? o.slug : typeof o?.name === "string" ? o.name : undefined;
+
 const facts = (d: NetBoxDevice) => ({
-  platform: d.platform?.slug,
-  manufacturer: d.device_type?.manufacturer?.slug,
-  role: (d.role ?? d.device_role)?.slug,
-  site: d.site?.slug,
-  status: typeof d.status?.value === "string" ? d.status.value : undefined,
-  tags: (d.tags ?? []).map((t) => t.slug).filter((s): s is string => typeof s === "string"),
+  platform: key(d.platform),
+  manufacturer: key(d.device_type?.manufacturer),
+  role: key(d.role ?? d.device_role),
+  site: key(d.site ?? d.location),
+  status: typeof d.status?.value === "string"
+    ? d.status.value
+    : typeof d.status?.name === "string"
+    ? d.status.name
+    : undefined,
+  tags: (d.tags ?? []).map(key).filter((s): s is string => typeof s === "string"),
   cf: d.custom_fields ?? {},
 });
+
+/** The primary IP: NetBox's `primary_ip`, else (Nautobot) `primary_ip4`, then `primary_ip6`. */
+const primaryOf = (d: NetBoxDevice) =>
+  d.primary_ip?.address ?? d.primary_ip4?.address ?? d.primary_ip6?.address ?? undefined;
 
 function matches(m: z.infer<typeof Match>, f: ReturnType<typeof facts>): boolean {
   return (m.platform === undefined || m.platform === f.platform) &&
@@ -127,8 +148,9 @@ function managementUrl(map: NetBoxMapping, d: NetBoxDevice, f: ReturnType<typeof
   const miss = (reason: string): Unmapped => ({ netboxId: d.id, name: d.name, reason });
   const m = map.managementUrl;
   if (m.from === "primaryIp") {
-    if (!d.primary_ip?.address) return miss("it has no primary IP (managementUrl.from: primaryIp)");
-    return `https://${ip(d.primary_ip.address)}${m.port ? `:${m.port}` : ""}${m.path ?? ""}`;
+    const primary = primaryOf(d);
+    if (!primary) return miss("it has no primary IP (managementUrl.from: primaryIp)");
+    return `https://${ip(primary)}${m.port ? `:${m.port}` : ""}${m.path ?? ""}`;
   }
   if (m.from === "customField") {
     const v = f.cf[m.field];
@@ -143,7 +165,7 @@ function managementUrl(map: NetBoxMapping, d: NetBoxDevice, f: ReturnType<typeof
       : k === "id"
       ? d.id
       : k === "primaryIp"
-      ? (d.primary_ip?.address ? ip(d.primary_ip.address) : undefined)
+      ? (primaryOf(d) ? ip(primaryOf(d)!) : undefined)
       : (f as Record<string, unknown>)[k];
     if (v === undefined || v === null || v === "" || typeof v === "object") {
       missing ??= cf ? `custom field ${k}` : k === "primaryIp" ? "primary IP" : k;

@@ -39,6 +39,16 @@ export interface Imported {
   provenance: Provenance;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The version `/api/status/` names: NetBox's `netbox-version`, or `Nautobot <nautobot-version>`; else null. */
+export function versionOf(status: Record<string, unknown> | null | undefined): string | null {
+  const nb = status?.["netbox-version"];
+  if (typeof nb === "string") return nb;
+  const nautobot = status?.["nautobot-version"];
+  return typeof nautobot === "string" ? `Nautobot ${nautobot}` : null;
+}
+
 /** Fetches, maps and records one import. Two NetBox devices of one hostname stop it (nothing recorded). */
 export async function importFromNetBox(
   db: Kysely<Database> | null,
@@ -47,13 +57,18 @@ export async function importFromNetBox(
   filters: Array<[string, string]>,
 ): Promise<Imported> {
   const status = await client.get<Record<string, unknown>>("api/status/", "status (/api/status/)");
-  const version = status.value?.["netbox-version"];
-  const list = await client.list<NetBoxDevice>("api/dcim/devices/", filters, "devices (/api/dcim/devices/)");
+  const version = versionOf(status.value);
+  // Nautobot 2+ answers related objects as bare references ({id, object_type, url}) unless asked for depth.
+  const query: Array<[string, string]> = /^Nautobot ([2-9]|\d\d)/.test(version ?? "") &&
+      !filters.some(([k]) => k === "depth")
+    ? [...filters, ["depth", "1"]]
+    : filters;
+  const list = await client.list<NetBoxDevice>("api/dcim/devices/", query, "devices (/api/dcim/devices/)");
   const fetchedAt = new Date().toISOString();
   for (const d of list.results) {
-    if (d === null || typeof d !== "object" || typeof d.id !== "number") {
+    if (d === null || typeof d !== "object" || !(typeof d.id === "number" || UUID.test(String(d.id)))) {
       throw new NetBoxError(
-        "NetBox's device list holds an entry without a numeric id",
+        "NetBox's device list holds an entry without a numeric id (NetBox) or a UUID (Nautobot)",
         "devices",
         null,
         false,
@@ -76,8 +91,8 @@ export async function importFromNetBox(
   const provenance: Provenance = {
     id: crypto.randomUUID(),
     netboxUrl: client.base.href.replace(/\/$/, ""),
-    filters,
-    netboxVersion: typeof version === "string" ? version : null,
+    filters: query,
+    netboxVersion: version,
     fetchedAt,
     answersSha256: `sha256:${await sha256Hex(hashes.join("\n"))}`,
     pages: list.pages,
