@@ -39,6 +39,7 @@ export const SCENARIOS = [
   "blackbox",
   "netbox",
   "webhooks",
+  "scaleout",
 ] as const;
 type Scenario = typeof SCENARIOS[number];
 

@@ -134,12 +134,14 @@ export class PollLeases {
 
   #took(rows: ClaimRow[], scheduled: boolean): Lease[] {
     const out: Lease[] = [];
+    let takeovers = 0;
     for (const r of rows) {
       const lease = { deviceId: r.device_id, epoch: Number(r.epoch), slotAt: iso(r.slot_at) };
       this.#held.set(lease.deviceId, lease);
       out.push(lease);
       if (r.prev_owner !== null && r.prev_owner !== this.id) {
         this.#takeovers++;
+        takeovers++;
         this.metrics.leaseTakeovers.inc();
         log.info("Took over device {id} from {owner} (lease expired)", {
           id: r.device_id,
@@ -147,6 +149,10 @@ export class PollLeases {
         });
       }
       if (scheduled && r.late_s !== null) this.metrics.pollLateness.observe(Math.max(0, Number(r.late_s)));
+    }
+    if (out.length && this.#timer !== undefined && takeovers) {
+      // Report takeovers at once (`poll_instances`), not at the next heartbeat: the taker may die before it.
+      this.heartbeat().catch((e) => log.warn("Instance report failed: {error}", { error: String(e) }));
     }
     this.#claims += out.length;
     this.metrics.leaseClaims.inc(out.length);
@@ -158,13 +164,20 @@ export class PollLeases {
    * The write's fence, inside the store's transaction: the lease row is locked (no takeover until the write
    * commits) and must still be this instance's, under the claimed epoch, unexpired, with the device's
    * `last_poll_at` still the claimed slot (a slot polled already is not written twice).
+   *
+   * The (device, due slot) key: the device row is the key and its `last_poll_at` the slot. Every write of a
+   * poll moves `last_poll_at` in the transaction that stores its snapshots, so a slot is consumed once. The
+   * device row is locked here too (`for update of l, d`): a replay of the same write racing the first one
+   * waits for it and is then checked against the committed row (PostgreSQL re-reads locked rows that changed
+   * meanwhile), so it finds the slot gone and stores nothing. No unique index on `snapshots` is needed for
+   * this (it would be a third index on the largest table for the same guarantee).
    */
   guard(lease: Lease): WriteGuard {
     return async (tx) => {
       const r = await sql<{ ok: boolean }>`select (l.owner = ${this.id} and l.epoch = ${lease.epoch}
           and l.expires_at > now() and d.last_poll_at is not distinct from l.slot_at) as ok
         from device_leases l join devices d on d.id = l.device_id
-        where l.device_id = ${lease.deviceId} for update of l`.execute(tx);
+        where l.device_id = ${lease.deviceId} for update of l, d`.execute(tx);
       const ok = r.rows[0]?.ok === true;
       if (!ok) {
         this.#fenced++;

@@ -7,6 +7,7 @@ import { sql } from "kysely";
 import { dbTest } from "@dutlab/core/testing";
 import { PollWorker } from "./worker.ts";
 import { listPollInstances } from "./leases.ts";
+import { hashSnapshot, LostLockError, PollStore } from "./store.ts";
 import { parseEnv } from "../runtime/config.ts";
 import { StartupError } from "../errors.ts";
 import { addDevice, count, fixtureDevice, makeDue, setup, until, view } from "../../harness/poller_lab.ts";
@@ -92,6 +93,43 @@ dbTest(
     } finally {
       await w.stop(0);
     }
+  },
+);
+
+dbTest(
+  "a replayed write of the same (device, due slot) is a no-op, whether it races the first write or follows it",
+  async (db) => {
+    const { svc, app } = await setup(db);
+    const id = await addDevice(svc, "https://192.0.2.1");
+    const [lease] = await svc.poller.leases.claimDue(1);
+    assert.equal(lease?.deviceId, id);
+    assert.equal(lease.slotAt, null, "the first slot: never polled");
+    const row = await svc.devices.get(id);
+    const outcome = {
+      status: "ok" as const,
+      error: "collected 1 snapshot(s)",
+      snapshots: [await hashSnapshot("deploy_status", { slot: "first" })],
+    };
+    const module = { name: "@dutlab/adapter-fixture", version: "0.0.1" };
+    const guard = svc.poller.leases.guard(lease);
+    // Two stores: on PostgreSQL two transactions on two connections at once, the second waiting for the
+    // first's locks (one session on PGlite: one after the other).
+    const both = await Promise.allSettled(
+      [new PollStore(db.kysely), new PollStore(db.kysely)].map((s) => s.write(row, module, outcome, guard)),
+    );
+    const stored = both.filter((r) => r.status === "fulfilled");
+    const refused = both.filter((r) => r.status === "rejected" && r.reason instanceof LostLockError);
+    assert.equal(stored.length, 1, `one write stored: ${JSON.stringify(both)}`);
+    assert.equal(refused.length, 1, "the other refused as fenced");
+    assert.equal(await count(db, "snapshots", id), 1);
+    const at = (await view(svc, id)).lastPollAt;
+    assert.ok(at !== null);
+    // The same write once more, later (a retry after a lost commit acknowledgement): refused too.
+    await assert.rejects(new PollStore(db.kysely).write(row, module, outcome, guard), LostLockError);
+    assert.equal(await count(db, "snapshots", id), 1, "still one snapshot for the slot");
+    assert.equal((await view(svc, id)).lastPollAt, at, "lastPollAt unchanged by the replays");
+    assert.match(await (await app.request("/metrics")).text(), /^dutlab_poll_fenced_writes_total 2$/m);
+    await svc.poller.leases.release(lease);
   },
 );
 

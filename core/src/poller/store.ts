@@ -103,6 +103,11 @@ export interface PollStoreOptions {
    * text array (default, PGlite: its binary parameters cost it more than text, BENCHMARKS.md section 2d).
    */
   binaryPayloads?: boolean;
+  /**
+   * PostgreSQL: `idle_in_transaction_session_timeout` of each write transaction (the poll lease's length), so
+   * that a writer paused mid-transaction does not hold its devices' locks past its leases.
+   */
+  idleInTransactionMs?: number;
 }
 
 interface Job {
@@ -153,6 +158,7 @@ export class PollStore {
   readonly #writers: number;
   readonly #lingerMs: number;
   readonly #binaryPayloads: boolean;
+  readonly #idleMs: number | null;
 
   #hooks: readonly PollWriteHook[];
   /** Adapter release ids seen committed (a release never changes: migration 0017). */
@@ -164,6 +170,7 @@ export class PollStore {
     this.#writers = Math.max(1, Math.floor(opts.writers ?? 1));
     this.#lingerMs = Math.max(0, opts.lingerMs ?? 0);
     this.#binaryPayloads = opts.binaryPayloads ?? false;
+    this.#idleMs = opts.idleInTransactionMs ?? null;
   }
 
   /** Transactions being written at this moment (for tests and diagnosis). */
@@ -247,6 +254,10 @@ export class PollStore {
   /** One transaction for the batch: per job, what it stored or the error it gets. */
   async #transaction(batch: Job[]): Promise<Array<Stored | Error>> {
     return await this.db.transaction().execute(async (tx) => {
+      if (this.#idleMs !== null) {
+        await sql`select set_config('idle_in_transaction_session_timeout', ${String(this.#idleMs)}, true)`
+          .execute(tx);
+      }
       const out: Array<Stored | Error | null> = await checkGuards(tx, batch);
       const { now } =
         (await sql<{ now: Date | string }>`select ${sql.raw(PREPARED)} now() as now`.execute(tx))
@@ -318,7 +329,8 @@ type SnapshotRef = WrittenRow;
  */
 async function checkGuards(tx: Tx, batch: Job[]): Promise<Array<Stored | Error | null>> {
   const guards = new Map<WriteGuard, boolean>();
-  for (const j of batch) {
+  // In device id order, the order every writer locks devices in (a guard locks its device's rows).
+  for (const j of [...batch].sort((a, b) => a.row.id < b.row.id ? -1 : a.row.id > b.row.id ? 1 : 0)) {
     if (j.guard && !guards.has(j.guard)) guards.set(j.guard, await j.guard(tx));
   }
   return batch.map((j) =>

@@ -19,6 +19,12 @@ export { POLL_LOCK_CLASS, pollLockKey } from "./leader.ts";
 export const WAKE_MARGIN_MS = 50;
 
 /**
+ * Between scans, the least time from one claim round to the next: a device that becomes claimable (due, or
+ * its lease lost by a dead or paused instance has expired) is claimed then instead of at the next scan.
+ */
+export const CATCH_UP_MIN_MS = 1_000;
+
+/**
  * Polls in flight per place of `concurrency`, those whose results wait for the store included: a batch
  * being written and the next one polled meanwhile (the store writes up to MAX_BATCH = 64 polls per
  * transaction; the default concurrency is 64).
@@ -40,6 +46,14 @@ export interface WorkerOptions {
  */
 export class PollWorker {
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** The claim round between scans (see {@link CATCH_UP_MIN_MS}). */
+  #catchUp: ReturnType<typeof setTimeout> | undefined;
+  /** When that claim round runs (performance.now() clock). */
+  #catchUpAt = Infinity;
+  /** When the next scan tick is due (performance.now() clock). */
+  #nextTickAt = 0;
+  /** When the latest claim round (scan or catch-up) started (performance.now() clock). */
+  #roundAt = 0;
   #leader: PollLeader;
   /** Due devices selected by the latest scan and not started yet, oldest poll first. */
   #queue: Lease[] = [];
@@ -113,20 +127,49 @@ export class PollWorker {
       }
       if (this.#stopping) return;
       this.#timer = setTimeout(() => this.#tick(), this.opts.scanSeconds * 1000);
+      this.#nextTickAt = performance.now() + this.opts.scanSeconds * 1000;
       this.#scanTick();
     })();
   }
 
   /**
-   * Milliseconds, on the database clock, until the earliest enabled device becomes due (0 or less when one
-   * is due now or was never polled).
+   * After a scan or claim round has started its polls: when a device becomes claimable before the next scan
+   * (it falls due, or the lease of an instance that died or hangs expires), a claim round runs then, at most
+   * every {@link CATCH_UP_MIN_MS}. So a device is polled at its due time (not at the next scan) and a lost
+   * lease is taken over when it expires, whatever the scan period.
+   */
+  #scheduleCatchUp(): void {
+    if (this.#stopping || this.#nextTickAt === 0) return;
+    (async () => {
+      const wait = await this.#untilDue().catch(() => Infinity);
+      if (this.#stopping) return;
+      const at = Math.max(
+        performance.now() + Math.max(0, wait) + WAKE_MARGIN_MS,
+        this.#roundAt + CATCH_UP_MIN_MS,
+      );
+      if (!(at < this.#nextTickAt - CATCH_UP_MIN_MS)) return; // the next scan comes first
+      if (at >= this.#catchUpAt) return; // an earlier round is already set
+      clearTimeout(this.#catchUp);
+      this.#catchUpAt = at;
+      this.#catchUp = setTimeout(() => {
+        this.#catchUp = undefined;
+        this.#catchUpAt = Infinity;
+        if (this.#stopping || this.#pumping || this.#selecting) return;
+        this.scan(false).catch((e) => log.error("Claim round failed: {error}", { error: String(e) }));
+      }, at - performance.now());
+    })();
+  }
+
+  /**
+   * Milliseconds, on the database clock, until the earliest enabled device can be claimed: it is due and its
+   * lease is free or expired (0 or less when one can be claimed now).
    */
   async #untilDue(): Promise<number> {
     const r = await sql<{ ms: number | string | null; never: boolean }>`select
-        extract(epoch from min(last_poll_at + poll_interval_seconds * interval '1 second') - now()) * 1000
-          as ms,
-        bool_or(last_poll_at is null) as never
-      from devices where enabled`.execute(this.db.kysely);
+        extract(epoch from min(greatest(d.last_poll_at + d.poll_interval_seconds * interval '1 second',
+          case when l.owner is not null then l.expires_at end)) - now()) * 1000 as ms,
+        bool_or(d.last_poll_at is null and (l.owner is null or l.expires_at < now())) as never
+      from devices d left join device_leases l on l.device_id = d.id where d.enabled`.execute(this.db.kysely);
     const row = r.rows[0];
     if (!row || row.never || row.ms === null) return 0;
     return Number(row.ms);
@@ -153,14 +196,15 @@ export class PollWorker {
    * as places free up, and poll them. Resolves when the polls this scan started are done. Scans may
    * overlap: a hung device never holds up the next scan, and a device is never polled twice at once.
    */
-  async scan(): Promise<void> {
+  async scan(full = true): Promise<void> {
     const t0 = performance.now();
     if (this.#selecting || this.#stopping) return;
+    this.#roundAt = t0;
     this.#selecting = (async () => {
       await this.#leader.ensure();
       if (this.#stopping) return false;
       this.#exhausted = false;
-      this.scans++;
+      if (full) this.scans++;
       return true;
     })();
     try {
@@ -169,7 +213,7 @@ export class PollWorker {
       this.#selecting = null;
     }
     await this.#pump();
-    this.metrics.scanDuration.observe((performance.now() - t0) / 1000);
+    if (full) this.metrics.scanDuration.observe((performance.now() - t0) / 1000);
   }
 
   /**
@@ -242,9 +286,11 @@ export class PollWorker {
       );
     }
     this.#pumping = false;
+    this.#scheduleCatchUp();
     // Claimed but not started (stopping): give them back at once.
     for (const lease of this.#queue.splice(0)) await this.#leases.release(lease);
     await Promise.all(polls);
+    if (polls.length) this.#scheduleCatchUp(); // its own leases are given back: their devices' next due time
   }
 
   /** Wakes every pump waiting for a place (a device done, a write stored). */
@@ -259,6 +305,7 @@ export class PollWorker {
     this.#stopping = true;
     this.#leader.resign();
     clearTimeout(this.#timer);
+    clearTimeout(this.#catchUp);
     this.#wake?.();
     this.#notifyFreed();
     await this.#selecting?.catch(() => {});

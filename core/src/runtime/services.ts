@@ -137,7 +137,14 @@ export async function buildPollServices(
       leaseSeconds: config.DUT_POLL_LEASE_SECONDS ?? 60,
       batch: config.DUT_POLL_CLAIM_BATCH ?? 32,
     }),
-    store: pollStoreOptions(db.kind),
+    store: {
+      ...pollStoreOptions(db.kind),
+      // A writer paused mid-transaction (SIGSTOP, a frozen VM) must not keep its devices' rows locked, and so
+      // their leases from being taken over, beyond its lease: PostgreSQL ends its transaction then.
+      ...(db.kind === "postgres"
+        ? { idleInTransactionMs: (config.DUT_POLL_LEASE_SECONDS ?? 60) * 1000 }
+        : {}),
+    },
     // The runs feature records decrypt alerts in the poll store's transaction (the poller knows no runs).
     writeHooks: [decryptAlertWriter(registry, events)],
     events,
