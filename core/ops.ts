@@ -21,6 +21,7 @@ export {
   keyIdOf,
 } from "./src/devices/credentials.ts";
 export { reencryptCredentials } from "./src/devices/key_rotation.ts";
+export { reencryptWebhookSecrets } from "./src/notify/secrets.ts";
 export { MAKE_PDF_CERTIFICATE } from "./src/report/pdf_certificates.ts";
 export { generatePdfSigningMaterial, PdfSigner } from "./src/report/pdf_sign.ts";
 export { generateSigningKey, ReportSigningKey } from "./src/report/sign.ts";

@@ -12,6 +12,7 @@ import addFormatsModule from "npm:ajv-formats@3.0.1";
 import type { Kysely } from "kysely";
 import type { Database } from "../src/db/schema.ts";
 import { DeliveryWorker, type WorkerOptions } from "../src/notify/worker.ts";
+import type { KeyRing } from "../src/devices/store.ts";
 
 const addFormats = addFormatsModule as unknown as (a: unknown) => void;
 const ajv = new Ajv({ strict: false, allErrors: true });
@@ -71,12 +72,28 @@ export function verifyDelivery(r: Received, secret: string): Record<string, unkn
   return new Webhook(secret).verify(r.body, r.headers) as Record<string, unknown>;
 }
 
+/**
+ * Microsoft's Adaptive Cards 1.4 JSON schema (draft-06; its top-level `$schema` and `id`, which ajv 8 does not
+ * read, dropped), compiled once: the outside judge of the Teams formatter's cards.
+ */
+const adaptiveCardSchema = JSON.parse(
+  await Deno.readTextFile(new URL("../src/notify/testdata/adaptive-card-1.4.schema.json", import.meta.url)),
+);
+delete adaptiveCardSchema.$schema;
+delete adaptiveCardSchema.id;
+const validateAdaptiveCard = ajv.compile(adaptiveCardSchema);
+
+/** ajv's errors for `card` against the Adaptive Cards 1.4 schema, or null when it conforms. */
+export function adaptiveCardErrors(card: unknown): string | null {
+  return validateAdaptiveCard(card) ? null : ajv.errorsText(validateAdaptiveCard.errors);
+}
+
 /** ajv's errors for `event` against the CloudEvents JSON schema, or null when it conforms. */
 export function cloudEventErrors(event: unknown): string | null {
   return validateCloudEvent(event) ? null : ajv.errorsText(validateCloudEvent.errors);
 }
 
-export const TEST_WORKER: WorkerOptions = {
+export const TEST_WORKER: Omit<WorkerOptions, "keys"> = {
   pollMs: 20,
   timeoutMs: 2000,
   maxResponseBytes: 65536,
@@ -87,8 +104,12 @@ export const TEST_WORKER: WorkerOptions = {
   concurrency: 8,
 };
 
-export function testWorker(db: Kysely<Database>, opts: Partial<WorkerOptions> = {}): DeliveryWorker {
-  return new DeliveryWorker(db, { ...TEST_WORKER, ...opts });
+/** A delivery worker with test timings over the services' database, signing with their credential keys. */
+export function testWorker(
+  svc: { db: { kysely: Kysely<Database> }; keys: KeyRing },
+  opts: Partial<WorkerOptions> = {},
+): DeliveryWorker {
+  return new DeliveryWorker(svc.db.kysely, { ...TEST_WORKER, keys: svc.keys, ...opts });
 }
 
 /** Wait until `cond` holds (polling every 20 ms), failing after `ms`. */

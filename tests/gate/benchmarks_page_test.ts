@@ -26,8 +26,9 @@ Deno.test("BENCHMARKS.md is the rendering of its results file and bench/METHOD.m
   assert.match(r.out, /is current \(rendered from bench\/results-full-s\d+\.json\)/);
   const page = await Deno.readTextFile(`${ROOT}BENCHMARKS.md`);
   // 400 lines, plus 10 for issue 50's NetBox scenario (its targets, its results file, its method section),
-  // plus 15 for issue 53's floors (its targets table beside the guards).
-  assert.ok(page.split("\n").length <= 426, "BENCHMARKS.md stays within 425 lines");
+  // plus 15 for issue 53's floors (its targets table beside the guards), plus 14 for issue 51's webhook
+  // scenario (its rows, its results file, its method section).
+  assert.ok(page.split("\n").length <= 440, "BENCHMARKS.md stays within 439 lines");
 });
 
 Deno.test("a figure edited by hand in BENCHMARKS.md makes the check fail", async () => {

@@ -23,7 +23,7 @@ export const DEFAULT_RESULTS = "bench/results-full-s14.json";
  * Results of single scenarios run after the full run (`deno task bench --only X --out FILE`): their figures are
  * added to the page, each file named with its own command, time and machine.
  */
-export const EXTRA_RESULTS = ["bench/results-issue50-netbox.json"];
+export const EXTRA_RESULTS = ["bench/results-issue50-netbox.json", "bench/results-issue51-webhooks.json"];
 
 interface Results {
   mode: string;
@@ -328,6 +328,22 @@ export const TARGET_ROWS: TargetRow[] = [
       backend: "postgres",
     }),
   },
+  // Issue 51: webhook delivery from commit to receipt, and the outbox's cost on the poll write path.
+  ...(["pglite", "postgres"] as const).flatMap((backend): TargetRow[] => [
+    {
+      value: sel("webhooks", "commit to receipt, 10 subscriptions: p50 (p99)", { backend }),
+      also: sel("webhooks", "commit to receipt, 10 subscriptions: p99", { backend }),
+    },
+    {
+      value: sel("webhooks", "poll scan of 250 devices, 10 subscriptions to device status changes, median", {
+        backend,
+      }),
+      ref: ref(
+        "no subscription",
+        sel("webhooks", "poll scan of 250 devices, no subscription, median", { backend }),
+      ),
+    },
+  ]),
 ];
 
 /** The one figure `s` names; throws when none or several match. */

@@ -67,13 +67,23 @@ function summary(e: OutboxEvent): { title: string; text: string; link: string | 
 /** Slack's mrkdwn escapes (`&`, `<`, `>`). */
 const slackEscape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
-/** A Slack incoming-webhook message: `text` (the notification) and section blocks with the link. */
+/** Slack's limits: a section's text (3,000 characters) and a message's `text` (kept to 4,000, its advice). */
+export const SLACK_SECTION_MAX = 3000;
+export const SLACK_TEXT_MAX = 4000;
+
+/** `s` cut to `max` characters, an ellipsis marking the cut. */
+const clip = (s: string, max: number) => s.length <= max ? s : `${s.slice(0, max - 1)}…`;
+
+/**
+ * A Slack incoming-webhook message: `text` (the notification and the fallback; plain, escaped) and one
+ * section block in mrkdwn with the link (Block Kit).
+ */
 export function slackMessage(e: OutboxEvent): Record<string, unknown> {
   const s = summary(e);
-  const body = `*${slackEscape(s.title)}*\n${slackEscape(s.text)}`;
   const link = s.link ? `\n<${s.link}|Open the report>` : "";
+  const body = clip(`*${slackEscape(s.title)}*\n${slackEscape(s.text)}`, SLACK_SECTION_MAX - link.length);
   return {
-    text: `${s.title}${s.link ? ` ${s.link}` : ""}`,
+    text: clip(slackEscape(`${s.title}${s.link ? ` ${s.link}` : ""}`), SLACK_TEXT_MAX),
     blocks: [{ type: "section", text: { type: "mrkdwn", text: body + link } }],
   };
 }

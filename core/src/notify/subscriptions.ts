@@ -7,6 +7,8 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { ConflictError, NotFoundError } from "../errors.ts";
 import { newSecret } from "./envelope.ts";
+import { sealWebhookSecret } from "./secrets.ts";
+import type { KeyRing } from "../devices/store.ts";
 import type { SubscribableType, WebhookFilters, WebhookFormat } from "./types.ts";
 
 /** A subscription as the API shows it: never its secret. */
@@ -93,7 +95,8 @@ function view(r: { [K in keyof Row]: unknown }): SubscriptionView {
 }
 
 export class Subscriptions {
-  constructor(private db: Kysely<Database>) {}
+  /** `keys` encrypt the signing secrets at rest (secrets.ts). */
+  constructor(private db: Kysely<Database>, private keys: KeyRing) {}
 
   async create(input: SubscriptionInput): Promise<SubscriptionView & { secret: string }> {
     const secret = newSecret();
@@ -107,7 +110,7 @@ export class Subscriptions {
       filters: JSON.stringify(input.filters ?? {}),
       allow_http: input.allowHttp ?? false,
       enabled: input.enabled ?? true,
-      secret,
+      secret: await sealWebhookSecret(this.keys, id, secret),
     }).execute();
     return { ...(await this.get(id)), secret };
   }
@@ -155,7 +158,7 @@ export class Subscriptions {
     await this.db.updateTable("webhook_subscriptions").set({
       previous_secret: overlapSeconds > 0 ? sql<string>`secret` : null,
       previous_secret_until: overlapSeconds > 0 ? new Date(Date.now() + overlapSeconds * 1000) : null,
-      secret,
+      secret: await sealWebhookSecret(this.keys, id, secret),
       updated_at: new Date(),
     } as never).where("id", "=", id).execute();
     return { ...(await this.get(id)), secret };

@@ -46,9 +46,9 @@ async function runOnce(app: App, auth: Auth) {
 dbTest(
   "a finished run reaches its subscriber as a signed CloudEvent the outside judges accept",
   async (db) => {
-    const { app, auth } = await testServices(db, fixtureModules());
+    const { app, auth, svc } = await testServices(db, fixtureModules());
     const rx = startReceiver();
-    const worker = testWorker(db.kysely);
+    const worker = testWorker(svc);
     try {
       const sub = await subscribe(app, auth, {
         name: "ci",
@@ -92,11 +92,11 @@ dbTest(
 );
 
 dbTest("a receiver answering 500 five times then 200 gets the event, the attempts in the log", async (db) => {
-  const { app, auth } = await testServices(db, fixtureModules());
+  const { app, auth, svc } = await testServices(db, fixtureModules());
   const rx = startReceiver({
     "/flaky": (n) => n < 5 ? { status: 500 } : { status: 200 },
   });
-  const worker = testWorker(db.kysely, { failingAfter: 5 });
+  const worker = testWorker(svc, { failingAfter: 5 });
   try {
     const sub = await subscribe(app, auth, {
       name: "flaky",
@@ -128,12 +128,12 @@ dbTest("a receiver answering 500 five times then 200 gets the event, the attempt
 });
 
 dbTest("a hanging receiver does not delay other subscriptions; Retry-After is honoured", async (db) => {
-  const { app, auth } = await testServices(db, fixtureModules());
+  const { app, auth, svc } = await testServices(db, fixtureModules());
   const rx = startReceiver({
     "/hang": () => "hang",
     "/later": (n) => n === 0 ? { status: 429, headers: { "retry-after": "1" } } : { status: 200 },
   });
-  const worker = testWorker(db.kysely, { timeoutMs: 30_000 });
+  const worker = testWorker(svc, { timeoutMs: 30_000 });
   try {
     const hang = await subscribe(app, auth, {
       name: "hang",
@@ -167,9 +167,9 @@ dbTest("a hanging receiver does not delay other subscriptions; Retry-After is ho
 dbTest(
   "a rolled-back change writes no event; rotation signs with both secrets during the overlap",
   async (db) => {
-    const { app, auth } = await testServices(db, fixtureModules());
+    const { app, auth, svc } = await testServices(db, fixtureModules());
     const rx = startReceiver();
-    const worker = testWorker(db.kysely);
+    const worker = testWorker(svc);
     try {
       const sub = await subscribe(app, auth, {
         name: "rot",
@@ -230,7 +230,7 @@ dbTest(
 );
 
 dbTest("webhook URLs: https by default, http only when allowed, guarded addresses refused", async (db) => {
-  const { app, auth } = await testServices(db, fixtureModules());
+  const { app, auth, svc } = await testServices(db, fixtureModules());
   const post = (body: Record<string, unknown>) =>
     app.request(
       "/api/admin/webhooks",

@@ -16,6 +16,8 @@ import { backoffMs, ClaimLoop } from "./loop.ts";
 import { type OutboxEvent, render, signatureHeaders } from "./envelope.ts";
 import { type CallResult, type OutboundRules, post } from "./send.ts";
 import type { WebhookFormat } from "./types.ts";
+import type { KeyRing } from "../devices/store.ts";
+import { openWebhookSecret } from "./secrets.ts";
 
 const log = logger("webhooks");
 
@@ -33,6 +35,8 @@ export interface WorkerOptions extends OutboundRules {
   failingAfter: number;
   /** Deliveries in flight at most per instance. */
   concurrency: number;
+  /** The credential keys the signing secrets are encrypted with (secrets.ts). */
+  keys: KeyRing;
 }
 
 /** What the worker reports to metrics. */
@@ -102,9 +106,9 @@ export class DeliveryWorker extends ClaimLoop<Claimed> {
       data: JSON.parse(c.data),
     };
     const { body, contentType } = render(c.format as WebhookFormat, event);
-    const secrets = [c.secret];
+    const secrets = [await openWebhookSecret(this.opts.keys, c.subscription_id, c.secret)];
     if (c.previous_secret && c.previous_secret_until && new Date(c.previous_secret_until) > new Date()) {
-      secrets.push(c.previous_secret);
+      secrets.push(await openWebhookSecret(this.opts.keys, c.subscription_id, c.previous_secret));
     }
     const headers = {
       "content-type": contentType,

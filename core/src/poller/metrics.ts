@@ -178,6 +178,16 @@ export class Metrics {
     ended.inc({ reason: "timed_out" }, 0);
   }
 
+  /** Read the number of failing webhook subscriptions (every instance's deliveries count) at each scrape. */
+  watchWebhooks(failing: () => Promise<number>): void {
+    const gauge = this.webhookFailing;
+    // deno-lint-ignore no-explicit-any
+    (gauge as any).collect = async () => {
+      const n = await failing().catch(() => null);
+      if (n !== null) gauge.set(n);
+    };
+  }
+
   /** Read the NetBox write-back queue at each scrape (DUT_NETBOX_WRITEBACK=on). */
   watchNetBoxJournal(read: () => Promise<{ pending: number; failed: number }>): void {
     const gauge = this.netboxJournalQueued;

@@ -17,6 +17,7 @@ import { PollWorker } from "../poller/worker.ts";
 import { startSweeper } from "../reservations/sweeper.ts";
 import { CORE_VERSION } from "../version.ts";
 import { reencryptCredentials } from "../devices/key_rotation.ts";
+import { reencryptWebhookSecrets } from "../notify/secrets.ts";
 import { startIdleReclaimer } from "./idle.ts";
 import { start, type Started } from "./start.ts";
 import type { PollRuntime, Runtime } from "./handle.ts";
@@ -198,6 +199,10 @@ function startRemark(db: Db, registry: Registry): () => Promise<void> {
  * (`serve` and `poll` call it; every instance may, rows are swapped only if unchanged).
  */
 export function finishKeyRotation(rt: PollRuntime): void {
+  // Webhook signing secrets: also those written plain before they were encrypted (one small read when none).
+  reencryptWebhookSecrets(rt.db.kysely, rt.services.keys).catch((e) =>
+    logger("keys").error("Webhook secret re-encryption failed: {error}", { error: String(e) })
+  );
   if (!rt.config.DUT_CRED_ENC_KEY_PREVIOUS) return;
   reencryptCredentials(rt.db.kysely, rt.services.keys).catch((e) =>
     logger("keys").error("Credential re-encryption failed: {error}", { error: String(e) })

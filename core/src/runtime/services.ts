@@ -195,7 +195,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     pdfSigner,
     pdfCertificates: new PdfCertificates(db.kysely, pdfSigner?.info ?? null),
     runs: new RunService(db.kysely, registry, config.DUT_DEFAULT_LICENSE_ID, config.DUT_LAB_NAME),
-    webhooks: new Subscriptions(db.kysely),
+    webhooks: new Subscriptions(db.kysely, base.keys),
     reservations: new ReservationService(db.kysely, base.events),
     pdf: new PdfRenderer({
       executablePath: config.DUT_CHROMIUM_PATH,
@@ -205,6 +205,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     }),
   };
   svc.metrics.watchReservations(svc.reservations);
+  svc.metrics.watchWebhooks(() => svc.webhooks.failingCount());
   svc.runs.netboxWriteBack = config.DUT_NETBOX_WRITEBACK === "on";
   if (svc.runs.netboxWriteBack) svc.metrics.watchNetBoxJournal(() => journalQueue(db.kysely));
   return svc;
@@ -234,6 +235,7 @@ export function webhookWorker(svc: Services): DeliveryWorker {
     retryWindowMs: c.DUT_WEBHOOK_RETRY_WINDOW_SECONDS * 1000,
     failingAfter: c.DUT_WEBHOOK_FAILING_AFTER,
     concurrency: c.DUT_WEBHOOK_CONCURRENCY,
+    keys: svc.keys,
     networks: svc.limits.networks,
     lookup: svc.limits.lookup,
     extraCa: c.extraCa,
