@@ -22,6 +22,7 @@ export {
 } from "./src/devices/credentials.ts";
 export { reencryptCredentials } from "./src/devices/key_rotation.ts";
 export { reencryptWebhookSecrets } from "./src/notify/secrets.ts";
+export { secretCipher } from "./src/runtime/services.ts";
 export { MAKE_PDF_CERTIFICATE } from "./src/report/pdf_certificates.ts";
 export { generatePdfSigningMaterial, PdfSigner } from "./src/report/pdf_sign.ts";
 export { generateSigningKey, ReportSigningKey } from "./src/report/sign.ts";

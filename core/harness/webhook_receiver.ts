@@ -13,6 +13,7 @@ import type { Kysely } from "kysely";
 import type { Database } from "../src/db/schema.ts";
 import { DeliveryWorker, type WorkerOptions } from "../src/notify/worker.ts";
 import type { KeyRing } from "../src/devices/store.ts";
+import { secretCipher } from "../src/runtime/services.ts";
 
 const addFormats = addFormatsModule as unknown as (a: unknown) => void;
 const ajv = new Ajv({ strict: false, allErrors: true });
@@ -109,7 +110,7 @@ export function testWorker(
   svc: { db: { kysely: Kysely<Database> }; keys: KeyRing },
   opts: Partial<WorkerOptions> = {},
 ): DeliveryWorker {
-  return new DeliveryWorker(svc.db.kysely, { ...TEST_WORKER, keys: svc.keys, ...opts });
+  return new DeliveryWorker(svc.db.kysely, { ...TEST_WORKER, keys: secretCipher(svc.keys), ...opts });
 }
 
 /** Wait until `cond` holds (polling every 20 ms), failing after `ms`. */

@@ -8,9 +8,22 @@
  */
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { decryptSecret, encryptSecret, keyIdOf } from "../devices/credentials.ts";
-import type { KeyRing } from "../devices/store.ts";
 import { logger } from "../util/log.ts";
+
+/**
+ * The device credentials' cipher (devices/credentials.ts with the service's key ring), handed in by the
+ * runtime (runtime/services.ts `secretCipher`): notify sits below devices.
+ */
+export interface SecretCipher {
+  /** Id of the key new ciphertexts are made with. */
+  currentKeyId: string;
+  /** AES-256-GCM with the current key, `aad` as associated data. */
+  encrypt(aad: string, plaintext: string): Promise<string>;
+  /** With whichever configured key made `stored`; rejects otherwise (the error names no secret). */
+  decrypt(aad: string, stored: string): Promise<string>;
+  /** The key id a ciphertext names. */
+  keyIdOf(stored: string): string | null;
+}
 
 const aad = (subscriptionId: string) => `webhook:${subscriptionId}`;
 
@@ -18,13 +31,21 @@ const aad = (subscriptionId: string) => `webhook:${subscriptionId}`;
 const isPlain = (stored: string) => stored.startsWith("whsec_");
 
 /** The stored form of a subscription's signing secret. */
-export function sealWebhookSecret(keys: KeyRing, subscriptionId: string, secret: string): Promise<string> {
-  return encryptSecret(keys.current, aad(subscriptionId), secret);
+export function sealWebhookSecret(
+  keys: SecretCipher,
+  subscriptionId: string,
+  secret: string,
+): Promise<string> {
+  return keys.encrypt(aad(subscriptionId), secret);
 }
 
 /** The signing secret of a stored value (encrypted, or plain for a row written before encryption). */
-export function openWebhookSecret(keys: KeyRing, subscriptionId: string, stored: string): Promise<string> {
-  return isPlain(stored) ? Promise.resolve(stored) : decryptSecret(keys.all, aad(subscriptionId), stored);
+export function openWebhookSecret(
+  keys: SecretCipher,
+  subscriptionId: string,
+  stored: string,
+): Promise<string> {
+  return isPlain(stored) ? Promise.resolve(stored) : keys.decrypt(aad(subscriptionId), stored);
 }
 
 /**
@@ -33,7 +54,7 @@ export function openWebhookSecret(keys: KeyRing, subscriptionId: string, stored:
  */
 export async function reencryptWebhookSecrets(
   db: Kysely<Database>,
-  keys: KeyRing,
+  keys: SecretCipher,
 ): Promise<{ rotated: number; undecryptable: number }> {
   const log = logger("keys");
   const rows = await db.selectFrom("webhook_subscriptions").select([
@@ -44,7 +65,7 @@ export async function reencryptWebhookSecrets(
   ])
     .execute();
   let rotated = 0, undecryptable = 0;
-  const stale = (s: string | null) => s !== null && (isPlain(s) || keyIdOf(s) !== keys.current.id);
+  const stale = (s: string | null) => s !== null && (isPlain(s) || keys.keyIdOf(s) !== keys.currentKeyId);
   for (const r of rows) {
     if (!stale(r.secret) && !stale(r.previous_secret)) continue;
     try {

@@ -7,8 +7,7 @@ import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { ConflictError, NotFoundError } from "../errors.ts";
 import { newSecret } from "./envelope.ts";
-import { sealWebhookSecret } from "./secrets.ts";
-import type { KeyRing } from "../devices/store.ts";
+import { sealWebhookSecret, type SecretCipher } from "./secrets.ts";
 import type { SubscribableType, WebhookFilters, WebhookFormat } from "./types.ts";
 
 /** A subscription as the API shows it: never its secret. */
@@ -96,7 +95,7 @@ function view(r: { [K in keyof Row]: unknown }): SubscriptionView {
 
 export class Subscriptions {
   /** `keys` encrypt the signing secrets at rest (secrets.ts). */
-  constructor(private db: Kysely<Database>, private keys: KeyRing) {}
+  constructor(private db: Kysely<Database>, private keys: SecretCipher) {}
 
   async create(input: SubscriptionInput): Promise<SubscriptionView & { secret: string }> {
     const secret = newSecret();

@@ -3,7 +3,7 @@ import { dbTest } from "@dutlab/core/testing";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 import { startReceiver, testWorker, until, verifyDelivery } from "../../harness/webhook_receiver.ts";
-import { buildKeyRing } from "../runtime/services.ts";
+import { buildKeyRing, secretCipher } from "../runtime/services.ts";
 import { reencryptWebhookSecrets } from "./secrets.ts";
 
 type App = Awaited<ReturnType<typeof testServices>>["app"];
@@ -53,7 +53,10 @@ dbTest(
       const dump = JSON.stringify(await db.kysely.selectFrom("webhook_subscriptions").selectAll().execute());
       assert.ok(!dump.includes(sub.secret.slice(6)));
       const audit = JSON.stringify(await db.kysely.selectFrom("audit_log").selectAll().execute());
-      assert.ok(audit.includes(sub.id) && !audit.includes(sub.secret.slice(6)), "audited, without the secret");
+      assert.ok(
+        audit.includes(sub.id) && !audit.includes(sub.secret.slice(6)),
+        "audited, without the secret",
+      );
       const read = await (await app.request(`/api/admin/webhooks/${sub.id}`, { headers: auth })).text();
       assert.ok(!read.includes(sub.secret.slice(6)) && !read.includes(row.secret));
       // A ciphertext copied to another subscription does not decrypt there (the id is associated data).
@@ -73,7 +76,10 @@ dbTest(
       await ping(app, auth, other.id);
       await until(() => rx.got.length === 2, 10_000, "the legacy ping");
       verifyDelivery(rx.got[1]!, legacy);
-      assert.deepEqual(await reencryptWebhookSecrets(db.kysely, svc.keys), { rotated: 1, undecryptable: 0 });
+      assert.deepEqual(await reencryptWebhookSecrets(db.kysely, secretCipher(svc.keys)), {
+        rotated: 1,
+        undecryptable: 0,
+      });
       const after = await db.kysely.selectFrom("webhook_subscriptions").select("secret")
         .where("id", "=", other.id).executeTakeFirstOrThrow();
       assert.match(after.secret, /^v1\./);
@@ -87,7 +93,10 @@ dbTest(
       );
       const rotated = await rot.json() as { secret: string };
       const next = await buildKeyRing("cd".repeat(32), svc.config.DUT_CRED_ENC_KEY);
-      assert.deepEqual(await reencryptWebhookSecrets(db.kysely, next), { rotated: 2, undecryptable: 0 });
+      assert.deepEqual(await reencryptWebhookSecrets(db.kysely, secretCipher(next)), {
+        rotated: 2,
+        undecryptable: 0,
+      });
       const moved = await db.kysely.selectFrom("webhook_subscriptions").select(["secret", "previous_secret"])
         .where("id", "=", sub.id).executeTakeFirstOrThrow();
       assert.ok(moved.secret.startsWith(`v1.${next.current.id}.`));

@@ -230,7 +230,7 @@ dbTest(
 );
 
 dbTest("webhook URLs: https by default, http only when allowed, guarded addresses refused", async (db) => {
-  const { app, auth, svc } = await testServices(db, fixtureModules());
+  const { app, auth } = await testServices(db, fixtureModules());
   const post = (body: Record<string, unknown>) =>
     app.request(
       "/api/admin/webhooks",

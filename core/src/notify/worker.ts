@@ -16,8 +16,7 @@ import { backoffMs, ClaimLoop } from "./loop.ts";
 import { type OutboxEvent, render, signatureHeaders } from "./envelope.ts";
 import { type CallResult, type OutboundRules, post } from "./send.ts";
 import type { WebhookFormat } from "./types.ts";
-import type { KeyRing } from "../devices/store.ts";
-import { openWebhookSecret } from "./secrets.ts";
+import { openWebhookSecret, type SecretCipher } from "./secrets.ts";
 
 const log = logger("webhooks");
 
@@ -35,8 +34,8 @@ export interface WorkerOptions extends OutboundRules {
   failingAfter: number;
   /** Deliveries in flight at most per instance. */
   concurrency: number;
-  /** The credential keys the signing secrets are encrypted with (secrets.ts). */
-  keys: KeyRing;
+  /** The cipher of the signing secrets at rest (secrets.ts). */
+  keys: SecretCipher;
 }
 
 /** What the worker reports to metrics. */

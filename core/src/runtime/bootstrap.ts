@@ -8,6 +8,7 @@ import {
   buildServices,
   netboxJournalWorker,
   type PollServices,
+  secretCipher,
   type Services,
   webhookWorker,
 } from "./services.ts";
@@ -200,7 +201,7 @@ function startRemark(db: Db, registry: Registry): () => Promise<void> {
  */
 export function finishKeyRotation(rt: PollRuntime): void {
   // Webhook signing secrets: also those written plain before they were encrypted (one small read when none).
-  reencryptWebhookSecrets(rt.db.kysely, rt.services.keys).catch((e) =>
+  reencryptWebhookSecrets(rt.db.kysely, secretCipher(rt.services.keys)).catch((e) =>
     logger("keys").error("Webhook secret re-encryption failed: {error}", { error: String(e) })
   );
   if (!rt.config.DUT_CRED_ENC_KEY_PREVIOUS) return;

@@ -2,6 +2,8 @@ import type { Config, PollConfig } from "./config.ts";
 import type { Db } from "../db/open.ts";
 import type { Registry } from "../registry.ts";
 import { DeviceStore, type KeyRing } from "../devices/store.ts";
+import { decryptSecret, encryptSecret, keyIdOf } from "../devices/credentials.ts";
+import type { SecretCipher } from "../notify/secrets.ts";
 import { SessionRegistry } from "../devices/sessions.ts";
 import { Metrics } from "../poller/metrics.ts";
 import { PollService } from "../poller/cycle.ts";
@@ -82,6 +84,16 @@ export async function buildKeyRing(current: string, previous?: string): Promise<
   const all = [cur];
   if (previous) all.push(await importCredentialKey(previous));
   return { current: cur, all };
+}
+
+/** The device credentials' cipher over `keys`, for what lies below devices (webhook secrets, notify/secrets.ts). */
+export function secretCipher(keys: KeyRing): SecretCipher {
+  return {
+    currentKeyId: keys.current.id,
+    encrypt: (aad, plaintext) => encryptSecret(keys.current, aad, plaintext),
+    decrypt: (aad, stored) => decryptSecret(keys.all, aad, stored),
+    keyIdOf,
+  };
 }
 
 export function transportLimits(config: PollConfig): TransportLimits {
@@ -195,7 +207,7 @@ export async function buildServices(config: Config, db: Db, registry: Registry):
     pdfSigner,
     pdfCertificates: new PdfCertificates(db.kysely, pdfSigner?.info ?? null),
     runs: new RunService(db.kysely, registry, config.DUT_DEFAULT_LICENSE_ID, config.DUT_LAB_NAME),
-    webhooks: new Subscriptions(db.kysely, base.keys),
+    webhooks: new Subscriptions(db.kysely, secretCipher(base.keys)),
     reservations: new ReservationService(db.kysely, base.events),
     pdf: new PdfRenderer({
       executablePath: config.DUT_CHROMIUM_PATH,
@@ -235,7 +247,7 @@ export function webhookWorker(svc: Services): DeliveryWorker {
     retryWindowMs: c.DUT_WEBHOOK_RETRY_WINDOW_SECONDS * 1000,
     failingAfter: c.DUT_WEBHOOK_FAILING_AFTER,
     concurrency: c.DUT_WEBHOOK_CONCURRENCY,
-    keys: svc.keys,
+    keys: secretCipher(svc.keys),
     networks: svc.limits.networks,
     lookup: svc.limits.lookup,
     extraCa: c.extraCa,
