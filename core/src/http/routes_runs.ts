@@ -67,8 +67,9 @@ function planRoutes(app: OpenAPIHono, svc: Services) {
       tags,
       summary: "Run the pre-flight checks for a plan",
       description:
-        "Read-only: evaluates the latest stored snapshot per enabled device and label; never collects or " +
-        "contacts a device. 200 when every check passed; 422 (same body) when any failed or was skipped " +
+        "Evaluates the latest stored snapshot per enabled device and label; never collects or contacts a " +
+        "device. A failing evaluation (not a dry run, not asOf) writes a `dutlab.preflight.failed` webhook " +
+        "event (docs/notifications.md), nothing else. 200 when every check passed; 422 (same body) when any failed or was skipped " +
         "(a skipped check means the lab is not known to be ready) or when no check applies. A check that " +
         "cannot read its payload gives status `error` (counted as failed), never a 500. Disabled devices are " +
         "left out. Unknown planIdentifier: 404. `?format=junit|markdown|csv` answers the same result (same " +
@@ -123,6 +124,9 @@ function planRoutes(app: OpenAPIHono, svc: Services) {
         return c.json(await planPreflight(svc.db.kysely, svc.registry, plan, now, { asOf, selection }), 200);
       }
       const r = await runPreflight(svc.db.kysely, svc.registry, plan, now, { asOf, selection });
+      // A failing evaluation of the lab as it stands is an event for the webhook subscribers (not a
+      // historical one: asOf answers a question about the past).
+      if (!r.pass && !asOf) await svc.runs.preflightFailedStandalone(r);
       return formatted(c, format, r, () => preflightResultSet(r), r.pass ? 200 : 422) as never;
     },
   );

@@ -42,7 +42,13 @@ function summary(e: OutboxEvent): { title: string; text: string; link: string | 
         link: String(d.reportUrl),
       };
     case "dutlab.preflight.failed":
-      return { title: `Pre-flight failed for plan ${d.planIdentifier}`, text: String(d.summary), link: null };
+      return {
+        title: `Pre-flight failed for plan ${d.planIdentifier}${
+          d.trigger === "request" ? "" : d.executionId ? " (run started over it)" : " (run refused)"
+        }`,
+        text: String(d.summary),
+        link: null,
+      };
     case "dutlab.device.status_changed":
       return { title: `Device ${d.hostname} is ${d.to}`, text: String(d.detail), link: null };
     case "dutlab.alert.raised":

@@ -44,6 +44,7 @@ const EVENTS: OutboxEvent[] = [
     planIdentifier: "plan-1",
     summary: "1 of 3 checks failed: <!channel> fw1 unreachable",
     failedChecks: [{ checkId: "reach", deviceId: "d1", message: "unreachable" }],
+    trigger: "request",
     runStarted: false,
     executionId: null,
   }),

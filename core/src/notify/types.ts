@@ -19,11 +19,16 @@ export interface WebhookEventMap {
     reportUrl: string;
     reportSha256: string;
   };
-  /** A pre-flight evaluated at a run's start did not pass (the run was refused, or started with an override). */
+  /**
+   * A pre-flight did not pass: at a run's start (the run was refused, or started with an override), or
+   * evaluated on its own through `POST /api/test-runs/preflight` (not a dry run, not `asOf`).
+   */
   "dutlab.preflight.failed": {
     planIdentifier: string;
     summary: string;
     failedChecks: Array<{ checkId: string; deviceId: string | null; message: string }>;
+    /** `run-start`: evaluated by a run's start; `request`: a pre-flight asked for on its own. */
+    trigger: "run-start" | "request";
     runStarted: boolean;
     executionId: string | null;
   };

@@ -47,11 +47,15 @@ export async function netboxJournalQueued(
   }))).onConflict((oc) => oc.columns(["execution_id", "hostname"]).doNothing()).execute();
 }
 
-/** `dutlab.preflight.failed`: a run start's pre-flight did not pass (refused, or started over it). */
+/**
+ * `dutlab.preflight.failed`: a pre-flight did not pass, at a run's start (refused, or started over it) or
+ * evaluated on its own (`trigger: "request"`).
+ */
 export async function preflightFailed(
   tx: Kysely<Database>,
   pf: PreflightResult,
   executionId: string | null,
+  trigger: "run-start" | "request" = "run-start",
 ): Promise<void> {
   await enqueueEvent(tx, "dutlab.preflight.failed", executionId ?? pf.planIdentifier, {
     planIdentifier: pf.planIdentifier,
@@ -61,6 +65,7 @@ export async function preflightFailed(
       deviceId: c.deviceId,
       message: c.detail,
     })),
+    trigger,
     runStarted: executionId !== null,
     executionId,
   }, { severity: "warning", plan: pf.planIdentifier });

@@ -134,6 +134,11 @@ export class RunService {
    */
   netboxWriteBack = false;
 
+  /** A pre-flight evaluated on its own (POST /api/test-runs/preflight) did not pass: a webhook event. */
+  async preflightFailedStandalone(pf: PreflightResult): Promise<void> {
+    await this.db.transaction().execute((tx) => preflightFailed(tx, pf, null, "request"));
+  }
+
   /**
    * Start a run: 404 for an unknown plan, 409 while another run is active. A start is gated when the plan
    * declares `startGate: "preflight-pass"` or the request sets `requirePreflightPass` (the request cannot
