@@ -1746,7 +1746,7 @@ export interface components {
             url: string;
             /** @enum {string} */
             format: "cloudevents" | "slack" | "teams";
-            eventTypes: ("dutlab.run.finished" | "dutlab.preflight.failed" | "dutlab.device.status_changed" | "dutlab.alert.raised" | "dutlab.lab.synced")[];
+            eventTypes: ("dutlab.run.finished" | "dutlab.preflight.failed" | "dutlab.device.status_changed" | "dutlab.alert.raised" | "dutlab.lab.synced" | "dutlab.reservation.granted" | "dutlab.reservation.queued" | "dutlab.reservation.released" | "dutlab.reservation.expired" | "dutlab.reservation.not_ready")[];
             filters: components["schemas"]["WebhookFilters"];
             allowHttp: boolean;
             enabled: boolean;
@@ -1780,7 +1780,7 @@ export interface components {
              * @enum {string}
              */
             format?: "cloudevents" | "slack" | "teams";
-            eventTypes: ("dutlab.run.finished" | "dutlab.preflight.failed" | "dutlab.device.status_changed" | "dutlab.alert.raised" | "dutlab.lab.synced")[];
+            eventTypes: ("dutlab.run.finished" | "dutlab.preflight.failed" | "dutlab.device.status_changed" | "dutlab.alert.raised" | "dutlab.lab.synced" | "dutlab.reservation.granted" | "dutlab.reservation.queued" | "dutlab.reservation.released" | "dutlab.reservation.expired" | "dutlab.reservation.not_ready")[];
             filters?: components["schemas"]["WebhookFilters"];
             /** @description Admit an http:// URL (default false) */
             allowHttp?: boolean;
@@ -1799,7 +1799,7 @@ export interface components {
              * @enum {string}
              */
             format?: "cloudevents" | "slack" | "teams";
-            eventTypes?: ("dutlab.run.finished" | "dutlab.preflight.failed" | "dutlab.device.status_changed" | "dutlab.alert.raised" | "dutlab.lab.synced")[];
+            eventTypes?: ("dutlab.run.finished" | "dutlab.preflight.failed" | "dutlab.device.status_changed" | "dutlab.alert.raised" | "dutlab.lab.synced" | "dutlab.reservation.granted" | "dutlab.reservation.queued" | "dutlab.reservation.released" | "dutlab.reservation.expired" | "dutlab.reservation.not_ready")[];
             filters?: components["schemas"]["WebhookFilters"];
             /** @description Admit an http:// URL (default false) */
             allowHttp?: boolean;

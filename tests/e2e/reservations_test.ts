@@ -3,7 +3,7 @@
  * failing device grants nothing and is named, optionally marked out of service), what a reservation
  * protects (PATCH of connection fields, disable, delete, lab apply modify and prune: 409 naming the holder;
  * the admin's forced variant in the audit log), a run on a testbed holding its reservation until it
- * finishes, the device list showing the holder, the events.
+ * finishes, the device list showing the holder, the events, the webhooks.
  */
 import assert from "node:assert/strict";
 import { dbTest } from "@dutlab/core/testing";
@@ -12,6 +12,13 @@ import type { Db } from "../../core/harness/core.ts";
 import { labControls, startSimulatedDevice } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { modules } from "../../modules.gen.ts";
 import { fetchReport, finishRun, register } from "../../core/harness/runs_lab.ts";
+import {
+  cloudEventErrors,
+  startReceiver,
+  testWorker,
+  until,
+  verifyDelivery,
+} from "../../core/harness/webhook_receiver.ts";
 
 const ON = "ngfw-throughput-decrypt-on";
 
@@ -224,3 +231,96 @@ dbTest("a run on a testbed holds its reservation until it finishes; the events t
   const metrics = await (await l.app.request("/metrics")).text();
   assert.match(metrics, /^dutlab_reservations\{state="held"\} 1$/m);
 });
+
+dbTest(
+  "a subscription receives the reservation events: not ready, granted, queued, released, expired",
+  async (db) => {
+    await using l = await lab(db);
+    const rx = startReceiver();
+    const worker = testWorker(db.kysely);
+    try {
+      const sub = await l.call("POST", "/api/admin/webhooks", {
+        name: "lab-bookings",
+        url: rx.url("/hook"),
+        allowHttp: true,
+        eventTypes: [
+          "dutlab.reservation.granted",
+          "dutlab.reservation.queued",
+          "dutlab.reservation.released",
+          "dutlab.reservation.expired",
+          "dutlab.reservation.not_ready",
+        ],
+      });
+      assert.equal(sub.status, 201, JSON.stringify(sub.body));
+      // Refused for readiness: nothing reserved, the event names the check and the device.
+      labControls(l.sims[1]!).settings.decrypt!.apply("off");
+      const refused = await l.call("POST", "/api/admin/reservations", {
+        testbed: "edge",
+        holder: "ci-job-17",
+        readiness: { planIdentifier: ON },
+      });
+      assert.equal(refused.status, 422);
+      labControls(l.sims[1]!).settings.decrypt!.apply("on");
+      const a = await l.call("POST", "/api/admin/reservations", { testbed: "edge", holder: "alice" });
+      assert.equal(a.status, 201);
+      const b = await l.call("POST", "/api/admin/reservations", {
+        deviceIds: [l.ids[0]],
+        holder: "bob",
+        waitSeconds: 600,
+      });
+      assert.equal(b.status, 202);
+      assert.equal((await l.call("POST", `/api/admin/reservations/${a.body.id}/release`, {})).status, 200);
+      assert.equal((await l.call("GET", `/api/admin/reservations/${b.body.id}`)).body.state, "held");
+      // Bob stops renewing: his lease ends (moved into the past here) and the sweep expires it.
+      await db.kysely.updateTable("reservations").set({ expires_at: new Date(Date.now() - 1000) })
+        .where("id", "=", b.body.id).execute();
+      await l.svc.reservations.sweep();
+      // A rolled-back grant sends nothing: a refused overlapping request writes no event.
+      const c = await l.call("POST", "/api/admin/reservations", { testbed: "edge", holder: "carol" });
+      assert.equal(c.status, 201);
+      assert.equal((await l.call("POST", "/api/admin/reservations", { testbed: "edge" })).status, 409);
+      worker.start();
+      const want = [
+        "not_ready ci-job-17",
+        "granted alice",
+        "queued bob",
+        "released alice",
+        "granted bob",
+        "expired bob",
+        "granted carol",
+      ];
+      await until(() => rx.got.length >= want.length, 15_000, "the deliveries");
+      const events = rx.got.map((r) => verifyDelivery(r, sub.body.secret));
+      for (const e of events) assert.equal(cloudEventErrors(e), null);
+      const data = (e: Record<string, unknown>) => e.data as Record<string, unknown>;
+      assert.deepEqual(
+        events.map((e) => `${String(e.type).replace("dutlab.reservation.", "")} ${data(e).holder}`),
+        want,
+      );
+      const notReady = data(events[0]!);
+      assert.equal(notReady.testbed, "edge");
+      assert.deepEqual(
+        (notReady.notReady as Array<Record<string, string>>).map((f) => `${f.checkId} ${f.hostname}`),
+        ["ngfw-decrypt-state-matches-plan fw-2"],
+      );
+      const granted = events[1]!;
+      assert.equal(granted.subject, a.body.id);
+      assert.equal(data(granted).testbed, "edge");
+      assert.equal(data(granted).state, "held");
+      assert.equal(data(granted).expiresAt, a.body.expiresAt);
+      assert.deepEqual((data(granted).devices as Array<{ hostname: string }>).map((d) => d.hostname), [
+        "fw-1",
+        "fw-2",
+      ]);
+      assert.match(String(data(events[3]!).reason), /^released by /);
+      assert.equal(data(events[5]!).state, "expired");
+      assert.match(String(data(events[5]!).reason), /^lease ended at .* without renewal \(holder bob\)$/);
+      const queued = await db.kysely.selectFrom("webhook_deliveries").select("event_id")
+        .where("subscription_id", "=", sub.body.id).execute();
+      assert.equal(queued.length, want.length, "no event of the refused request");
+    } finally {
+      await worker.stop();
+      await rx.close();
+    }
+  },
+);

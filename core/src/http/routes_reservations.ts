@@ -151,7 +151,11 @@ function reserveRoutes(app: OpenAPIHono, svc: Services) {
       const holder = b.holder ?? principal?.name ?? "unknown";
       if (b.readiness) {
         const devices = await svc.reservations.devicesOf(b);
-        await checkReadiness(svc, devices.map((d) => d.id), b.readiness);
+        await checkReadiness(svc, devices.map((d) => d.id), {
+          ...b.readiness,
+          holder,
+          testbed: b.testbed ?? null,
+        });
       }
       const v = await svc.reservations.reserve({ ...b, holder, createdBy: principal?.name ?? null });
       return c.json(v, v.state === "held" ? 201 : 202);

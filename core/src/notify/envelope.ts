@@ -65,6 +65,28 @@ function summary(e: OutboxEvent): { title: string; text: string; link: string | 
         link: null,
       };
     }
+    case "dutlab.reservation.granted":
+    case "dutlab.reservation.queued":
+    case "dutlab.reservation.released":
+    case "dutlab.reservation.expired": {
+      const hosts = (d.devices as unknown as Array<{ hostname: string }>).map((x) => x.hostname).join(", ");
+      const what = d.testbed ? `Testbed ${d.testbed}` : `Devices ${hosts}`;
+      return {
+        title: `${what} ${d.state === "held" ? "reserved" : d.state} (holder ${d.holder})`,
+        text: [d.expiresAt ? `until ${d.expiresAt}` : null, d.reason, d.testbed ? hosts : null]
+          .filter((x) => x).join("; "),
+        link: null,
+      };
+    }
+    case "dutlab.reservation.not_ready": {
+      const each = (d.notReady as unknown as Array<Record<string, string>>)
+        .map((f) => `${f.checkId} ${f.status} on ${f.hostname}`);
+      return {
+        title: `Not reserved for ${d.holder}: ${d.testbed ?? "devices"} not ready for ${d.planIdentifier}`,
+        text: each.slice(0, 5).join("; ") + (each.length > 5 ? `; ${each.length - 5} more` : ""),
+        link: null,
+      };
+    }
     default:
       return { title: `dutlab: ${e.type}`, text: String(d.message ?? ""), link: null };
   }

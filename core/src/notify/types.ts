@@ -60,8 +60,50 @@ export interface WebhookEventMap {
     updated: string[];
     deleted: string[];
   };
+  /** A reservation was granted (at once, or from the queue). */
+  "dutlab.reservation.granted": ReservationEventData;
+  /** A reservation request waits in the queue (its devices are held). */
+  "dutlab.reservation.queued": ReservationEventData;
+  /** A reservation was released (or a queued request withdrawn), by its holder, an admin or its run's end. */
+  "dutlab.reservation.released": ReservationEventData;
+  /** A lease ended without renewal, or a queued request's wait ran out (`state` says which). */
+  "dutlab.reservation.expired": ReservationEventData;
+  /** A reservation asking for readiness was refused: a check failed on a device; nothing was reserved. */
+  "dutlab.reservation.not_ready": {
+    holder: string;
+    testbed: string | null;
+    planIdentifier: string;
+    devices: Array<{ id: string; hostname: string }>;
+    notReady: Array<
+      {
+        checkId: string;
+        deviceId: string;
+        hostname: string;
+        status: string;
+        detail: string;
+        snapshotId: string | null;
+      }
+    >;
+    markedOutOfService: string[];
+  };
   /** A test ping (`POST /api/admin/webhooks/{id}/ping`): never subscribed to, sent to one subscription. */
   "dutlab.webhook.ping": { subscriptionId: string; message: string };
+}
+
+/** What every reservation event but `not_ready` carries (docs/reservations.md). */
+export interface ReservationEventData {
+  reservationId: string;
+  holder: string;
+  purpose: string | null;
+  testbed: string | null;
+  devices: Array<{ id: string; hostname: string }>;
+  /** held, queued, released, expired or timed_out. */
+  state: string;
+  /** The lease's end (held), null otherwise. */
+  expiresAt: string | null;
+  /** Why it ended (released, expired, timed out), null while open. */
+  reason: string | null;
+  executionId: string | null;
 }
 
 /** The types a subscription may name, in the order the docs list them. */
@@ -71,6 +113,11 @@ export const WEBHOOK_EVENT_TYPES = [
   "dutlab.device.status_changed",
   "dutlab.alert.raised",
   "dutlab.lab.synced",
+  "dutlab.reservation.granted",
+  "dutlab.reservation.queued",
+  "dutlab.reservation.released",
+  "dutlab.reservation.expired",
+  "dutlab.reservation.not_ready",
 ] as const satisfies ReadonlyArray<keyof WebhookEventMap>;
 export type WebhookEventType = keyof WebhookEventMap;
 export type SubscribableType = typeof WEBHOOK_EVENT_TYPES[number];

@@ -12,6 +12,7 @@ import type { Database } from "../db/schema.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "../errors.ts";
 import type { EventBus } from "../events/bus.ts";
 import { heldConflict, type Hold, holdsOf } from "./holds.ts";
+import { reservationEvent } from "./notify.ts";
 import { resolveSelector, TestbedStore } from "./testbeds.ts";
 
 /** What a reservation request asks. */
@@ -119,6 +120,7 @@ export class ReservationService {
         if (ahead.rows.length) throw new Taken();
         await this.#insert(tx, id, req, ids, "held");
         await this.#hold(tx, id, ids, req.leaseSeconds);
+        await reservationEvent(tx, "dutlab.reservation.granted", id);
       });
     let holds: Hold[] = [];
     // A holder that released between the refused grant and the read of the holds: try again.
@@ -128,7 +130,10 @@ export class ReservationService {
       if (holds.length) break;
     }
     if (req.waitSeconds) {
-      await this.#insert(this.db, id, req, ids, "queued");
+      await this.#tx(async (tx) => {
+        await this.#insert(tx, id, req, ids, "queued");
+        await reservationEvent(tx, "dutlab.reservation.queued", id);
+      });
       await this.sweep(); // the holder may have released meanwhile
       const v = await this.get(id);
       await this.#publish(v.state === "held" ? "reservation.granted" : "reservation.queued", v);
@@ -174,6 +179,7 @@ export class ReservationService {
         end_reason = ${reason} where id = ${id}::uuid and state in ('held','queued') returning id::text`
         .execute(tx);
       await tx.deleteFrom("reservation_holds").where("reservation_id", "=", id).execute();
+      if (r.rows.length) await reservationEvent(tx, "dutlab.reservation.released", id);
       return r.rows.length > 0;
     });
     const v = await this.get(id);
@@ -215,12 +221,17 @@ export class ReservationService {
       if (ids.length) {
         await sql`delete from reservation_holds where reservation_id = any(${ids}::uuid[])`.execute(tx);
       }
+      for (const id of ids) await reservationEvent(tx, "dutlab.reservation.expired", id);
       return ids;
     });
-    const timedOut = await sql<{ id: string }>`update reservations set state = 'timed_out', ended_at = ${now},
-        end_reason = 'waited until ' || to_char(wait_until at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-          || ': the devices stayed held'
-      where state = 'queued' and wait_until <= ${now} returning id::text`.execute(this.db);
+    const timedOut = await this.#tx(async (tx) => {
+      const r = await sql<{ id: string }>`update reservations set state = 'timed_out', ended_at = ${now},
+          end_reason = 'waited until ' || to_char(wait_until at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+            || ': the devices stayed held'
+        where state = 'queued' and wait_until <= ${now} returning id::text`.execute(tx);
+      for (const x of r.rows) await reservationEvent(tx, "dutlab.reservation.expired", x.id);
+      return r;
+    });
     this.counts.expired += expired.length;
     this.counts.timedOut += timedOut.rows.length;
     for (const id of expired) await this.#publish("reservation.expired", await this.get(id));
@@ -241,6 +252,7 @@ export class ReservationService {
           and state = 'queued'`.execute(tx);
         if (Number(r.numAffectedRows ?? 0) !== 1) throw new Taken();
         await this.#hold(tx, q.id, ids, q.lease_seconds);
+        await reservationEvent(tx, "dutlab.reservation.granted", q.id);
       });
       if (ok) {
         granted++;
