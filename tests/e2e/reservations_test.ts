@@ -237,7 +237,7 @@ dbTest(
   async (db) => {
     await using l = await lab(db);
     const rx = startReceiver();
-    const worker = testWorker(db.kysely);
+    const worker = testWorker(l.svc);
     try {
       const sub = await l.call("POST", "/api/admin/webhooks", {
         name: "lab-bookings",
