@@ -20,3 +20,5 @@ export type { DeviceHttp, DeviceRequest, DeviceResponse } from "./src/transport/
 export type { Logger } from "./src/util/log.ts";
 export { CORE_VERSION } from "./src/version.ts";
 export { stripVolatile } from "./src/snapshots/volatile.ts";
+export type { CheckResult, Evidence } from "./src/preflight/types.ts";
+export type { LoadedModule, LoadedModules } from "./src/registry.ts";

@@ -13,14 +13,23 @@ export type CpuSource = "processor-metrics" | "manager-diagnostics" | "none";
 export interface BmcSimState {
   /** `NTP.NTPServers` as reported; `null` drops the NTP block from NetworkProtocol altogether. */
   ntpServers: (string | null)[] | null;
+  /** Whether NTP is on (`NTP.ProtocolEnabled`). */
   ntpEnabled: boolean;
+  /** The host's `PowerState`. */
   powerState: "On" | "Off";
+  /** `Status.Health` of the resources (the system's `HealthRollup` too). */
   health: "OK" | "Warning" | "Critical";
+  /** The BMC firmware version (Manager `FirmwareVersion`). */
   bmcFirmwareVersion: string;
+  /** The host BIOS version (System `BiosVersion`). */
   biosVersion: string;
+  /** `PowerControl[0].PowerConsumedWatts` of the chassis Power resource. */
   powerConsumedWatts: number;
+  /** The inlet temperature sensor's reading, °C (Thermal). */
   inletTempCelsius: number;
+  /** The CPU temperature sensor's reading, °C (Thermal). */
   cpuTempCelsius: number;
+  /** The fan's reading, RPM (Thermal). */
   fanRpm: number;
   /** Host CPU1 load (ProcessorMetrics `KernelPercent` / `UserPercent`). */
   hostCpu: { kernelPercent: number; userPercent: number };
@@ -44,9 +53,13 @@ export interface TreeOptions {
   updateService: boolean;
 }
 
+/** Resource ids of a layout. */
 export interface LayoutIds {
+  /** Id of the ComputerSystem (`/redfish/v1/Systems/<id>`). */
   system: string;
+  /** Id of the Manager (`/redfish/v1/Managers/<id>`). */
   manager: string;
+  /** Id of the Chassis (`/redfish/v1/Chassis/<id>`). */
   chassis: string;
   /** Firmware inventory member ids. */
   firmware: string[];

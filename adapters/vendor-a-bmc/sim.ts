@@ -18,11 +18,15 @@ import {
   sessionResource,
 } from "./_sim_resources.ts";
 
-export type { BmcSimState, CpuSource, Layout };
+export type { BmcSimState, CpuSource, Layout, LayoutIds };
 
+/** Options of {@link startSimulatedDevice}. */
 export interface BmcSimOptions {
+  /** Port to listen on (default: a free one). */
   port?: number;
+  /** Account user name the device accepts. */
   username?: string;
+  /** That account's password. */
   password?: string;
   /** Concurrent sessions allowed (default 4). */
   sessionCap?: number;
@@ -54,7 +58,9 @@ export interface VendorSim extends SimulatedDevice {
   readonly fingerprint: string;
   /** Device state; change it between polls. */
   state: BmcSimState;
+  /** The resource layout served. */
   layout: Layout;
+  /** The layout's resource ids. */
   ids: LayoutIds;
   /** Most sessions ever open at once. */
   peakSessions(): number;

@@ -25,35 +25,48 @@ import {
   standaloneHaStatus,
 } from "./_sim_data.ts";
 
-type Json = Record<string, unknown>;
+/** A JSON object of the FDM API, as the simulator holds it. */
+export type Json = Record<string, unknown>;
 
 /** HA status fields as `GET /devices/default/operational/ha/status/default` returns them. */
 export interface SimHaStatus extends Json {
+  /** `nodeRole` (null when standalone). */
   nodeRole: string | null;
+  /** This node's `nodeState` (e.g. `HA_STANDBY_NODE`). */
   nodeState: string;
+  /** The peer's `peerNodeState`. */
   peerNodeState: string;
+  /** `configStatus`. */
   configStatus: string;
+  /** `haHealthStatus`. */
   haHealthStatus: string;
 }
 
 /** Everything the simulated device answers with; tests change it between polls. */
 export interface NgfwSimState {
+  /** Answer of `/operational/systeminfo/default`. */
   systemInfo: Json;
   /** Deployment jobs (`DeploymentStatus`), oldest first; the newest one's `state` is what checks read. */
   deployments: Json[];
   /** Pending changes (`BaseEntityDiff`); empty means nothing pending. */
   pendingChanges: Json[];
+  /** `GET /devices/default/operational/ha/status/default`. */
   ha: SimHaStatus;
   /** The access policy; its `sslPolicy` reference (or null) turns SSL decryption on or off. */
   accessPolicy: Json;
+  /** The access rules of the access policy. */
   accessRules: Json[];
   /** SSL policies with their rules (served without `rules` on the policy list). */
   sslPolicies: Array<{ policy: Json; rules: Json[] }>;
+  /** Configured NTP server addresses. */
   ntpServers: string[];
+  /** Whether NTP is on. */
   ntpEnabled: boolean;
+  /** Interfaces (`/devices/default/interfaces`). */
   interfaces: Json[];
   /** Newest `avgUsage` of the CPU trending report, percent. */
   cpuPercent: number;
+  /** Memory use, percent. */
   memoryPercent: number;
   /** Concurrent sessions (API tokens and web UI logins); the oldest is expired when a login exceeds it. */
   sessionCap: number;
@@ -83,6 +96,7 @@ interface SimSession {
 
 /** The simulated FDM device. */
 export interface VendorSim extends SimulatedDevice {
+  /** Device state; change it between polls. */
   state: NgfwSimState;
   /** Token endpoint activity, for tests. */
   readonly counters: { logins: number; refreshes: number; revokes: number; rejectedRequests: number };
@@ -125,6 +139,7 @@ function tokenStatus(status: number, message: string): Response {
   return json({ status_code: status, message }, status);
 }
 
+/** The device state a fresh simulator starts with. */
 export function defaultState(now: number = Date.now()): NgfwSimState {
   const ssl = defaultSslPolicy();
   return {

@@ -7,50 +7,77 @@
  */
 import { type LabControls, type SimulatedDevice, type Simulator, startSimulator } from "@dutlab/core/testing";
 
+/** An NTP provider (`datetimeNtpProvider`). */
 export interface SimNtpProvider {
   /** Server or peer address (the `name` attribute, rn `prov-[<name>]`). */
   name: string;
+  /** VRF the provider is reached through. */
   vrf: string;
+  /** `server` or `peer`. */
   provT: "server" | "peer";
+  /** Whether the provider is preferred. */
   preferred: boolean;
 }
 
+/** A physical interface (`l1PhysIf`, with its operational `ethpmPhysIf`). */
 export interface SimInterface {
   /** e.g. `eth1/1` */
   id: string;
+  /** Administrative state. */
   adminSt: "up" | "down";
+  /** Operational state. */
   operSt: "up" | "down";
+  /** Description. */
   descr: string;
+  /** Switchport mode. */
   mode: "access" | "trunk";
+  /** MTU, bytes. */
   mtu: number;
+  /** Operational speed (e.g. `100G`, `auto`). */
   operSpeed: string;
 }
 
+/** A vPC domain (`vpcDom` with its `vpcKeepalive` and `vpcInst`). */
 export interface SimVpc {
+  /** vPC domain id. */
   domainId: number;
+  /** Peer status, as the vPC domain reports it. */
   peerSt: string;
+  /** This switch's operational role (e.g. `primary`). */
   operRole: string;
+  /** Peer-keepalive destination address. */
   keepaliveDest: string;
+  /** Peer-keepalive source address. */
   keepaliveSrc: string;
+  /** Peer-link port-channel (e.g. `po1`). */
   peerLink: string;
 }
 
 /** What the simulated switch reports; tests change it between polls. */
 export interface SwitchState {
+  /** Host name. */
   hostname: string;
+  /** Chassis serial number. */
   serial: string;
   /** `eqptCh.model` of `sys/ch`. */
   chassisModel: string;
+  /** NX-OS version. */
   nxosVersion: string;
+  /** NX-OS image file name. */
   nxosImageFile: string;
+  /** BIOS version. */
   biosVersion: string;
+  /** System up time (`systemUpTime`, e.g. `12:03:41:17.000`). */
   systemUpTime: string;
+  /** NTP administrative state. */
   ntpAdminSt: "enabled" | "disabled";
+  /** Configured NTP providers. */
   ntpProviders: SimNtpProvider[];
   /** `procSysCpuSummary` percentages. */
   cpu: { idle: number; user: number; kernel: number };
   /** `procSysMem`, in KB. */
   memory: { total: number; used: number; free: number };
+  /** Physical interfaces. */
   interfaces: SimInterface[];
   /** Null when no vPC domain is configured. */
   vpc: SimVpc | null;
@@ -64,20 +91,31 @@ export interface SwitchState {
   readDenied: boolean;
 }
 
+/** The simulated switch handed to tests and the lab task. */
 export interface VendorSim extends SimulatedDevice {
+  /** Device state; change it between polls. */
   state: SwitchState;
+  /** Concurrent sessions the switch accepts. */
   readonly sessionCap: number;
+  /** `https://127.0.0.1:<port>` */
   readonly url: string;
+  /** SHA-256 (hex) of the certificate being served. */
   readonly fingerprint: string;
   /** Most sessions that were open at once since start. */
   peakSessions(): number;
 }
 
+/** Options of {@link startSimulatedDevice}. */
 export interface SwitchSimOptions {
+  /** Port to listen on (default: a free one). */
   port?: number;
+  /** Account user name the switch accepts. */
   username?: string;
+  /** That account's password. */
   password?: string;
+  /** Concurrent sessions accepted (default {@link DEFAULT_SESSION_CAP}). */
   sessionCap?: number;
+  /** State to start with instead of {@link defaultState}'s (fields given replace the defaults). */
   state?: Partial<SwitchState>;
 }
 
@@ -87,6 +125,7 @@ export interface SwitchSimOptions {
  */
 export const DEFAULT_SESSION_CAP = 20;
 
+/** The device state a fresh simulator starts with. */
 export function defaultState(): SwitchState {
   return {
     hostname: "lab-n9k-01",

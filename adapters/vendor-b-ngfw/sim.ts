@@ -13,20 +13,28 @@ import { type LabControls, type SimulatedDevice, type Simulator, startSimulator 
 /** `7.6.3+`: only `/api/v2/authentication` logs in; `legacy`: that path is absent (404), `/logincheck` works. */
 export type FirmwareMode = "7.6.3+" | "legacy";
 
-type Obj = Record<string, unknown>;
+/** A FortiOS object (JSON), as the API answers it. */
+export type Obj = Record<string, unknown>;
 
 /** The device data the simulator serves; tests change it between polls. Objects use FortiOS field names. */
 export interface FortiSimState {
+  /** The firmware generation answered as (`7.6.3+` or `legacy`), which picks the auth styles accepted. */
   firmware: FirmwareMode;
+  /** `hostname` of `monitor/system/status`. */
   hostname: string;
+  /** Serial number. */
   serial: string;
   /** Envelope `version` and `build`; set from `firmware` at start. */
   version: string;
+  /** Envelope `build`. */
   build: number;
   /** Current CPU, memory and disk use in percent, and the current session count. */
   cpu: number;
+  /** Memory use, percent. */
   mem: number;
+  /** Disk use, percent. */
   disk: number;
+  /** Current session count. */
   session: number;
   /** `results` of `GET /api/v2/cmdb/system/ntp`. */
   ntp: Obj;
@@ -53,23 +61,35 @@ export interface FortiSimState {
 
 /** One admin login session held by the simulated device. */
 export interface SimSession {
+  /** Session id (cookie value). */
   id: string;
+  /** The session's CSRF token. */
   csrf: string;
+  /** How the session logged in. */
   style: "api-auth" | "logincheck";
+  /** Admin user name. */
   username: string;
+  /** Last use (ms since the epoch), for the idle timeout. */
   lastUsed: number;
 }
 
 /** Login and logout events, in order, for tests that prove which auth style was used. */
 export interface AuthEvent {
+  /** When (ms since the epoch). */
   at: number;
+  /** What happened. */
   event: "login" | "login_refused" | "logout" | "expired";
+  /** Which auth style. */
   style: "api-auth" | "logincheck";
+  /** User name given. */
   username: string;
+  /** Why a login was refused or a session ended. */
   reason?: string;
 }
 
+/** Options of {@link startSimulatedDevice}. */
 export interface VendorSimOptions {
+  /** Port to listen on (default: a free one). */
   port?: number;
   /** `apitoken` makes `credentials` the token pair; anything else is the admin user name. */
   username?: string;
@@ -77,11 +97,13 @@ export interface VendorSimOptions {
   password?: string;
   /** Concurrent admin sessions allowed (`admin-login-max`, FortiOS default 100). */
   sessionCap?: number;
+  /** Firmware generation to answer as (default `7.6.3+`). */
   firmware?: FirmwareMode;
   /** The REST API admin's token (when `username` is not `apitoken`). */
   apiToken?: string;
 }
 
+/** The simulated FortiGate handed to tests and the lab task. */
 export interface VendorSim extends SimulatedDevice {
   /** `https://127.0.0.1:<port>` (same as `sim.url`). */
   readonly url: string;

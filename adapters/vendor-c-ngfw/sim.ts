@@ -11,20 +11,24 @@
 import { type LabControls, type SimulatedDevice, type Simulator, startSimulator } from "@dutlab/core/testing";
 import { XMLBuilder } from "fast-xml-parser";
 
-type Obj = Record<string, unknown>;
+/** A PAN-OS object (parsed XML), as the simulator holds it. */
+export type Obj = Record<string, unknown>;
 
 /** A decryption rule (`rulebase/decryption/rules/entry`), in PAN-OS element names. */
 export interface SimDecryptRule {
+  /** The rule's `name` attribute. */
   name: string;
   /** `decrypt`, `no-decrypt` or `decrypt-and-forward`. */
   action: string;
   /** `<type>`: `ssl-forward-proxy` or `ssl-inbound-inspection`. */
   type?: string;
+  /** `<disabled>yes</disabled>`. */
   disabled?: boolean;
 }
 
 /** A job of `show jobs all`. */
 export interface SimJob {
+  /** Job id. */
   id: number;
   /** `Commit`, `AutoCom`, `Downld`, `WildFire`, ... */
   type: string;
@@ -32,6 +36,7 @@ export interface SimJob {
   status: string;
   /** `OK`, `FAIL`, `PEND`. */
   result: string;
+  /** `<details><line>` entries. */
   details?: string[];
 }
 
@@ -39,6 +44,7 @@ export interface SimJob {
 export interface PanSimState {
   /** `show system info` `<system>` fields (strings, as the device sends them). */
   system: Record<string, string>;
+  /** When the device booted (ms since the epoch), for `uptime`. */
   bootedAt: number;
   /** `%Cpu(s)` idle share in `show system resources`. */
   cpuIdle: number;
@@ -48,6 +54,7 @@ export interface PanSimState {
   ha: { enabled: boolean; mode: string; localState: string; peerState: string; since: number };
   /** `check pending-changes` answers `yes`. */
   pendingChanges: boolean;
+  /** `show jobs all`, oldest first. */
   jobs: SimJob[];
   /** Decryption rules per vsys, in order (`vsys1` first). */
   vsys: Record<string, SimDecryptRule[]>;
@@ -59,7 +66,9 @@ export interface PanSimState {
   licenses: Obj[];
 }
 
+/** Options of {@link startSimulatedDevice}. */
 export interface VendorSimOptions {
+  /** Port to listen on (default: a free one). */
   port?: number;
   /** `apikey` makes `credentials` the key pair; anything else is the admin user name. */
   username?: string;
@@ -71,19 +80,27 @@ export interface VendorSimOptions {
 
 /** One `type=keygen` or refused request, in order, for tests that prove how the adapter authenticated. */
 export interface KeyEvent {
+  /** When (ms since the epoch). */
   at: number;
+  /** What happened. */
   event: "keygen" | "keygen_refused" | "key_refused";
+  /** User name given, if any. */
   username?: string;
 }
 
+/** The simulated PAN-OS firewall handed to tests and the lab task. */
 export interface VendorSim extends SimulatedDevice {
+  /** `https://127.0.0.1:<port>` */
   readonly url: string;
+  /** SHA-256 (hex) of the certificate being served. */
   readonly fingerprint: string;
+  /** Device state; change it between polls. */
   state: PanSimState;
   /** The key registration: `apikey` + a valid key. */
   keyCredentials: { username: string; password: string };
   /** The password registration: admin user + password. */
   passwordCredentials: { username: string; password: string };
+  /** `type=keygen` requests and refused keys, in order. */
   keyEvents: KeyEvent[];
   /** Keys the device accepts now (generated ones and the pre-generated one). */
   validKeys(): string[];
@@ -127,6 +144,7 @@ export function simDecryptRule(name: string, action = "decrypt", disabled = fals
   return { name, action, type: "ssl-forward-proxy", disabled };
 }
 
+/** The device state a fresh simulator starts with. */
 export function defaultState(): PanSimState {
   return {
     system: {
@@ -408,6 +426,7 @@ function uuidOf(name: string): string {
   return `${x}-0000-4000-8000-${x}0000`;
 }
 
+/** Start a simulated PAN-OS firewall on loopback HTTPS. */
 export async function startSimulatedDevice(opts: VendorSimOptions = {}): Promise<VendorSim> {
   const admin = opts.username && opts.username !== KEY_USER ? opts.username : DEFAULT_ADMIN;
   const adminPassword = opts.username !== KEY_USER && opts.password ? opts.password : DEFAULT_PASSWORD;

@@ -16,8 +16,8 @@ export interface CertificateBundle {
   sha256: string;
   /** The key pair, for issuing certificates when this is a CA. */
   keys: CryptoKeyPair;
-  /** The parsed certificate (`@peculiar/x509`). */
-  cert: x509.X509Certificate;
+  /** The certificate's subject (distinguished name): the issuer of the certificates a CA bundle signs. */
+  subject: string;
 }
 
 function serial(): string {
@@ -42,7 +42,7 @@ async function bundle(cert: x509.X509Certificate, keys: CryptoKeyPair): Promise<
     keyPem: x509.PemConverter.encode(pkcs8, "PRIVATE KEY"),
     sha256: await sha256Hex(new Uint8Array(cert.rawData)),
     keys,
-    cert,
+    subject: cert.subject,
   };
 }
 
@@ -87,7 +87,7 @@ export async function issueCertificate(ca: CertificateBundle, hosts: string[]): 
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),
     subject: `CN=${hosts[0]}`,
-    issuer: ca.cert.subject,
+    issuer: ca.subject,
     notBefore: new Date(Date.now() - 86_400_000),
     notAfter: new Date(Date.now() + 365 * 86_400_000),
     signingAlgorithm: ALG,

@@ -3,10 +3,27 @@
  *
  * @module
  */
-import type { AdapterDefinition, TlsVerifyMode } from "../src/adapter.ts";
-import { type ConnectedDevice, type ConnectTarget, openDeviceSession } from "../src/devices/connect.ts";
-import { SessionRegistry } from "../src/devices/sessions.ts";
-import type { TransportLimits } from "../src/transport/transport.ts";
+import type { AdapterDefinition, AdapterSession, TlsVerifyMode } from "../src/adapter.ts";
+import { type ConnectTarget, openDeviceSession } from "../src/devices/connect.ts";
+import type { DeviceHttp } from "../src/transport/types.ts";
+import { SessionRegistry } from "./sessions.ts";
+
+/** An adapter session opened on a (simulated) device by {@link connectTo}. */
+export interface ConnectedSim extends AsyncDisposable {
+  /** The adapter's session, logged in. */
+  session: AdapterSession;
+  /** The transport the session speaks through, for requests of the test's own. */
+  transport: DeviceHttp & {
+    /** SHA-256 of the leaf certificate the device presented on the last connection. */
+    readonly presentedCertSha256: string | null;
+    /** The pin in force (set by trust on first use during this cycle, or the given one). */
+    readonly pinnedCertSha256: string | null;
+    /** Drop the transport's connections. */
+    close(): void;
+  };
+  /** Park the session (or log out) and close the transport, as the poll cycle does. */
+  close(): Promise<void>;
+}
 
 /** The test device the kit connects to, as the device room's session lifecycle takes it. */
 export function testTarget(
@@ -44,17 +61,15 @@ export function connectTo(
     pinnedCertSha256?: string | null;
     credentialKey?: string;
     hostname?: string;
-    limits?: TransportLimits;
     signal?: AbortSignal;
   },
-): Promise<ConnectedDevice> {
+): Promise<ConnectedSim> {
   return openDeviceSession({
     adapter,
     device: testTarget(adapter, target, { ...opts, username: opts.credentials.username }),
     credentials: opts.credentials,
     credentialKey: opts.credentialKey ?? `${opts.credentials.username}:${opts.credentials.password.length}`,
     sessions: opts.sessions ?? new SessionRegistry(),
-    limits: opts.limits,
     signal: opts.signal,
   });
 }

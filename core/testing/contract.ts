@@ -9,7 +9,7 @@ import { readFacts } from "./facts.ts";
 import { startReplayServer } from "./replay.ts";
 import { connectTo, testTarget } from "./connect.ts";
 
-export { connectTo } from "./connect.ts";
+export { type ConnectedSim, connectTo } from "./connect.ts";
 
 /** What an adapter's `sim.ts` hands the contract kit. */
 export interface SimulatedDevice extends AsyncDisposable {

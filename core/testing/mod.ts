@@ -24,7 +24,14 @@ export {
   issueCertificate,
   selfSignedCertificate,
 } from "./certs.ts";
-export { connectTo, pollOnce, releaseParked, runAdapterContract, type SimulatedDevice } from "./contract.ts";
+export {
+  type ConnectedSim,
+  connectTo,
+  pollOnce,
+  releaseParked,
+  runAdapterContract,
+  type SimulatedDevice,
+} from "./contract.ts";
 export {
   type ExpectedCase,
   replayCase,

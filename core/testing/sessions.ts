@@ -1,18 +1,9 @@
-import { SessionRegistry as CoreSessions } from "../src/devices/sessions.ts";
 import { logger as coreLogger } from "../src/util/log.ts";
 import type { Logger } from "../src/util/log.ts";
 
-/**
- * The session registry core's poll cycle parks adapter sessions in between cycles (TTL included), for an
- * adapter test that drives its own cycles: `connectTo(sim, adapter, new SessionRegistry())`.
- *
- * @example
- * ```ts
- * import { SessionRegistry } from "@dutlab/core/testing";
- * const sessions = new SessionRegistry();
- * ```
- */
-export class SessionRegistry extends CoreSessions {}
+// The session registry core's poll cycle parks adapter sessions in between cycles (TTL included), for an
+// adapter test that drives its own cycles: `connectTo(adapter, sim, { credentials, sessions })`.
+export { SessionRegistry } from "../src/devices/sessions.ts";
 
 /**
  * A logger under a category, as core hands one to an adapter's `connect` (`log: logger("test")`).

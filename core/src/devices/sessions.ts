@@ -9,6 +9,13 @@ interface Parked {
 /**
  * Process-local parking of adapter login state (tokens, cookies; never passwords) between polls.
  * Scoped by device id and a credential fingerprint, so rotating a password starts a new session.
+ * Adapter tests that drive their own cycles take one from the kit (`connectTo(adapter, sim, { credentials, sessions })`).
+ *
+ * @example
+ * ```ts
+ * import { SessionRegistry } from "@dutlab/core/testing";
+ * const sessions = new SessionRegistry();
+ * ```
  */
 export class SessionRegistry {
   #byDevice = new Map<string, Parked>();

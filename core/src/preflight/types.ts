@@ -1,7 +1,10 @@
 /** The snapshot a check result cites: the same three values the snapshot listing returns for it. */
 export interface Evidence {
+  /** Id of the snapshot the result rests on. */
   snapshotId: string;
+  /** SHA-256 (hex) of that snapshot's payload. */
   payloadSha256: string;
+  /** When the snapshot was collected (ISO 8601). */
   collectedAt: string;
 }
 
