@@ -118,6 +118,6 @@ export async function certificateFromPem(certPem: string, keyPem: string): Promi
     keyPem,
     sha256: await sha256Hex(new Uint8Array(cert.rawData)),
     keys: { privateKey, publicKey },
-    cert,
+    subject: cert.subject,
   };
 }
