@@ -262,8 +262,20 @@ dbTest(
       });
       assert.equal(a.status, 200, JSON.stringify(a.body));
 
-      // The finish queues one row per device of the run, in its transaction; nothing is posted yet.
+      // A device registered by hand (not from NetBox: no netbox:<id> tag) is not queued.
+      await t.svc.devices.create({
+        hostname: "sw-by-hand",
+        vendor: "fixture-fw",
+        baseUrl: "https://sw-by-hand.lab.example:8443",
+        username: "admin",
+        password: CANARY,
+        tlsVerifyMode: "self-signed",
+        pollIntervalSeconds: 60,
+        enabled: true,
+      });
+      // The finish queues one row per NetBox device of the run, in its transaction; nothing is posted yet.
       const run = await finishedRun();
+      assert.ok(run.labAtStart.devices.some((d) => d.hostname === "sw-by-hand"));
       const queued = await shown(run.executionId);
       assert.deepEqual([queued.pending, queued.posted, queued.failed], [3, 0, 0]);
       assert.ok(queued.entries.every((e: { nextAttemptAt: string | null }) => e.nextAttemptAt !== null));

@@ -28,8 +28,10 @@ export async function runFinished(
 
 /**
  * The automatic NetBox write-back's queue (issue 50, docs/netbox.md): one `pending` row per device of the
- * finished run, written in the finish's transaction; the write-back worker (netbox/journal_worker.ts) posts
- * them. A device already recorded for the run (a manual write-back) is left as it is.
+ * finished run that came from NetBox (its `netbox:<id>` tag, set by `lab from-netbox`), written in the finish's
+ * transaction; the write-back worker (netbox/journal_worker.ts) posts them. A device NetBox does not hold would
+ * only fail forever, so it is not queued (the manual write-back still tries it by name). A device already
+ * recorded for the run (a manual write-back) is left as it is.
  */
 export async function netboxJournalQueued(
   tx: Kysely<Database>,
@@ -37,7 +39,14 @@ export async function netboxJournalQueued(
   devices: ReadonlyArray<{ id: string; hostname: string }>,
 ): Promise<void> {
   if (!devices.length) return;
-  await tx.insertInto("netbox_journal").values(devices.map((d) => ({
+  const fromNetBox = new Set(
+    (await tx.selectFrom("devices").select(["id", "tags"]).where("id", "in", devices.map((d) => d.id))
+      .execute())
+      .filter((r) => r.tags.some((t) => /^netbox:\S+$/.test(t))).map((r) => r.id),
+  );
+  const queued = devices.filter((d) => fromNetBox.has(d.id));
+  if (!queued.length) return;
+  await tx.insertInto("netbox_journal").values(queued.map((d) => ({
     execution_id: executionId,
     hostname: d.hostname,
     device_id: d.id,
