@@ -8,6 +8,8 @@ import { note, out, printJson, readIn, writeOut } from "./_output.ts";
 
 type LabPlan = components["schemas"]["LabPlan"];
 type PlanEntry = LabPlan["devices"][number];
+type TestbedEntry = LabPlan["testbeds"][number];
+type Testbed = components["schemas"]["Testbed"];
 type Device = components["schemas"]["Device"];
 interface FieldError {
   field: string;
@@ -169,10 +171,16 @@ function printPlan(ctx: Ctx, p: LabPlan) {
     }
   };
   for (const e of p.devices) out(line(e));
+  for (const e of p.testbeds) out(testbedLine(ctx, e));
   const s = p.summary;
+  const n = (a: TestbedEntry["action"]) => p.testbeds.filter((t) => t.action === a).length;
   out(
     `Plan: ${s.create} to create, ${s.update} to update, ${s.remove} to remove` +
-      (s.conflict ? `, ${s.conflict} conflict(s)` : ""),
+      (s.conflict ? `, ${s.conflict} conflict(s)` : "") +
+      (testbedChanges(p)
+        ? `; testbeds: ${n("create")} to create, ${n("update")} to update, ${n("remove")} to remove` +
+          (n("conflict") ? `, ${n("conflict")} conflict(s)` : "")
+        : ""),
   );
   if (p.notInFile.length) {
     note(
@@ -182,7 +190,30 @@ function printPlan(ctx: Ctx, p: LabPlan) {
   }
 }
 
-const changes = (p: LabPlan) => p.summary.create + p.summary.update + p.summary.remove + p.summary.conflict;
+/** One testbed line: `+ create testbed edge (hostnames: …)`, `~ update testbed …`, `- remove testbed …`. */
+function testbedLine(ctx: Ctx, e: TestbedEntry): string {
+  const { paint } = ctx;
+  const parts = e.changes.map((c) =>
+    e.action === "create" ? `${c.field}: ${show(c.new)}` : `${c.field}: ${show(c.old)} → ${show(c.new)}`
+  );
+  const detail = parts.length ? ` (${parts.join("; ")})` : "";
+  switch (e.action) {
+    case "create":
+      return paint("green", `+ create testbed ${e.name}${detail}`);
+    case "update":
+      return paint("yellow", `~ update testbed ${e.name}${detail}`);
+    case "remove":
+      return paint("red", `- remove testbed ${e.name}`);
+    case "conflict":
+      return paint("red", `! conflict testbed ${e.name}: ${e.reason}`);
+    default:
+      return `= unchanged testbed ${e.name}`;
+  }
+}
+
+const testbedChanges = (p: LabPlan) => p.testbeds.filter((t) => t.action !== "unchanged").length;
+const changes = (p: LabPlan) =>
+  p.summary.create + p.summary.update + p.summary.remove + p.summary.conflict + testbedChanges(p);
 
 /** Asks on the terminal; never on a non-TTY. */
 async function confirm(question: string): Promise<boolean> {
@@ -307,9 +338,11 @@ export const labCommands: Command[] = [
       if (ctx.json) printJson(res);
       else {
         const s = res.plan.summary;
+        const tb = testbedChanges(res.plan);
         out(
-          `Applied: ${s.create} created, ${s.update} updated, ${s.remove} removed. ` +
-            `Lab ${res.plan.lab} is at generation ${res.generation}.`,
+          `Applied: ${s.create} created, ${s.update} updated, ${s.remove} removed` +
+            (tb ? `; ${tb} testbed change(s)` : "") +
+            `. Lab ${res.plan.lab} is at generation ${res.generation}.`,
         );
       }
       return EXIT.ok;
@@ -335,13 +368,16 @@ export const labCommands: Command[] = [
     more:
       "Each device gets its own credential whose password is env:DUTLAB_PASSWORD_<HOSTNAME> (the names\n" +
       "are listed on stderr): set them, then `dutlab lab diff` is clean. Without --name every device is written\n" +
-      "under metadata.name lab (edit it; apply --adopt takes over devices no lab manages).",
+      "under metadata.name lab (edit it; apply --adopt takes over devices no lab manages). Testbeds are written\n" +
+      "too (with --name, the lab's own), a device id of a testbed made through the API as its hostname.",
     async run(ctx) {
       const svc = ctx.svc();
       const name = str(ctx.flags.name);
-      let devices = ok(await svc.api.GET("/api/admin/dut/devices", {})).devices as Device[];
-      if (name !== undefined) devices = devices.filter((d) => d.managedBy === name);
-      const doc = exportLab(name ?? "lab", devices);
+      const all = ok(await svc.api.GET("/api/admin/dut/devices", {})).devices as Device[];
+      const devices = name !== undefined ? all.filter((d) => d.managedBy === name) : all;
+      let testbeds = ok(await svc.api.GET("/api/admin/testbeds", {})).testbeds as Testbed[];
+      if (name !== undefined) testbeds = testbeds.filter((t) => t.managedBy === name);
+      const doc = exportLab(name ?? "lab", devices, testbeds, all);
       const text = toYaml(doc, { lineWidth: 0 });
       const file = str(ctx.flags.out);
       if (file) await writeOut(file, text);
@@ -357,8 +393,16 @@ export const labCommands: Command[] = [
 export const passwordVar = (hostname: string) =>
   `DUTLAB_PASSWORD_${hostname.toUpperCase().replace(/[^A-Z0-9]+/g, "_")}`;
 
-/** Devices as a lab file: one credential per device, fields at their built-in default left out. */
-export function exportLab(name: string, devices: Device[]) {
+/**
+ * Devices and testbeds as a lab file: one credential per device, fields at their built-in default left out; a
+ * testbed's device ids (made through the API) written as hostnames (`all`: the devices to look them up in).
+ */
+export function exportLab(
+  name: string,
+  devices: Device[],
+  testbeds: Testbed[] = [],
+  all: Device[] = devices,
+) {
   const credentials: Record<string, { username: string; password: string }> = {};
   const list = devices.map((d) => {
     const cred = d.hostname.slice(0, 64).replace(/^[^A-Za-z0-9]/, "x");
@@ -376,5 +420,25 @@ export function exportLab(name: string, devices: Device[]) {
       credential: cred,
     };
   });
-  return { apiVersion: "dutlab/v1", kind: "Lab", metadata: { name }, credentials, devices: list };
+  const hostOf = new Map(all.map((d) => [d.id, d.hostname]));
+  const beds = Object.fromEntries(testbeds.map((t) => {
+    const hostnames = [
+      ...(t.selector.hostnames ?? []),
+      ...(t.selector.deviceIds ?? []).flatMap((id) => hostOf.has(id) ? [hostOf.get(id)!] : []),
+    ];
+    return [t.name, {
+      ...(t.description !== null ? { description: t.description } : {}),
+      ...(hostnames.length ? { hostnames } : {}),
+      ...(t.selector.tags?.length ? { tags: t.selector.tags } : {}),
+      ...(t.selector.roles?.length ? { roles: t.selector.roles } : {}),
+    }];
+  }));
+  return {
+    apiVersion: "dutlab/v1",
+    kind: "Lab",
+    metadata: { name },
+    credentials,
+    devices: list,
+    ...(testbeds.length ? { testbeds: beds } : {}),
+  };
 }

@@ -1319,6 +1319,19 @@ export interface components {
                 credential: "set" | "changed" | "unchanged" | null;
                 reason: string | null;
             }[];
+            /** @description The testbeds the file declares, and the lab's testbeds it no longer declares (`remove`) */
+            testbeds: {
+                name: string;
+                /** @enum {string} */
+                action: "create" | "update" | "remove" | "unchanged" | "conflict";
+                /** @description description, hostnames, tags, roles (and deviceIds, managedBy) */
+                changes: {
+                    field: string;
+                    old?: unknown;
+                    new?: unknown;
+                }[];
+                reason: string | null;
+            }[];
             notInFile: string[];
         };
         LabPlanRequest: {

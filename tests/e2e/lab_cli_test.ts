@@ -183,6 +183,69 @@ dbTest(
       });
 
       await t.step(
+        "testbeds: diff shows them, apply makes them, export carries them, diff is clean",
+        async () => {
+          const beds = lab(
+            hosts,
+            "testbeds:\n  edge:\n    description: the edge pair\n    hostnames: [fw-1, fw-2]\n" +
+              "  whole:\n    tags: [site:lab1]\n",
+          );
+          await Deno.writeTextFile(`${work}/beds.yaml`, beds);
+          const d = await run(["lab", "diff", "-f", "beds.yaml", "--exit-code"]);
+          assert.equal(d.code, 1, d.stdout + d.stderr);
+          assert.match(
+            d.stdout,
+            /^\+ create testbed edge \(description: the edge pair; hostnames: \["fw-1","fw-2"\]\)$/m,
+          );
+          assert.match(d.stdout, /^\+ create testbed whole \(tags: \["site:lab1"\]\)$/m);
+          assert.match(
+            d.stdout,
+            /^Plan: 0 to create, 0 to update, 0 to remove; testbeds: 2 to create, 0 to update, 0 to remove$/m,
+          );
+          const a = await run(["lab", "apply", "-f", "beds.yaml", "--yes"]);
+          assert.equal(a.code, 0, a.stderr);
+          assert.match(
+            a.stdout,
+            /^Applied: 0 created, 0 updated, 0 removed; 2 testbed change\(s\)\. Lab lab1 is at/m,
+          );
+          const made = (await api("/api/admin/testbeds")).testbeds;
+          assert.deepEqual(
+            made.map((x: { name: string; devices: unknown[]; managedBy: string }) =>
+              `${x.name} ${x.devices.length} ${x.managedBy}`
+            ),
+            ["edge 2 lab1", "whole 5 lab1"],
+          );
+          const moved = beds.replace("hostnames: [fw-1, fw-2]", "hostnames: [fw-1, fw-3]");
+          await Deno.writeTextFile(`${work}/moved.yaml`, moved);
+          const m = await run(["lab", "diff", "-f", "moved.yaml"]);
+          assert.match(
+            m.stdout,
+            /^~ update testbed edge \(hostnames: \["fw-1","fw-2"\] → \["fw-1","fw-3"\]\)$/m,
+          );
+          assert.match(m.stdout, /^= unchanged testbed whole$/m);
+          const gone = await run(["lab", "diff", "-f", "lab.yaml"]);
+          assert.match(gone.stdout, /^- remove testbed edge$/m);
+          // The round trip: export carries the lab's testbeds, and its diff is clean.
+          const e = await run(["lab", "export", "--name", "lab1", "-o", "export-beds.yaml"]);
+          assert.equal(e.code, 0, e.stderr);
+          const text = await Deno.readTextFile(`${work}/export-beds.yaml`);
+          seen.push(text);
+          assert.match(
+            text,
+            /^testbeds:\n  edge:\n    description: the edge pair\n    hostnames:\n      - fw-1\n      - fw-2\n/m,
+          );
+          const vars = Object.fromEntries(hosts.map((h, i) => [
+            `DUTLAB_PASSWORD_${h.toUpperCase().replace("-", "_")}`,
+            i === 1 ? CANARY_FILE : CANARY_ENV,
+          ]));
+          const clean = await run(["lab", "diff", "-f", "export-beds.yaml", "--exit-code"], vars);
+          assert.equal(clean.code, 0, clean.stdout + clean.stderr);
+          assert.match(clean.stdout, /^Plan: 0 to create, 0 to update, 0 to remove$/m);
+          assert.match(clean.stdout, /^= unchanged testbed edge$/m);
+        },
+      );
+
+      await t.step(
         "--prune disables what the file no longer lists; a bigger prune needs --force",
         async () => {
           await Deno.writeTextFile(`${work}/four.yaml`, lab(hosts.slice(0, 4)));

@@ -79,6 +79,14 @@ const PlanEntry = z.object({
   }),
   reason: z.string().nullable(),
 });
+const TestbedPlanEntry = z.object({
+  name: z.string(),
+  action: z.enum(["create", "update", "remove", "unchanged", "conflict"]),
+  changes: z.array(Change).openapi({
+    description: "description, hostnames, tags, roles (and deviceIds, managedBy)",
+  }),
+  reason: z.string().nullable(),
+});
 const LabPlan = z.object({
   lab: z.string(),
   generation: z.number().int(),
@@ -93,6 +101,9 @@ const LabPlan = z.object({
     conflict: z.number().int(),
   }),
   devices: z.array(PlanEntry),
+  testbeds: z.array(TestbedPlanEntry).openapi({
+    description: "The testbeds the file declares, and the lab's testbeds it no longer declares (`remove`)",
+  }),
   notInFile: z.array(z.string()),
 }).openapi("LabPlan");
 const LabApplied = z.object({

@@ -164,7 +164,7 @@ async function write(
       if (e.action === "remove") await prune(tx, rows.get(e.deviceId!)!, req.prune, before, touched);
     }
     await syncTestbeds(tx, name, req.lab.testbeds ?? {});
-    const changed = touched.length > 0;
+    const changed = touched.length > 0 || plan.testbeds.some((t) => t.action !== "unchanged");
     if (changed) {
       await tx.updateTable("labs").set({ generation: current + 1, updated_at: sql<Date>`now()` } as never)
         .where("name", "=", name).execute();

@@ -20,6 +20,7 @@ import { fingerprintMatches } from "../devices/credentials.ts";
 import { type FieldError, InvalidInputError } from "../errors.ts";
 import { jcsSha256 } from "../util/hash.ts";
 import type { LabFile } from "./file.ts";
+import { planTestbeds, type TestbedPlanEntry } from "./plan_testbeds.ts";
 
 /** What a prune does to a device this lab manages that the file no longer lists. */
 export type PruneMode = "disable" | "delete";
@@ -66,6 +67,8 @@ export interface LabPlan {
   adopt: boolean;
   summary: { create: number; update: number; remove: number; unchanged: number; conflict: number };
   devices: PlanEntry[];
+  /** The testbeds the file declares, and the lab's testbeds it no longer declares (removed by the apply). */
+  testbeds: TestbedPlanEntry[];
   /** Devices this lab manages that the file does not list and no prune was asked for (left as they are). */
   notInFile: string[];
 }
@@ -333,6 +336,7 @@ export async function makePlan(
     adopt: req.adopt ?? false,
     summary,
     devices: entries,
+    testbeds: await planTestbeds(db, name, req.lab.testbeds),
     notInFile,
   };
   const plan: LabPlan = { ...body, planHash: `sha256:${await jcsSha256(body)}` };
