@@ -232,7 +232,7 @@ dbTest(
           seen.push(text);
           assert.match(
             text,
-            /^testbeds:\n  edge:\n    description: the edge pair\n    hostnames:\n      - fw-1\n      - fw-2\n/m,
+            /^testbeds:\n {2}edge:\n {4}description: the edge pair\n {4}hostnames:\n {6}- fw-1\n {6}- fw-2\n/m,
           );
           const vars = Object.fromEntries(hosts.map((h, i) => [
             `DUTLAB_PASSWORD_${h.toUpperCase().replace("-", "_")}`,
