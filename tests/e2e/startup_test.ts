@@ -149,6 +149,7 @@ Deno.test("migrate asks for no secret; serve then starts, stores secrets 0600, l
     assert.deepEqual(await health.json(), { status: "ok" });
     const ready = await waitFor(`http://127.0.0.1:${port}/readyz`);
     assert.equal(ready.status, 200);
+    await ready.body?.cancel();
     const st = await Deno.stat(`${dir}/secrets.json`);
     assert.equal(st.mode! & 0o777, 0o600);
     const secrets = JSON.parse(await Deno.readTextFile(`${dir}/secrets.json`));
