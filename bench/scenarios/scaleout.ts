@@ -27,7 +27,7 @@ const INTERVAL_S = 60;
 export async function run(ctx: Ctx): Promise<Figure[]> {
   const n = ctx.quick ? 300 : Number(Deno.env.get("BENCH_SCALEOUT_DEVICES") ?? 3000);
   const warmS = ctx.quick ? 15 : 30;
-  const windowS = ctx.quick ? 60 : 120;
+  const windowS = Number(Deno.env.get("BENCH_SCALEOUT_WINDOW") ?? (ctx.quick ? 60 : 120));
   const counts = (Deno.env.get("BENCH_SCALEOUT_N") ?? "1,2,3").split(",").map(Number);
   ctx.log(`farm of ${n} devices`);
   const farm = await startFarm(ctx, n);
@@ -68,6 +68,11 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       await sql`delete from poll_instances`.execute(db.kysely);
       await sql`update devices set last_poll_at = now() - random() * ${INTERVAL_S} * interval '1 second',
         last_poll_status = 'ok'`.execute(db.kysely);
+      // The spread last polls, as the previous poll of each device's first poll in this run.
+      await sql`drop table if exists bench_start`.execute(db.kysely);
+      await sql`create table bench_start as select id as device_id, last_poll_at as collected_at from devices`
+        .execute(db.kysely);
+      const startedAt = (await q(sql<{ now: Date }>`select now()`))[0]!.now;
       ctx.log(`${count} instance(s): starting`);
       const procs = Array.from(
         { length: count },
@@ -96,7 +101,8 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
         await new Promise((r) => setTimeout(r, 21_000));
         const b = await read();
         const rows = await q(sql<{ polls: number; lateness: number[]; failed: number }>`
-          with p as (select distinct device_id, collected_at from snapshots),
+          with p as (select distinct device_id, collected_at from snapshots where collected_at >= ${startedAt}
+            union all select device_id, collected_at from bench_start),
           l as (select collected_at, extract(epoch from collected_at - (lag(collected_at) over
               (partition by device_id order by collected_at) + ${INTERVAL_S} * interval '1 second'))::float8 as late
             from p)

@@ -93,6 +93,26 @@ Deno.test("bad configuration exits non-zero with one clear line per problem", as
     poll.lines[0]!,
     /^dutlab: BAD_CONFIG: DUT_CRED_ENC_KEY: required by poll when DATABASE_URL is set/,
   );
+  // Issue 48: a poll lease not longer than a device's poll time limit, or a bad claim batch, refuses to start.
+  const leaseCases: Array<[Record<string, string>, RegExp]> = [
+    [
+      { DUT_POLL_LEASE_SECONDS: "20", DUT_POLL_DEVICE_TIMEOUT_SECONDS: "25" },
+      /^dutlab: BAD_CONFIG: DUT_POLL_LEASE_SECONDS: must be longer than DUT_POLL_DEVICE_TIMEOUT_SECONDS \(25 s\): a lease shorter than a poll could expire while it runs$/,
+    ],
+    [{ DUT_POLL_LEASE_SECONDS: "2" }, /^dutlab: BAD_CONFIG: DUT_POLL_LEASE_SECONDS: must be at least 5$/],
+    [{ DUT_POLL_CLAIM_BATCH: "0" }, /^dutlab: BAD_CONFIG: DUT_POLL_CLAIM_BATCH: must be at least 1$/],
+    [{ DUT_POLL_CLAIM_BATCH: "many" }, /^dutlab: BAD_CONFIG: DUT_POLL_CLAIM_BATCH: must be a whole number$/],
+  ];
+  for (const [env, re] of leaseCases) {
+    const r = await runServe(
+      { DATABASE_URL: "postgres://postgres@127.0.0.1:5432/test", DUT_CRED_ENC_KEY: "ab".repeat(32), ...env },
+      20_000,
+      "poller.ts",
+    );
+    assert.notEqual(r.code, 0, JSON.stringify(env));
+    assert.equal(r.lines.length, 1, r.lines.join("\n"));
+    assert.match(r.lines[0]!, re);
+  }
   await Deno.remove(dir, { recursive: true });
 });
 
