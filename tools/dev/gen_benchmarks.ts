@@ -23,7 +23,11 @@ export const DEFAULT_RESULTS = "bench/results-full-s14.json";
  * Results of single scenarios run after the full run (`deno task bench --only X --out FILE`): their figures are
  * added to the page, each file named with its own command, time and machine.
  */
-export const EXTRA_RESULTS = ["bench/results-issue50-netbox.json", "bench/results-issue51-webhooks.json"];
+export const EXTRA_RESULTS = [
+  "bench/results-issue50-netbox.json",
+  "bench/results-issue51-webhooks.json",
+  "bench/results-issue48-scaleout.json",
+];
 
 interface Results {
   mode: string;
@@ -344,7 +348,24 @@ export const TARGET_ROWS: TargetRow[] = [
       ),
     },
   ]),
+  ...[1, 2, 3].flatMap(scaleoutRows),
 ];
+
+/** Issue 48: N poll instances on one PostgreSQL (section 13): throughput (p99 lateness), CPU per poll. */
+function scaleoutRows(instances: number): TargetRow[] {
+  const one = sel("scaleout", "polls per minute", { instances: 1 });
+  return [
+    {
+      value: sel("scaleout", "polls per minute", { instances }),
+      also: sel("scaleout", "lateness p99", { instances }),
+      ref: instances === 1 ? "3,000 devices at 60 s: 3,000 at most" : ref("1 instance", one),
+    },
+    {
+      value: sel("scaleout", "all instances CPU per poll", { instances }),
+      also: sel("scaleout", "PostgreSQL CPU per poll", { instances }),
+    },
+  ];
+}
 
 /** The one figure `s` names; throws when none or several match. */
 export function find(figures: Figure[], s: Selector): Figure {
@@ -373,7 +394,17 @@ function show(f: Figure): string {
 }
 const esc = (s: string) => s.replace(/\|/g, "\\|");
 /** The parameters that tell one row from another of the same name. */
-const KEY_PARAMS = ["n", "backend", "payloads", "case", "snapshotRows", "runs", "devices", "snapshots"];
+const KEY_PARAMS = [
+  "n",
+  "backend",
+  "payloads",
+  "case",
+  "snapshotRows",
+  "runs",
+  "devices",
+  "snapshots",
+  "instances",
+];
 const scalars = (p: Record<string, unknown> = {}, keep: string[]) =>
   Object.entries(p)
     .filter(([k, v]) => v !== null && typeof v !== "object" && keep.includes(k))
