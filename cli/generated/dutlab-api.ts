@@ -64,7 +64,7 @@ export interface paths {
         put?: never;
         /**
          * Test the connection
-         * @description Authenticates and reads the vendor's CPU monitor. Device faults are reported as `ok: false` with a detail naming the stage that failed (TLS, authentication, timeout, HTTP error), never as a 5xx. With tlsVerifyMode self-signed, a first successful connection pins the certificate.
+         * @description Authenticates and reads the vendor's CPU monitor. Device faults are reported as `ok: false` with a detail naming the stage that failed (TLS, authentication, timeout, HTTP error), never as a 5xx. With tlsVerifyMode self-signed, a first successful connection pins the certificate. While the device is reserved, a test that would pin a first certificate (self-signed, none pinned yet) is a 409 naming the reservation, unless an admin sends `force=true` (audited); any other test goes on.
          */
         post: operations["testDeviceConnection"];
         delete?: never;
@@ -2993,7 +2993,10 @@ export interface operations {
     };
     testDeviceConnection: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Apply the change over a reservation of the device (admin; recorded in the audit log) */
+                force?: "true" | "false";
+            };
             header?: never;
             path: {
                 /** @description Device id (UUID) */
@@ -3041,6 +3044,15 @@ export interface operations {
             };
             /** @description Unknown id */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

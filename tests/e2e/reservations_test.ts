@@ -166,12 +166,13 @@ dbTest(
       credentials: { admin: { username: "admin", password: "env:LAB1_PASSWORD" } },
       devices: devices.map((h) => ({ hostname: h, baseUrl: `https://${h}.lab.example:8443` })),
     });
-    const apply = async (body: unknown, extra: Record<string, unknown> = {}) => {
-      const p = await l.call("POST", "/api/admin/dut/lab/plan", { lab: body, secrets: { admin: "pw" } });
+    const apply = async (body: unknown, extra: Record<string, unknown> = {}, password = "pw") => {
+      const secrets = { admin: password };
+      const p = await l.call("POST", "/api/admin/dut/lab/plan", { lab: body, secrets });
       assert.equal(p.status, 200, JSON.stringify(p.body));
       return await l.call("POST", "/api/admin/dut/lab/apply", {
         lab: body,
-        secrets: { admin: "pw" },
+        secrets,
         expectedGeneration: p.body.generation,
         ...extra,
       });
@@ -189,6 +190,10 @@ dbTest(
       modify.body.detail,
       /^The lab "lab1" apply would disturb a reservation: lab-a is reserved by "nightly"/,
     );
+    // A key change: the file's credential rotated (the password differs from the stored one).
+    const rotated = await apply(labFile(["lab-a", "lab-b", "lab-c"]), {}, "pw-rotated");
+    assert.equal(rotated.status, 409, JSON.stringify(rotated.body));
+    assert.match(rotated.body.detail, /lab-a is reserved by "nightly"/);
     const prune = await apply({ ...labFile(["lab-b", "lab-c"]) }, { prune: "disable" });
     assert.equal(prune.status, 409);
     assert.match(prune.body.detail, /lab-a is reserved by "nightly"/);
@@ -322,5 +327,52 @@ dbTest(
       await worker.stop();
       await rx.close();
     }
+  },
+);
+
+dbTest(
+  "a key or pin change of a reserved device is a 409 naming the holder (PATCH, a connection test's first pin); forced, audited",
+  async (db) => {
+    await using l = await lab(db);
+    const id0 = l.ids[0]!;
+    // No certificate pinned yet: the next connection test would pin one (trust on first use).
+    assert.equal(
+      (await l.call("PATCH", `/api/admin/dut/devices/${id0}`, { pinnedCertSha256: null })).status,
+      200,
+    );
+    assert.equal((await l.call("GET", `/api/admin/dut/devices/${id0}`)).body.pinnedCertSha256, null);
+    const held = await l.call("POST", "/api/admin/reservations", { testbed: "edge", holder: "nightly" });
+    assert.equal(held.status, 201);
+    for (const patch of [{ password: "rotated" }, { username: "other" }, { pinnedCertSha256: null }]) {
+      const r = await l.call("PATCH", `/api/admin/dut/devices/${id0}`, patch);
+      assert.equal(r.status, 409, JSON.stringify(patch));
+      assert.match(
+        r.body.detail,
+        /fw-1 is reserved by "nightly" \(reservation [0-9a-f-]+, testbed edge\) until /,
+      );
+    }
+    const test = await l.call("POST", `/api/admin/dut/devices/${id0}/test`);
+    assert.equal(test.status, 409, JSON.stringify(test.body));
+    assert.match(
+      test.body.detail,
+      /^a first-contact certificate pin of device fw-1 \(connection test\) would disturb a reservation: fw-1 is reserved by "nightly"/,
+    );
+    assert.equal(test.body.reservations[0].reservationId, held.body.id);
+    assert.equal((await l.call("GET", `/api/admin/dut/devices/${id0}`)).body.pinnedCertSha256, null);
+    // Forced by an admin: the pin is recorded and the audit entry names the reservation overridden.
+    const forced = await l.call("POST", `/api/admin/dut/devices/${id0}/test?force=true`);
+    assert.equal(forced.status, 200);
+    assert.equal(forced.body.ok, true, forced.body.detail);
+    assert.match(forced.body.detail, /Certificate pinned \(sha256 [0-9a-f]{64}\)/);
+    assert.ok(
+      (await l.audit()).some((e) =>
+        /^forced over reservation\(s\): a first-contact certificate pin of device fw-1 \(connection test\); fw-1 held by nightly /
+          .test(e.detail ?? "")
+      ),
+    );
+    // With the pin in place a connection test changes nothing, and goes on.
+    const again = await l.call("POST", `/api/admin/dut/devices/${id0}/test`);
+    assert.equal(again.status, 200);
+    assert.equal(again.body.ok, true);
   },
 );

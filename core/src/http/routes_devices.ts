@@ -222,13 +222,25 @@ function deviceActionRoutes(app: OpenAPIHono, svc: Services) {
       description:
         "Authenticates and reads the vendor's CPU monitor. Device faults are reported as `ok: false` with a " +
         "detail naming the stage that failed (TLS, authentication, timeout, HTTP error), never as a 5xx. " +
-        "With tlsVerifyMode self-signed, a first successful connection pins the certificate.",
-      request: { params: IdParam },
-      responses: { 200: json(TestConnection, "Result"), ...problemResponses, ...notFoundResponse },
+        "With tlsVerifyMode self-signed, a first successful connection pins the certificate. While the device " +
+        "is reserved, a test that would pin a first certificate (self-signed, none pinned yet) is a 409 naming " +
+        "the reservation, unless an admin sends `force=true` (audited); any other test goes on.",
+      request: { params: IdParam, query: ForceQuery },
+      responses: {
+        200: json(TestConnection, "Result"),
+        ...problemResponses,
+        ...notFoundResponse,
+        ...conflictResponse,
+      },
     }),
     async (c) => {
       const { id } = c.req.valid("param");
       const row = await svc.devices.get(id);
+      if (row.tls_verify_mode === "self-signed" && !row.pinned_cert_sha256) {
+        const action = `a first-contact certificate pin of device ${row.hostname} (connection test)`;
+        const held = await guardReserved(svc.db.kysely, [id], action, c.req.valid("query").force === "true");
+        if (held.length) noteForAudit(c, forcedNote(action, held));
+      }
       return c.json(await testConnection(svc, row), 200);
     },
   );
