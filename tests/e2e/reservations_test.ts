@@ -238,7 +238,7 @@ dbTest("a run on a testbed holds its reservation until it finishes; the events t
 });
 
 dbTest(
-  "a subscription receives the reservation events: not ready, granted, queued, released, expired",
+  "a subscription receives the reservation events: not ready, granted, queued, released, expired; the metrics count them",
   async (db) => {
     await using l = await lab(db);
     const rx = startReceiver();
@@ -274,12 +274,21 @@ dbTest(
         waitSeconds: 600,
       });
       assert.equal(b.status, 202);
+      const metrics = async () => await (await l.app.request("/metrics")).text();
+      const queuedNow = await metrics();
+      assert.match(queuedNow, /^dutlab_reservations\{state="held"\} 1$/m);
+      assert.match(queuedNow, /^dutlab_reservations\{state="queued"\} 1$/m);
+      assert.match(queuedNow, /^dutlab_reservations_ended_total\{reason="expired"\} 0$/m);
       assert.equal((await l.call("POST", `/api/admin/reservations/${a.body.id}/release`, {})).status, 200);
       assert.equal((await l.call("GET", `/api/admin/reservations/${b.body.id}`)).body.state, "held");
       // Bob stops renewing: his lease ends (moved into the past here) and the sweep expires it.
       await db.kysely.updateTable("reservations").set({ expires_at: new Date(Date.now() - 1000) })
         .where("id", "=", b.body.id).execute();
       await l.svc.reservations.sweep();
+      const expiredNow = await metrics();
+      assert.match(expiredNow, /^dutlab_reservations\{state="queued"\} 0$/m);
+      assert.match(expiredNow, /^dutlab_reservations\{state="held"\} 0$/m);
+      assert.match(expiredNow, /^dutlab_reservations_ended_total\{reason="expired"\} 1$/m);
       // A rolled-back grant sends nothing: a refused overlapping request writes no event.
       const c = await l.call("POST", "/api/admin/reservations", { testbed: "edge", holder: "carol" });
       assert.equal(c.status, 201);

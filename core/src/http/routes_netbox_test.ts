@@ -111,6 +111,64 @@ dbTest(
 );
 
 dbTest(
+  "a NetBox sync modifying or pruning a reserved device is a 409 naming the holder; forced, audited",
+  async (db) => {
+    const t = await setup(db);
+    try {
+      const s = await t.sync();
+      assert.equal((await t.apply(s.body.lab)).status, 200);
+      const host = "nb-vendor-a-ngfw-00001";
+      const list = await (await t.app.request("/api/admin/dut/devices", { headers: t.auth })).json();
+      const id = list.devices.find((d: { hostname: string }) => d.hostname === host).id;
+      const r = await t.post("/api/admin/reservations", { deviceIds: [id], holder: "ci-nightly" });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      // NetBox changes the device (a switch now: the firewall rule's poll interval no longer applies).
+      t.peer.setDevices(generatedDevices(30).map((d) => d.id === 1 ? { ...d, role: "switch" } : d));
+      const changed = await t.sync();
+      assert.equal(changed.status, 200);
+      const p = await t.plan(changed.body.lab);
+      assert.equal(p.body.devices.find((e: { hostname: string }) => e.hostname === host).action, "update");
+      const modify = await t.apply(changed.body.lab);
+      assert.equal(modify.status, 409, JSON.stringify(modify.body));
+      assert.match(
+        modify.body.detail,
+        /^The lab "netbox" apply would disturb a reservation: nb-vendor-a-ngfw-00001 is reserved by "ci-nightly" \(reservation [0-9a-f-]+\) until /,
+      );
+      assert.equal(modify.body.reservations[0].reservationId, r.body.id);
+      // NetBox drops the device: the sync's prune is refused the same way.
+      t.peer.setDevices(generatedDevices(30).filter((d) => d.id !== 1));
+      const gone = await t.sync();
+      const pp = await t.plan(gone.body.lab, { prune: "disable" });
+      const prune = (extra = {}) =>
+        t.post("/api/admin/dut/lab/apply", {
+          lab: gone.body.lab,
+          secrets: { admin: CANARY },
+          prune: "disable",
+          expectedGeneration: pp.body.generation,
+          planHash: pp.body.planHash,
+          ...extra,
+        });
+      const refused = await prune();
+      assert.equal(refused.status, 409, JSON.stringify(refused.body));
+      assert.match(refused.body.detail, /nb-vendor-a-ngfw-00001 is reserved by "ci-nightly"/);
+      const device = await (await t.app.request(`/api/admin/dut/devices/${id}`, { headers: t.auth })).json();
+      assert.equal(device.enabled, true, "nothing of the refused sync was written");
+      // An admin forces it: applied, and the audit entry names the reservation overridden.
+      assert.equal((await prune({ overrideReservations: true })).status, 200);
+      const audit = await (await t.app.request("/api/admin/audit", { headers: t.auth })).json();
+      assert.ok(
+        audit.entries.some((e: { detail: string | null }) =>
+          /; forced over reservation\(s\): lab apply; nb-vendor-a-ngfw-00001 held by ci-nightly /
+            .test(e.detail ?? "")
+        ),
+      );
+    } finally {
+      await t.peer.close();
+    }
+  },
+);
+
+dbTest(
   "NetBox's refusals and bad answers are 502 naming the object; bad input is a 400 naming the field",
   async (db) => {
     const t = await setup(db);

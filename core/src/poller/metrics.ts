@@ -160,11 +160,8 @@ export class Metrics {
     const granted = this.reservationsGranted;
     // deno-lint-ignore no-explicit-any
     (gauge as any).collect = async () => {
-      const open = await r.open().catch(() => null);
-      if (open) {
-        gauge.set({ state: "held" }, open.held);
-        gauge.set({ state: "queued" }, open.queued);
-      }
+      // The counters first, before any await: the registry reads every metric at once, so a counter set
+      // after the gauge's database read would show in the next scrape only.
       ended.inc({ reason: "expired" }, r.counts.expired - seen.expired);
       ended.inc({ reason: "timed_out" }, r.counts.timedOut - seen.timedOut);
       granted.inc(r.counts.granted - seen.granted);
@@ -173,6 +170,11 @@ export class Metrics {
         timedOut: r.counts.timedOut,
         granted: r.counts.granted,
       });
+      const open = await r.open().catch(() => null);
+      if (open) {
+        gauge.set({ state: "held" }, open.held);
+        gauge.set({ state: "queued" }, open.queued);
+      }
     };
     ended.inc({ reason: "expired" }, 0);
     ended.inc({ reason: "timed_out" }, 0);
