@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { checkFixture } from "@dutlab/core/testing";
+import { type CheckCase, checkCases, checkFixture } from "@dutlab/core/testing";
 import bmc from "@dutlab/adapter-vendor-a-bmc";
 import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
 import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
@@ -14,8 +14,6 @@ const resource = (type: string, id: string, health: unknown) => ({
   Id: id,
   Status: health === undefined ? { State: "Enabled" } : { State: "Enabled", Health: health },
 });
-const run = (system: unknown, chassis: unknown, manager: unknown) =>
-  fx.run("vendor-a-bmc", system, { related: { chassis_info: chassis, manager_info: manager } });
 const sys = (h: unknown) => resource("ComputerSystem", "437XR1138R2", h);
 const ch = (h: unknown) => resource("Chassis", "1U", h);
 const mgr = (h: unknown) => resource("Manager", "BMC", h);
@@ -33,36 +31,62 @@ Deno.test("bmc-health-ok applies where the adapter reads resource health: vendor
   }
 });
 
+const BMC = "vendor-a-bmc";
+/** A case: the system payload, with the chassis and manager ones as related labels. */
+const row = (
+  name: string,
+  system: unknown,
+  chassis: unknown,
+  manager: unknown,
+  expect: CheckCase["expect"],
+) => ({
+  name,
+  vendor: BMC,
+  payload: system,
+  options: { related: { chassis_info: chassis, manager_info: manager } },
+  expect,
+});
+
 Deno.test("bmc-health-ok passes when all three are OK and names the first one that is not", () => {
-  const ok = run(sys("OK"), ch("OK"), mgr("OK"));
-  assert.deepEqual([ok?.status, ok?.detail], [
-    "pass",
-    "health OK: ComputerSystem 437XR1138R2, Chassis 1U, Manager BMC",
+  checkCases(fx, [
+    row("all OK", sys("OK"), ch("OK"), mgr("OK"), {
+      status: "pass",
+      detail: "health OK: ComputerSystem 437XR1138R2, Chassis 1U, Manager BMC",
+    }),
+    row("chassis Warning, manager Critical", sys("OK"), ch("Warning"), mgr("Critical"), {
+      status: "fail",
+      detail: "Chassis 1U health is Warning (expected OK); ComputerSystem 437XR1138R2 OK",
+    }),
+    row("system Critical", sys("Critical"), ch("Warning"), mgr("OK"), {
+      status: "fail",
+      detail: "ComputerSystem 437XR1138R2 health is Critical (expected OK)",
+    }),
+    row("manager health missing", sys("OK"), ch("OK"), mgr(undefined), {
+      status: "fail",
+      detail: "Manager BMC health is not reported (expected OK); ComputerSystem 437XR1138R2, Chassis 1U OK",
+    }),
+    row(
+      "chassis not offered",
+      sys("OK"),
+      { present: false, resource: "Chassis", detail: "no chassis" },
+      mgr("OK"),
+      {
+        status: "fail",
+        detail: "Chassis (not offered) health is not reported (expected OK); ComputerSystem 437XR1138R2 OK",
+      },
+    ),
+    row("no manager snapshot yet", sys("OK"), ch("OK"), null, {
+      status: "fail",
+      detail: /^no manager_info snapshot of this device yet/,
+    }),
   ]);
-  const chassis = run(sys("OK"), ch("Warning"), mgr("Critical"));
-  assert.deepEqual([chassis?.status, chassis?.detail], [
-    "fail",
-    "Chassis 1U health is Warning (expected OK); ComputerSystem 437XR1138R2 OK",
-  ]);
-  const system = run(sys("Critical"), ch("Warning"), mgr("OK"));
-  assert.equal(system?.detail, "ComputerSystem 437XR1138R2 health is Critical (expected OK)");
-  const manager = run(sys("OK"), ch("OK"), mgr(undefined));
-  assert.equal(
-    manager?.detail,
-    "Manager BMC health is not reported (expected OK); ComputerSystem 437XR1138R2, Chassis 1U OK",
-  );
-  const absent = run(sys("OK"), { present: false, resource: "Chassis", detail: "no chassis" }, mgr("OK"));
-  assert.equal(
-    absent?.detail,
-    "Chassis (not offered) health is not reported (expected OK); ComputerSystem 437XR1138R2 OK",
-  );
-  const missing = run(sys("OK"), ch("OK"), null);
-  assert.equal(missing?.status, "fail");
-  assert.match(missing!.detail, /^no manager_info snapshot of this device yet/);
 });
 
 Deno.test("bmc-health-ok reports an error for a payload that is no system, chassis or manager", () => {
-  const r = run(sys("OK"), { "@odata.type": "#Thermal.v1_0_0.Thermal" }, mgr("OK"));
-  assert.equal(r?.status, "error");
-  assert.match(r!.detail, /^check error: could not evaluate the system_info payload \(payload is not a/);
+  checkCases(fx, [
+    row("a Thermal as chassis", sys("OK"), { "@odata.type": "#Thermal.v1_0_0.Thermal" }, mgr("OK"), {
+      status: "error",
+      detail: /^check error: could not evaluate the system_info payload \(payload is not a/,
+    }),
+  ]);
 });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { checkFixture } from "@dutlab/core/testing";
+import { checkCases, checkFixture } from "@dutlab/core/testing";
 import bmc from "@dutlab/adapter-vendor-a-bmc";
 import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
 import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
@@ -15,7 +15,6 @@ const system = (extra: Record<string, unknown>) => ({
   Status: { State: "Enabled", Health: "OK" },
   ...extra,
 });
-const run = (payload: unknown) => fx.run("vendor-a-bmc", payload);
 
 Deno.test("bmc-power-on applies where the adapter reads a power state: vendor-a-bmc of today's adapters", () => {
   assert.equal(check.label, "system_info");
@@ -30,24 +29,56 @@ Deno.test("bmc-power-on applies where the adapter reads a power state: vendor-a-
   assert.equal(fx.applies("vendor-a-bmc", { plan: { ...fx.plan, deviceRoles: ["ngfw"] } }), false);
 });
 
+const BMC = "vendor-a-bmc";
+
 Deno.test("bmc-power-on passes for On and fails for any other or a missing PowerState", () => {
-  assert.deepEqual([run(system({ PowerState: "On" }))?.status, run(system({ PowerState: "On" }))?.detail], [
-    "pass",
-    "system power state On",
+  checkCases(fx, [
+    {
+      name: "On",
+      vendor: BMC,
+      payload: system({ PowerState: "On" }),
+      expect: { status: "pass", detail: "system power state On" },
+    },
+    {
+      name: "Off",
+      vendor: BMC,
+      payload: system({ PowerState: "Off" }),
+      expect: { status: "fail", detail: "system power state Off (expected On)" },
+    },
+    {
+      name: "PoweringOn",
+      vendor: BMC,
+      payload: system({ PowerState: "PoweringOn" }),
+      expect: { status: "fail" },
+    },
+    {
+      name: "no PowerState",
+      vendor: BMC,
+      payload: system({}),
+      expect: { status: "fail", detail: "system power state not reported (expected On)" },
+    },
+    {
+      name: "no ComputerSystem offered",
+      vendor: BMC,
+      payload: { present: false, resource: "ComputerSystem", detail: "no members" },
+      expect: { status: "fail" },
+    },
   ]);
-  const off = run(system({ PowerState: "Off" }));
-  assert.deepEqual([off?.status, off?.detail], ["fail", "system power state Off (expected On)"]);
-  assert.equal(run(system({ PowerState: "PoweringOn" }))?.status, "fail");
-  const none = run(system({}));
-  assert.deepEqual([none?.status, none?.detail], ["fail", "system power state not reported (expected On)"]);
-  const absent = run({ present: false, resource: "ComputerSystem", detail: "no members" });
-  assert.equal(absent?.status, "fail");
 });
 
 Deno.test("bmc-power-on reports an error for a payload that is no ComputerSystem", () => {
-  for (const payload of [null, "On", { "@odata.type": "#Chassis.v1_28_0.Chassis", PowerState: "On" }]) {
-    const r = run(payload);
-    assert.equal(r?.status, "error", JSON.stringify(payload));
-    assert.match(r!.detail, /^check error: could not evaluate the system_info payload/);
-  }
+  const error = {
+    status: "error",
+    detail: /^check error: could not evaluate the system_info payload/,
+  } as const;
+  checkCases(fx, [
+    { name: "null", vendor: BMC, payload: null, expect: error },
+    { name: "a string", vendor: BMC, payload: "On", expect: error },
+    {
+      name: "a Chassis",
+      vendor: BMC,
+      payload: { "@odata.type": "#Chassis.v1_28_0.Chassis", PowerState: "On" },
+      expect: error,
+    },
+  ]);
 });

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import assert from "node:assert/strict";
 import type { AdapterDefinition, AdapterFacts } from "../src/adapter.ts";
 import type { CheckDefinition, CheckDevice, CheckSnapshot } from "../src/check.ts";
 import type { Plan } from "../src/plan.ts";
@@ -161,4 +162,69 @@ export function checkFixture(check: CheckDefinition, options: CheckFixtureOption
       );
     },
   };
+}
+
+/** One row of a check's case table (see {@link checkCases}). */
+export interface CheckCase {
+  /** What the case is about; assertion messages name it. */
+  name: string;
+  /** Vendor key of the device the check runs on. */
+  vendor: string;
+  /** The payload of the check's label in the device's latest snapshot. */
+  payload: unknown;
+  /** How the run differs from the fixture's defaults (plan, device, snapshot, related labels, facts, now). */
+  options?: FixtureRunOptions;
+  /**
+   * The result expected: `null` when the check does not apply; else its status, whether it passes (when
+   * given) and its detail (a string is compared for equality, a RegExp must match).
+   */
+  expect: null | {
+    /** The result's status. */
+    status: CheckResult["status"];
+    /** The result's `pass` (true only for `pass`). */
+    pass?: boolean;
+    /** The result's detail: equal to a string, or matching a RegExp. */
+    detail?: string | RegExp;
+  };
+}
+
+/**
+ * Run a check's case table through its fixture: each case is evaluated with {@link CheckFixture.run} and its
+ * result compared with the expected one; the first mismatch throws an assertion error naming the case.
+ *
+ * @example
+ * ```ts
+ * import { checkCases, checkFixture } from "@dutlab/core/testing";
+ * import { defineCheck } from "@dutlab/core";
+ * const check = defineCheck({
+ *   id: "has-hostname", description: "The device reports a hostname", coreVersion: "^1.0.0",
+ *   label: "system_info",
+ *   evaluate: (s) => {
+ *     const name = (s.payload as { hostname?: unknown }).hostname;
+ *     return { pass: typeof name === "string", detail: `hostname ${String(name)}` };
+ *   },
+ * });
+ * const fx = checkFixture(check, {
+ *   adapters: [{ vendorKey: "vendor-x", labels: ["system_info"], deviceRoles: ["switch"] }],
+ * });
+ * checkCases(fx, [
+ *   { name: "named", vendor: "vendor-x", payload: { hostname: "sw-1" }, expect: { status: "pass", detail: "hostname sw-1" } },
+ *   { name: "unnamed", vendor: "vendor-x", payload: {}, expect: { status: "fail", pass: false, detail: /undefined/ } },
+ *   { name: "no adapter", vendor: "vendor-y", payload: {}, expect: null },
+ * ]);
+ * ```
+ */
+export function checkCases(fx: CheckFixture, cases: readonly CheckCase[]): void {
+  for (const c of cases) {
+    const r = fx.run(c.vendor, c.payload, c.options);
+    if (c.expect === null) {
+      assert.equal(r, null, `${c.name}: expected the check not to apply`);
+      continue;
+    }
+    assert.ok(r, `${c.name}: expected a result, the check did not apply`);
+    assert.equal(r.status, c.expect.status, `${c.name}: status (detail: ${r.detail})`);
+    if (c.expect.pass !== undefined) assert.equal(r.pass, c.expect.pass, `${c.name}: pass`);
+    if (typeof c.expect.detail === "string") assert.equal(r.detail, c.expect.detail, `${c.name}: detail`);
+    else if (c.expect.detail) assert.match(r.detail, c.expect.detail, `${c.name}: detail`);
+  }
 }
