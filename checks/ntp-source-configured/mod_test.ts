@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { checkFixture } from "@dutlab/core/testing";
+import { checkCases, checkFixture } from "@dutlab/core/testing";
 import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
 import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
 import sw from "@dutlab/adapter-vendor-a-switch";
@@ -9,7 +9,6 @@ import check from "./mod.ts";
 const VENDORS = ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch", "vendor-a-bmc"] as const;
 type Vendor = typeof VENDORS[number];
 const fx = checkFixture(check, { adapters: [ngfwA, ngfwB, sw, bmc] });
-const run = (vendor: Vendor, payload: unknown) => fx.run(vendor, payload);
 
 /** Each vendor's `ntp_config` payload with these servers, in the shape its adapter stores. */
 const PAYLOAD: Record<Vendor, (servers: string[]) => unknown> = {
@@ -40,37 +39,59 @@ Deno.test("ntp-source-configured applies to every vendor the plan involves", () 
 });
 
 Deno.test("ntp-source-configured passes with a time server on every vendor and lists them", () => {
-  for (const v of VENDORS) {
-    const r = run(v, PAYLOAD[v](["10.0.0.1", "ntp2.lab.example"]));
-    assert.equal(r?.status, "pass", v);
-    assert.equal(r?.detail, "2 time server(s) configured: 10.0.0.1, ntp2.lab.example", v);
-  }
+  checkCases(
+    fx,
+    VENDORS.map((v) => ({
+      name: v,
+      vendor: v,
+      payload: PAYLOAD[v](["10.0.0.1", "ntp2.lab.example"]),
+      expect: { status: "pass", detail: "2 time server(s) configured: 10.0.0.1, ntp2.lab.example" },
+    })),
+  );
 });
 
 Deno.test("ntp-source-configured fails with no time server on every vendor", () => {
-  for (const v of VENDORS) {
-    const r = run(v, PAYLOAD[v]([]));
-    assert.equal(r?.status, "fail", v);
-    assert.equal(r?.detail, "no time server is configured", v);
-  }
-  // Servers listed but NTP sync disabled (vendor-b) or the NTP object disabled (vendor-a): no time source.
-  const b = run("vendor-b-ngfw", { results: { ntpsync: "disable", ntpserver: [{ server: "ntp1" }] } });
-  assert.equal(b?.status, "fail");
-  const a = run("vendor-a-ngfw", { items: [{ enabled: false, ntpServers: ["ntp1"] }] });
-  assert.equal(a?.status, "fail");
+  checkCases(fx, [
+    ...VENDORS.map((v) => ({
+      name: v,
+      vendor: v,
+      payload: PAYLOAD[v]([]),
+      expect: { status: "fail", detail: "no time server is configured" } as const,
+    })),
+    // Servers listed but NTP sync disabled (vendor-b) or the NTP object disabled (vendor-a): no time source.
+    {
+      name: "vendor-b-ngfw, ntpsync disabled",
+      vendor: "vendor-b-ngfw",
+      payload: { results: { ntpsync: "disable", ntpserver: [{ server: "ntp1" }] } },
+      expect: { status: "fail" },
+    },
+    {
+      name: "vendor-a-ngfw, NTP object disabled",
+      vendor: "vendor-a-ngfw",
+      payload: { items: [{ enabled: false, ntpServers: ["ntp1"] }] },
+      expect: { status: "fail" },
+    },
+  ]);
 });
 
 Deno.test("ntp-source-configured reports an error for a payload of the wrong shape", () => {
-  for (const v of VENDORS) {
-    // Another vendor's payload is the wrong shape for this vendor's facts.
-    const other = VENDORS[(VENDORS.indexOf(v) + 1) % VENDORS.length]!;
-    for (const payload of [PAYLOAD[other](["10.0.0.1"]), "10.0.0.1"]) {
-      const r = run(v, payload);
-      assert.equal(r?.status, "error", `${v} reading ${JSON.stringify(payload)}`);
-      assert.equal(r?.pass, false);
-      assert.match(r!.detail, /^check error: could not evaluate the ntp_config payload \(.+\)$/);
-    }
-  }
+  // Another vendor's payload is the wrong shape for this vendor's facts.
+  checkCases(
+    fx,
+    VENDORS.flatMap((v) => {
+      const other = VENDORS[(VENDORS.indexOf(v) + 1) % VENDORS.length]!;
+      return [PAYLOAD[other](["10.0.0.1"]), "10.0.0.1"].map((payload) => ({
+        name: `${v} reading ${JSON.stringify(payload)}`,
+        vendor: v,
+        payload,
+        expect: {
+          status: "error",
+          pass: false,
+          detail: /^check error: could not evaluate the ntp_config payload \(.+\)$/,
+        } as const,
+      }));
+    }),
+  );
 });
 
 Deno.test("ntp-source-configured does not apply without an ntpServers reading", () => {
