@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Plan } from "@dutlab/core";
-import { checkFixture } from "@dutlab/core/testing";
+import { type CheckCase, checkCases, checkFixture } from "@dutlab/core/testing";
 import sw from "@dutlab/adapter-vendor-a-switch";
 import bmc from "@dutlab/adapter-vendor-a-bmc";
 import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
@@ -13,8 +13,7 @@ const plan = (tlsDecrypt: "on" | "off"): Plan => ({
   identifier: `unit-decrypt-${tlsDecrypt}`,
   tlsDecrypt,
 });
-const run = (vendor: "vendor-a-ngfw" | "vendor-b-ngfw", payload: unknown, p: Plan) =>
-  fx.run(vendor, payload, { plan: p });
+type Ngfw = "vendor-a-ngfw" | "vendor-b-ngfw";
 
 /** vendor-a-ngfw (FDM) `decrypt_policy`: the SSL policy is attached to the access policy or not. */
 const fdm = (actions: string[], attached = true) => ({
@@ -56,55 +55,104 @@ Deno.test("ngfw-decrypt-state-matches-plan applies to both firewall vendors of t
   assert.equal(fx.applies("vendor-b-ngfw", { plan: { ...plan("on"), vendors: ["vendor-a-ngfw"] } }), false);
 });
 
+/** A case: the vendor's `decrypt_policy` payload evaluated under the plan. */
+const row = (name: string, vendor: Ngfw, payload: unknown, p: Plan, expect: CheckCase["expect"]) => ({
+  name,
+  vendor,
+  payload,
+  options: { plan: p },
+  expect,
+});
+
 Deno.test("decrypt-on plan passes with decrypt rules on either vendor", () => {
-  const a = run("vendor-a-ngfw", fdm(["DECRYPT_RE_SIGN", "DO_NOT_DECRYPT"]), plan("on"));
-  assert.equal(a?.status, "pass");
-  assert.equal(a?.detail, "the plan requires decrypt-on and 1 decrypt rule(s) are configured");
-  const b = run("vendor-b-ngfw", restV2(["deep", "deep"]), plan("on"));
-  assert.equal(b?.status, "pass");
-  assert.equal(b?.detail, "the plan requires decrypt-on and 2 decrypt rule(s) are configured");
+  checkCases(fx, [
+    row(
+      "vendor-a-ngfw, one decrypt rule",
+      "vendor-a-ngfw",
+      fdm(["DECRYPT_RE_SIGN", "DO_NOT_DECRYPT"]),
+      plan("on"),
+      {
+        status: "pass",
+        detail: "the plan requires decrypt-on and 1 decrypt rule(s) are configured",
+      },
+    ),
+    row(
+      "vendor-b-ngfw, two deep-inspection policies",
+      "vendor-b-ngfw",
+      restV2(["deep", "deep"]),
+      plan("on"),
+      {
+        status: "pass",
+        detail: "the plan requires decrypt-on and 2 decrypt rule(s) are configured",
+      },
+    ),
+  ]);
 });
 
 Deno.test("decrypt-on plan fails when no decrypt rule is configured", () => {
-  for (
-    const r of [
-      run("vendor-a-ngfw", fdm(["DO_NOT_DECRYPT"]), plan("on")),
-      run("vendor-a-ngfw", fdm(["DECRYPT_RE_SIGN"], false), plan("on")), // policy detached: decrypts nothing
-      run("vendor-b-ngfw", restV2(["certificate-inspection"]), plan("on")),
-    ]
-  ) {
-    assert.equal(r?.status, "fail");
-    assert.equal(r?.detail, "the plan requires decrypt-on but no decrypt rules are configured");
-  }
+  const none = {
+    status: "fail",
+    detail: "the plan requires decrypt-on but no decrypt rules are configured",
+  } as const;
+  checkCases(fx, [
+    row("vendor-a-ngfw, no decrypt rule", "vendor-a-ngfw", fdm(["DO_NOT_DECRYPT"]), plan("on"), none),
+    // The policy detached: it decrypts nothing.
+    row("vendor-a-ngfw, policy detached", "vendor-a-ngfw", fdm(["DECRYPT_RE_SIGN"], false), plan("on"), none),
+    row(
+      "vendor-b-ngfw, certificate inspection only",
+      "vendor-b-ngfw",
+      restV2(["certificate-inspection"]),
+      plan("on"),
+      none,
+    ),
+  ]);
 });
 
 Deno.test("decrypt-off plan passes with zero decrypt rules and fails with any", () => {
-  const ok = run("vendor-a-ngfw", fdm(["DO_NOT_DECRYPT"]), plan("off"));
-  assert.equal(ok?.status, "pass");
-  assert.equal(ok?.detail, "the plan requires decrypt-off and no decrypt rules are configured");
-  const bad = run("vendor-b-ngfw", restV2(["deep", "certificate-inspection"]), plan("off"));
-  assert.equal(bad?.status, "fail");
-  assert.equal(bad?.detail, "the plan requires decrypt-off but 1 decrypt rule(s) are configured");
+  checkCases(fx, [
+    row("vendor-a-ngfw, no decrypt rule", "vendor-a-ngfw", fdm(["DO_NOT_DECRYPT"]), plan("off"), {
+      status: "pass",
+      detail: "the plan requires decrypt-off and no decrypt rules are configured",
+    }),
+    row(
+      "vendor-b-ngfw, one deep inspection",
+      "vendor-b-ngfw",
+      restV2(["deep", "certificate-inspection"]),
+      plan("off"),
+      {
+        status: "fail",
+        detail: "the plan requires decrypt-off but 1 decrypt rule(s) are configured",
+      },
+    ),
+  ]);
 });
 
 Deno.test("ngfw-decrypt-state-matches-plan reports an error for a payload of the wrong shape", () => {
   // Each vendor's payload read through the other vendor's facts, and plain garbage.
-  const cases: Array<["vendor-a-ngfw" | "vendor-b-ngfw", unknown]> = [
+  const error = {
+    status: "error",
+    pass: false,
+    detail: /^check error: could not evaluate the decrypt_policy payload/,
+  } as const;
+  const cases: Array<[Ngfw, unknown]> = [
     ["vendor-a-ngfw", restV2(["deep"])],
     ["vendor-b-ngfw", fdm(["DECRYPT_RE_SIGN"])],
     ["vendor-a-ngfw", []],
     ["vendor-b-ngfw", null],
   ];
-  for (const [vendor, payload] of cases) {
-    const r = run(vendor, payload, plan("on"));
-    assert.equal(r?.status, "error", `${vendor} ${JSON.stringify(payload)}`);
-    assert.equal(r?.pass, false);
-    assert.match(r!.detail, /^check error: could not evaluate the decrypt_policy payload/);
-  }
+  checkCases(
+    fx,
+    cases.map(([vendor, payload]) =>
+      row(`${vendor} ${JSON.stringify(payload)}`, vendor, payload, plan("on"), error)
+    ),
+  );
 });
 
 Deno.test("ngfw-decrypt-state-matches-plan reports an error for a plan without on/off", () => {
-  const r = run("vendor-a-ngfw", fdm([]), { ...plan("on"), tlsDecrypt: "maybe" as "on" });
-  assert.equal(r?.status, "error");
-  assert.match(r!.detail, /tlsDecrypt "maybe", not on\/off/);
+  checkCases(fx, [
+    row("tlsDecrypt maybe", "vendor-a-ngfw", fdm([]), { ...plan("on"), tlsDecrypt: "maybe" as "on" }, {
+      status: "error",
+      detail: /tlsDecrypt "maybe", not on\/off/,
+    }),
+  ]);
 });
