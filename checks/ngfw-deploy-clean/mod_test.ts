@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { checkFixture } from "@dutlab/core/testing";
+import { type CheckCase, checkCases, checkFixture } from "@dutlab/core/testing";
 import sw from "@dutlab/adapter-vendor-a-switch";
 import bmc from "@dutlab/adapter-vendor-a-bmc";
 import ngfw from "@dutlab/adapter-vendor-a-ngfw";
@@ -42,26 +42,37 @@ Deno.test("ngfw-deploy-clean passes when the newest job is DEPLOYED and nothing 
   });
 });
 
+/** A case: a vendor-a-ngfw `deploy_status` snapshot (id 41) holding `payload`. */
+const row = (name: string, payload: unknown, expect: CheckCase["expect"]) => ({
+  name,
+  vendor: "vendor-a-ngfw",
+  payload,
+  options: { snapshot: { id: "41", payloadSha256: "a".repeat(64) } },
+  expect,
+});
+
 Deno.test("ngfw-deploy-clean fails on pending changes and names their number", () => {
-  const r = run(deployStatus([["DEPLOYED", 1]], 2));
-  assert.equal(r?.status, "fail");
-  assert.equal(r?.pass, false);
-  assert.equal(
-    r?.detail,
-    "deployment state DEPLOYED, 2 pending change(s); deploy or discard the pending changes",
-  );
+  checkCases(fx, [
+    row("two pending changes", deployStatus([["DEPLOYED", 1]], 2), {
+      status: "fail",
+      pass: false,
+      detail: "deployment state DEPLOYED, 2 pending change(s); deploy or discard the pending changes",
+    }),
+  ]);
 });
 
 Deno.test("ngfw-deploy-clean fails when the newest job is not DEPLOYED", () => {
-  const r = run(deployStatus([["DEPLOYED", 1], ["DEPLOYING", 5]], 1));
-  assert.equal(r?.status, "fail");
-  assert.equal(
-    r?.detail,
-    "deployment state DEPLOYING, 1 pending change(s); expected DEPLOYED; deploy or discard the pending changes",
-  );
-  const never = run(deployStatus([]));
-  assert.equal(never?.status, "fail");
-  assert.match(never!.detail, /^deployment state NO_DEPLOYMENT, 0 pending change\(s\); expected DEPLOYED$/);
+  checkCases(fx, [
+    row("newest job DEPLOYING", deployStatus([["DEPLOYED", 1], ["DEPLOYING", 5]], 1), {
+      status: "fail",
+      detail:
+        "deployment state DEPLOYING, 1 pending change(s); expected DEPLOYED; deploy or discard the pending changes",
+    }),
+    row("never deployed", deployStatus([]), {
+      status: "fail",
+      detail: /^deployment state NO_DEPLOYMENT, 0 pending change\(s\); expected DEPLOYED$/,
+    }),
+  ]);
 });
 
 Deno.test("ngfw-deploy-clean reports an error, not a fail, for a payload it cannot read", () => {

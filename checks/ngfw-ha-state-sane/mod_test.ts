@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { checkFixture } from "@dutlab/core/testing";
+import { checkCases, checkFixture } from "@dutlab/core/testing";
 import sw from "@dutlab/adapter-vendor-a-switch";
 import bmc from "@dutlab/adapter-vendor-a-bmc";
 import ngfwA from "@dutlab/adapter-vendor-a-ngfw";
@@ -7,7 +7,6 @@ import ngfwB from "@dutlab/adapter-vendor-b-ngfw";
 import check from "./mod.ts";
 
 const fx = checkFixture(check, { adapters: [ngfwA, ngfwB, sw, bmc], plan: { tlsDecrypt: "on" } });
-const run = (payload: unknown) => fx.run("vendor-a-ngfw", payload);
 /** The FDM `ha_status` object as the adapter stores it. */
 const ha = (nodeState: string) => ({
   nodeRole: "HA_PRIMARY",
@@ -26,6 +25,8 @@ Deno.test("ngfw-ha-state-sane applies to vendor-a-ngfw devices of the plan only"
   assert.equal(fx.applies("vendor-a-ngfw", { plan: { ...fx.plan, deviceRoles: ["switch"] } }), false);
 });
 
+const NGFW = "vendor-a-ngfw";
+
 Deno.test("ngfw-ha-state-sane passes on states the adapter maps to a sane catalog state", () => {
   const cases: Array<[string, string]> = [
     ["HA_ACTIVE_NODE", "ACTIVE"],
@@ -34,42 +35,63 @@ Deno.test("ngfw-ha-state-sane passes on states the adapter maps to a sane catalo
     ["HA_NEGOTIATING_NODE", "NEGOTIATION"],
     ["HA_CONFIGURATION_SYNC", "NEGOTIATION"],
   ];
-  for (const [raw, mapped] of cases) {
-    const r = run(ha(raw));
-    assert.equal(r?.status, "pass", raw);
-    assert.equal(r?.detail, `HA state ${raw} (maps to ${mapped})`);
-  }
+  checkCases(
+    fx,
+    cases.map(([raw, mapped]) => ({
+      name: raw,
+      vendor: NGFW,
+      payload: ha(raw),
+      expect: { status: "pass", detail: `HA state ${raw} (maps to ${mapped})` },
+    })),
+  );
 });
 
 Deno.test("ngfw-ha-state-sane fails on states that map to no catalog state and shows the device's value", () => {
-  for (
-    const raw of ["HA_FAILED_NODE", "HA_SUSPENDED_NODE", "HA_DISABLED_NODE", "HA_UNKNOWN_NODE", "NEW_STATE"]
-  ) {
-    const r = run(ha(raw));
-    assert.equal(r?.status, "fail", raw);
-    assert.equal(
-      r?.detail,
-      `HA state ${raw} maps to no catalog state (expected one of ACTIVE, STANDBY_READY, NEGOTIATION, JOIN)`,
-    );
-  }
+  checkCases(
+    fx,
+    ["HA_FAILED_NODE", "HA_SUSPENDED_NODE", "HA_DISABLED_NODE", "HA_UNKNOWN_NODE", "NEW_STATE"].map((
+      raw,
+    ) => ({
+      name: raw,
+      vendor: NGFW,
+      payload: ha(raw),
+      expect: {
+        status: "fail",
+        detail:
+          `HA state ${raw} maps to no catalog state (expected one of ACTIVE, STANDBY_READY, NEGOTIATION, JOIN)`,
+      },
+    })),
+  );
 });
 
 Deno.test("ngfw-ha-state-sane judges the mapped state with plain fixture facts", () => {
   // A fixture haState reading that yields each catalog state: the check trusts the adapter's mapping.
-  for (const mapped of ["ACTIVE", "STANDBY_READY", "NEGOTIATION", "JOIN"] as const) {
-    const r = fx.run("vendor-a-ngfw", {}, { facts: { haState: () => ({ raw: `raw-${mapped}`, mapped }) } });
-    assert.equal(r?.status, "pass", mapped);
-    assert.equal(r?.detail, `HA state raw-${mapped} (maps to ${mapped})`);
-  }
+  checkCases(
+    fx,
+    (["ACTIVE", "STANDBY_READY", "NEGOTIATION", "JOIN"] as const).map((mapped) => ({
+      name: mapped,
+      vendor: NGFW,
+      payload: {},
+      options: { facts: { haState: () => ({ raw: `raw-${mapped}`, mapped }) } },
+      expect: { status: "pass", detail: `HA state raw-${mapped} (maps to ${mapped})` },
+    })),
+  );
 });
 
 Deno.test("ngfw-ha-state-sane reports an error for a payload of the wrong shape", () => {
-  for (const payload of [{}, { nodeState: 3 }, "HA_ACTIVE_NODE", null]) {
-    const r = run(payload);
-    assert.equal(r?.status, "error", JSON.stringify(payload));
-    assert.equal(r?.pass, false);
-    assert.match(r!.detail, /^check error: could not evaluate the ha_status payload \(.+\)$/);
-  }
+  checkCases(
+    fx,
+    [{}, { nodeState: 3 }, "HA_ACTIVE_NODE", null].map((payload) => ({
+      name: JSON.stringify(payload),
+      vendor: NGFW,
+      payload,
+      expect: {
+        status: "error",
+        pass: false,
+        detail: /^check error: could not evaluate the ha_status payload \(.+\)$/,
+      },
+    })),
+  );
 });
 
 Deno.test("ngfw-ha-state-sane does not apply without an haState reading", () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { defineCheck } from "../src/check.ts";
-import { checkFixture } from "./check_fixture.ts";
+import { checkCases, checkFixture } from "./check_fixture.ts";
 
 const pdu = { vendorKey: "acme-pdu", labels: ["outlets", "system_info"], deviceRoles: ["pdu"], facts: {} };
 const sw = {
@@ -86,4 +86,43 @@ Deno.test("checkFixture's snapshot and facts options reach the check", () => {
   const other = fx.run("acme-pdu", {}, { facts: { ntpServers: () => ["ntp.example"] } });
   assert.equal(other?.detail, `ntp.example outlets acme-pdu ${now.toISOString()}`);
   assert.deepEqual(fx.snapshot("acme-pdu", 1).collectedAt, now);
+});
+
+Deno.test("checkCases passes a table that matches and names the first case that does not", () => {
+  const fx = checkFixture(outletsOn, { adapters: [pdu, sw] });
+  const on = [{ on: true }];
+  checkCases(fx, [
+    {
+      name: "all on",
+      vendor: "acme-pdu",
+      payload: on,
+      expect: { status: "pass", pass: true, detail: /^0 off on/ },
+    },
+    {
+      name: "one off",
+      vendor: "acme-pdu",
+      payload: [{ on: false }],
+      expect: { status: "fail", pass: false },
+    },
+    { name: "no adapter", vendor: "acme-none", payload: on, expect: null },
+  ]);
+  assert.throws(
+    () =>
+      checkCases(fx, [{
+        name: "wrong detail",
+        vendor: "acme-pdu",
+        payload: on,
+        expect: { status: "pass", detail: "x" },
+      }]),
+    /wrong detail: detail/,
+  );
+  assert.throws(
+    () =>
+      checkCases(fx, [{ name: "wrong status", vendor: "acme-pdu", payload: on, expect: { status: "fail" } }]),
+    /wrong status: status/,
+  );
+  assert.throws(
+    () => checkCases(fx, [{ name: "applies", vendor: "acme-pdu", payload: on, expect: null }]),
+    /applies: expected/,
+  );
 });
