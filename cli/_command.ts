@@ -22,6 +22,8 @@ export interface Ctx {
   cfg: Config;
   /** `--json`: print the service's JSON answer. */
   json: boolean;
+  /** `--verbose`: print every line of a list (a screenful and "N more" otherwise). */
+  verbose: boolean;
   paint: (c: Colour, s: string) => string;
   /** The connected API (throws the usage error when no token was given). */
   svc(): Service;
@@ -57,6 +59,10 @@ export const GLOBAL_FLAGS: Record<string, Flag> = {
     type: "string",
     value: "FILE",
     description: "Read the bearer token from FILE (default: $DUT_TOKEN)",
+  },
+  verbose: {
+    type: "boolean",
+    description: "Print every line of long lists (else a screenful, then how many more)",
   },
   help: { type: "boolean", short: "h", description: "Show this help" },
 };
@@ -166,6 +172,7 @@ export async function runCommand(cmd: Command, argv: string[]): Promise<number> 
     args: parsed.positionals,
     cfg,
     json: flags.json === true,
+    verbose: flags.verbose === true,
     paint: painter(cfg.colour),
     svc: () => svc ??= service(cfg),
     usage: usageOf,

@@ -2,7 +2,7 @@ import type { components } from "./generated/dutlab-api.ts";
 import type { Command, Ctx } from "./_command.ts";
 import { ok, problemLine, refused, type Service } from "./_client.ts";
 import { CliError, EXIT } from "./_exit.ts";
-import { out, printJson, readIn, readJson, table } from "./_output.ts";
+import { bounded, out, printJson, readIn, readJson, SCREENFUL, table } from "./_output.ts";
 
 type Device = components["schemas"]["Device"];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -51,8 +51,23 @@ const deviceRow = (d: Device) => [
 ];
 const DEVICE_HEADERS = ["hostname", "vendor", "role", "enabled", "status", "last poll", "reserved", "id"];
 
+/**
+ * The device table: past a screenful, a summary line first (devices per last poll status), then a screenful
+ * of rows and how many more (`--verbose` prints all, `--json` the data; issue 49).
+ */
+export function deviceListText(devices: Device[], paint: Ctx["paint"], verbose: boolean): string {
+  const all = table(DEVICE_HEADERS, devices.map(deviceRow), paint, [4]).split("\n");
+  if (verbose || devices.length <= SCREENFUL) return all.join("\n");
+  const counts = new Map<string, number>();
+  for (const d of devices) {
+    counts.set(d.lastPollStatus ?? "never polled", (counts.get(d.lastPollStatus ?? "never polled") ?? 0) + 1);
+  }
+  const summary = `${devices.length} devices: ${[...counts].map(([s, n]) => `${n} ${s}`).join(", ")}`;
+  return [summary, all[0]!, ...bounded(all.slice(1), false, "device(s)")].join("\n");
+}
+
 function printDevices(ctx: Ctx, devices: Device[]) {
-  out(table(DEVICE_HEADERS, devices.map(deviceRow), ctx.paint, [4]));
+  out(deviceListText(devices, ctx.paint, ctx.verbose));
 }
 
 const str = (v: unknown) => typeof v === "string" ? v : undefined;

@@ -4,7 +4,17 @@ import type { components } from "./generated/dutlab-api.ts";
 import type { Command, Ctx } from "./_command.ts";
 import { exitFor, ok, problemLine, type Service } from "./_client.ts";
 import { CliError, EXIT } from "./_exit.ts";
-import { note, out, printJson, readIn, writeOut } from "./_output.ts";
+import {
+  bounded,
+  boundedNames,
+  type Colour,
+  note,
+  out,
+  printJson,
+  readIn,
+  SCREENFUL,
+  writeOut,
+} from "./_output.ts";
 
 type LabPlan = components["schemas"]["LabPlan"];
 type PlanEntry = LabPlan["devices"][number];
@@ -149,9 +159,16 @@ async function plan(ctx: Ctx, svc: Service, l: Loaded): Promise<LabPlan> {
 
 const show = (v: unknown) => typeof v === "string" ? v : v === null ? "null" : JSON.stringify(v);
 
-/** One line per device (`+ create`, `~ update (field: old → new)`, …), then the Plan line. */
-function printPlan(ctx: Ctx, p: LabPlan) {
-  const { paint } = ctx;
+/**
+ * The plan as lines: the Plan summary first, then one line per device to create, update, remove or in
+ * conflict (a screenful unless `verbose`), unchanged devices counted (listed with `verbose`); and the note
+ * of devices not in the file, naming a screenful of them (issue 49: a lab of 5,000 printed 60 KB here).
+ */
+export function planLines(
+  p: LabPlan,
+  paint: (c: Colour, s: string) => string,
+  verbose: boolean,
+): { out: string[]; notes: string[] } {
   const line = (e: PlanEntry) => {
     const moved = e.movedFrom ? ` (moved from ${e.movedFrom})` : "";
     switch (e.action) {
@@ -170,29 +187,39 @@ function printPlan(ctx: Ctx, p: LabPlan) {
         return `= unchanged ${e.hostname}${e.reason ? ` (${e.reason})` : ""}`;
     }
   };
-  for (const e of p.devices) out(line(e));
-  for (const e of p.testbeds) out(testbedLine(ctx, e));
   const s = p.summary;
   const n = (a: TestbedEntry["action"]) => p.testbeds.filter((t) => t.action === a).length;
-  out(
+  const unchanged = p.devices.filter((e) => e.action === "unchanged");
+  const changed = p.devices.filter((e) => e.action !== "unchanged");
+  const out = [
     `Plan: ${s.create} to create, ${s.update} to update, ${s.remove} to remove` +
-      (s.conflict ? `, ${s.conflict} conflict(s)` : "") +
-      (testbedChanges(p)
-        ? `; testbeds: ${n("create")} to create, ${n("update")} to update, ${n("remove")} to remove` +
-          (n("conflict") ? `, ${n("conflict")} conflict(s)` : "")
-        : ""),
-  );
-  if (p.notInFile.length) {
-    note(
+    (s.conflict ? `, ${s.conflict} conflict(s)` : "") +
+    (testbedChanges(p)
+      ? `; testbeds: ${n("create")} to create, ${n("update")} to update, ${n("remove")} to remove` +
+        (n("conflict") ? `, ${n("conflict")} conflict(s)` : "")
+      : ""),
+    ...bounded(changed.map(line), verbose, "change(s)"),
+  ];
+  if (verbose || unchanged.length <= SCREENFUL) out.push(...unchanged.map(line));
+  else out.push(`= ${unchanged.length} unchanged (--verbose lists them)`);
+  out.push(...bounded(p.testbeds.map((e) => testbedLine(paint, e)), verbose, "testbed line(s)"));
+  const notes = p.notInFile.length
+    ? [
       `note: ${p.notInFile.length} device(s) of lab ${p.lab} are not in the file and are left as they are ` +
-        `(--prune disables them): ${p.notInFile.join(", ")}`,
-    );
-  }
+      `(--prune disables them): ${boundedNames(p.notInFile, verbose)}`,
+    ]
+    : [];
+  return { out, notes };
+}
+
+function printPlan(ctx: Ctx, p: LabPlan) {
+  const { out: lines, notes } = planLines(p, ctx.paint, ctx.verbose);
+  for (const l of lines) out(l);
+  for (const n of notes) note(n);
 }
 
 /** One testbed line: `+ create testbed edge (hostnames: …)`, `~ update testbed …`, `- remove testbed …`. */
-function testbedLine(ctx: Ctx, e: TestbedEntry): string {
-  const { paint } = ctx;
+function testbedLine(paint: (c: Colour, s: string) => string, e: TestbedEntry): string {
   const parts = e.changes.map((c) =>
     e.action === "create" ? `${c.field}: ${show(c.new)}` : `${c.field}: ${show(c.old)} → ${show(c.new)}`
   );

@@ -12,6 +12,27 @@ export function note(text: string): void {
   Deno.stderr.writeSync(enc.encode(text + "\n"));
 }
 
+/** Lines a list prints before it says how many more there are (`--verbose` prints all). */
+export const SCREENFUL = 20;
+
+/**
+ * At most a screenful of `lines` (all with `verbose`), then one line saying how many more `what` there are
+ * and how to see them: summaries first, the complete data one flag away (issue 49).
+ */
+export function bounded(lines: string[], verbose: boolean, what: string, limit = SCREENFUL): string[] {
+  if (verbose || lines.length <= limit) return lines;
+  return [
+    ...lines.slice(0, limit),
+    `… and ${lines.length - limit} more ${what} (--verbose for all, --json for the data)`,
+  ];
+}
+
+/** Names joined with ", ", at most `limit` of them (all with `verbose`), then "and N more". */
+export function boundedNames(names: string[], verbose: boolean, limit = SCREENFUL): string {
+  if (verbose || names.length <= limit) return names.join(", ");
+  return `${names.slice(0, limit).join(", ")} and ${names.length - limit} more (--verbose for all)`;
+}
+
 /** Pretty JSON on stdout (`--json`). */
 export function printJson(value: unknown): void {
   out(JSON.stringify(value, null, 2));
