@@ -40,6 +40,7 @@ export const SCENARIOS = [
   "netbox",
   "webhooks",
   "scaleout",
+  "labsize",
 ] as const;
 type Scenario = typeof SCENARIOS[number];
 

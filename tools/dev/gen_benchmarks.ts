@@ -27,6 +27,7 @@ export const EXTRA_RESULTS = [
   "bench/results-issue50-netbox.json",
   "bench/results-issue51-webhooks.json",
   "bench/results-issue48-scaleout.json",
+  "bench/results-issue49-labsize.json",
 ];
 
 interface Results {
@@ -349,6 +350,11 @@ export const TARGET_ROWS: TargetRow[] = [
     },
   ]),
   ...[1, 2, 3].flatMap(scaleoutRows),
+  // Issue 49, a lab of 5,000 devices: the key figures beside the targeted ones.
+  { value: sel("labsize", "finish the run over the lab: build and freeze report.json") },
+  { value: sel("labsize", "report.json size") },
+  { value: sel("labsize", "print page size (GET /runs/{id}/report)") },
+  { value: sel("labsize", "report.pdf through the route, first request (browser start included)") },
 ];
 
 /** Issue 48: N poll instances on one PostgreSQL (section 13): throughput (p99 lateness), CPU per poll. */

@@ -13,6 +13,7 @@ import { fmtDate } from "./page/format.ts";
 import { Licence } from "./page/licence.tsx";
 import { printStylesheet } from "./page/styles.ts";
 import { VERDICT_KIND } from "./page/verdict.tsx";
+import { LabDifferences, show } from "./compare_lab.tsx";
 
 /** The licences of the compared runs (from their reports), one per licence id. */
 export type CompareLicences = Array<ReportData["license"]>;
@@ -191,10 +192,6 @@ const LAT = [
   { k: "p99Ms" as const, label: "p99", colour: "#1d4ed8" },
 ];
 
-const show = (
-  v: unknown,
-) => (v === null || v === undefined ? "—" : typeof v === "string" ? v : JSON.stringify(v));
-
 function Differences({ cmp }: { cmp: Comparison }) {
   const base = cmp.runs.find((r) => r.isBaseline)!;
   const plan = cmp.runs.filter((r) => r.planDiffers);
@@ -263,65 +260,6 @@ function Differences({ cmp }: { cmp: Comparison }) {
       <h3>Lab at start</h3>
       <LabDifferences cmp={cmp} />
     </section>
-  );
-}
-
-/** The runs whose lab at start differs from the baseline's: devices added, removed, inventory changed. */
-function LabDifferences({ cmp }: { cmp: Comparison }) {
-  const lab = cmp.runs.filter((r) => r.labDiffers);
-  return (
-    <>
-      {lab.length === 0
-        ? (
-          <p data-lab-diff="none">
-            Every run started with the baseline's devices, models, software versions and serial numbers.
-          </p>
-        )
-        : (
-          <table class="cmp" data-table="lab">
-            <thead>
-              <tr>
-                <th>Run</th>
-                <th>Device</th>
-                <th>Change</th>
-                <th>Baseline</th>
-                <th>This run</th>
-              </tr>
-            </thead>
-            <tbody>
-              {lab.flatMap((r) => [
-                ...r.lab.devicesAdded.map((d) => (
-                  <tr>
-                    <td>Run {r.runId}</td>
-                    <td>{d.hostname} ({d.vendor})</td>
-                    <td>device added</td>
-                    <td>—</td>
-                    <td>present</td>
-                  </tr>
-                )),
-                ...r.lab.devicesRemoved.map((d) => (
-                  <tr>
-                    <td>Run {r.runId}</td>
-                    <td>{d.hostname} ({d.vendor})</td>
-                    <td>device removed</td>
-                    <td>present</td>
-                    <td>—</td>
-                  </tr>
-                )),
-                ...r.lab.inventoryChanged.map((c) => (
-                  <tr>
-                    <td>Run {r.runId}</td>
-                    <td>{c.hostname}</td>
-                    <td>{c.field === "softwareVersion" ? "software version" : c.field} changed</td>
-                    <td>{show(c.baseline)}</td>
-                    <td>{show(c.value)}</td>
-                  </tr>
-                )),
-              ])}
-            </tbody>
-          </table>
-        )}
-    </>
   );
 }
 

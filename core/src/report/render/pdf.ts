@@ -72,6 +72,22 @@ export function residentBytes(pids: number[]): number {
   return sum;
 }
 
+/**
+ * Proportional memory (bytes) of the given processes (`Pss` of `/proc/<pid>/smaps_rollup`): each shared page
+ * counted once across them, where the sum of VmRSS counts Chromium's shared libraries once per process.
+ * Processes that ended, or a kernel without smaps_rollup, count 0.
+ */
+export function proportionalBytes(pids: number[]): number {
+  let sum = 0;
+  for (const pid of pids) {
+    try {
+      const m = /^Pss:\s+(\d+) kB/m.exec(Deno.readTextFileSync(`/proc/${pid}/smaps_rollup`));
+      if (m) sum += Number(m[1]) * 1024;
+    } catch { /* ended */ }
+  }
+  return sum;
+}
+
 function isFile(path: string): boolean {
   try {
     return Deno.statSync(path).isFile;
@@ -137,6 +153,11 @@ export class PdfRenderer {
   #log = logger("pdf");
   /** Highest resident memory of the browser seen during a render (bytes; the benchmark reads it). */
   peakRssBytes = 0;
+  /**
+   * Highest proportional memory of the browser seen during a render (bytes; shared pages counted once, see
+   * {@link proportionalBytes}). The memory bound compares the larger sum of VmRSS.
+   */
+  peakPssBytes = 0;
 
   constructor(readonly opts: PdfRendererOptions) {
     this.#slots = new Slots(opts.concurrency);
@@ -235,8 +256,11 @@ export class PdfRenderer {
     const id = setInterval(async () => {
       const pid = (await this.#browser?.catch(() => null))?.process()?.pid;
       if (!pid) return;
-      const rss = residentBytes(processTree(pid));
+      const pids = processTree(pid);
+      const rss = residentBytes(pids);
       if (rss > this.peakRssBytes) this.peakRssBytes = rss;
+      const pss = proportionalBytes(pids);
+      if (pss > this.peakPssBytes) this.peakPssBytes = pss;
       if (limit && rss > limit && !ctl.signal.aborted) {
         this.#log.warn("The PDF browser used {mb} MB, over its bound of {limit} MB; stopping it", {
           mb: Math.round(rss / 2 ** 20),

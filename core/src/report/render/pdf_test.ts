@@ -108,6 +108,10 @@ Deno.test(
       assert.ok(e instanceof UnavailableError, String(e));
       assert.match(e.message, /needed more than 0 MB/);
       assert.ok(pdf.peakRssBytes > 0, "the peak was measured");
+      assert.ok(
+        pdf.peakPssBytes > 0 && pdf.peakPssBytes <= pdf.peakRssBytes,
+        "proportional memory too, shared pages counted once",
+      );
       assert.deepEqual(await pdf.browserPids(), [], "no browser left");
     } finally {
       await pdf.close();

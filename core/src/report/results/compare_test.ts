@@ -68,6 +68,20 @@ Deno.test("lab differences: devices added and removed, software version and seri
   for (const s of ["device added", "device removed", "software version changed", "99.1", "fw-new-01"]) {
     assert.ok(html.includes(s), s);
   }
+
+  // A lab of 5,000 more devices (issue 49): the counts first, 20 rows, the rest named as left out.
+  const big = structuredClone(cmp);
+  big.runs[1]!.lab.devicesAdded = Array.from(
+    { length: 5000 },
+    (_, i) => ({ id: `d${i}`, hostname: `dut-${i}.lab.test`, vendor: "vendor-a-ngfw" }),
+  );
+  const bounded = renderComparePage(big, [a.license]);
+  assert.match(
+    bounded,
+    /5000 device\(s\) added, 1 removed, 2 inventory change\(s\); the first 20 are listed, 4983 more are left out of print/,
+  );
+  assert.ok(bounded.includes("dut-19.lab.test") && !bounded.includes("dut-20.lab.test"));
+  assert.ok(bounded.length < html.length + 20_000, `${bounded.length} characters`);
 });
 
 Deno.test("regression thresholds are strict and cover every KPI and the verdict", async () => {
