@@ -7,9 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { dbTest } from "@dutlab/core/testing";
-import { jsonReq, testServices } from "../../core/harness/app.ts";
+import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "@dutlab/core/testing";
-import { refusedRoles, ROLES } from "../../core/harness/core.ts";
+import { refusedRoles, ROLES } from "../../harness/core.ts";
 
 interface Op {
   operationId: string;
