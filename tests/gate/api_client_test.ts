@@ -149,7 +149,7 @@ dbTest("a generated client calls every operation of the document", async (db) =>
       params: { path: { executionId } },
     });
     assert.equal(replay.data?.reproduced, true, JSON.stringify(replay.data?.lines));
-    // One finished run is no comparison: both routes refuse it with a 4xx (tests/e2e/runs_compare_test.ts compares).
+    // One finished run is no comparison: both routes refuse it with a 4xx (core/src/runs/compare_test.ts compares).
     const cmp = await client.POST("/api/test-runs/compare", { body: { executionIds: [executionId] } });
     assert.equal(cmp.response.status, 400);
     const cmpGet = await client.GET("/api/test-runs/compare", {

@@ -5,12 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { dbTest } from "@dutlab/core/testing";
-import { jsonReq, testServices } from "../../core/harness/app.ts";
+import { jsonReq, testServices } from "../../harness/app.ts";
 import { assertReportPages, findChromium, pdfPages, printToPdf, squash } from "@dutlab/core/testing/chromium";
 import { fixtureModules, startFixtureDevice } from "@dutlab/core/testing";
 import { jcsSha256 } from "@dutlab/core";
-import type { Comparison } from "../../core/harness/core.ts";
-import type { ReportData } from "../../core/harness/core.ts";
+import type { Comparison } from "../../harness/core.ts";
+import type { ReportData } from "../../harness/core.ts";
 import {
   type App,
   type Auth,
@@ -20,7 +20,7 @@ import {
   shuffledRange,
   snapshot,
   startRun,
-} from "../../core/harness/runs_lab.ts";
+} from "../../harness/runs_lab.ts";
 
 const chromium = findChromium();
 const inCi = Boolean(Deno.env.get("CI"));
