@@ -100,6 +100,9 @@ export function domainProblem(err: unknown): HttpProblem | undefined {
 export function onError(err: Error, c: Context): Response {
   err = domainProblem(err) ?? err;
   if (err instanceof HttpProblem) {
+    // A problem that says when to come back (a PDF render past its bounds) says it in the header too.
+    const retry = err.extra?.retryAfterSeconds;
+    if (typeof retry === "number") c.header("Retry-After", String(retry));
     return problemResponse(c, {
       type: problemType(err.slug),
       title: err.title,
