@@ -410,7 +410,7 @@ export const labCommands: Command[] = [
       if (file) await writeOut(file, text);
       else out(text);
       const vars = Object.values(doc.credentials).map((c) => c.password.slice(4));
-      if (vars.length) note(`Set before diff or apply: ${vars.join(", ")}`);
+      if (vars.length) note(`Set before diff or apply: ${boundedNames(vars, ctx.verbose)}`);
       return EXIT.ok;
     },
   },

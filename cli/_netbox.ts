@@ -11,7 +11,7 @@ import type { components } from "./generated/dutlab-api.ts";
 import type { Command, Ctx } from "./_command.ts";
 import { ok } from "./_client.ts";
 import { CliError, EXIT } from "./_exit.ts";
-import { note, out, printJson, readIn, table, writeOut } from "./_output.ts";
+import { bounded, note, out, printJson, readIn, table, writeOut } from "./_output.ts";
 
 type Imported = components["schemas"]["FromNetBoxResult"];
 type Journal = components["schemas"]["NetBoxJournal"];
@@ -128,9 +128,10 @@ export const netboxCommands: Command[] = [
         body: { netbox, filters, mapping } as never,
       });
       const r = ok(res as { data?: unknown; error?: unknown; response: Response }) as Imported;
-      for (const u of r.unmapped) {
-        note(`unmapped: NetBox device #${u.netboxId} ${u.name ?? "(no name)"}: ${u.reason}`);
-      }
+      const unmapped = r.unmapped.map((u) =>
+        `unmapped: NetBox device #${u.netboxId} ${u.name ?? "(no name)"}: ${u.reason}`
+      );
+      for (const line of bounded(unmapped, ctx.verbose, "unmapped device(s)")) note(line);
       const p = r.provenance;
       note(
         `NetBox ${
