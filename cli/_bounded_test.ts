@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { planLines } from "./_lab.ts";
 import { deviceListText } from "./_devices.ts";
-import { bounded, boundedNames, painter, SCREENFUL } from "./_output.ts";
+import { bounded, boundedNames, BoundedProgress, painter, SCREENFUL } from "./_output.ts";
 import { GLOBAL_FLAGS } from "./_command.ts";
 
 const plain = painter(false);
@@ -69,4 +69,29 @@ Deno.test("devices list of 5,000: counts per status first, a screenful of rows, 
   assert.equal(deviceListText(devices, plain, true).split("\n").length, 5001, "--verbose: header and all");
   const few = deviceListText(devices.slice(0, 3), plain, false).split("\n");
   assert.equal(few.length, 4, "a short list is the table alone");
+});
+
+Deno.test("snapshot --all of 5,000 devices: failures first (a screenful), then how many lines were left out", () => {
+  const lines: string[] = [];
+  const p = new BoundedProgress(5000, false, (l) => lines.push(l));
+  for (let i = 0; i < 5000; i++) {
+    p.line(`[${i + 1}/5000] dut-${i}  ${i % 100 ? "ok" : "unreachable"}`, i % 100 === 0);
+  }
+  p.end();
+  assert.equal(lines.length, SCREENFUL + 1);
+  assert.ok(lines.slice(0, SCREENFUL).every((l) => l.endsWith("unreachable")), "the failures are printed");
+  assert.equal(
+    lines.at(-1),
+    "… 4980 more device line(s) not printed (4950 ok, 30 failed; --verbose for all, --json for the data)",
+  );
+  const all: string[] = [];
+  const v = new BoundedProgress(5000, true, (l) => all.push(l));
+  for (let i = 0; i < 5000; i++) v.line(`x${i}`, false);
+  v.end();
+  assert.equal(all.length, 5000, "--verbose prints every line and no tail");
+  const few: string[] = [];
+  const f = new BoundedProgress(4, false, (l) => few.push(l));
+  for (let i = 0; i < 4; i++) f.line(`y${i}`, false);
+  f.end();
+  assert.deepEqual(few, ["y0", "y1", "y2", "y3"]);
 });

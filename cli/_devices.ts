@@ -2,7 +2,7 @@ import type { components } from "./generated/dutlab-api.ts";
 import type { Command, Ctx } from "./_command.ts";
 import { ok, problemLine, refused, type Service } from "./_client.ts";
 import { CliError, EXIT } from "./_exit.ts";
-import { bounded, out, printJson, readIn, readJson, SCREENFUL, table } from "./_output.ts";
+import { bounded, BoundedProgress, out, printJson, readIn, readJson, SCREENFUL, table } from "./_output.ts";
 
 type Device = components["schemas"]["Device"];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -326,7 +326,8 @@ export const deviceCommands: Command[] = [
   },
   {
     path: ["snapshot"],
-    summary: "Snapshot devices now (every label of each), one progress line per device and a summary",
+    summary:
+      "Snapshot devices now (every label of each): progress lines (past 20 devices the failures) and a summary",
     args: "<device>... | --all",
     arity: [0, Infinity],
     flags: { all: { type: "boolean", description: "Every enabled device" } },
@@ -339,9 +340,11 @@ export const deviceCommands: Command[] = [
         ? (await allDevices(svc)).filter((d) => d.enabled)
         : await resolveDevices(svc, ctx.args);
       const results: Array<{ hostname: string; id: string } & Record<string, unknown>> = [];
-      const progress = ctx.json
-        ? (s: string) => Deno.stderr.writeSync(new TextEncoder().encode(s + "\n"))
-        : out;
+      const progress = new BoundedProgress(
+        devices.length,
+        ctx.verbose,
+        ctx.json ? (s: string) => Deno.stderr.writeSync(new TextEncoder().encode(s + "\n")) : out,
+      );
       let failed = 0;
       for (const [i, d] of devices.entries()) {
         const head = `[${i + 1}/${devices.length}] ${d.hostname}`;
@@ -352,15 +355,22 @@ export const deviceCommands: Command[] = [
           if (r.response.status === 401 || r.response.status === 403) refused(r.response.status, r.error);
           failed++;
           results.push({ hostname: d.hostname, id: d.id, ok: false, problem: r.error });
-          progress(`${head}  ${ctx.paint("red", "refused")}  ${problemLine(r.response.status, r.error)}`);
+          progress.line(
+            `${head}  ${ctx.paint("red", "refused")}  ${problemLine(r.response.status, r.error)}`,
+            true,
+          );
           continue;
         }
         const s = r.data!;
         if (s.lastPollStatus !== "ok") failed++;
         results.push({ hostname: d.hostname, id: d.id, ...s });
         const status = ctx.paint(s.lastPollStatus === "ok" ? "green" : "red", s.lastPollStatus);
-        progress(`${head}  ${status}${s.lastPollError ? `  ${s.lastPollError.replace(/\s+/g, " ")}` : ""}`);
+        progress.line(
+          `${head}  ${status}${s.lastPollError ? `  ${s.lastPollError.replace(/\s+/g, " ")}` : ""}`,
+          s.lastPollStatus !== "ok",
+        );
       }
+      progress.end();
       const summary = `${devices.length} devices: ${devices.length - failed} ok, ${failed} failed`;
       if (ctx.json) printJson({ devices: results, ok: devices.length - failed, failed });
       else out(summary);

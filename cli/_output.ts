@@ -33,6 +33,43 @@ export function boundedNames(names: string[], verbose: boolean, limit = SCREENFU
   return `${names.slice(0, limit).join(", ")} and ${names.length - limit} more (--verbose for all)`;
 }
 
+/**
+ * Progress lines of a long per-device command (`snapshot --all`): all of them for a screenful of devices or
+ * with `verbose`; past that only failures, up to a screenful, and at the end one line saying how many were
+ * not printed. `write` prints a line.
+ */
+export class BoundedProgress {
+  #failedShown = 0;
+  #hiddenOk = 0;
+  #hiddenFailed = 0;
+  readonly #all: boolean;
+
+  constructor(total: number, verbose: boolean, readonly write: (line: string) => void) {
+    this.#all = verbose || total <= SCREENFUL;
+  }
+
+  /** One device's line; `failed` lines are preferred when lines are left out. */
+  line(text: string, failed: boolean): void {
+    if (this.#all) return this.write(text);
+    if (failed && this.#failedShown < SCREENFUL) {
+      this.#failedShown++;
+      return this.write(text);
+    }
+    if (failed) this.#hiddenFailed++;
+    else this.#hiddenOk++;
+  }
+
+  /** The line saying what was left out, if anything was (printed by `write`). */
+  end(): void {
+    const n = this.#hiddenOk + this.#hiddenFailed;
+    if (n === 0) return;
+    this.write(
+      `… ${n} more device line(s) not printed (${this.#hiddenOk} ok, ${this.#hiddenFailed} failed; ` +
+        "--verbose for all, --json for the data)",
+    );
+  }
+}
+
 /** Pretty JSON on stdout (`--json`). */
 export function printJson(value: unknown): void {
   out(JSON.stringify(value, null, 2));
