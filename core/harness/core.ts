@@ -33,6 +33,7 @@ export { type PollResult, PollService } from "../src/poller/cycle.ts";
 export { hashSnapshot, PollStore } from "../src/poller/store.ts";
 export { POLL_LOCK_CLASS, pollLockKey, PollWorker } from "../src/poller/worker.ts";
 export { pollLog } from "../src/poller/poll_log.ts";
+export { refusalLog } from "../src/http/auth.ts";
 export { runPreflight } from "../src/preflight/engine.ts";
 export { checkApplies, evaluateCheck } from "../src/preflight/evaluate.ts";
 export type { CheckResult, PreflightPlan, PreflightResult } from "../src/preflight/types.ts";
