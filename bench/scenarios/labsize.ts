@@ -257,14 +257,14 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
         idleBrowserRssMiB: round(idle.rss / 2 ** 20),
         browserProcesses: idle.processes,
       },
-      "the sum of VmRSS of the browser's processes, as the memory bound (DUT_PDF_MEMORY_MB) compares it",
+      "the sum of VmRSS of the browser's processes (shared libraries counted once per process)",
     );
     fig(
       "PDF renderer peak proportional memory (Pss, shared pages once, PdfRenderer.peakPssBytes)",
       round(peakPss / 2 ** 20),
       "MiB",
       { ...pp, target: "≤ 1,024 MiB", idleBrowserPssMiB: round(idle.pss / 2 ** 20) },
-      "the memory the browser really holds; the RSS row counts Chromium's shared libraries once per process",
+      "the memory the browser really holds, what DUT_PDF_MEMORY_MB bounds",
     );
     fig(
       "service RSS one minute after report.pdf, relative to before",

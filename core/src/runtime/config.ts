@@ -211,7 +211,7 @@ export const EnvSchema = z.object({
   }),
   DUT_PDF_MEMORY_MB: int(128, 65536, 1024).meta({
     description:
-      "memory bound of the PDF browser (resident, all its processes); past it the render gets a 503 " +
+      "memory bound of the PDF browser (proportional memory, Pss, of all its processes); past it the render gets a 503 " +
       "and the browser is stopped",
   }),
   DUT_EVENTS_RETENTION_HOURS: int(1, 720, 24).meta({
