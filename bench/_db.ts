@@ -44,7 +44,9 @@ export async function freshDb(
   if (dir) await copyDir(await pgliteTemplate(), dir);
   // BENCH_PGLITE_SHARED_BUFFERS (like 128MB) compares buffer-pool sizes; the service's default otherwise.
   const sharedBuffers = Deno.env.get("BENCH_PGLITE_SHARED_BUFFERS") || undefined;
-  const db = await openDatabase(dir ? { dataDir: dir, sharedBuffers } : { sharedBuffers });
+  // DUT_PGLITE_WORKER=on: PGlite in a Web Worker, as the service runs it with that setting.
+  const worker = Deno.env.get("DUT_PGLITE_WORKER") === "on";
+  const db = await openDatabase(dir ? { dataDir: dir, sharedBuffers, worker } : { sharedBuffers, worker });
   await migrate(db.kysely);
   const close = async () => {
     await db.close();

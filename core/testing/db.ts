@@ -35,7 +35,11 @@ function pgliteTemplate(): Promise<Blob> {
 export async function openTestDatabase(
   kind: "pglite" | "postgres",
 ): Promise<Db & { schema?: string; url?: string }> {
-  if (kind === "pglite") return await openDatabase({ loadDataDir: await pgliteTemplate() });
+  // TEST_PGLITE_WORKER=on: PGlite in a Web Worker (DUT_PGLITE_WORKER=on), to run a room's tests that way.
+  if (kind === "pglite") {
+    const worker = Deno.env.get("TEST_PGLITE_WORKER") === "on";
+    return await openDatabase({ loadDataDir: await pgliteTemplate(), worker });
+  }
   const url = Deno.env.get("TEST_DATABASE_URL")!;
   const schema = `t_${crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`;
   const admin = new pg.Client({ connectionString: url });

@@ -4,6 +4,7 @@ import { DEFAULT_MIGRATION_TABLE, Migrator } from "kysely/migration";
 import type pg from "pg";
 import { PGlite } from "@electric-sql/pglite";
 import { withNamedStatements } from "./pglite_statements.ts";
+import { openRemotePglite } from "./pglite_remote.ts";
 import type { Database } from "./schema.ts";
 import { migrationProvider } from "./migrations/mod.ts";
 import { StartupError } from "../errors.ts";
@@ -134,6 +135,11 @@ export interface OpenOptions {
    * directory through the operating system's cache.
    */
   sharedBuffers?: string;
+  /**
+   * PGlite: run it in a Web Worker (pglite_remote.ts), off the event loop (`DUT_PGLITE_WORKER=on`); in the
+   * main thread unless set.
+   */
+  worker?: boolean;
 }
 
 /**
@@ -210,6 +216,7 @@ async function openPostgres(url: string, opts: OpenOptions): Promise<Db> {
 
 /** PGlite, embedded (in memory without `dataDir`). */
 async function openPglite(opts: OpenOptions): Promise<Db> {
+  if (opts.worker) return await openPgliteWorker(opts);
   const options = {
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
     startParams: [
@@ -233,6 +240,30 @@ async function openPglite(opts: OpenOptions): Promise<Db> {
     async close() {
       await kysely.destroy();
       if (!pglite.closed) await pglite.close();
+    },
+    [Symbol.asyncDispose]: () => db.close(),
+  };
+  return db;
+}
+
+/** PGlite in a Web Worker (pglite_remote.ts): the same statements, off the event loop. */
+async function openPgliteWorker(opts: OpenOptions): Promise<Db> {
+  const remote = await openRemotePglite({
+    ...(opts.dataDir ? { dataDir: opts.dataDir } : {}),
+    ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
+    sharedBuffers: opts.sharedBuffers ?? PGLITE_SHARED_BUFFERS,
+  });
+  const kysely = new Kysely<Database>({ dialect: new PGliteDialect({ pglite: remote.pglite }) });
+  const db: Db = {
+    kysely,
+    kind: "pglite",
+    reserve() {
+      return Promise.reject(new Error("PGlite has a single session; no reserved sessions"));
+    },
+    dumpDataDir: (compression: "none" | "gzip" = "none") => remote.dumpDataDir(compression),
+    async close() {
+      await kysely.destroy();
+      await remote.close();
     },
     [Symbol.asyncDispose]: () => db.close(),
   };

@@ -86,6 +86,10 @@ export const EnvSchema = z.object({
       "embedded PGlite's buffer pool (128kB-4GB, with unit kB, MB or GB); PGlite zeroes it at every start, so larger costs start-up time and resident memory (BENCHMARKS.md section 7)",
     defaultLabel: "`16MB`",
   }),
+  DUT_PGLITE_WORKER: z.enum(["on", "off"], { message: 'must be "on" or "off"' }).default("off").meta({
+    description:
+      "`on` runs embedded PGlite in a Web Worker, off the event loop that serves HTTP and polls (BENCHMARKS.md, issue 53); `off` runs it in the main thread",
+  }),
   ADMIN_TOKEN: z.string().trim().min(
     24,
     `must be at least 24 characters; generate one with: ${GENERATE_SECRET}`,

@@ -17,7 +17,11 @@ import { parseEnv } from "./config.ts";
  * from the migrated template shipped with the core (core/src/db/template.ts) instead of running PGlite's
  * initdb; if the template does not unpack or open, the directory is cleared and initdb runs as before.
  */
-export async function openEmbedded(dir: string, sharedBuffers: string | undefined): Promise<Db> {
+export async function openEmbedded(
+  dir: string,
+  sharedBuffers: string | undefined,
+  worker = false,
+): Promise<Db> {
   const log = logger("startup");
   const path = `${dir}/pglite`;
   const exists = (p: string) => Deno.stat(p).then(() => true, () => false);
@@ -29,7 +33,7 @@ export async function openEmbedded(dir: string, sharedBuffers: string | undefine
     });
     try {
       if (!(await exists(path)) && await unpackTemplate(path)) {
-        db = await openDatabase({ dataDir: path, sharedBuffers });
+        db = await openDatabase({ dataDir: path, sharedBuffers, worker });
       }
     } catch (e) {
       log.warn("The database template did not load ({error}); creating the database from scratch", {
@@ -41,7 +45,7 @@ export async function openEmbedded(dir: string, sharedBuffers: string | undefine
   } else {
     log.info("Opening the embedded database in {path} (usually under a second)", { path });
   }
-  db ??= await openDatabase({ dataDir: path, sharedBuffers });
+  db ??= await openDatabase({ dataDir: path, sharedBuffers, worker });
   log.info("Embedded database ready in {ms} ms", { ms: Math.round(performance.now() - t0) });
   return db;
 }
@@ -75,7 +79,11 @@ export async function openForTool(
   } else {
     release = (await lockDataDir(parsed.DUT_DATA_DIR)).release;
     try {
-      db = await openEmbedded(parsed.DUT_DATA_DIR, parsed.DUT_PGLITE_SHARED_BUFFERS);
+      db = await openEmbedded(
+        parsed.DUT_DATA_DIR,
+        parsed.DUT_PGLITE_SHARED_BUFFERS,
+        parsed.DUT_PGLITE_WORKER === "on",
+      );
     } catch (e) {
       release();
       throw e;

@@ -94,7 +94,11 @@ export async function start<E extends Entry>(
       if (s.generatedAdminToken) {
         log.info("Generated an admin token; read it from {path} (key adminToken)", { path: s.path });
       }
-      db = await openEmbedded(parsed.DUT_DATA_DIR, parsed.DUT_PGLITE_SHARED_BUFFERS);
+      db = await openEmbedded(
+        parsed.DUT_DATA_DIR,
+        parsed.DUT_PGLITE_SHARED_BUFFERS,
+        parsed.DUT_PGLITE_WORKER === "on",
+      );
     } catch (e) {
       release();
       throw e;

@@ -1,0 +1,115 @@
+/**
+ * PGlite off the event loop (`DUT_PGLITE_WORKER=on`): the embedded database runs in a Web Worker
+ * (pglite_worker.ts) and the main thread holds a stand-in with the members Kysely's `PGliteDialect` uses
+ * (`query`, `transaction`, `waitReady`, `ready`, `closed`, `close`). Each statement is one message; a
+ * transaction's statements go to the worker in order, inside the worker's PGlite transaction, which holds the
+ * single session until the stand-in commits or rolls back. Errors come back with their own properties
+ * (SQLSTATE `code`, `detail`, `constraint`, …), so the callers' error mapping is unchanged.
+ *
+ * PGlite's own `PGliteWorker` is not used: it elects a leader with `navigator.locks` and `BroadcastChannel`
+ * across browser tabs, which this single-process service does not need.
+ *
+ * @module
+ */
+import type { PGlite } from "@electric-sql/pglite";
+import type { Reply, Request } from "./pglite_worker.ts";
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+type Results = { rows: unknown[]; affectedRows?: number; fields: { name: string; dataTypeID: number }[] };
+
+/** PGlite in a worker, as the main thread sees it. */
+export interface RemotePglite {
+  /** What `PGliteDialect` is given. */
+  pglite: PGlite;
+  dumpDataDir(compression: "none" | "gzip"): Promise<Blob>;
+  close(): Promise<void>;
+}
+
+/** Starts the worker and opens PGlite in it. */
+export async function openRemotePglite(
+  opts: { dataDir?: string; loadDataDir?: Blob; sharedBuffers: string },
+): Promise<RemotePglite> {
+  const worker = new Worker(new URL("./pglite_worker.ts", import.meta.url).href, { type: "module" });
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+  let seq = 0;
+  let closed = false;
+  let failure: Error | undefined;
+  worker.onmessage = (ev: MessageEvent<Reply>) => {
+    const r = ev.data;
+    const p = pending.get(r.id);
+    if (!p) return;
+    pending.delete(r.id);
+    if (r.ok) p.resolve(r.value);
+    else {
+      const { message, stack: _stack, ...props } = r.error;
+      p.reject(Object.assign(new Error(String(message)), props));
+    }
+  };
+  worker.onerror = (ev: ErrorEvent) => {
+    ev.preventDefault();
+    failure = new Error(`The PGlite worker failed: ${ev.message}`);
+    for (const p of pending.values()) p.reject(failure);
+    pending.clear();
+  };
+  const call = (r: DistributiveOmit<Request, "id">): Promise<unknown> => {
+    if (failure) return Promise.reject(failure);
+    if (closed && r.op !== "close") return Promise.reject(new Error("PGlite is closed"));
+    const id = ++seq;
+    return new Promise((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      worker.postMessage({ ...r, id } as Request);
+    });
+  };
+  const query = (tx: number | undefined) => (text: string, params: unknown[] = []) =>
+    call({ op: "query", text, params, ...(tx === undefined ? {} : { tx }) }) as Promise<Results>;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    try {
+      await call({ op: "close" });
+    } finally {
+      worker.terminate();
+    }
+  };
+  try {
+    await call({ op: "open", ...opts });
+  } catch (e) {
+    worker.terminate();
+    throw e;
+  }
+  const stand = {
+    ready: true,
+    waitReady: Promise.resolve(),
+    get closed() {
+      return closed;
+    },
+    query: query(undefined),
+    async transaction<T>(fn: (tx: unknown) => Promise<T>): Promise<T> {
+      const id = (await call({ op: "begin" })) as number;
+      let done = false;
+      const tx = {
+        query: query(id),
+        get closed() {
+          return done;
+        },
+      };
+      let value: T;
+      try {
+        value = await fn(tx);
+      } catch (e) {
+        done = true;
+        await call({ op: "end", tx: id, commit: false }).catch(() => {});
+        throw e;
+      }
+      done = true;
+      await call({ op: "end", tx: id, commit: true });
+      return value;
+    },
+    close,
+  };
+  return {
+    pglite: stand as unknown as PGlite,
+    dumpDataDir: (compression) => call({ op: "dump", compression }) as Promise<Blob>,
+    close,
+  };
+}

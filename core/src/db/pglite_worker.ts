@@ -1,0 +1,119 @@
+/**
+ * The worker side of PGlite off the event loop (`DUT_PGLITE_WORKER=on`, see pglite_remote.ts): this Web Worker
+ * hosts the PGlite instance (with the named statements of pglite_statements.ts) and answers the main thread's
+ * messages: `open`, `query` (inside a transaction when `tx` is set), `begin`, `end` (commit or roll back),
+ * `dump` and `close`. PGlite's own locks order the statements exactly as on the main thread.
+ *
+ * @module
+ */
+import { PGlite } from "@electric-sql/pglite";
+import { withNamedStatements } from "./pglite_statements.ts";
+
+type Tx = Parameters<Parameters<PGlite["transaction"]>[0]>[0];
+
+/** A message from the main thread. */
+export type Request =
+  | { id: number; op: "open"; dataDir?: string; loadDataDir?: Blob; sharedBuffers: string }
+  | { id: number; op: "query"; text: string; params: unknown[]; tx?: number }
+  | { id: number; op: "begin" }
+  | { id: number; op: "end"; tx: number; commit: boolean }
+  | { id: number; op: "dump"; compression: "none" | "gzip" }
+  | { id: number; op: "close" };
+
+/** The answer to a request: its result, or the error's own properties (SQLSTATE code, detail, …). */
+export type Reply = { id: number; ok: true; value: unknown } | {
+  id: number;
+  ok: false;
+  error: Record<string, unknown>;
+};
+
+/** An error as plain data: its message, name and every own property that can be cloned. */
+function plain(e: unknown): Record<string, unknown> {
+  if (!(e instanceof Error)) return { message: String(e) };
+  const out: Record<string, unknown> = { message: e.message, name: e.name, stack: e.stack };
+  for (const [k, v] of Object.entries(e)) {
+    if (k === "queryOptions" || typeof v === "function") continue;
+    try {
+      structuredClone(v);
+      out[k] = v;
+    } catch { /* not cloneable: left out */ }
+  }
+  return out;
+}
+
+let raw: PGlite | undefined;
+let pglite: PGlite | undefined;
+const txs = new Map<number, { tx: Tx; end: (commit: boolean) => void }>();
+let txSeq = 0;
+const self_ = globalThis as unknown as {
+  onmessage: (ev: MessageEvent<Request>) => void;
+  postMessage: (m: Reply) => void;
+  close: () => void;
+};
+
+async function handle(r: Request): Promise<unknown> {
+  switch (r.op) {
+    case "open": {
+      const options = {
+        ...(r.loadDataDir ? { loadDataDir: r.loadDataDir } : {}),
+        startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${r.sharedBuffers}`],
+      };
+      raw = r.dataDir ? new PGlite(r.dataDir, options) : new PGlite(options);
+      await raw.waitReady;
+      pglite = withNamedStatements(raw);
+      return null;
+    }
+    case "query": {
+      const on = r.tx === undefined ? pglite! : txs.get(r.tx)?.tx;
+      if (!on) throw new Error("Transaction is closed");
+      const res = await on.query(r.text, r.params, { rowMode: "object" });
+      return { rows: res.rows, affectedRows: res.affectedRows, fields: res.fields };
+    }
+    case "begin": {
+      const id = ++txSeq;
+      let begun!: () => void;
+      const started = new Promise<void>((res) => (begun = res));
+      const done = pglite!.transaction(async (tx) => {
+        let end!: (commit: boolean) => void;
+        const ended = new Promise<boolean>((res) => (end = res));
+        txs.set(id, { tx, end });
+        begun();
+        if (!(await ended)) await tx.rollback();
+      });
+      // The outcome (a failed commit) is reported to the `end` request.
+      const outcome = done.finally(() => txs.delete(id));
+      outcome.catch(() => {}); // handled by `end`, or below when BEGIN fails
+      outcomes.set(id, outcome);
+      // A failed BEGIN rejects `done` before `begun`.
+      try {
+        await Promise.race([started, done]);
+      } catch (e) {
+        outcomes.delete(id);
+        throw e;
+      }
+      return id;
+    }
+    case "end": {
+      const t = txs.get(r.tx);
+      const outcome = outcomes.get(r.tx);
+      outcomes.delete(r.tx);
+      t?.end(r.commit);
+      await outcome;
+      return null;
+    }
+    case "dump":
+      return await raw!.dumpDataDir(r.compression);
+    case "close":
+      if (raw && !raw.closed) await raw.close();
+      return null;
+  }
+}
+const outcomes = new Map<number, Promise<unknown>>();
+
+self_.onmessage = (ev) => {
+  const r = ev.data;
+  handle(r).then(
+    (value) => self_.postMessage({ id: r.id, ok: true, value }),
+    (e) => self_.postMessage({ id: r.id, ok: false, error: plain(e) }),
+  );
+};
