@@ -24,7 +24,11 @@ export function childEnv(
   for (const [k, v] of Object.entries(opts.from ?? Deno.env.toObject())) {
     if (!controlled.has(k)) env[k] = v;
   }
-  return { NO_COLOR: "1", ...env, ...set };
+  // TEST_PGLITE_WORKER=on: the children run embedded PGlite in a Web Worker too (core/testing/db.ts).
+  const worker: Record<string, string> = Deno.env.get("TEST_PGLITE_WORKER") === "on"
+    ? { DUT_PGLITE_WORKER: "on" }
+    : {};
+  return { NO_COLOR: "1", ...env, ...worker, ...set };
 }
 
 /** Variables a child needs from its parent to reuse its module cache and reach the registry like it. */

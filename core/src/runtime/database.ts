@@ -46,7 +46,10 @@ export async function openEmbedded(
     log.info("Opening the embedded database in {path} (usually under a second)", { path });
   }
   db ??= await openDatabase({ dataDir: path, sharedBuffers, worker });
-  log.info("Embedded database ready in {ms} ms", { ms: Math.round(performance.now() - t0) });
+  log.info("Embedded database ready in {ms} ms", {
+    ms: Math.round(performance.now() - t0),
+    ...(worker ? { pgliteWorker: true } : {}),
+  });
   return db;
 }
 
