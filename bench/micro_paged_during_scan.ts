@@ -53,10 +53,10 @@ for (let r = 0; r < rounds; r++) {
       args: ["run", "-A", "server.ts"],
       env,
       stdin: "null",
-      stdout: "piped",
-      stderr: "null",
+      stdout: "null",
+      stderr: "piped",
     }).spawn();
-    const logs = child.stdout.pipeTo(file.writable);
+    const logs = child.stderr.pipeTo(file.writable);
     const base = `http://127.0.0.1:${port}`;
     await waitFor200(`${base}/readyz`, performance.now(), 120_000, child);
     const load1 = (await Deno.readTextFile("/proc/loadavg")).split(" ")[0];
