@@ -18,7 +18,16 @@ import { FIREWALL } from "../../core/harness/core.ts";
 import { modules } from "../../modules.gen.ts";
 import { webSha256Hex } from "../../core/harness/poller_lab.ts";
 import type { LoadedModules } from "@dutlab/core/runtime";
-import { applying, HEALTH, LAB_FAULTS, type LabSim, OFF, ON, startLabSims } from "../../core/harness/lab.ts";
+import {
+  applying,
+  enabledVendors,
+  HEALTH,
+  LAB_FAULTS,
+  type LabSim,
+  OFF,
+  ON,
+  startLabSims,
+} from "../../core/harness/lab.ts";
 
 type Res = { status: number; body: PreflightResult };
 
@@ -645,7 +654,7 @@ dbTest(
       ids.push(
         await svc.devices.create({
           hostname: `ms-${i}`,
-          vendor: "vendor-a-switch",
+          vendor: enabledVendors(modules)[0]!, // any enabled vendor: the read is vendor-blind
           baseUrl: "https://192.0.2.1",
           username: "u",
           password: "p",

@@ -13,7 +13,7 @@ Deno.test("the boundary check passes on the tree and catches an adapter importin
   }
   await Deno.writeTextFile(
     `${tmp}/adapters/x/mod.ts`,
-    'import other from "@dutlab/adapter-vendor-a-bmc";\nimport "../../server.ts";\n',
+    'import other from "@dutlab/adapter-other";\nimport "../../server.ts";\n',
   );
   await Deno.writeTextFile(`${tmp}/checks/y/mod.ts`, 'import { x } from "@dutlab/core/testing";\n');
   const bad = await new Deno.Command(Deno.execPath(), {
@@ -22,7 +22,7 @@ Deno.test("the boundary check passes on the tree and catches an adapter importin
   }).output();
   assert.equal(bad.code, 1);
   const err = new TextDecoder().decode(bad.stderr);
-  assert.match(err, /adapters\/x\/mod.ts imports "@dutlab\/adapter-vendor-a-bmc"/);
+  assert.match(err, /adapters\/x\/mod.ts imports "@dutlab\/adapter-other"/);
   assert.match(err, /reaches outside its member folder/);
   assert.match(err, /only tests and simulators may import @dutlab\/core\/testing/);
   await Deno.remove(tmp, { recursive: true });
