@@ -30,8 +30,9 @@ Deno.test("BENCHMARKS.md is the rendering of its results file and bench/METHOD.m
   // 400 lines, plus 10 for issue 50's NetBox scenario (its targets, its results file, its method section),
   // plus 15 for issue 53's floors (its targets table beside the guards), plus 14 for issue 51's webhook
   // scenario (its rows, its results file, its method section), plus 35 for issue 48's scale-out (the 1-2-3
-  // instance rows, its results file, its method section and the 100,000-device paper model).
-  assert.ok(page.split("\n").length <= 475, "BENCHMARKS.md stays within 474 lines");
+  // instance rows, its results file, its method section and the 100,000-device paper model), plus 36 for
+  // issue 49's lab of 5,000 devices (its rows, its results file, its method section).
+  assert.ok(page.split("\n").length <= 511, "BENCHMARKS.md stays within 510 lines");
 });
 
 Deno.test("a figure edited by hand in BENCHMARKS.md makes the check fail", async () => {
