@@ -2,10 +2,12 @@
  * Issue 53: p99 of the paged device list (`GET /api/admin/dut/devices?limit=100`, 10 connections) during the
  * poll worker's first scan of N farm devices ÷ on the idle service, embedded, with PGlite in the main thread
  * (`DUT_PGLITE_WORKER=off`) and in a Web Worker (`on`), in interleaved rounds against one device farm. The
- * scan's window is read from the server's own debug log (the first and last poll line); requests started
- * inside it count as "during the scan", and 5 s of the same load after it as "idle".
+ * scan's window is read from the service's polls counter (`/metrics`, every 250 ms); requests started inside
+ * it count as "during the scan", and 5 s of the same load after it as "idle". The scan period (third argument,
+ * default 30 s) is longer than the registration takes, so the scan after it finds all N devices due at once
+ * (`pollsBeforeLoad` says how many polls ran before the load started: 0 when so).
  *
- *     deno run -A --lock=deno.dev.lock bench/micro_paged_during_scan.ts 300 2   # N devices, rounds
+ *     deno run -A --lock=deno.dev.lock bench/micro_paged_during_scan.ts 300 2 30   # N devices, rounds, scan s
  *
  * @module
  */
@@ -15,6 +17,8 @@ import { registerFarmDevices } from "./_idle_polls.ts";
 
 const n = Number(Deno.args[0] ?? 300);
 const rounds = Number(Deno.args[1] ?? 2);
+// The scan period: longer than registering the devices takes, so the scan after it finds all N due at once.
+const scanSeconds = Deno.args[2] ?? "30";
 const tmp = await Deno.makeTempDir({ prefix: "h53-paged-" });
 const ctx = { quick: true, tmp, log: (m: string) => console.error(m), command: "paged" };
 const farm = await startFarm(ctx, n);
@@ -44,8 +48,8 @@ for (let r = 0; r < rounds; r++) {
     const env = serverEnv(port, {
       DUT_DATA_DIR: dir,
       DUT_PGLITE_WORKER: worker,
-      DUT_POLL_SCAN_SECONDS: "10",
-      DUT_LOG_LEVEL: "debug",
+      DUT_POLL_SCAN_SECONDS: scanSeconds,
+      DUT_LOG_LEVEL: "info",
       DUT_LOG_FORMAT: "json",
     });
     const file = await Deno.open(logFile, { write: true, create: true, truncate: true });
@@ -61,25 +65,28 @@ for (let r = 0; r < rounds; r++) {
     await waitFor200(`${base}/readyz`, performance.now(), 120_000, child);
     const load1 = (await Deno.readTextFile("/proc/loadavg")).split(" ")[0];
     await registerFarmDevices(base, farm.devices.slice(0, n));
-    // Load until every device has been polled once (the log has n poll lines), then 5 s more.
-    const polls = (): number[] => {
-      const text = new TextDecoder().decode(Deno.readFileSync(logFile));
-      const out: number[] = [];
-      for (const l of text.split("\n")) {
-        if (!l.includes('"message":"Polled ')) continue;
-        try {
-          const j = JSON.parse(l);
-          out.push(Date.parse(j["@timestamp"]));
-        } catch { /* partial line */ }
-      }
-      return out;
+    // Load until every device has been polled once (the polls counter of /metrics, read every 250 ms), then
+    // 5 s more. The scan's window: from the first read that counts a poll to the read that counts all.
+    const polled = async (): Promise<number> => {
+      const text = await (await fetch(`${base}/metrics`, { headers })).text();
+      let sum = 0;
+      for (const m of text.matchAll(/^dutlab_polls_total\{[^}]*\} (\d+)$/gm)) sum += Number(m[1]);
+      return sum;
     };
     let scanned = false;
+    let first = Infinity;
+    let last = Infinity;
+    let atStart = -1;
     const watcher = (async () => {
       const t0 = performance.now();
-      while (polls().length < n && performance.now() - t0 < 300_000) {
-        await new Promise((s) => setTimeout(s, 500));
+      for (let k = 0; performance.now() - t0 < 300_000; k++) {
+        const c = await polled();
+        if (atStart < 0) atStart = c;
+        if (c > 0 && first === Infinity) first = Date.now();
+        if (c >= n) break;
+        await new Promise((s) => setTimeout(s, 250));
       }
+      last = Date.now();
       scanned = true;
     })();
     const during = await load(base, () => scanned);
@@ -88,8 +95,6 @@ for (let r = 0; r < rounds; r++) {
     await new Promise((s) => setTimeout(s, 1000));
     const t1 = performance.now();
     const idle = await load(base, () => performance.now() - t1 > 5_000);
-    const times = polls();
-    const [first, last] = [Math.min(...times), Math.max(...times)];
     const inScan = during.filter(([at]) => at >= first && at <= last).map(([, ms]) => ms);
     const idleMs = idle.filter(([at]) => at >= idleFrom && at > last).map(([, ms]) => ms);
     const row = {
@@ -97,7 +102,7 @@ for (let r = 0; r < rounds; r++) {
       worker,
       n,
       load: load1,
-      pollLines: times.length,
+      pollsBeforeLoad: atStart,
       scanS: +((last - first) / 1000).toFixed(1),
       duringReqs: inScan.length,
       duringP50: +pct(inScan, 50).toFixed(1),
