@@ -15,6 +15,7 @@ import type { Db } from "../../core/harness/core.ts";
 import { INPUT_LIMITS } from "../../core/harness/core.ts";
 import { modules } from "../../modules.gen.ts";
 import { closedPort } from "../../core/harness/poller_lab.ts";
+import { enabledVendors } from "../../core/harness/lab.ts";
 
 const auth = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
 /** Marks a number JSON.stringify cannot write: replaced by an overflowing literal in the request text. */
@@ -57,12 +58,15 @@ async function send(app: OpenAPIHono, method: string, path: string, body?: unkno
   return { status: r.status, ct, json };
 }
 
+/** Any enabled vendor: the device answers on a closed port, the inputs are refused before any adapter runs. */
+const VENDOR = enabledVendors(modules)[0]!;
+
 async function lab(db: Db) {
   const { app } = await testServices(db, modules, env());
   const port = closedPort();
   const dev = await send(app, "POST", "/api/admin/dut/devices", {
     hostname: "fw-1",
-    vendor: "vendor-b-ngfw",
+    vendor: VENDOR,
     baseUrl: `https://127.0.0.1:${port}`,
     username: "admin",
     password: "secret-password",
@@ -100,7 +104,7 @@ dbTest("the issue's hostile inputs are refused with 400 naming the field, and st
   const exec = (run.json as { executionId: string }).executionId;
   const device = (patch: Record<string, unknown>) => ({
     hostname: "fw-2",
-    vendor: "vendor-b-ngfw",
+    vendor: VENDOR,
     baseUrl: `https://127.0.0.1:${port}`,
     username: "admin",
     password: "secret-password",
