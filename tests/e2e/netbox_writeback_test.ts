@@ -17,7 +17,8 @@ const MAPPING = {
   apiVersion: "dutlab/v1",
   kind: "NetBoxMapping",
   lab: "netbox",
-  vendor: ["vendor-a-ngfw", "vendor-b-ngfw", "vendor-a-switch"].map((p) => ({
+  // Three of the peer's five platforms (each named after an enabled vendor key), mapped to that vendor.
+  vendor: generatedDevices(5).slice(0, 3).map(({ platform: p }) => ({
     match: { platform: p },
     vendor: p,
   })),
