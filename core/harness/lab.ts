@@ -135,3 +135,32 @@ export function applying(
   const device = { id: "d", hostname, vendor: adapter.vendorKey, deviceRole: adapter.deviceRoles[0] ?? null };
   return checks.filter((c) => checkApplies(c, device, plan, adapter)).map((c) => c.id);
 }
+
+/** An adapter's simulator module, `<package>/sim`, as `deno task lab` loads it. */
+export interface SimModule {
+  startSimulatedDevice(opts?: { username?: string; password?: string }): Promise<SimulatedDevice>;
+  labControls(dev: SimulatedDevice): LabControls;
+}
+
+/** One enabled adapter: its package name, vendor key, definition, and a loader for its simulator. */
+export interface EnabledAdapter {
+  name: string;
+  vendor: string;
+  adapter: AdapterDefinition;
+  sim(): Promise<SimModule>;
+}
+
+/** The enabled adapters, in manifest order, whose definition satisfies `pred`. */
+export function adaptersWhere(mods: LoadedModules, pred: (a: AdapterDefinition) => boolean): EnabledAdapter[] {
+  return mods.adapters.map(({ name, module }) => {
+    const adapter = module as AdapterDefinition;
+    return { name, vendor: adapter.vendorKey, adapter, sim: () => import(`${name}/sim`) as Promise<SimModule> };
+  }).filter((a) => pred(a.adapter));
+}
+
+/** The first enabled adapter (manifest order) whose devices take `role` (e.g. `ngfw`, `switch`, `bmc`). */
+export function adapterForRole(mods: LoadedModules, role: string): EnabledAdapter {
+  const a = adaptersWhere(mods, (d) => d.deviceRoles.includes(role))[0];
+  assert.ok(a, `an enabled adapter takes the device role ${role}`);
+  return a;
+}

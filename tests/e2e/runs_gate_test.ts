@@ -11,9 +11,9 @@ import type { PreflightResult } from "../../core/harness/core.ts";
 import type { ReportData } from "../../core/harness/core.ts";
 import { verifyReportBytes } from "../../core/harness/core.ts";
 import { renderReportPage } from "../../core/harness/core.ts";
-import { startSimulatedDevice as startSwitch } from "@dutlab/adapter-vendor-a-switch/sim";
 import { modules } from "../../modules.gen.ts";
 import { fetchReport, finishRun, register, snapshot } from "../../core/harness/runs_lab.ts";
+import { adapterForRole } from "../../core/harness/lab.ts";
 
 const ON = "ngfw-throughput-decrypt-on";
 /** The plan that declares `startGate: "preflight-pass"`. */
@@ -23,8 +23,9 @@ const RESULTS = { outcome: "passed", results: { latencySamplesMs: [10, 20, 30] }
 /** One switch, registered but not snapshotted: its checks are skipped, so the pre-flight does not pass. */
 async function lab(db: Db) {
   const { app, auth, svc } = await testServices(db, modules);
-  const sim = await startSwitch();
-  const id = await register(app, auth, "vendor-a-switch", "sw-1", sim);
+  const switches = adapterForRole(modules, "switch");
+  const sim = await (await switches.sim()).startSimulatedDevice();
+  const id = await register(app, auth, switches.vendor, "sw-1", sim);
   const operator = { authorization: `Bearer ${(await svc.tokens.create("ci-operator", "operator")).token}` };
   const start = async (body: Record<string, unknown>, headers = auth) => {
     const res = await app.request("/api/test-runs", jsonReq("POST", body, headers));
