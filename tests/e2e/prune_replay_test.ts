@@ -13,9 +13,8 @@ import { sql } from "kysely";
 import { childEnv } from "../../core/harness/process.ts";
 import { dbTest, type SimulatedDevice } from "@dutlab/core/testing";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
-import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
-import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/sim";
 import { modules } from "../../modules.gen.ts";
+import { adapterForRole } from "../../core/harness/lab.ts";
 import { readBundleArchive, replayInputsOf } from "../../core/harness/core.ts";
 import type { ReplayInputs } from "../../core/harness/core.ts";
 import { verifyReportBytes } from "../../core/harness/core.ts";
@@ -86,12 +85,17 @@ dbTest(
     const { app, auth } = await testServices(db, modules);
     const sims: SimulatedDevice[] = [];
     try {
-      const fw = await startNgfwA();
-      fw.setDecrypt(true);
-      sims.push(fw, await startBmc());
+      // The enabled adapters of roles ngfw and bmc; decryption set through the ngfw's lab setting.
+      const ngfw = adapterForRole(modules, "ngfw"), bmc = adapterForRole(modules, "bmc");
+      const ngfwSim = await ngfw.sim();
+      const fwDev = await ngfwSim.startSimulatedDevice();
+      const decrypt = ngfwSim.labControls(fwDev).settings.decrypt!;
+      const fw = { setDecrypt: async (on: boolean) => await decrypt.apply(on ? "on" : "off") };
+      await fw.setDecrypt(true);
+      sims.push(fwDev, await (await bmc.sim()).startSimulatedDevice());
       const ids = [
-        await register(app, auth, "vendor-a-ngfw", "fw-prune-replay", sims[0]!),
-        await register(app, auth, "vendor-a-bmc", "bmc-prune-replay", sims[1]!),
+        await register(app, auth, ngfw.vendor, "fw-prune-replay", sims[0]!),
+        await register(app, auth, bmc.vendor, "bmc-prune-replay", sims[1]!),
       ];
       const poll = async (n: number) => {
         for (let i = 0; i < n; i++) for (const d of ids) await snapshot(app, auth, d);
@@ -99,10 +103,10 @@ dbTest(
       await poll(3);
       // Run 1: decrypt turned off during it (an alert, configuration drift; its end reads are linked).
       const r1 = (await startRun(app, auth, { planIdentifier: PLAN })).executionId;
-      fw.setDecrypt(false);
+      await fw.setDecrypt(false);
       await poll(1);
       await finishRun(app, auth, r1, { outcome: "passed", results: RESULTS });
-      fw.setDecrypt(true);
+      await fw.setDecrypt(true);
       await poll(3);
       // Run 2: nothing polled during it, so its drift's start and end reads are unlinked snapshots.
       const r2 = (await startRun(app, auth, { planIdentifier: PLAN })).executionId;
