@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import { dbTest } from "@dutlab/core/testing";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import type { Db } from "../../core/harness/core.ts";
-import { labControls, startSimulatedDevice } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { modules } from "../../modules.gen.ts";
 import { fetchReport, finishRun, register } from "../../core/harness/runs_lab.ts";
+import { adapterForRole } from "../../core/harness/lab.ts";
 import {
   cloudEventErrors,
   startReceiver,
@@ -21,14 +21,17 @@ import {
 } from "../../core/harness/webhook_receiver.ts";
 
 const ON = "ngfw-throughput-decrypt-on";
+/** The lab's firewalls: the enabled adapter of role ngfw, its simulator loaded by package name. */
+const NGFW = adapterForRole(modules, "ngfw");
+const { labControls, startSimulatedDevice } = await NGFW.sim();
 
 async function lab(db: Db) {
   const { app, auth, svc } = await testServices(db, modules);
   const sims = [await startSimulatedDevice(), await startSimulatedDevice()];
   for (const s of sims) await labControls(s).start?.(); // the lab's firewalls decrypt (the tour's state)
   const ids = [
-    await register(app, auth, "vendor-a-ngfw", "fw-1", sims[0]!),
-    await register(app, auth, "vendor-a-ngfw", "fw-2", sims[1]!),
+    await register(app, auth, NGFW.vendor, "fw-1", sims[0]!),
+    await register(app, auth, NGFW.vendor, "fw-2", sims[1]!),
   ];
   const call = async (method: string, path: string, body?: unknown, headers = auth) => {
     const res = await app.request(path, jsonReq(method, body, headers));
@@ -162,7 +165,7 @@ dbTest(
       apiVersion: "dutlab/v1",
       kind: "Lab",
       metadata: { name: "lab1" },
-      defaults: { vendor: "vendor-a-ngfw", credential: "admin", pollIntervalSeconds: poll },
+      defaults: { vendor: NGFW.vendor, credential: "admin", pollIntervalSeconds: poll },
       credentials: { admin: { username: "admin", password: "env:LAB1_PASSWORD" } },
       devices: devices.map((h) => ({ hostname: h, baseUrl: `https://${h}.lab.example:8443` })),
     });
