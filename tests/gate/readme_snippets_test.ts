@@ -281,7 +281,11 @@ for (const kind of ["pglite", "postgres"] as const) {
 }
 
 async function runReadme(kind: "pglite" | "postgres") {
-  const { script, background } = plan(await readPages(), kind);
+  const pages = await readPages();
+  const { script, background } = plan(pages, kind);
+  // The device the tour turns decryption off on, as the README names it (`lab set <vendor> decrypt=off`).
+  const decryptOff = pages[0]!.text.match(/ lab set (\S+) decrypt=off$/m)?.[1];
+  assert.ok(decryptOff, "the README's tour turns decryption off on one lab device");
   const serveLine = background.find((l) => / task serve$/.test(l));
   const labLine = background.find((l) => / task lab$/.test(l));
   assert.ok(serveLine && labLine, `the README starts serve and lab: ${background.join(" | ")}`);
@@ -383,7 +387,7 @@ async function runReadme(kind: "pglite" | "postgres") {
     assert.match(out, /^PASS /m, "the tour's pre-flight passed (dutlab preflight: PASS, exit 0)");
     assert.match(
       out,
-      /"name":"TLSDecryptModeChanged","deviceHostname":"lab-vendor-a-ngfw","from":"on","to":"off"/,
+      new RegExp(`"name":"TLSDecryptModeChanged","deviceHostname":"lab-${decryptOff}","from":"on","to":"off"`),
     );
     assert.match(
       out,
