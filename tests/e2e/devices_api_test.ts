@@ -7,7 +7,10 @@ import { reencryptCredentials } from "../../core/harness/core.ts";
 import { buildKeyRing } from "../../core/harness/core.ts";
 import { keyIdOf } from "../../core/harness/core.ts";
 import { modules } from "../../modules.gen.ts";
-import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
+import { adapterForRole } from "../../core/harness/lab.ts";
+
+/** The fixture modules' vendor listed without an adapter. */
+const NO_ADAPTER = fixtureModules().vendorsWithoutAdapter![0]!.key;
 
 const PASSWORD = "fixture-pass";
 const device = (over: Record<string, unknown> = {}) => ({
@@ -28,7 +31,7 @@ dbTest("registering a device applies the defaults and never returns the password
   const list = await (await app.request("/api/admin/dut/devices", { headers: auth })).json();
   assert.deepEqual(list.vendors.map((v: { key: string; available: boolean }) => [v.key, v.available]), [
     ["fixture-fw", true],
-    ["vendor-c-ngfw", false],
+    [NO_ADAPTER, false],
   ]);
   const d = list.devices[0];
   assert.equal(d.id, deviceId);
@@ -72,7 +75,7 @@ dbTest(
   async (db) => {
     const { app, auth, svc } = await testServices(db, fixtureModules());
     const cases: Array<[Record<string, unknown>, number, string]> = [
-      [device({ vendor: "vendor-c-ngfw" }), 422, "vendor-c-ngfw has no adapter yet"],
+      [device({ vendor: NO_ADAPTER }), 422, `${NO_ADAPTER} has no adapter yet`],
       [device({ vendor: "nope" }), 400, "unknown vendor"],
       [device({ baseUrl: "http://10.0.0.1" }), 400, "https://"],
       [device({ tlsVerifyMode: "none" }), 400, "tlsVerifyMode"],
@@ -382,13 +385,15 @@ dbTest(
   "the device store logs out a parked session when the credential or URL changes, on delete and at shutdown",
   async (db) => {
     const { app, auth, svc } = await testServices(db, modules);
-    await using fw = await startNgfwA();
+    // A firewall whose adapter parks its session between polls: the enabled adapter of role ngfw.
+    const ngfw = adapterForRole(modules, "ngfw");
+    await using fw = await (await ngfw.sim()).startSimulatedDevice();
     const create = async (hostname: string) => {
       const res = await app.request(
         "/api/admin/dut/devices",
         jsonReq("POST", {
           hostname,
-          vendor: "vendor-a-ngfw",
+          vendor: ngfw.vendor,
           baseUrl: fw.sim.url,
           ...fw.credentials,
           tlsVerifyMode: "self-signed",
