@@ -22,3 +22,4 @@ export { CORE_VERSION } from "./src/version.ts";
 export { stripVolatile } from "./src/snapshots/volatile.ts";
 export type { CheckResult, Evidence } from "./src/preflight/types.ts";
 export type { LoadedModule, LoadedModules } from "./src/registry.ts";
+export { SessionRegistry } from "./src/devices/sessions.ts";

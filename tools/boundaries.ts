@@ -202,8 +202,8 @@ const PUBLISHED = new Set(
 const FACES: Record<string, readonly string[]> = {
   tests: ["core/ops.ts", "core/harness/"],
   bench: ["core/ops.ts", "core/harness/"],
-  // gen_api_client.ts reads the OpenAPI document of the in-process app the harness builds.
-  tools: ["core/ops.ts", "core/verify.ts", "core/harness/app.ts"],
+  // gen_api_client.ts reads the OpenAPI document of the in-process app the harness builds over a test database.
+  tools: ["core/ops.ts", "core/verify.ts", "core/harness/app.ts", "core/harness/db.ts"],
 };
 const isDir = (p: string) => Deno.stat(p).then((s) => s.isDirectory, () => false);
 for (const [yard, faces] of Object.entries(FACES)) {

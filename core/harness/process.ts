@@ -24,7 +24,7 @@ export function childEnv(
   for (const [k, v] of Object.entries(opts.from ?? Deno.env.toObject())) {
     if (!controlled.has(k)) env[k] = v;
   }
-  // TEST_PGLITE_WORKER=on: the children run embedded PGlite in a Web Worker too (core/testing/db.ts).
+  // TEST_PGLITE_WORKER=on: the children run embedded PGlite in a Web Worker too (core/harness/db.ts).
   const worker: Record<string, string> = Deno.env.get("TEST_PGLITE_WORKER") === "on"
     ? { DUT_PGLITE_WORKER: "on" }
     : {};

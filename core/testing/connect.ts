@@ -6,7 +6,7 @@
 import type { AdapterDefinition, AdapterSession, TlsVerifyMode } from "../src/adapter.ts";
 import { type ConnectTarget, openDeviceSession } from "../src/devices/connect.ts";
 import type { DeviceHttp } from "../src/transport/types.ts";
-import { SessionRegistry } from "./sessions.ts";
+import { SessionRegistry } from "../mod.ts";
 
 /** An adapter session opened on a (simulated) device by {@link connectTo}. */
 export interface ConnectedSim extends AsyncDisposable {

@@ -3,7 +3,7 @@ import type { AdapterDefinition, CollectedSnapshot } from "../src/adapter.ts";
 import { releaseDeviceSession } from "../src/devices/connect.ts";
 import { DeviceError } from "../src/errors.ts";
 import { canonicalJson } from "../src/util/hash.ts";
-import { SessionRegistry } from "../src/devices/sessions.ts";
+import { SessionRegistry } from "../mod.ts";
 import type { Simulator } from "./simulator.ts";
 import { readFacts } from "./facts.ts";
 import { startReplayServer } from "./replay.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { AdapterDefinition, CollectedSnapshot } from "../src/adapter.ts";
 import { readFacts } from "./facts.ts";
-import { SessionRegistry } from "../src/devices/sessions.ts";
+import { SessionRegistry } from "../mod.ts";
 import { connectTo } from "./connect.ts";
 import { type Simulator, startSimulator } from "./simulator.ts";
 

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 // deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/gate/lockfiles_test.ts)
 import { marked } from "npm:marked@18.2.1";
 import { childEnv } from "../../core/harness/process.ts";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { ServeProcess, startLab } from "../../core/harness/serve.ts";
 import { TEST_ADMIN_TOKEN } from "../../core/harness/app.ts";
 import { commandHelp } from "../../cli/_main.ts";

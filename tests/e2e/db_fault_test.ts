@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 // @ts-types="@types/pg"
 import pg from "pg";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { testServices } from "../../core/harness/app.ts";
 import { type Db, migrate, openDatabase } from "../../core/harness/core.ts";
 import { startSimulatedDevice, type VendorSim } from "../../adapters/vendor-b-ngfw/sim.ts";

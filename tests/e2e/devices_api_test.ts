@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import { fixtureModules, startFixtureDevice } from "@dutlab/core/testing";
 import { reencryptCredentials } from "../../core/harness/core.ts";

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { childEnv } from "../../core/harness/process.ts";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { freePort, startLab } from "../../core/harness/serve.ts";
 import type { Db } from "../../core/harness/core.ts";
 import { sha256Hex } from "@dutlab/core";

@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { childEnv } from "../../core/harness/process.ts";
-import { dbTest, type SimulatedDevice } from "@dutlab/core/testing";
+import { type SimulatedDevice } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
 import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/sim";

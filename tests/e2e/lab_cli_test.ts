@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { childEnv } from "../../core/harness/process.ts";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { ServeProcess, startLab } from "../../core/harness/serve.ts";
 import { TEST_ADMIN_TOKEN } from "../../core/harness/app.ts";
 

@@ -6,7 +6,7 @@
  * table (`core/harness/lab.ts`) that applies to a device can be made to fail and pass through its settings.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import { startLab } from "../../core/harness/serve.ts";
 import { modules } from "../../modules.gen.ts";

@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { configure, type LogRecord, reset } from "@logtape/logtape";
-import { dbTest, fixtureModules } from "@dutlab/core/testing";
+import { fixtureModules } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { refusalLog } from "../../core/harness/core.ts";
 import { testServices } from "../../core/harness/app.ts";
 

@@ -5,7 +5,7 @@
  * any output. Against a real `serve` process, both backends.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { childEnv } from "../../core/harness/process.ts";
 import { ServeProcess } from "../../core/harness/serve.ts";
 import { TEST_ADMIN_TOKEN } from "../../core/harness/app.ts";

@@ -6,7 +6,7 @@
  * --show`), and the worker posts it on its own. Both backends.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { childEnv } from "../../core/harness/process.ts";
 import { ServeProcess } from "../../core/harness/serve.ts";
 import { TEST_ADMIN_TOKEN } from "../../core/harness/app.ts";

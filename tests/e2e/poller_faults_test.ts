@@ -21,7 +21,7 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { testServices } from "../../core/harness/app.ts";
 import type { Db } from "../../core/harness/core.ts";
 import { POLL_TASK, PollProcess } from "../../core/harness/poll_process.ts";

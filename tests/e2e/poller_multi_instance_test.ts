@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { childEnv } from "../../core/harness/process.ts";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { type LogLine, readLogLines } from "../../core/harness/serve.ts";
 import { TEST_CRED_KEY, testServices } from "../../core/harness/app.ts";
 import type { Db } from "../../core/harness/core.ts";

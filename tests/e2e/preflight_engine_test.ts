@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { type AdapterFacts, defineCheck } from "@dutlab/core";
 import { checkApplies, evaluateCheck } from "../../core/harness/core.ts";
-import { checkFixture, dbTest } from "@dutlab/core/testing";
+import { checkFixture } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import type { LoadedModules } from "@dutlab/core/runtime";
 import { fixtureModules, startFixtureDevice } from "@dutlab/core/testing";

@@ -4,7 +4,7 @@
  * re-snapshot, ask pre-flight as of the run's start and compare with the report's annex `preflight-at-start`.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import type { Db } from "../../core/harness/core.ts";
 import { sql } from "kysely";

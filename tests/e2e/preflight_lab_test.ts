@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { type KyselyPlugin, sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import type { Db } from "../../core/harness/core.ts";
 import { latestAsOfSql, latestSql, payloadCache } from "../../core/harness/core.ts";

@@ -11,7 +11,8 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { childEnv } from "../../core/harness/process.ts";
-import { dbTest, type SimulatedDevice } from "@dutlab/core/testing";
+import { type SimulatedDevice } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import { modules } from "../../modules.gen.ts";
 import { adapterForRole } from "../../core/harness/lab.ts";

@@ -5,7 +5,8 @@
  * 60 pages. PostgreSQL only (5,000 devices on PGlite would only make the test slower).
  */
 import assert from "node:assert/strict";
-import { dbTest, fixtureModules } from "@dutlab/core/testing";
+import { fixtureModules } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { findChromium } from "@dutlab/core/testing/chromium";
 import { PDFDocument } from "pdf-lib";
 import { testServices } from "../../core/harness/app.ts";

@@ -6,7 +6,7 @@
  * verifies, its certificate still listed.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import { fixtureModules } from "@dutlab/core/testing";
 import { findChromium, pdfPages, squash } from "@dutlab/core/testing/chromium";

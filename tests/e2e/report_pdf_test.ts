@@ -15,7 +15,7 @@ import {
   type PDFRef,
   PDFString,
 } from "pdf-lib";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import { fixtureModules } from "@dutlab/core/testing";
 import { assertReportPages, findChromium, pdfPages, squash } from "@dutlab/core/testing/chromium";

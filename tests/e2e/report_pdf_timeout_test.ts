@@ -4,7 +4,8 @@
  * 0) within 10 s, and the next request answers 200 with a new browser.
  */
 import assert from "node:assert/strict";
-import { dbTest, fixtureModules } from "@dutlab/core/testing";
+import { fixtureModules } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { findChromium } from "@dutlab/core/testing/chromium";
 import { residentBytes } from "../../core/harness/core.ts";
 import { testServices } from "../../core/harness/app.ts";

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import { fixtureModules } from "@dutlab/core/testing";
 import { generateSigningKey, pae, PAYLOAD_TYPE } from "../../core/harness/core.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { relative } from "node:path";
 import { childEnv } from "../../core/harness/process.ts";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { TEST_ADMIN_TOKEN, testServices } from "../../core/harness/app.ts";
 import { fixtureModules, startFixtureDevice } from "@dutlab/core/testing";
 import { verifyReport, verifyReportBytes } from "../../core/harness/core.ts";

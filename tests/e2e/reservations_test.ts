@@ -6,7 +6,7 @@
  * finishes, the device list showing the holder, the events, the webhooks.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import type { Db } from "../../core/harness/core.ts";
 import { modules } from "../../modules.gen.ts";

@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { childEnv } from "../../core/harness/process.ts";
-import { dbTest, type SimulatedDevice } from "@dutlab/core/testing";
+import { type SimulatedDevice } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, TEST_ADMIN_TOKEN, testServices } from "../../core/harness/app.ts";
 import {
   assertReportPages,

@@ -4,7 +4,7 @@
  * audit log, on the run, in the report (verdict input `preflight`) and on the print page.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import type { Db } from "../../core/harness/core.ts";
 import type { PreflightResult } from "../../core/harness/core.ts";

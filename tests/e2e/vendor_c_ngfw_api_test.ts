@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { definePlugin } from "@dutlab/core";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import { labControls, startSimulatedDevice } from "@dutlab/adapter-vendor-c-ngfw/sim";
 import { CALLS } from "@dutlab/adapter-vendor-c-ngfw";

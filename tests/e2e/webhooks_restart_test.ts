@@ -5,7 +5,7 @@
  * schema. A `serve` child process over the test database (embedded data directory, or the PostgreSQL schema).
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { ServeProcess } from "../../core/harness/serve.ts";
 import { TEST_ADMIN_TOKEN } from "../../core/harness/app.ts";
 import {

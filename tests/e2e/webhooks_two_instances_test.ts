@@ -7,7 +7,7 @@
  * file descriptors: Linux).
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { ServeProcess } from "../../core/harness/serve.ts";
 import { TEST_ADMIN_TOKEN } from "../../core/harness/app.ts";
 import { type Received, until, verifyDelivery } from "../../core/harness/webhook_receiver.ts";

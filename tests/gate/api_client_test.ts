@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import createClient from "openapi-fetch";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { testServices } from "../../core/harness/app.ts";
 import { fixtureModules, startFixtureDevice } from "@dutlab/core/testing";
 import type { paths } from "../../cli/generated/dutlab-api.ts";

@@ -12,7 +12,8 @@
 import assert from "node:assert/strict";
 import { defineAdapter, definePlugin, DeviceError } from "@dutlab/core";
 import { childEnv } from "../../core/harness/process.ts";
-import { dbTest, startSimulator } from "@dutlab/core/testing";
+import { startSimulator } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import ntp from "@dutlab/check-ntp-source-configured";
 import fresh from "@dutlab/check-snapshot-fresh";

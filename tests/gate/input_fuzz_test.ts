@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import fc from "npm:fast-check@4.10.2";
 import { sql } from "kysely";
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { TEST_ADMIN_TOKEN, testServices } from "../../core/harness/app.ts";
 import type { Db } from "../../core/harness/core.ts";
 import { INPUT_LIMITS } from "../../core/harness/core.ts";

@@ -4,7 +4,7 @@
  * operationId, carries no secret, and the API reference page is served by the service itself.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, TEST_ADMIN_TOKEN, testServices } from "../../core/harness/app.ts";
 import { fixtureModules, startFixtureDevice } from "@dutlab/core/testing";
 import { freePort } from "../../core/harness/serve.ts";

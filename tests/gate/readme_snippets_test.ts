@@ -22,7 +22,7 @@ import assert from "node:assert/strict";
 import pg from "pg";
 import { childEnv } from "../../core/harness/process.ts";
 import { freePort } from "../../core/harness/serve.ts";
-import { NO_POSTGRES_REASON } from "@dutlab/core/testing";
+import { NO_POSTGRES_REASON } from "../../core/harness/db.ts";
 import {
   TEST_ADMIN_TOKEN,
   TEST_CRED_KEY,

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, TEST_ADMIN_TOKEN, TEST_CRED_KEY, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 import type { OpenAPIHono } from "@hono/zod-openapi";

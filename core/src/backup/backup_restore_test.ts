@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest, openTestDatabase, testBackends } from "@dutlab/core/testing";
+import { dbTest, openTestDatabase, testBackends } from "../../harness/db.ts";
 import { jsonReq, TEST_CRED_KEY, testServices } from "../../harness/app.ts";
 import type { Db } from "../db/open.ts";
 import { fixtureModules, startFixtureDevice } from "../../testing/fixture_modules.ts";

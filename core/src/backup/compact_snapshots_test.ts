@@ -7,12 +7,12 @@
 import assert from "node:assert/strict";
 import { type Kysely, sql } from "kysely";
 import { createTarGzip, parseTarGzip } from "nanotar";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { testServices } from "../../harness/app.ts";
 import { readBackup } from "./archive.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 import type { Database } from "../db/schema.ts";
-import { testMigrator } from "@dutlab/core/testing";
+import { testMigrator } from "../../harness/db.ts";
 import { getSnapshot, listSnapshots } from "../snapshots/store.ts";
 
 const BEFORE = "2026_11_25_0014_snapshot_prunes";

@@ -3,7 +3,7 @@
 // are checked at registration, before any connection.
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest, testMigrator } from "@dutlab/core/testing";
+import { dbTest, testMigrator } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import type { Db } from "../db/open.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";

@@ -3,7 +3,7 @@
  * (and, on PostgreSQL, events of another instance arrive through LISTEN/NOTIFY) and misses nothing.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 import { openDatabase } from "../db/open.ts";

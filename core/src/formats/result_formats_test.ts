@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { parse as parseCsv } from "npm:csv-parse@7.0.3/sync";
 // deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/gate/lockfiles_test.ts)
 import { marked, type Tokens } from "npm:marked@18.2.1";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules, startFixtureDevice } from "../../testing/fixture_modules.ts";
 import { preflightResultSet, renderResultSet } from "./results.ts";

@@ -1,7 +1,7 @@
 /** Issue 21 point 2: single reads, paging and filters of devices and runs, ETag/304, 405 with Allow. */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 import type { Db } from "../db/open.ts";

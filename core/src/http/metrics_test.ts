@@ -4,7 +4,7 @@
  * (Debian package `prometheus`; the test is ignored, saying so, where promtool is not installed).
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 

@@ -6,7 +6,7 @@
  * when the table refuses that role.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "@dutlab/core/testing";
 import { refusedRoles, ROLES } from "../../harness/core.ts";

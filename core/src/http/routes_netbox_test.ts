@@ -3,7 +3,7 @@
 // pruned only with the prune flag; the provenance recorded; NetBox's refusals as 502 naming the object; the
 // journal write-back per device, its failures kept and retried. Both backends.
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 import { generatedDevices, PEER_TOKEN, startNetBoxPeer } from "../../../tools/netbox_peer.ts";

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import type { Db } from "../db/open.ts";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { fixtureModules } from "../../testing/fixture_modules.ts";

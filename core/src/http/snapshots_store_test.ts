@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import canonicalize from "canonicalize";
 import { type RawBuilder, sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { latestSnapshots, type SnapshotView } from "../snapshots/store.ts";
 import { RECOMPUTE } from "./routes_snapshots.ts";
 import {

@@ -2,7 +2,7 @@
 // adopt, rename, fingerprints under key rotation. Both backends.
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, TEST_CRED_KEY, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 import { buildKeyRing } from "../runtime/services.ts";

@@ -7,7 +7,7 @@
  * Adaptive Cards 1.4 JSON schema (testdata/README.md).
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 import {

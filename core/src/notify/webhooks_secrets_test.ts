@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 import { startReceiver, testWorker, until, verifyDelivery } from "../../harness/webhook_receiver.ts";

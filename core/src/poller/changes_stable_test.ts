@@ -7,14 +7,14 @@
  */
 import assert from "node:assert/strict";
 import { type Kysely, sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { type HashedSnapshot, hashSnapshot, PollStore } from "./store.ts";
 import { listChanges } from "../snapshots/changes.ts";
 import { reconcilePatternSets } from "../snapshots/stable.ts";
 import { remarkAll, remarkStep } from "../snapshots/remark.ts";
 import { buildRegistry } from "../registry.ts";
 import type { Database } from "../db/schema.ts";
-import { testMigrator } from "@dutlab/core/testing";
+import { testMigrator } from "../../harness/db.ts";
 import { addDevice, fixtureDevice, setup } from "../../harness/poller_lab.ts";
 import { fixtureAdapter, fixtureModules } from "../../testing/fixture_modules.ts";
 

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { startWorker } from "../runtime/bootstrap.ts";
 import { addDevice, fixtureDevice, runtimeOf, setup, until } from "../../harness/poller_lab.ts";
 

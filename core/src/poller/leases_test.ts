@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { PollWorker } from "./worker.ts";
 import { listPollInstances } from "./leases.ts";
 import { hashSnapshot, LostLockError, PollStore } from "./store.ts";

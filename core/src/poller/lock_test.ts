@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { type Db, openDatabase } from "../db/open.ts";
 import { POLL_LOCK_CLASS, pollLockKey, PollWorker } from "./worker.ts";
 import { DEVICE_LOCK_CLASS, deviceLockKey } from "./device_locks.ts";

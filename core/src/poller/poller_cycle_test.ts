@@ -4,7 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest, startSimulator } from "@dutlab/core/testing";
+import { startSimulator } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq } from "../../harness/app.ts";
 import { defineAdapter } from "@dutlab/core";
 import { fixtureAdapter, fixtureModules } from "../../testing/fixture_modules.ts";

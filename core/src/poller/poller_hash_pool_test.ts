@@ -4,7 +4,7 @@
  * (checked through `running`: Deno's test sanitizers do not see a Web Worker left running).
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { HashPool } from "./hash_pool.ts";
 import { hashSnapshot } from "./store.ts";
 import { addDevice, count, fixtureDevice, setup } from "../../harness/poller_lab.ts";

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq } from "../../harness/app.ts";
 import { startWorker } from "../runtime/bootstrap.ts";
 import { dueDevices, PollWorker } from "./worker.ts";

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import type { Db } from "../db/open.ts";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { hashSnapshot, type Outcome, PollStore } from "./store.ts";
 import { latestSql } from "../lab/read.ts";
 import { addDevice, setup } from "../../harness/poller_lab.ts";

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { type KyselyPlugin, sql } from "kysely";
 import { defineCheck } from "@dutlab/core";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { testServices } from "../../harness/app.ts";
 import type { Db } from "../db/open.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";

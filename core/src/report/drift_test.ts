@@ -3,7 +3,7 @@
  * lab's devices between the start and the end of the run, without the volatile paths that move every poll.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { testServices } from "../../harness/app.ts";
 import {
   fixtureAdapter,

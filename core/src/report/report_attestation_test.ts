@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import canonicalize from "canonicalize";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 import { pae } from "./sign.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { testServices } from "../../harness/app.ts";
 import { defineAdapter } from "../../mod.ts";
 import { fixtureAdapter, fixtureModules, startFixtureDevice } from "../../testing/fixture_modules.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import type { Db } from "../db/open.ts";
 import { fixtureModules, startFixtureDevice } from "../../testing/fixture_modules.ts";

@@ -3,7 +3,7 @@
 // holding their reservation. Both back ends.
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "../../testing/db.ts";
+import { dbTest } from "../../harness/db.ts";
 import { openDatabase } from "../db/open.ts";
 import type { Db } from "../db/open.ts";
 import { ReservationService } from "./service.ts";

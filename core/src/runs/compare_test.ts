@@ -4,7 +4,7 @@
  * JSON and on the page printed by real headless Chromium.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import { assertReportPages, findChromium, pdfPages, printToPdf, squash } from "@dutlab/core/testing/chromium";
 import { fixtureModules, startFixtureDevice } from "@dutlab/core/testing";

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { applyPatch } from "rfc6902";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { hashSnapshot, PollStore } from "../poller/store.ts";
 import { decryptAlertWriter } from "./alerts.ts";
 import { stripVolatile } from "../snapshots/volatile.ts";

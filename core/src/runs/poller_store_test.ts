@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import type { Db } from "../db/open.ts";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { decryptAlertWriter } from "./alerts.ts";
 import { DeviceLocks } from "../poller/device_locks.ts";
 import {

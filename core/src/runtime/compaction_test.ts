@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { type Kysely, sql } from "kysely";
 import { buildRegistry } from "../registry.ts";
 import { childEnv } from "../../harness/process.ts";
-import { dbTest, testMigrator } from "@dutlab/core/testing";
+import { dbTest, testMigrator } from "../../harness/db.ts";
 import { listChanges } from "../snapshots/changes.ts";
 import { listSnapshots } from "../snapshots/store.ts";
 import type { Database } from "../db/schema.ts";

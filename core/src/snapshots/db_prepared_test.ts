@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "../../testing/db.ts";
+import { dbTest } from "../../harness/db.ts";
 import { PREPARED } from "../db/prepared.ts";
 import { payloadsBySha } from "./series.ts";
 

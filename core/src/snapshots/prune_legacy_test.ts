@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { type Kysely, sql } from "kysely";
-import { dbTest, testMigrator } from "@dutlab/core/testing";
+import { dbTest, testMigrator } from "../../harness/db.ts";
 import type { Database } from "../db/schema.ts";
 import { pruneSnapshots } from "./prune.ts";
 

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { type Kysely, sql } from "kysely";
 import { NO_MIGRATIONS } from "kysely/migration";
-import { dbTest, testMigrator } from "@dutlab/core/testing";
+import { dbTest, testMigrator } from "../../harness/db.ts";
 import { listSnapshots } from "./store.ts";
 import type { Database } from "../db/schema.ts";
 

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest, testMigrator } from "@dutlab/core/testing";
+import { dbTest, testMigrator } from "../../harness/db.ts";
 import { jsonReq, testServices } from "../../harness/app.ts";
 import { fixtureModules } from "../../testing/fixture_modules.ts";
 

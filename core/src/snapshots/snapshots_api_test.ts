@@ -1,7 +1,7 @@
 /** GET /api/admin/dut/snapshots (spec 4.5, issue 8 point 7): filters, order, paging, bad parameters. */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { addDevice, fixtureDevice, insertActiveRun, setup, webSha256Hex } from "../../harness/poller_lab.ts";
 

@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { type Kysely, type KyselyPlugin, sql } from "kysely";
-import { dbTest } from "../../testing/db.ts";
-import { testMigrator } from "../../testing/db.ts";
+import { dbTest } from "../../harness/db.ts";
+import { testMigrator } from "../../harness/db.ts";
 import type { Database } from "../db/schema.ts";
 import { listSnapshots } from "./store.ts";
 import { listChanges } from "./changes.ts";

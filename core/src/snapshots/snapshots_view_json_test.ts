@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import canonicalize from "canonicalize";
 import { sql } from "kysely";
-import { dbTest } from "@dutlab/core/testing";
+import { dbTest } from "../../harness/db.ts";
 import { listSnapshots, type SnapshotRow, toSnapshotView } from "./store.ts";
 import { snapshotJson, snapshotPageJson } from "./view_json.ts";
 import { Snapshot as SnapshotSchema, SnapshotPage as SnapshotPageSchema } from "../api/schemas.ts";
