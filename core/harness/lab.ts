@@ -151,10 +151,18 @@ export interface EnabledAdapter {
 }
 
 /** The enabled adapters, in manifest order, whose definition satisfies `pred`. */
-export function adaptersWhere(mods: LoadedModules, pred: (a: AdapterDefinition) => boolean): EnabledAdapter[] {
+export function adaptersWhere(
+  mods: LoadedModules,
+  pred: (a: AdapterDefinition) => boolean,
+): EnabledAdapter[] {
   return mods.adapters.map(({ name, module }) => {
     const adapter = module as AdapterDefinition;
-    return { name, vendor: adapter.vendorKey, adapter, sim: () => import(`${name}/sim`) as Promise<SimModule> };
+    return {
+      name,
+      vendor: adapter.vendorKey,
+      adapter,
+      sim: () => import(`${name}/sim`) as Promise<SimModule>,
+    };
   }).filter((a) => pred(a.adapter));
 }
 

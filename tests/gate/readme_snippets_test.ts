@@ -387,7 +387,9 @@ async function runReadme(kind: "pglite" | "postgres") {
     assert.match(out, /^PASS /m, "the tour's pre-flight passed (dutlab preflight: PASS, exit 0)");
     assert.match(
       out,
-      new RegExp(`"name":"TLSDecryptModeChanged","deviceHostname":"lab-${decryptOff}","from":"on","to":"off"`),
+      new RegExp(
+        `"name":"TLSDecryptModeChanged","deviceHostname":"lab-${decryptOff}","from":"on","to":"off"`,
+      ),
     );
     assert.match(
       out,
