@@ -8,15 +8,16 @@ import { modules } from "./modules.gen.ts";
 const opened = await openServe(modules, Deno.env.toObject()).catch(exitOnStartupError);
 const ready = (async () => {
   // The rest of the service (services, poll worker, HTTP app) is loaded meanwhile.
-  const [
-    rt,
-    { finishKeyRotation, loadApp, startCompaction, startNetBoxWriteBack, startWebhooks, startWorker },
-  ] = await Promise.all(
-    [
-      opened.complete(),
-      import("@dutlab/core/runtime"),
-    ],
-  );
+  const {
+    completeServe,
+    finishKeyRotation,
+    loadApp,
+    startCompaction,
+    startNetBoxWriteBack,
+    startWebhooks,
+    startWorker,
+  } = await import("@dutlab/core/runtime");
+  const rt = await completeServe(opened);
   const createApp = await loadApp();
   finishKeyRotation(rt);
   await startWorker(rt);

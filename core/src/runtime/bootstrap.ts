@@ -21,6 +21,7 @@ import { reencryptCredentials } from "../devices/key_rotation.ts";
 import { reencryptWebhookSecrets } from "../notify/secrets.ts";
 import { startIdleReclaimer } from "./idle.ts";
 import { start, type Started } from "./start.ts";
+import { type OpenedServe, takeStarted } from "./serve_open.ts";
 import type { PollRuntime, Runtime } from "./handle.ts";
 import { remarkAll } from "../snapshots/remark.ts";
 
@@ -53,9 +54,16 @@ export async function bootstrap(
   return await finish(await start(modules, env, serve ? "serve" : "admin", serve), serve);
 }
 
-/** The second half of {@link openServe} (its `complete()`, which loads this module on demand). */
-export function completeServe(st: Started<"serve">): Promise<Runtime> {
-  return finish(st, true);
+/**
+ * The second half of `openServe` (`@dutlab/core/serve`): every service, the PDF signing certificate checked,
+ * the signing keys registered; the same as `bootstrap` with `serve: true`. On failure it closes the database,
+ * releases the data directory and rejects with the StartupError.
+ *
+ * @param opened What `openServe` returned (completed once).
+ * @returns The started runtime.
+ */
+export function completeServe(opened: OpenedServe): Promise<Runtime> {
+  return finish(takeStarted(opened), true);
 }
 
 /** Both entries' second half: the configuration with its secrets, the services, the shutdown stack. */

@@ -1,7 +1,7 @@
 /**
  * The first half of every start, and what `server.ts` needs before it listens (issue 34 point 5): the parsed
  * environment, the data directory, the database open and migrated. This module keeps its imports to that path;
- * the services, the poll worker and the HTTP app (runtime/bootstrap.ts, http/) are loaded by `complete()`
+ * the services, the poll worker and the HTTP app (runtime/bootstrap.ts, http/) are loaded by `completeServe`
  * while the server already answers `/readyz`. Also the start-up error printer and the shutdown hook, which an
  * entry needs before anything else is loaded.
  *
