@@ -10,6 +10,7 @@ const ready = (async () => {
   // The rest of the service (services, poll worker, HTTP app) is loaded meanwhile.
   const {
     completeServe,
+    drainHttp,
     finishKeyRotation,
     loadApp,
     startCompaction,
@@ -18,7 +19,6 @@ const ready = (async () => {
     startWorker,
   } = await import("@dutlab/core/runtime");
   const rt = await completeServe(opened);
-  const createApp = await loadApp();
   finishKeyRotation(rt);
   await startWorker(rt);
   // Webhook deliveries from the outbox (docs/notifications.md); stopped at close.
@@ -27,7 +27,7 @@ const ready = (async () => {
   await startNetBoxWriteBack(rt);
   // Old snapshots move to the narrow layout in the background (never delaying /readyz); stopped at close.
   void startCompaction(rt);
-  return { rt, app: createApp(rt.services) };
+  return { rt, drainHttp, app: await loadApp(rt) };
 })();
 ready.catch(exitOnStartupError);
 let app: Awaited<typeof ready>["app"] | null = null;
@@ -57,19 +57,13 @@ const server = Deno.serve({
   if (app) return await app.fetch(req, info);
   return (await earlyProbe(req)) ?? await (await ready).app.fetch(req, info);
 });
-ready.then(({ rt, app: built }) => {
+ready.then(({ rt, drainHttp, app: built }) => {
   app = built;
   rt.defer(async () => {
     ac.abort();
-    // End the live event streams, so that the server can finish (clients resume with Last-Event-ID).
-    await rt.services.events.close();
-    // Connections to clients that went away can keep `finished` pending: wait at most the grace period.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      server.finished,
-      new Promise((r) => (timer = setTimeout(r, rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000))),
-    ]);
-    clearTimeout(timer);
+    // End the live event streams (clients resume with Last-Event-ID), then wait for the server at most the
+    // grace period: connections to clients that went away can keep `finished` pending.
+    await drainHttp(rt, server.finished);
   });
 }, () => {});
 onShutdown(async () => (await ready).rt.close());

@@ -38,3 +38,8 @@ export { LAB_SCHEMA_URL, labJsonSchemaText } from "./src/lab/file.ts";
 export { CORE_VERSION, coreSatisfies } from "./src/version.ts";
 // The poll instances tool.
 export { listPollInstances, type PollInstance } from "./src/poller/leases.ts";
+// The tools that open the database or start the runtime: the opened database, the migrations, and what a
+// handle of `@dutlab/core/runtime` holds (its configuration, database and services).
+export { migrateOnly, openForTool, type ToolDatabase } from "./src/runtime/database.ts";
+export { migrate } from "./src/db/open.ts";
+export { started as runtimeInternals } from "./src/runtime/opaque.ts";

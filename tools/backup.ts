@@ -11,7 +11,8 @@
  */
 import { parseArgs } from "node:util";
 import { z } from "zod";
-import { exitOnStartupError, openForTool, parseEnv } from "@dutlab/core/runtime";
+import { exitOnStartupError } from "@dutlab/core/runtime";
+import { openForTool, parseEnv } from "../core/ops.ts";
 import { writeBackup } from "../core/ops.ts";
 
 const USAGE = "usage: deno task backup --out FILE [--url http://host:port]";

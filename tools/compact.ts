@@ -8,7 +8,8 @@
  */
 import { parseArgs } from "node:util";
 import { z } from "zod";
-import { exitOnStartupError, openForTool } from "@dutlab/core/runtime";
+import { exitOnStartupError } from "@dutlab/core/runtime";
+import { openForTool } from "../core/ops.ts";
 import { compactSnapshots } from "../core/ops.ts";
 
 const USAGE = "usage: deno task compact [--batch-size N]";

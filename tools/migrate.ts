@@ -1,4 +1,5 @@
 /** `deno task migrate`: apply pending migrations and exit (needs no admin token or credential key). */
-import { exitOnStartupError, migrateOnly } from "@dutlab/core/runtime";
+import { exitOnStartupError } from "@dutlab/core/runtime";
+import { migrateOnly } from "../core/ops.ts";
 
 await migrateOnly().catch(exitOnStartupError);

@@ -6,7 +6,8 @@
  */
 import { parseArgs } from "node:util";
 import { z } from "zod";
-import { exitOnStartupError, openForTool } from "@dutlab/core/runtime";
+import { exitOnStartupError } from "@dutlab/core/runtime";
+import { openForTool } from "../core/ops.ts";
 import { listPollInstances, type PollInstance } from "../core/ops.ts";
 
 const USAGE = "usage: deno task poll-instances [--within SECONDS] [--json]";

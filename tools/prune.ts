@@ -8,7 +8,8 @@
  */
 import { parseArgs } from "node:util";
 import { z } from "zod";
-import { exitOnStartupError, openForTool } from "@dutlab/core/runtime";
+import { exitOnStartupError } from "@dutlab/core/runtime";
+import { openForTool } from "../core/ops.ts";
 import { pruneSnapshots } from "../core/ops.ts";
 import { ConflictError } from "../core/ops.ts";
 

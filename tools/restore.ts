@@ -12,7 +12,8 @@
  * Exit 0 restored, 1 refused or failed, 2 bad arguments.
  */
 import { z } from "zod";
-import { exitOnStartupError, migrate, openForTool, parseEnv } from "@dutlab/core/runtime";
+import { exitOnStartupError } from "@dutlab/core/runtime";
+import { migrate, openForTool, parseEnv } from "../core/ops.ts";
 import { appliedMigrations, migrateUpTo } from "../core/ops.ts";
 import { readBackup, restoreBackup, RestoreRefused } from "../core/ops.ts";
 import { type CredentialKey, decryptSecret, importCredentialKey, keyIdOf } from "../core/ops.ts";

@@ -4,10 +4,11 @@
  * Exits 1 if any credential could not be decrypted with the configured keys.
  */
 import { bootstrap, exitOnStartupError } from "@dutlab/core/runtime";
+import { runtimeInternals } from "../core/ops.ts";
 import { reencryptCredentials, reencryptWebhookSecrets, secretCipher } from "../core/ops.ts";
 import { modules } from "../modules.gen.ts";
 
-const rt = await bootstrap(modules).catch(exitOnStartupError);
+const rt = runtimeInternals(await bootstrap(modules).catch(exitOnStartupError));
 const r = await reencryptCredentials(rt.db.kysely, rt.services.keys);
 const w = await reencryptWebhookSecrets(rt.db.kysely, secretCipher(rt.services.keys));
 await rt.close();

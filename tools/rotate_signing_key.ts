@@ -23,6 +23,7 @@
  * @module
  */
 import { bootstrap, exitOnStartupError } from "@dutlab/core/runtime";
+import { runtimeInternals } from "../core/ops.ts";
 import { lockDataDir } from "../core/ops.ts";
 import { parseEnv } from "../core/ops.ts";
 import { generateSigningKey, ReportSigningKey } from "../core/ops.ts";
@@ -81,7 +82,9 @@ if (certificate) {
     pdfSigningCertificate: m.certificate,
     pdfSigningKey: m.privateKey,
   });
-  const rt = await bootstrap(modules, Deno.env.toObject(), { serve: true }).catch(exitOnStartupError);
+  const rt = runtimeInternals(
+    await bootstrap(modules, Deno.env.toObject(), { serve: true }).catch(exitOnStartupError),
+  );
   const certs = await rt.services.pdfCertificates.list();
   await rt.close();
   console.log(
@@ -104,7 +107,7 @@ if (env.DATABASE_URL || env.DUT_REPORT_SIGNING_KEY) {
 }
 
 await updateSecrets(env.DUT_DATA_DIR, { reportSigningKey: fresh });
-const rt = await bootstrap(modules).catch(exitOnStartupError);
+const rt = runtimeInternals(await bootstrap(modules).catch(exitOnStartupError));
 const keys = await rt.services.signatures.keys();
 await rt.close();
 console.log(`Reports are now signed with key ${keyId}; ${keys.length} key(s) listed by GET /api/report-keys`);

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { bootstrap, exitOnStartupError } from "@dutlab/core/runtime";
+import { runtimeInternals } from "../core/ops.ts";
 import { ROLES } from "../core/ops.ts";
 import { DomainError } from "../core/ops.ts";
 import { HttpProblem } from "../core/ops.ts";
@@ -42,7 +43,7 @@ if (import.meta.main) {
     console.error(USAGE);
     Deno.exit(2);
   }
-  const rt = await bootstrap(modules).catch(exitOnStartupError);
+  const rt = runtimeInternals(await bootstrap(modules).catch(exitOnStartupError));
   const tokens = rt.services.tokens;
   let code = 0;
   try {

@@ -10,7 +10,7 @@ import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
 import { startLab } from "../../core/harness/serve.ts";
 import { modules } from "../../modules.gen.ts";
-import { buildRegistry } from "@dutlab/core/runtime";
+import { buildRegistry } from "../../core/harness/core.ts";
 import { applying, enabledVendors, LAB_FAULTS, OFF, ON, settingFor } from "../../core/harness/lab.ts";
 
 interface Shown {

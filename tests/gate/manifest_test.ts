@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { declaredCore, generate } from "../../tools/gen_modules.ts";
 import { modules } from "../../modules.gen.ts";
-import { buildRegistry } from "@dutlab/core/runtime";
+import { buildRegistry } from "../../core/harness/core.ts";
 import { parse } from "yaml";
 import { childEnv } from "../../core/harness/process.ts";
 import { LabFile } from "../../core/harness/core.ts";
