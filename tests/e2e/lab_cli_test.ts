@@ -8,6 +8,8 @@ import { childEnv } from "../../core/harness/process.ts";
 import { dbTest } from "../../core/harness/db.ts";
 import { ServeProcess, startLab } from "../../core/harness/serve.ts";
 import { TEST_ADMIN_TOKEN } from "../../core/harness/app.ts";
+import { adaptersWhere } from "../../core/harness/lab.ts";
+import { modules } from "../../modules.gen.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const dec = new TextDecoder();
@@ -22,13 +24,16 @@ interface Ran {
   stderr: string;
 }
 
+/** Two enabled vendors of role ngfw: the lab's default, and the second device's own. */
+const [NGFW_1, NGFW_2] = adaptersWhere(modules, (a) => a.deviceRoles.includes("ngfw")).map((a) => a.vendor);
+
 const lab = (hosts: string[], extra = "") =>
   `apiVersion: dutlab/v1
 kind: Lab
 metadata:
   name: lab1
 defaults:
-  vendor: vendor-a-ngfw
+  vendor: ${NGFW_1}
   credential: admin
   tags: [site:lab1]
 credentials:
@@ -42,7 +47,7 @@ devices:
 ${
     hosts.map((h, i) =>
       `  - hostname: ${h}\n    baseUrl: https://${h}.lab1.example:8443\n${
-        i === 1 ? "    vendor: vendor-b-ngfw\n    credential: api\n" : ""
+        i === 1 ? `    vendor: ${NGFW_2}\n    credential: api\n` : ""
       }`
     ).join("")
   }${extra}`;
@@ -116,7 +121,7 @@ dbTest(
         assert.equal(rules.code, 2, "a missing file is a usage error");
         await Deno.writeTextFile(
           `${work}/rules.yaml`,
-          lab(["fw-1"]).replace("vendor: vendor-a-ngfw", "vendor: nope"),
+          lab(["fw-1"]).replace(`vendor: ${NGFW_1}`, "vendor: nope"),
         );
         const r2 = await run(["lab", "validate", "-f", "rules.yaml"]);
         assert.equal(r2.code, 1, r2.stderr);
