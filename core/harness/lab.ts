@@ -172,3 +172,28 @@ export function adapterForRole(mods: LoadedModules, role: string): EnabledAdapte
   assert.ok(a, `an enabled adapter takes the device role ${role}`);
   return a;
 }
+
+/** A simulated device that also takes an API token: requests carry it, no login session is opened. */
+export interface TokenSim extends SimulatedDevice {
+  readonly url: string;
+  tokenCredentials: { username: string; password: string };
+}
+
+/**
+ * The first enabled adapter (manifest order) whose simulator offers API-token credentials
+ * (`tokenCredentials`), so that many devices and several pollers share one simulator without login sessions;
+ * `start()` starts one of its simulators in token mode (`username: "apitoken"`).
+ */
+export async function tokenSimAdapter(
+  mods: LoadedModules,
+): Promise<{ vendor: string; start(): Promise<TokenSim> }> {
+  for (const a of adaptersWhere(mods, () => true)) {
+    const sim = await a.sim();
+    const start = () => sim.startSimulatedDevice({ username: "apitoken" }) as Promise<TokenSim>;
+    const dev = await start();
+    const offers = "tokenCredentials" in dev;
+    await dev.close();
+    if (offers) return { vendor: a.vendor, start };
+  }
+  throw new Error("no enabled adapter's simulator offers API-token credentials");
+}

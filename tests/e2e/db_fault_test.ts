@@ -12,7 +12,7 @@ import { sql } from "kysely";
 import { dbTest } from "../../core/harness/db.ts";
 import { testServices } from "../../core/harness/app.ts";
 import { type Db, migrate, openDatabase } from "../../core/harness/core.ts";
-import { startSimulatedDevice, type VendorSim } from "../../adapters/vendor-b-ngfw/sim.ts";
+import { type TokenSim as VendorSim, tokenSimAdapter } from "../../core/harness/lab.ts";
 import { modules } from "../../modules.gen.ts";
 import { until } from "../../core/harness/poller_lab.ts";
 import { freePort, ServeProcess } from "../../core/harness/serve.ts";
@@ -34,17 +34,18 @@ function serviceUrl(url: string, schema: string | undefined, app: string): strin
   return u.toString();
 }
 
-/** Six vendor-b-ngfw devices on three simulators, registered through the services of `db`. */
+/** Six devices on three token-mode simulators (tokenSimAdapter), registered through the services of `db`. */
 async function registerDevices(db: Db): Promise<{ ids: string[]; sims: VendorSim[] }> {
   const { svc } = await testServices(db, modules);
-  const sims = await Promise.all([0, 1, 2].map(() => startSimulatedDevice({ username: "apitoken" })));
+  const token = await tokenSimAdapter(modules);
+  const sims = await Promise.all([0, 1, 2].map(() => token.start()));
   const ids: string[] = [];
   for (const [i, sim] of sims.entries()) {
     for (const n of [1, 2]) {
       ids.push(
         await svc.devices.create({
           hostname: `fault-${i}-${n}`,
-          vendor: "vendor-b-ngfw",
+          vendor: token.vendor,
           baseUrl: sim.url,
           username: sim.tokenCredentials.username,
           password: sim.tokenCredentials.password,

@@ -1,7 +1,7 @@
 /**
  * Two `deno task poll` processes on one PostgreSQL schema (issue 8 "Done when", leases since issue 48):
  * both poll, every due device is polled once per due window, and after SIGKILL of one the other polls
- * every device at its next scan. Each poller has only DATABASE_URL and DUT_CRED_ENC_KEY. Real adapters (modules.gen.ts) against vendor-b-ngfw simulators.
+ * every device at its next scan. Each poller has only DATABASE_URL and DUT_CRED_ENC_KEY. Real adapters (modules.gen.ts) against token-mode simulators (tokenSimAdapter).
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
@@ -11,7 +11,7 @@ import { type LogLine, readLogLines } from "../../core/harness/serve.ts";
 import { TEST_CRED_KEY, testServices } from "../../core/harness/app.ts";
 import type { Db } from "../../core/harness/core.ts";
 import { POLL_LOCK_CLASS, pollLockKey } from "../../core/harness/core.ts";
-import { startSimulatedDevice } from "../../adapters/vendor-b-ngfw/sim.ts";
+import { tokenSimAdapter } from "../../core/harness/lab.ts";
 import { modules } from "../../modules.gen.ts";
 import { until } from "../../core/harness/poller_lab.ts";
 
@@ -78,7 +78,8 @@ dbTest(
     assert.equal(task, "deno run -A poller.ts", "the test runs exactly what `deno task poll` runs");
     const { url, schema } = db as Db & { url: string; schema: string };
     const { svc } = await testServices(db, modules);
-    const sims = await Promise.all([0, 1, 2].map(() => startSimulatedDevice({ username: "apitoken" })));
+    const token = await tokenSimAdapter(modules);
+    const sims = await Promise.all([0, 1, 2].map(() => token.start()));
     const hostnames: string[] = [];
     for (const [i, sim] of sims.entries()) {
       for (const n of [1, 2]) {
@@ -86,7 +87,7 @@ dbTest(
         hostnames.push(hostname);
         await svc.devices.create({
           hostname,
-          vendor: "vendor-b-ngfw",
+          vendor: token.vendor,
           baseUrl: sim.url,
           username: sim.tokenCredentials.username,
           password: sim.tokenCredentials.password,
