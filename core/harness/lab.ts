@@ -197,3 +197,14 @@ export async function tokenSimAdapter(
   }
   throw new Error("no enabled adapter's simulator offers API-token credentials");
 }
+
+/** A simulated device of `a` whose decryption the test switches through its lab setting `decrypt`. */
+export async function startWithDecrypt(
+  a: EnabledAdapter,
+): Promise<SimulatedDevice & { decryption(on: boolean): Promise<void> }> {
+  const sim = await a.sim();
+  const dev = await sim.startSimulatedDevice();
+  const decrypt = sim.labControls(dev).settings.decrypt;
+  assert.ok(decrypt, `${a.name}/sim offers the lab setting decrypt`);
+  return Object.assign(dev, { decryption: async (on: boolean) => await decrypt.apply(on ? "on" : "off") });
+}

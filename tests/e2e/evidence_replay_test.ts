@@ -10,9 +10,8 @@ import { childEnv } from "../../core/harness/process.ts";
 import { type SimulatedDevice } from "@dutlab/core/testing";
 import { dbTest } from "../../core/harness/db.ts";
 import { jsonReq, testServices } from "../../core/harness/app.ts";
-import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
-import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/sim";
 import { modules } from "../../modules.gen.ts";
+import { adapterForRole, startWithDecrypt } from "../../core/harness/lab.ts";
 import { fixtureModules } from "@dutlab/core/testing";
 import { buildRegistry } from "../../core/harness/core.ts";
 import { replayReport } from "../../core/harness/core.ts";
@@ -28,6 +27,9 @@ import {
   snapshot,
   startRun,
 } from "../../core/harness/runs_lab.ts";
+
+/** The run's firewall and controller: the enabled adapters of roles ngfw and bmc. */
+const NGFW = adapterForRole(modules, "ngfw"), BMC = adapterForRole(modules, "bmc");
 
 const dec = new TextDecoder();
 
@@ -75,19 +77,19 @@ dbTest(
     const { svc, app, auth } = await testServices(db, modules);
     const sims: SimulatedDevice[] = [];
     try {
-      const fw = await startNgfwA();
-      fw.setDecrypt(true);
-      sims.push(fw, await startBmc());
+      const fw = await startWithDecrypt(NGFW);
+      await fw.decryption(true);
+      sims.push(fw, await (await BMC.sim()).startSimulatedDevice());
       const ids = [
-        await register(app, auth, "vendor-a-ngfw", "fw-a-01", sims[0]!),
-        await register(app, auth, "vendor-a-bmc", "bmc-01", sims[1]!),
+        await register(app, auth, NGFW.vendor, "fw-a-01", sims[0]!),
+        await register(app, auth, BMC.vendor, "bmc-01", sims[1]!),
       ];
       for (const id of ids) await snapshot(app, auth, id);
       const started = await startRun(app, auth, {
         planIdentifier: "ngfw-throughput-decrypt-on-server-health",
       });
       const id = started.executionId;
-      fw.setDecrypt(false); // a TLSDecryptModeChanged alert and configuration drift during the run
+      await fw.decryption(false); // a TLSDecryptModeChanged alert and configuration drift during the run
       for (const d of ids) await snapshot(app, auth, d);
       await finishRun(app, auth, id, {
         outcome: "passed",
@@ -293,9 +295,9 @@ dbTest(
     const { app, auth } = await testServices(db, modules);
     const sims: SimulatedDevice[] = [];
     try {
-      const fw = await startNgfwA();
+      const fw = await startWithDecrypt(NGFW);
       sims.push(fw);
-      const dev = await register(app, auth, "vendor-a-ngfw", "fw-a-01", fw);
+      const dev = await register(app, auth, NGFW.vendor, "fw-a-01", fw);
       await snapshot(app, auth, dev);
       const { executionId: id } = await startRun(app, auth, {
         planIdentifier: "ngfw-throughput-decrypt-off",
@@ -386,9 +388,9 @@ dbTest(
     const { app, auth } = await testServices(db, modules);
     const sims: SimulatedDevice[] = [];
     try {
-      const fw = await startNgfwA();
+      const fw = await startWithDecrypt(NGFW);
       sims.push(fw);
-      const dev = await register(app, auth, "vendor-a-ngfw", "fw-a-01", fw);
+      const dev = await register(app, auth, NGFW.vendor, "fw-a-01", fw);
       await snapshot(app, auth, dev);
       for (const k6Summary of [k6SummaryExport(), k6HandleSummary()]) {
         const { executionId } = await startRun(app, auth, { planIdentifier: "ngfw-throughput-decrypt-off" });
