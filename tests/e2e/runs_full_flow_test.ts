@@ -16,11 +16,8 @@ import {
   printToPdf,
   squash,
 } from "@dutlab/core/testing/chromium";
-import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
-import { startSimulatedDevice as startNgfwB } from "@dutlab/adapter-vendor-b-ngfw/sim";
-import { startSimulatedDevice as startSwitch } from "@dutlab/adapter-vendor-a-switch/sim";
-import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/sim";
 import { modules } from "../../modules.gen.ts";
+import { adapterForRole, adaptersWhere, startWithDecrypt } from "../../core/harness/lab.ts";
 import type { DecryptAlert, ReportData } from "../../core/harness/core.ts";
 import { verifyReport } from "../../core/harness/core.ts";
 import {
@@ -35,6 +32,13 @@ import {
   startRun,
 } from "../../core/harness/runs_lab.ts";
 
+/** The lab's devices: two enabled adapters of role ngfw, and those of roles switch and bmc. */
+const [NGFW_A, NGFW_B] = adaptersWhere(modules, (a) => a.deviceRoles.includes("ngfw"));
+const SWITCH = adapterForRole(modules, "switch"), BMC = adapterForRole(modules, "bmc");
+const startNgfwA = () => startWithDecrypt(NGFW_A!), startNgfwB = () => startWithDecrypt(NGFW_B!);
+const startSwitch = async () => await (await SWITCH.sim()).startSimulatedDevice();
+const startBmc = async () => await (await BMC.sim()).startSimulatedDevice();
+
 const chromium = findChromium();
 const inCi = Boolean(Deno.env.get("CI"));
 
@@ -45,14 +49,14 @@ dbTest("a full run on the simulated lab yields a verified report that prints on 
   const base = `http://127.0.0.1:${server.addr.port}`;
   try {
     const fwA = await startNgfwA();
-    fwA.setDecrypt(true);
+    await fwA.decryption(true);
     sims.push(fwA, await startNgfwB(), await startSwitch(), await startBmc(), await startBmc());
     const lab: Array<[string, string]> = [
-      ["vendor-a-ngfw", "fw-a-01"],
-      ["vendor-b-ngfw", "fw-b-01"],
-      ["vendor-a-switch", "sw-core-01"],
-      ["vendor-a-bmc", "bmc-rack-01a"],
-      ["vendor-a-bmc", "bmc-rack-01b"],
+      [NGFW_A!.vendor, "fw-a-01"],
+      [NGFW_B!.vendor, "fw-b-01"],
+      [SWITCH.vendor, "sw-core-01"],
+      [BMC.vendor, "bmc-rack-01a"],
+      [BMC.vendor, "bmc-rack-01b"],
     ];
     const ids: string[] = [];
     for (const [i, [vendor, hostname]] of lab.entries()) {
@@ -217,9 +221,9 @@ dbTest(
     const fwA = await startNgfwA();
     const fwB = await startNgfwB();
     try {
-      fwA.setDecrypt(true);
-      const a = await register(app, auth, "vendor-a-ngfw", "fw-a", fwA);
-      const b = await register(app, auth, "vendor-b-ngfw", "fw-b", fwB);
+      await fwA.decryption(true);
+      const a = await register(app, auth, NGFW_A!.vendor, "fw-a", fwA);
+      const b = await register(app, auth, NGFW_B!.vendor, "fw-b", fwB);
       await snapshot(app, auth, a);
       await snapshot(app, auth, b);
 
@@ -235,7 +239,7 @@ dbTest(
       assert.deepEqual(await alertsOf(app, auth, run.executionId), []);
 
       // fw-a stops decrypting: one alert, at the poll that saw it, citing the decrypt_policy snapshot.
-      fwA.setDecrypt(false);
+      await fwA.decryption(false);
       const poll = await snapshot(app, auth, a);
       const first = await alertsOf(app, auth, run.executionId);
       assert.deepEqual(first, [{
@@ -251,10 +255,9 @@ dbTest(
       assert.equal((await alertsOf(app, auth, run.executionId)).length, 1);
 
       // fw-a back on, fw-b off: each change is one more alert, from the last known state.
-      fwA.setDecrypt(true);
+      await fwA.decryption(true);
       await snapshot(app, auth, a);
-      const policy = fwB.state.policies.find((p) => p.name === "lab-decrypt")!;
-      policy["ssl-ssh-profile"] = "certificate-inspection";
+      await fwB.decryption(false);
       await snapshot(app, auth, b);
       const all = await alertsOf(app, auth, run.executionId);
       assert.deepEqual(all.map((x) => [x.deviceHostname, x.from, x.to]), [
@@ -305,7 +308,7 @@ dbTest(
       assert.ok(page.includes("Changed during the run: results invalidated"));
 
       // After the run, changes raise nothing for it.
-      fwA.setDecrypt(false);
+      await fwA.decryption(false);
       await snapshot(app, auth, a);
       assert.equal((await alertsOf(app, auth, run.executionId)).length, 3);
     } finally {
