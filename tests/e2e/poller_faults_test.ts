@@ -1,6 +1,6 @@
 /**
  * Issue 48 "Done when", the multi-process fault test on PostgreSQL: three `deno task poll` processes share
- * 300 devices polled every 30 s (vendor-b-ngfw simulators on loopback, real adapters); every 20 s one of two
+ * 300 devices polled every 30 s (token-mode simulators on loopback, real adapters); every 20 s one of two
  * of them is killed with SIGKILL and started again, and the third is paused (SIGSTOP) while it holds leases,
  * for longer than its lease, then resumed. Everything is asserted from the database, and each assertion first
  * asserts that what it ranges over exists:
@@ -26,7 +26,7 @@ import { testServices } from "../../core/harness/app.ts";
 import type { Db } from "../../core/harness/core.ts";
 import { POLL_TASK, PollProcess } from "../../core/harness/poll_process.ts";
 import { until } from "../../core/harness/poller_lab.ts";
-import { startSimulatedDevice } from "../../adapters/vendor-b-ngfw/sim.ts";
+import { tokenSimAdapter } from "../../core/harness/lab.ts";
 import { modules } from "../../modules.gen.ts";
 
 const ROOT = new URL("../..", import.meta.url);
@@ -52,15 +52,16 @@ dbTest(
     assert.equal(task, POLL_TASK, "the test runs exactly what `deno task poll` runs");
     const { url, schema } = db as Db & { url: string; schema: string };
     const { svc } = await testServices(db, modules);
+    const token = await tokenSimAdapter(modules);
     const sims = await Promise.all(
-      Array.from({ length: SIMS }, () => startSimulatedDevice({ username: "apitoken" })),
+      Array.from({ length: SIMS }, () => token.start()),
     );
     for (const s of sims) s.sim.faults.latencyMs = LATENCY_MS;
     for (let i = 0; i < DEVICES; i++) {
       const sim = sims[i % SIMS]!;
       await svc.devices.create({
         hostname: `fw-${String(i).padStart(3, "0")}`,
-        vendor: "vendor-b-ngfw",
+        vendor: token.vendor,
         baseUrl: sim.url,
         username: sim.tokenCredentials.username,
         password: sim.tokenCredentials.password,
