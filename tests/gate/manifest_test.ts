@@ -187,3 +187,19 @@ Deno.test("ajv-cli (draft 2020-12) accepts the example lab files and refuses eac
     assert.ok(!r.success, f);
   }
 });
+
+Deno.test("deno task doc:lint covers every published face (every export of every member's deno.json)", async () => {
+  const root = JSON.parse(await Deno.readTextFile(new URL("../../deno.json", import.meta.url)));
+  const args = (root.tasks["doc:lint"] as string).split(/\s+/).filter((a) => /\.tsx?$/.test(a));
+  const globs = args.map((a) => new RegExp(`^${a.replace(/[.]/g, "\\.").replace(/\*/g, "[^/]+")}$`));
+  const missing: string[] = [];
+  for (const dir of root.workspace as string[]) {
+    const j = JSON.parse(await Deno.readTextFile(new URL(`../../${dir}/deno.json`, import.meta.url)));
+    const faces: string[] = typeof j.exports === "string" ? [j.exports] : Object.values(j.exports ?? {});
+    for (const face of faces) {
+      const path = `${dir.replace(/^\.\//, "")}/${face.replace(/^\.\//, "")}`;
+      if (!globs.some((g) => g.test(path))) missing.push(path);
+    }
+  }
+  assert.deepEqual(missing, [], "published faces deno task doc:lint does not lint");
+});
