@@ -21,7 +21,7 @@
  * the harness (`core/harness`), never a room of its own floor or a higher one. `tests/`, `bench/` and `tools/`
  * reach core only through its faces: the published ones (the export map of `core/deno.json`), the declared
  * operator face `core/ops.ts`, and per folder (`FACES`) the harness (`tests/`, `bench/`) or the verifier's face
- * `core/verify.ts` (`tools/`). A file-level import cycle inside any folder fails too.
+ * `core/verify.ts` (`tools/`, with the harness's app and test database for the API client generator). A file-level import cycle inside any folder fails too.
  *
  * The command-line client (`cli/`) talks to the service over the HTTP API only: it imports no
  * `@dutlab/*` member and no file of `core/`, `adapters/`, `checks/` or `plugins/` (its types come from the
