@@ -198,13 +198,26 @@ export async function tokenSimAdapter(
   throw new Error("no enabled adapter's simulator offers API-token credentials");
 }
 
-/** A simulated device of `a` whose decryption the test switches through its lab setting `decrypt`. */
+/**
+ * A simulated device of `a` whose decryption the test switches through its lab setting `decrypt`, and whose
+ * other lab settings it sets by name (`set("ntp", "off")`, as `deno task lab set` does).
+ */
 export async function startWithDecrypt(
   a: EnabledAdapter,
-): Promise<SimulatedDevice & { decryption(on: boolean): Promise<void> }> {
+): Promise<
+  SimulatedDevice & {
+    decryption(on: boolean): Promise<void>;
+    set(setting: string, value: string): Promise<void>;
+  }
+> {
   const sim = await a.sim();
   const dev = await sim.startSimulatedDevice();
-  const decrypt = sim.labControls(dev).settings.decrypt;
-  assert.ok(decrypt, `${a.name}/sim offers the lab setting decrypt`);
-  return Object.assign(dev, { decryption: async (on: boolean) => await decrypt.apply(on ? "on" : "off") });
+  const { settings } = sim.labControls(dev);
+  const set = async (setting: string, value: string) => {
+    const s = settings[setting];
+    assert.ok(s?.values.includes(value), `${a.name}/sim offers the lab setting ${setting}=${value}`);
+    await s!.apply(value);
+  };
+  assert.ok(settings.decrypt, `${a.name}/sim offers the lab setting decrypt`);
+  return Object.assign(dev, { decryption: (on: boolean) => set("decrypt", on ? "on" : "off"), set });
 }

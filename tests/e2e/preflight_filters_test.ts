@@ -12,14 +12,18 @@ import { latestAsOfSql, payloadCache } from "../../core/harness/core.ts";
 import { type PreflightPlan, type PreflightResult } from "../../core/harness/core.ts";
 import { runPreflight } from "../../core/harness/core.ts";
 import type { ReportData } from "../../core/harness/core.ts";
-import { startSimulatedDevice as startNgfwA } from "@dutlab/adapter-vendor-a-ngfw/sim";
-import { startSimulatedDevice as startNgfwB } from "@dutlab/adapter-vendor-b-ngfw/sim";
-import { startSimulatedDevice as startSwitch } from "@dutlab/adapter-vendor-a-switch/sim";
-import { startSimulatedDevice as startBmc } from "@dutlab/adapter-vendor-a-bmc/sim";
 import { modules } from "../../modules.gen.ts";
+import { adapterForRole, adaptersWhere, startWithDecrypt } from "../../core/harness/lab.ts";
 import { closeAll, fetchReport, finishRun, snapshot, startRun } from "../../core/harness/runs_lab.ts";
 
 const ON = "ngfw-throughput-decrypt-on";
+/** The lab's devices: two enabled adapters of role ngfw, and those of roles switch and bmc. */
+const [NGFW_A, NGFW_B] = adaptersWhere(modules, (a) => a.deviceRoles.includes("ngfw"));
+const SWITCH = adapterForRole(modules, "switch"), BMC = adapterForRole(modules, "bmc");
+const startNgfwA = () => startWithDecrypt(NGFW_A!);
+const startNgfwB = async () => await (await NGFW_B!.sim()).startSimulatedDevice();
+const startSwitch = async () => await (await SWITCH.sim()).startSimulatedDevice();
+const startBmc = async () => await (await BMC.sim()).startSimulatedDevice();
 
 /** The four simulated devices, tagged, registered and snapshotted over the API. */
 async function lab(db: Db) {
@@ -30,12 +34,12 @@ async function lab(db: Db) {
     sw: await startSwitch(),
     bmc: await startBmc(),
   };
-  sims.ngfwA.setDecrypt(true);
+  await sims.ngfwA.decryption(true);
   const spec = {
-    ngfwA: { hostname: "fw-a-1", vendor: "vendor-a-ngfw", tags: ["site:lab1", "fw", "fw"] },
-    ngfwB: { hostname: "fw-b-1", vendor: "vendor-b-ngfw", tags: ["fw", "site:lab1"] },
-    sw: { hostname: "sw-1", vendor: "vendor-a-switch", tags: ["site:lab1"] },
-    bmc: { hostname: "bmc-1", vendor: "vendor-a-bmc", tags: ["site:lab2"] },
+    ngfwA: { hostname: "fw-a-1", vendor: NGFW_A!.vendor, tags: ["site:lab1", "fw", "fw"] },
+    ngfwB: { hostname: "fw-b-1", vendor: NGFW_B!.vendor, tags: ["fw", "site:lab1"] },
+    sw: { hostname: "sw-1", vendor: SWITCH.vendor, tags: ["site:lab1"] },
+    bmc: { hostname: "bmc-1", vendor: BMC.vendor, tags: ["site:lab2"] },
   };
   const ids = {} as Record<keyof typeof sims, string>;
   for (const k of Object.keys(sims) as Array<keyof typeof sims>) {
@@ -45,7 +49,7 @@ async function lab(db: Db) {
         ...spec[k],
         baseUrl: sims[k].sim.url,
         ...sims[k].credentials,
-        tlsVerifyMode: spec[k].vendor === "vendor-b-ngfw" ? "insecure" : "self-signed",
+        tlsVerifyMode: k === "ngfwB" ? "insecure" : "self-signed",
       }, auth),
     );
     assert.equal(res.status, 201, await res.clone().text());
@@ -145,7 +149,7 @@ dbTest(
       "/api/admin/dut/devices",
       jsonReq("POST", {
         hostname: "x-1",
-        vendor: "vendor-a-switch",
+        vendor: SWITCH.vendor,
         baseUrl: "https://192.0.2.1",
         username: "u",
         password: "p",
@@ -227,7 +231,7 @@ dbTest(
     );
 
     // A failing check inside the selection is still a failure.
-    l.sims.ngfwA.setDecrypt(false);
+    await l.sims.ngfwA.decryption(false);
     await snapshot(l.app, l.auth, l.ids.ngfwA);
     const bad = await l.preflight({ devices: ["fw-a-1"], checks: ["ngfw-decrypt-state-matches-plan"] });
     assert.equal(bad.status, 422);
@@ -295,7 +299,7 @@ dbTest(
         "/api/admin/dut/devices",
         jsonReq("POST", {
           hostname: "sw-2",
-          vendor: "vendor-a-switch",
+          vendor: SWITCH.vendor,
           baseUrl: sim.sim.url,
           ...sim.credentials,
           tlsVerifyMode: "self-signed",
@@ -320,8 +324,8 @@ dbTest("asOf a run's start reproduces the annex preflight-at-start after the lab
   await using l = await lab(db);
   const run = await startRun(l.app, l.auth, { planIdentifier: ON });
   // Change the lab: decryption off and no NTP server on one firewall; re-snapshot every device.
-  l.sims.ngfwA.setDecrypt(false);
-  l.sims.ngfwA.state.ntpServers = [];
+  await l.sims.ngfwA.decryption(false);
+  await l.sims.ngfwA.set("ntp", "off");
   for (const id of Object.values(l.ids)) await snapshot(l.app, l.auth, id);
   const now = await l.preflight({});
   assert.equal(now.status, 422, "the lab as it stands now is not ready");
@@ -404,7 +408,7 @@ dbTest(
       ids.push(
         await svc.devices.create({
           hostname: `sw-${i}`,
-          vendor: "vendor-a-switch",
+          vendor: SWITCH.vendor,
           baseUrl: "https://192.0.2.1",
           username: "u",
           password: "p",
