@@ -14,9 +14,12 @@ import { TEST_ADMIN_TOKEN } from "../../core/harness/app.ts";
 import { commandHelp } from "../../cli/_main.ts";
 import { COMMANDS } from "../../cli/_main.ts";
 import { modules } from "../../modules.gen.ts";
+import { adapterForRole } from "../../core/harness/lab.ts";
 
 /** The lab's devices: one simulator per enabled adapter. */
 const N = modules.adapters.length;
+/** The lab's first firewall (it offers the lab setting deploy, LAB_FAULTS) and its switch: by role. */
+const FW = adapterForRole(modules, "ngfw").vendor, SW = adapterForRole(modules, "switch").vendor;
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const XSD = `${ROOT}tests/testdata/junit/JUnit.xsd`;
@@ -208,8 +211,8 @@ dbTest(
       await t.step(
         "a failing check stops pre-flight with exit 1 and a JUnit file naming the check",
         async () => {
-          await lab.set("vendor-a-ngfw", "deploy=failed");
-          const snap = await run(["snapshot", "lab-vendor-a-ngfw"]);
+          await lab.set(FW, "deploy=failed");
+          const snap = await run(["snapshot", `lab-${FW}`]);
           assert.equal(snap.code, 0, snap.stdout);
           const r = await run(["preflight", PLAN, "--format", "junit", "--out", "failed.xml"]);
           assert.equal(r.code, 1);
@@ -220,7 +223,7 @@ dbTest(
           const csv = await run(["preflight", PLAN, "--format", "csv"]);
           assert.equal(csv.code, 1);
           assert.match(csv.stdout, /^device,vendor,check,status,detail,/);
-          await lab.set("vendor-a-ngfw", "deploy=ok");
+          await lab.set(FW, "deploy=ok");
         },
       );
 
@@ -251,7 +254,7 @@ dbTest(
         assert.equal((await run(["devices", "list"], undefined, viewer)).code, 0);
         await Deno.writeTextFile(`${work}/viewer.token`, made.stdout);
         const refused = await run(
-          ["devices", "set", "lab-vendor-a-switch", "--notes", "x", "--token-file", "viewer.token"],
+          ["devices", "set", `lab-${SW}`, "--notes", "x", "--token-file", "viewer.token"],
           undefined,
           { DUT_TOKEN: "" },
         );
@@ -265,12 +268,12 @@ dbTest(
       });
 
       await t.step("devices set, test, add and rm", async () => {
-        const set = await run(["devices", "set", "lab-vendor-a-switch", "--notes", "rack 4", "--json"]);
+        const set = await run(["devices", "set", `lab-${SW}`, "--notes", "rack 4", "--json"]);
         assert.equal(set.code, 0, set.stderr);
         assert.equal(JSON.parse(set.stdout).notes, "rack 4");
-        const test = await run(["devices", "test", "lab-vendor-a-switch"]);
+        const test = await run(["devices", "test", `lab-${SW}`]);
         assert.equal(test.code, 0, test.stdout);
-        const sw = shown.find((d) => d.vendor === "vendor-a-switch")!;
+        const sw = shown.find((d) => d.vendor === SW)!;
         const add = await run([
           "devices",
           "add",
@@ -317,10 +320,10 @@ dbTest(
           assert.ok(only.code === 0 || only.code === 1, only.stderr);
           const checks = JSON.parse(only.stdout).checks as Array<{ checkId: string; deviceHostname: string }>;
           assert.ok(checks.length > 0 && checks.every((c) => c.checkId === "ngfw-deploy-clean"));
-          const one = await run(["preflight", PLAN, "--device", "lab-vendor-a-ngfw", "--json"]);
+          const one = await run(["preflight", PLAN, "--device", `lab-${FW}`, "--json"]);
           assert.ok(
             JSON.parse(one.stdout).checks.every((c: { deviceHostname: string }) =>
-              c.deviceHostname === "lab-vendor-a-ngfw"
+              c.deviceHostname === `lab-${FW}`
             ),
           );
           assert.equal((await run(["preflight", PLAN, "--dry-run", "--json"])).code, 0);
@@ -334,19 +337,19 @@ dbTest(
       await t.step({
         name: "device tags: set with devices set --tag, filtered by devices list --tag",
         fn: async () => {
-          assert.equal((await run(["devices", "set", "lab-vendor-a-ngfw", "--tag", "edge"])).code, 0);
+          assert.equal((await run(["devices", "set", `lab-${FW}`, "--tag", "edge"])).code, 0);
           const r = await run(["devices", "list", "--tag", "edge", "--json"]);
           assert.equal(r.code, 0, r.stderr);
           assert.deepEqual(JSON.parse(r.stdout).devices.map((d: { hostname: string }) => d.hostname), [
-            "lab-vendor-a-ngfw",
+            `lab-${FW}`,
           ]);
         },
       });
       await t.step({
         name: "a gated start over a failing pre-flight exits 1; --override starts it",
         fn: async () => {
-          await lab.set("vendor-a-ngfw", "deploy=failed");
-          assert.equal((await run(["snapshot", "lab-vendor-a-ngfw"])).code, 0);
+          await lab.set(FW, "deploy=failed");
+          assert.equal((await run(["snapshot", `lab-${FW}`])).code, 0);
           const gated = await run(["runs", "start", PLAN, "--require-preflight-pass"]);
           assert.equal(gated.code, 1);
           assert.match(gated.stderr, /Run not started: pre-flight did not pass/);
@@ -361,7 +364,7 @@ dbTest(
             "-q",
           ]);
           assert.equal(over.code, 0, over.stderr);
-          await lab.set("vendor-a-ngfw", "deploy=ok");
+          await lab.set(FW, "deploy=ok");
         },
       });
 
@@ -593,7 +596,7 @@ dbTest(
       assert.ok((await xmllint("--noout", "--schema", XSD, `${clone}/out/preflight.xml`)).ok);
       assert.ok((await Deno.stat(`${clone}/out/report.json`)).size > 0);
 
-      await lab.set("vendor-a-ngfw", "deploy=failed");
+      await lab.set(FW, "deploy=failed");
       await Deno.remove(`${clone}/out/preflight.xml`);
       const runsBefore = (await (await fetch(`${svc.base}/api/test-runs`, {
         headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
