@@ -10,6 +10,7 @@
  */
 import { type LabControls, type SimulatedDevice, type Simulator, startSimulator } from "@dutlab/core/testing";
 import { XMLBuilder } from "fast-xml-parser";
+import { CALLS } from "./mod.ts";
 
 /** A PAN-OS object (parsed XML), as the simulator holds it. */
 export type Obj = Record<string, unknown>;
@@ -576,3 +577,56 @@ export function labControls(dev: VendorSim): LabControls {
     start: () => setDecrypt(true),
   };
 }
+
+/** One way the device answers wrongly, and the poll status the device view then shows. */
+export interface ApiFault {
+  /** Put the simulator in the faulty state (or back: the last fault clears them). */
+  apply(dev: VendorSim): void;
+  status: string;
+}
+
+/**
+ * This adapter's expectations through the service's HTTP API (tests/e2e/adapter_api_test.ts runs it for every
+ * enabled adapter whose simulator exports one): the snapshots per poll, the pre-flight under a plan selecting
+ * this vendor, and the faults (a refused key, an HTML page, a truncated XML body) with their documented status.
+ */
+export const apiCase = {
+  labels: 9,
+  preflight: [
+    ["ngfw-decrypt-state-matches-plan", "pass"],
+    ["ngfw-deploy-clean", "pass"],
+    ["ngfw-ha-state-sane", "pass"],
+    ["ntp-source-configured", "pass"],
+    ["snapshot-fresh", "pass"],
+  ] as Array<[string, string]>,
+  credentials: (dev: VendorSim) => dev.passwordCredentials,
+  badCredentials: { username: "apikey", password: "LUFRPTwrongKey000000000==" },
+  secrets: (
+    dev: VendorSim,
+  ) => [dev.passwordCredentials.password, ...dev.validKeys(), "LUFRPTwrongKey000000000=="],
+  faults: [
+    {
+      apply: (dev: VendorSim) =>
+        dev.overrides.set(
+          CALLS.ha_status.cmd,
+          () =>
+            new Response("<!DOCTYPE html><html><body>Login</body></html>", {
+              headers: { "content-type": "text/html" },
+            }),
+        ),
+      status: "protocol_error",
+    },
+    {
+      apply: (dev: VendorSim) =>
+        dev.overrides.set(
+          CALLS.ha_status.cmd,
+          () =>
+            new Response('<response status="success"><result><enabled>yes</enabled><gro', {
+              headers: { "content-type": "application/xml" },
+            }),
+        ),
+      status: "protocol_error",
+    },
+    { apply: (dev: VendorSim) => dev.overrides.clear(), status: "ok" },
+  ] as ApiFault[],
+};
