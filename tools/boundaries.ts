@@ -22,6 +22,7 @@
  * reach core only through its faces: the published ones (the export map of `core/deno.json`), the declared
  * operator face `core/ops.ts`, and per folder (`FACES`) the harness (`tests/`, `bench/`) or the verifier's face
  * `core/verify.ts` (`tools/`, with the harness's app and test database for the API client generator). A file-level import cycle inside any folder fails too.
+ * No file under `tests/` names an adapter member (its vendor key, read from the workspace's adapters/).
  *
  * The command-line client (`cli/`) talks to the service over the HTTP API only: it imports no
  * `@dutlab/*` member and no file of `core/`, `adapters/`, `checks/` or `plugins/` (its types come from the
@@ -224,6 +225,41 @@ for (const [yard, faces] of Object.entries(FACES)) {
     }
   }
 }
+// No file under tests/ (code or data) names an adapter member: its vendor key or package name, read from the
+// workspace (each adapters/<dir>/deno.json's name, `@dutlab/adapter-<key>`), so a new adapter is covered by
+// itself. A vendor's expectations live in its own member (testdata/, a test beside it).
+const adapterKeys: string[] = [];
+if (await isDir(`${root}adapters`)) {
+  for await (const m of Deno.readDir(`${root}adapters`)) {
+    if (!m.isDirectory) continue;
+    const name = await Deno.readTextFile(`${root}adapters/${m.name}/deno.json`)
+      .then((t) => JSON.parse(t).name as string | undefined, () => undefined);
+    const key = name?.replace(/^@dutlab\/adapter-/, "");
+    if (key && key !== name) adapterKeys.push(key);
+  }
+}
+async function* allFiles(dir: string): AsyncGenerator<string> {
+  for await (const e of Deno.readDir(dir)) {
+    const p = `${dir}/${e.name}`;
+    if (e.isDirectory && !e.name.startsWith(".")) yield* allFiles(p);
+    else if (e.isFile) yield p;
+  }
+}
+if (adapterKeys.length && (await isDir(`${root}tests`))) {
+  for await (const file of allFiles(`${root}tests`)) {
+    const text = await Deno.readTextFile(file).catch(() => "");
+    const named = adapterKeys.filter((k) => text.includes(k));
+    if (named.length) {
+      violations.push(
+        `${rel(file)} names the adapter member ${
+          named.join(", ")
+        }: a test outside a member names no member ` +
+          `(pick adapters from the enabled modules by role or capability; vendor data goes in adapters/<key>/testdata/)`,
+      );
+    }
+  }
+}
+
 /** The rooms that assemble the in-process app: a test of any room may drive it ("with or without the app"). */
 const APP_ROOMS: ReadonlySet<string> = new Set(["runtime", "http"]);
 for await (const file of hasSrc ? tsFiles(`${root}core/src`) : []) {
@@ -297,5 +333,5 @@ if (violations.length) {
 console.log(
   "boundaries: ok (adapters, checks and plugins import only @dutlab/core and their own dependencies; " +
     "core/src imports keep to the floors, no folder cycle, tests beside rooms and tests/, bench/, tools/ keep " +
-    "to their faces, no file cycle inside a folder, the CLI imports no member)",
+    "to their faces, no file cycle inside a folder, no file of tests/ names an adapter, the CLI imports no member)",
 );

@@ -243,3 +243,26 @@ Deno.test("sizes exits 1 on a 451-line file, not on a 450-line one nor on migrat
     await Deno.remove(bad, { recursive: true });
   }
 });
+
+Deno.test("the boundary check fails on a file under tests/ naming an adapter member, code or data", async () => {
+  const member = {
+    "adapters/acme-fw/deno.json": '{ "name": "@dutlab/adapter-acme-fw", "exports": "./mod.ts" }\n',
+  };
+  const r = await boundariesOver({
+    ...member,
+    "adapters/acme-fw/mod.ts": "export default {};\n",
+    "tests/e2e/acme_test.ts": 'import { startSimulatedDevice } from "@dutlab/adapter-acme-fw/sim";\n',
+    "tests/testdata/lab/one.yaml": "devices:\n  - vendor: acme-fw\n",
+  });
+  assert.equal(r.code, 1);
+  assert.match(r.err, /tests\/e2e\/acme_test.ts names the adapter member acme-fw/);
+  assert.match(r.err, /tests\/testdata\/lab\/one.yaml names the adapter member acme-fw/);
+  // The same files naming no member pass.
+  const ok = await boundariesOver({
+    ...member,
+    "adapters/acme-fw/mod.ts": "export default {};\n",
+    "tests/e2e/acme_test.ts": 'import { adapterForRole } from "../../core/harness/lab.ts";\n',
+    "tests/testdata/lab/one.yaml": "devices:\n  - vendor: any-vendor\n",
+  });
+  assert.equal(ok.code, 0, ok.err);
+});
