@@ -582,6 +582,7 @@ export function labControls(dev: VendorSim): LabControls {
 export interface ApiFault {
   /** Put the simulator in the faulty state (or back: the last fault clears them). */
   apply(dev: VendorSim): void;
+  /** The device view's `lastPollStatus` after the next poll. */
   status: string;
 }
 
