@@ -13,6 +13,7 @@ import type { Services } from "../runtime/services.ts";
 import { runPreflight } from "../preflight/engine.ts";
 import { HttpProblem, problems } from "./problem.ts";
 import { reservationNotReady } from "../reservations/notify.ts";
+import type { WebhookEventMap } from "../notify/types.ts";
 
 /** Run `fn` over `items`, at most `limit` at a time; rejects with the first failure after all settled. */
 async function eachBounded<T>(items: readonly T[], limit: number, fn: (x: T) => Promise<unknown>) {
@@ -27,15 +28,8 @@ async function eachBounded<T>(items: readonly T[], limit: number, fn: (x: T) => 
   if (failed) throw (failed as PromiseRejectedResult).reason;
 }
 
-/** A failing (check, device) pair of a readiness check. */
-export interface NotReady {
-  checkId: string;
-  deviceId: string;
-  hostname: string;
-  status: string;
-  detail: string;
-  snapshotId: string | null;
-}
+/** A failing (check, device) pair of a readiness check: the shape its `dutlab.reservation.not_ready` event carries. */
+export type NotReady = WebhookEventMap["dutlab.reservation.not_ready"]["notReady"][number];
 
 /** Poll the devices, evaluate the plan over them; throw a 422 naming every failure, or return. */
 export async function checkReadiness(
