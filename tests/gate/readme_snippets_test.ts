@@ -442,7 +442,13 @@ async function runReadme(kind: "pglite" | "postgres") {
         headers: auth,
       });
       const body = await r.json();
-      assert.equal(body.lastPollStatus, "ok", `${d.hostname} after the lab restart: ${JSON.stringify(body)}`);
+      assert.equal(
+        body.lastPollStatus,
+        "ok",
+        `${d.hostname} after the lab restart: ${JSON.stringify(body)}\nserve's warnings and errors:\n${
+          serve.out.split("\n").filter((l) => /WRN|ERR|FTL|error/i.test(l)).slice(-40).join("\n")
+        }`,
+      );
     }
   } finally {
     await lab?.stop();
