@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { connectTo, selfSignedCertificate, SessionRegistry } from "@dutlab/core/testing";
+import { SessionRegistry } from "@dutlab/core";
+import { certificates, connectTo } from "@dutlab/core/testing";
 import type { AdapterDefinition, CollectedSnapshot } from "../core/harness/core.ts";
 import { modules } from "../modules.gen.ts";
 import * as ngfw from "@dutlab/adapter-vendor-a-ngfw/sim";
@@ -79,7 +80,7 @@ export async function captureVendors(): Promise<VendorCapture[]> {
   for (const vendor of VENDORS) {
     const dev = await SIMS[vendor]!.startSimulatedDevice();
     const client = Deno.createHttpClient({ caCerts: [dev.sim.certificate.certPem] });
-    const cert = await selfSignedCertificate({ commonName: "capture-proxy" });
+    const cert = await certificates.selfSigned({ commonName: "capture-proxy" });
     const exchanges: Exchange[] = [];
     const timing: Array<{ arrive: number; done: number }> = [];
     const proxy = Deno.serve({

@@ -13,7 +13,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { selfSignedCertificate } from "@dutlab/core/testing";
+import { certificates } from "@dutlab/core/testing";
 import { captureVendors, substitute, variedIdentity, type VendorCapture, VENDORS } from "./_capture.ts";
 
 const { values: args } = parseArgs({
@@ -85,7 +85,7 @@ for (let i = 0; i < n; i++) {
   const vendor = VENDORS[i % VENDORS.length]!;
   const cap = byVendor.get(vendor)!;
   const hostname = `127.0.0.${10 + (i % 16)}`;
-  const cert = await selfSignedCertificate({ commonName: `bench-device-${i}`, hosts: [hostname] });
+  const cert = await certificates.selfSigned({ commonName: `bench-device-${i}`, hosts: [hostname] });
   const idPairs: Array<[string, string]> = cap.identity.map((s) => [s, variedIdentity(s, i)]);
   const reverse: Array<[string, string]> = idPairs.map(([a, b]) => [b, a]);
   // The address is known once listening; until then (never in practice) requests get a 503.

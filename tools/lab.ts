@@ -25,7 +25,7 @@
  * Runs until Ctrl-C.
  * @module
  */
-import { certificateFromPem, type LabControls, type SimulatedDevice } from "@dutlab/core/testing";
+import { certificates, type LabControls, type SimulatedDevice } from "@dutlab/core/testing";
 import { modules } from "../modules.gen.ts";
 
 const dataDir = Deno.env.get("DUT_DATA_DIR") || "./.data";
@@ -221,7 +221,7 @@ for (const { name, module } of modules.adapters) {
   }
   const kept = st.devices[vendor];
   if (kept) {
-    const certificate = await certificateFromPem(kept.certPem, kept.keyPem).catch(() => undefined);
+    const certificate = await certificates.fromPem(kept.certPem, kept.keyPem).catch(() => undefined);
     try {
       await dev.sim.relisten({ port: kept.port, certificate });
     } catch (e) {

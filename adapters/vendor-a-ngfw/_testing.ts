@@ -1,5 +1,5 @@
 // Test-only helpers.
-import { SessionRegistry } from "@dutlab/core/testing";
+import { SessionRegistry } from "@dutlab/core";
 
 /** A fresh session registry usable with `pollOnce`, `connectTo` and `releaseParked`. */
 export function newRegistry(): SessionRegistry {

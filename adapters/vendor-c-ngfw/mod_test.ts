@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { DeviceError } from "@dutlab/core";
-import { connectTo, runAdapterContract, SessionRegistry } from "@dutlab/core/testing";
+import { DeviceError, SessionRegistry } from "@dutlab/core";
+import { connectTo, runAdapterContract } from "@dutlab/core/testing";
 import adapter, { API_PATH, CALLS, cpuPercent, KEY_USERNAME } from "./mod.ts";
 import { labControls, startSimulatedDevice, type VendorSim } from "./sim.ts";
 

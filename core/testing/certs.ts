@@ -47,7 +47,7 @@ async function bundle(cert: x509.X509Certificate, keys: CryptoKeyPair): Promise<
 }
 
 /** A fresh self-signed leaf certificate (ECDSA P-256) for the given host names and IPs. */
-export async function selfSignedCertificate(
+async function selfSignedCertificate(
   opts: { commonName?: string; hosts?: string[] } = {},
 ): Promise<CertificateBundle> {
   const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
@@ -64,7 +64,7 @@ export async function selfSignedCertificate(
 }
 
 /** A fresh certificate authority, to test `strict` mode with a trusted chain. */
-export async function certificateAuthority(commonName = "dutlab test CA"): Promise<CertificateBundle> {
+async function certificateAuthority(commonName = "dutlab test CA"): Promise<CertificateBundle> {
   const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
@@ -82,7 +82,7 @@ export async function certificateAuthority(commonName = "dutlab test CA"): Promi
 }
 
 /** A leaf certificate for `hosts`, issued by `ca`. */
-export async function issueCertificate(ca: CertificateBundle, hosts: string[]): Promise<CertificateBundle> {
+async function issueCertificate(ca: CertificateBundle, hosts: string[]): Promise<CertificateBundle> {
   const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),
@@ -103,7 +103,7 @@ export async function issueCertificate(ca: CertificateBundle, hosts: string[]): 
 }
 
 /** A bundle from stored PEM text (a certificate and its PKCS#8 ECDSA P-256 key), e.g. kept across restarts. */
-export async function certificateFromPem(certPem: string, keyPem: string): Promise<CertificateBundle> {
+async function certificateFromPem(certPem: string, keyPem: string): Promise<CertificateBundle> {
   const cert = new x509.X509Certificate(certPem);
   const privateKey = await crypto.subtle.importKey(
     "pkcs8",
@@ -121,3 +121,32 @@ export async function certificateFromPem(certPem: string, keyPem: string): Promi
     subject: cert.subject,
   };
 }
+
+/**
+ * The kit's certificates (ECDSA P-256, valid from a day ago for a year), as {@link CertificateBundle}s: a
+ * simulator serves a fresh self-signed one unless given one, and `Simulator.rotateCertificate` takes any.
+ *
+ * @example
+ * ```ts
+ * import { certificates } from "@dutlab/core/testing";
+ * const ca = await certificates.authority();
+ * const leaf = await certificates.issue(ca, ["localhost", "127.0.0.1"]); // for `strict` mode over `ca`
+ * const again = await certificates.fromPem(leaf.certPem, leaf.keyPem); // same certificate, same pin
+ * console.log(again.sha256 === leaf.sha256); // true
+ * ```
+ */
+export const certificates: {
+  /** A fresh self-signed leaf certificate for the given host names and IPs (default `localhost`, `127.0.0.1`). */
+  selfSigned(opts?: { commonName?: string; hosts?: string[] }): Promise<CertificateBundle>;
+  /** A fresh certificate authority (default common name `dutlab test CA`), to test `strict` mode with a trusted chain. */
+  authority(commonName?: string): Promise<CertificateBundle>;
+  /** A leaf certificate for `hosts` (the first is its common name), issued by `ca`. */
+  issue(ca: CertificateBundle, hosts: string[]): Promise<CertificateBundle>;
+  /** A bundle from stored PEM text (a certificate and its PKCS#8 ECDSA P-256 key), e.g. kept across restarts. */
+  fromPem(certPem: string, keyPem: string): Promise<CertificateBundle>;
+} = {
+  selfSigned: selfSignedCertificate,
+  authority: certificateAuthority,
+  issue: issueCertificate,
+  fromPem: certificateFromPem,
+};

@@ -12,39 +12,23 @@ import type { Plan } from "../src/plan.ts";
 import { checkApplies, evaluateCheck } from "../src/preflight/evaluate.ts";
 import type { CheckResult } from "../src/preflight/types.ts";
 
-/** What the fixture needs of an adapter: its vendor key and what the capability test reads. */
-export type CheckFixtureAdapter = Pick<AdapterDefinition, "vendorKey" | "labels" | "facts" | "deviceRoles">;
-
-/** Options of {@link checkFixture}. */
-export interface CheckFixtureOptions {
-  /** The adapters the check is tested against (usually today's real ones); their vendors make the plan. */
-  adapters?: readonly CheckFixtureAdapter[];
-  /** Evaluation time, and the default `collectedAt` of snapshots. Default: 2026-11-21T10:00:00Z. */
-  now?: Date;
-  /** Members of the default plan to change (e.g. `{ tlsDecrypt: "on" }`). */
-  plan?: Partial<Plan>;
-}
-
-/** How one snapshot differs from the fixture's default (label: the check's; id "1"; collected `now`). */
-export interface FixtureSnapshotOptions {
-  /** Snapshot label; default: the check's `reads` label. */
-  label?: string;
-  /** Snapshot id; default `"1"`. */
-  id?: string;
-  /** Collection time; default: the fixture's `now`. */
-  collectedAt?: Date;
-  /** SHA-256 (hex) of the payload as stored; default: 64 zeros. */
-  payloadSha256?: string;
-}
-
 /** How one evaluation differs from the fixture's defaults. */
 export interface FixtureRunOptions {
   /** The plan to evaluate under (default: the fixture's plan). */
   plan?: Plan;
   /** Fields of the device to change (e.g. `{ deviceRole: "switch" }`). */
   device?: Partial<CheckDevice>;
-  /** How the evaluated snapshot differs from the default one. */
-  snapshot?: FixtureSnapshotOptions;
+  /** How the evaluated snapshot differs from the default one (label: the check's; id "1"; collected `now`). */
+  snapshot?: {
+    /** Snapshot label; default: the check's `label`. */
+    label?: string;
+    /** Snapshot id; default `"1"`. */
+    id?: string;
+    /** Collection time; default: the fixture's `now`. */
+    collectedAt?: Date;
+    /** SHA-256 (hex) of the payload as stored; default: 64 zeros. */
+    payloadSha256?: string;
+  };
   /** Payloads of the check's `alsoReads` labels, by label; null: the device has no snapshot of it yet. */
   related?: Record<string, unknown>;
   /**
@@ -66,11 +50,13 @@ export interface CheckFixture {
    */
   plan: Plan;
   /** The fixture's adapter of a vendor (undefined for a vendor it has none of). */
-  adapter(vendor: string): CheckFixtureAdapter | undefined;
+  adapter(
+    vendor: string,
+  ): Pick<AdapterDefinition, "vendorKey" | "labels" | "facts" | "deviceRoles"> | undefined;
   /** A device of the vendor: id `d-1`, hostname `dev-1`, no stored role (its adapter's default applies). */
   device(vendor: string, fields?: Partial<CheckDevice>): CheckDevice;
   /** The latest snapshot of the check's label for a device of the vendor, with this payload. */
-  snapshot(vendor: string, payload: unknown, options?: FixtureSnapshotOptions): CheckSnapshot;
+  snapshot(vendor: string, payload: unknown, options?: FixtureRunOptions["snapshot"]): CheckSnapshot;
   /** Whether the check applies to a device of the vendor, as the pre-flight engine decides it. */
   applies(vendor: string, options?: { plan?: Plan; device?: Partial<CheckDevice> }): boolean;
   /**
@@ -101,7 +87,20 @@ export interface CheckFixture {
  * fx.run("vendor-x", { hostname: "sw-1" })?.status; // "pass"
  * ```
  */
-export function checkFixture(check: CheckDefinition, options: CheckFixtureOptions = {}): CheckFixture {
+export function checkFixture(
+  check: CheckDefinition,
+  options: {
+    /**
+     * The adapters the check is tested against (usually today's real ones; what the fixture reads of each:
+     * its vendor key, labels, facts and roles); their vendors make the plan.
+     */
+    adapters?: readonly Pick<AdapterDefinition, "vendorKey" | "labels" | "facts" | "deviceRoles">[];
+    /** Evaluation time, and the default `collectedAt` of snapshots. Default: 2026-11-21T10:00:00Z. */
+    now?: Date;
+    /** Members of the default plan to change (e.g. `{ tlsDecrypt: "on" }`). */
+    plan?: Partial<Plan>;
+  } = {},
+): CheckFixture {
   const adapters = options.adapters ?? [];
   const now = options.now ?? new Date("2026-11-21T10:00:00Z");
   const plan: Plan = {
@@ -126,7 +125,11 @@ export function checkFixture(check: CheckDefinition, options: CheckFixtureOption
     deviceRole: null,
     ...fields,
   });
-  const snapshot = (vendor: string, payload: unknown, o: FixtureSnapshotOptions = {}): CheckSnapshot => ({
+  const snapshot = (
+    vendor: string,
+    payload: unknown,
+    o: FixtureRunOptions["snapshot"] = {},
+  ): CheckSnapshot => ({
     id: o.id ?? "1",
     deviceId: "d-1",
     endpointLabel: o.label ?? check.label,

@@ -15,7 +15,13 @@ export const FACT_LABELS: Readonly<
   resourceHealth: ["system_info", "chassis_info", "manager_info"],
 };
 
-/** Every fact the adapter declares, read from the snapshots of one poll (a throw propagates). */
+/**
+ * Every fact the adapter declares, read from the snapshots of one poll (a throw propagates): `inventory` from
+ * the adapter's `inventoryLabel`, `decryptRuleCount` from `decrypt_policy`, `ntpServers` from `ntp_config`,
+ * `haState` from `ha_status`, `deployState` from `deploy_status`, `powerState` from `system_info`, and
+ * `resourceHealth` from each of `system_info`, `chassis_info` and `manager_info` (an array of three readings,
+ * in that order).
+ */
 export function readFacts(adapter: AdapterDefinition, snaps: CollectedSnapshot[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const facts = adapter.facts ?? {};

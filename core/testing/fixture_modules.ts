@@ -14,22 +14,6 @@ import {
 import type { LoadedModules } from "../src/registry.ts";
 import { type Simulator, startSimulator } from "./simulator.ts";
 
-/** The fixture device's state, which a test changes between polls. */
-export interface FixtureState {
-  /** The NTP servers `/api/ntp` lists. */
-  ntp: string[];
-  /** How many decrypt rules `/api/decrypt` lists. */
-  decryptRules: number;
-  /** When true, every request hangs (a device that stops answering). */
-  hang: boolean;
-  /** The password basic auth accepts (user `admin`). */
-  password: string;
-  /** The CPU percentage `/api/cpu` answers. */
-  cpu: number;
-  /** The `system_info` answer (default: model FX-1000, serial FX123, version 1.2.3). */
-  system?: unknown;
-}
-
 /** The fictional `fixture-fw` adapter (roles `ngfw` and `switch`; labels system_info, ntp_config, decrypt_policy). */
 export const fixtureAdapter: AdapterDefinition & {
   labels: readonly ["system_info", "ntp_config", "decrypt_policy"];
@@ -150,9 +134,28 @@ export function fixtureModules(extra: Partial<LoadedModules> = {}): LoadedModule
   };
 }
 
-/** Start the fixture device (basic auth admin / `state.password`). */
-export async function startFixtureDevice(): Promise<{ sim: Simulator; state: FixtureState }> {
-  const state: FixtureState = {
+/**
+ * Start the fixture device (basic auth admin / `state.password`): its simulator and its state, which a test
+ * changes between polls.
+ */
+export async function startFixtureDevice(): Promise<{
+  sim: Simulator;
+  state: {
+    /** The NTP servers `/api/ntp` lists. */
+    ntp: string[];
+    /** How many decrypt rules `/api/decrypt` lists. */
+    decryptRules: number;
+    /** When true, every request hangs (a device that stops answering). */
+    hang: boolean;
+    /** The password basic auth accepts (user `admin`). */
+    password: string;
+    /** The CPU percentage `/api/cpu` answers. */
+    cpu: number;
+    /** The `system_info` answer (default: model FX-1000, serial FX123, version 1.2.3). */
+    system?: unknown;
+  };
+}> {
+  const state: Awaited<ReturnType<typeof startFixtureDevice>>["state"] = {
     ntp: ["10.0.0.1"],
     decryptRules: 1,
     hang: false,

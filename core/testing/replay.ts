@@ -5,33 +5,30 @@ import { SessionRegistry } from "../mod.ts";
 import { connectTo } from "./connect.ts";
 import { type Simulator, startSimulator } from "./simulator.ts";
 
-/** One captured answer: what the device said to one request. */
-export interface ReplayRoute {
-  /** HTTP method; `GET` when omitted. */
-  method?: string;
-  /**
-   * Path, optionally with a query. A route with a query answers a request whose query holds every one of
-   * its parameters with the same value (more may be present); a route without a query answers any query.
-   * When several routes match, the one with most query parameters wins.
-   */
-  path: string;
-  /** HTTP status; 200 when omitted. */
-  status?: number;
-  /** Response headers to add. */
-  headers?: Record<string, string>;
-  /** JSON body. */
-  body?: unknown;
-  /** File (relative to the case folder) whose bytes are the body; `content-type` defaults to JSON. */
-  file?: string;
-}
-
 /**
  * A case folder's `replay.json`: explicit routes, plus optionally a tree of captured resources laid out as
  * the DMTF Redfish mockups are (`<dir>/<sub path>/index.json` answers `GET <prefix>/<sub path>`).
  */
 export interface ReplayManifest {
-  /** Explicit routes; matched before the tree. */
-  routes?: ReplayRoute[];
+  /** Explicit routes, each one captured answer (what the device said to one request); matched before the tree. */
+  routes?: Array<{
+    /** HTTP method; `GET` when omitted. */
+    method?: string;
+    /**
+     * Path, optionally with a query. A route with a query answers a request whose query holds every one of
+     * its parameters with the same value (more may be present); a route without a query answers any query.
+     * When several routes match, the one with most query parameters wins.
+     */
+    path: string;
+    /** HTTP status; 200 when omitted. */
+    status?: number;
+    /** Response headers to add. */
+    headers?: Record<string, string>;
+    /** JSON body. */
+    body?: unknown;
+    /** File (relative to the case folder) whose bytes are the body; `content-type` defaults to JSON. */
+    file?: string;
+  }>;
   /** Captured resources: `GET <prefix>/<sub path>` answers with `<dir>/<sub path>/index.json` (`dir` relative to the case folder). */
   tree?: { prefix: string; dir: string };
 }
@@ -47,6 +44,9 @@ export interface ReplayServer extends AsyncDisposable {
   /** Stop the simulator. */
   close(): Promise<void>;
 }
+
+/** One captured answer of a manifest's `routes`. */
+type ReplayRoute = NonNullable<ReplayManifest["routes"]>[number];
 
 const isFile = (p: string) => {
   try {

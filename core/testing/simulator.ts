@@ -1,40 +1,12 @@
-import { type CertificateBundle, selfSignedCertificate } from "./certs.ts";
-
-/** One request as the simulator saw it. */
-export interface RecordedRequest {
-  /** When the request arrived (`Date.now()`, ms since the epoch). */
-  at: number;
-  /** HTTP method, e.g. `GET`. */
-  method: string;
-  /** URL path, without the query. */
-  path: string;
-  /** Query parameters. */
-  query: URLSearchParams;
-  /** Request headers. */
-  headers: Headers;
-  /** Request body as text (empty when none). */
-  body: string;
-  /** `bearer`, `basic`, `cookie`, `x-auth-token` or `none`: how the request authenticated. */
-  authStyle: "bearer" | "basic" | "cookie" | "x-auth-token" | "none";
-}
-
-/** Faults the tests can inject into every response. */
-export interface Faults {
-  /** Added delay before answering, in ms. */
-  latencyMs: number;
-  /** When set, every request is answered with this status (e.g. 503) and an empty JSON body. */
-  status: number | null;
-  /** When true, requests never get an answer (until the simulator closes). */
-  hang: boolean;
-}
-
-/** Answers one request to a {@link Simulator}: the request, its body already read as text, and the simulator (for its state and faults). */
-export type SimHandler = (req: Request, body: string, sim: Simulator) => Response | Promise<Response>;
+import { type CertificateBundle, certificates } from "./certs.ts";
 
 /** Options of {@link startSimulator}. */
 export interface SimulatorOptions {
-  /** Answers every request that no injected fault answers first. */
-  handler: SimHandler;
+  /**
+   * Answers every request that no injected fault answers first: the request, its body already read as text,
+   * and the simulator (for its state and faults).
+   */
+  handler: (req: Request, body: string, sim: Simulator) => Response | Promise<Response>;
   /** Address to listen on; default `127.0.0.1`. */
   hostname?: string;
   /** Port to listen on; default 0 (a free port chosen by the system). */
@@ -50,10 +22,32 @@ export interface SimulatorOptions {
  * injects faults and rotates its certificate on the same port.
  */
 export class Simulator implements AsyncDisposable {
-  /** Every request received since start or the last {@link Simulator.clearLog}, oldest first. */
-  readonly requests: RecordedRequest[] = [];
+  /** Every request received since start or the last {@link Simulator.clearLog}, oldest first, as the simulator saw it. */
+  readonly requests: Array<{
+    /** When the request arrived (`Date.now()`, ms since the epoch). */
+    at: number;
+    /** HTTP method, e.g. `GET`. */
+    method: string;
+    /** URL path, without the query. */
+    path: string;
+    /** Query parameters. */
+    query: URLSearchParams;
+    /** Request headers. */
+    headers: Headers;
+    /** Request body as text (empty when none). */
+    body: string;
+    /** `bearer`, `basic`, `cookie`, `x-auth-token` or `none`: how the request authenticated. */
+    authStyle: "bearer" | "basic" | "cookie" | "x-auth-token" | "none";
+  }> = [];
   /** Faults applied to every response; change the fields in place (all off at start). */
-  readonly faults: Faults = { latencyMs: 0, status: null, hang: false };
+  readonly faults: {
+    /** Added delay before answering, in ms. */
+    latencyMs: number;
+    /** When set, every request is answered with this status (e.g. 503) and an empty JSON body. */
+    status: number | null;
+    /** When true, requests never get an answer (until the simulator closes). */
+    hang: boolean;
+  } = { latencyMs: 0, status: null, hang: false };
   #server!: Deno.HttpServer<Deno.NetAddr>;
   #hangs = new Set<() => void>();
   #port = 0;
@@ -68,7 +62,7 @@ export class Simulator implements AsyncDisposable {
   /** Start a simulator listening on `opts.port` (default: a free port). Same as {@link startSimulator}. */
   static async start(opts: SimulatorOptions): Promise<Simulator> {
     const sim = new Simulator(opts);
-    sim.certificate = opts.certificate ?? await selfSignedCertificate({ commonName: opts.name });
+    sim.certificate = opts.certificate ?? await certificates.selfSigned({ commonName: opts.name });
     sim.#listen(opts.port ?? 0);
     return sim;
   }
@@ -135,7 +129,9 @@ export class Simulator implements AsyncDisposable {
 
   /** Serve a new certificate (fresh self-signed unless given) on the same port; returns its SHA-256. */
   async rotateCertificate(next?: CertificateBundle): Promise<string> {
-    await this.relisten({ certificate: next ?? await selfSignedCertificate({ commonName: this.opts.name }) });
+    await this.relisten({
+      certificate: next ?? await certificates.selfSigned({ commonName: this.opts.name }),
+    });
     return this.fingerprint;
   }
 
@@ -219,17 +215,6 @@ export function startSimulator(opts: SimulatorOptions): Promise<Simulator> {
 }
 
 /**
- * One setting of a lab device (`deno task lab set <vendor> <key>=<value>`): the values it takes and how the
- * device's simulator applies one. The lab refuses a value not in `values` before calling `apply`.
- */
-export interface LabControl {
-  /** The values the setting takes (e.g. `["on", "off"]`). */
-  readonly values: readonly string[];
-  /** Put the simulated device in the state `value` names (a value from {@link LabControl.values}). */
-  apply(value: string): void | Promise<void>;
-}
-
-/**
  * What a vendor's simulator offers the lab (`tools/lab.ts`): each adapter's `sim.ts` exports
  * `labControls(dev: VendorSim): LabControls`, so the lab needs no switch on vendor keys. Settings share
  * their names and values across vendors where the meaning is the same (`decrypt=on|off`,
@@ -251,8 +236,15 @@ export interface LabControl {
  * ```
  */
 export interface LabControls {
-  /** Settings an operator changes with `deno task lab set <vendor> key=value` (besides the generic `down` and `cert`). */
-  readonly settings: Readonly<Record<string, LabControl>>;
+  /**
+   * Settings an operator changes with `deno task lab set <vendor> key=value` (besides the generic `down` and
+   * `cert`), by key: the values each takes (e.g. `["on", "off"]`) and how the device's simulator applies one
+   * (put the simulated device in the state the value names). The lab refuses a value not in `values` before
+   * calling `apply`.
+   */
+  readonly settings: Readonly<
+    Record<string, { readonly values: readonly string[]; apply(value: string): void | Promise<void> }>
+  >;
   /** Put the device in its lab starting state (e.g. decryption on), called once after start. */
   start?(): void | Promise<void>;
 }

@@ -13,7 +13,7 @@ interface Parked {
  *
  * @example
  * ```ts
- * import { SessionRegistry } from "@dutlab/core/testing";
+ * import { SessionRegistry } from "@dutlab/core";
  * const sessions = new SessionRegistry();
  * ```
  */

@@ -4,7 +4,7 @@
 // next chain, a next link to another host, no primary IP, no mapping, two devices of one hostname).
 import assert from "node:assert/strict";
 import { parse as parseYaml } from "yaml";
-import { certificateAuthority, issueCertificate } from "@dutlab/core/testing";
+import { certificates } from "@dutlab/core/testing";
 import { authorization, NetBoxClient, NetBoxError } from "./client.ts";
 import { mapDevices, NetBoxMapping } from "./mapping.ts";
 import { importFromNetBox } from "./sync.ts";
@@ -138,8 +138,8 @@ Deno.test("429 is retried after Retry-After; bad answers stop the import naming 
 });
 
 Deno.test("TLS: a NetBox certificate is verified against the CA file; without it the import fails", async () => {
-  const ca = await certificateAuthority("netbox test CA");
-  const leaf = await issueCertificate(ca, ["127.0.0.1"]);
+  const ca = await certificates.authority("netbox test CA");
+  const leaf = await certificates.issue(ca, ["127.0.0.1"]);
   const peer = await startNetBoxPeer({ cert: leaf });
   try {
     assert.match(peer.url, /^https:/);

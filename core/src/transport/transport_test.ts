@@ -2,13 +2,7 @@ import assert from "node:assert/strict";
 import tls from "node:tls";
 import { DEFAULT_LIMITS, openTransport } from "./transport.ts";
 import { type AddressLookup, parseDeviceNetworks } from "./networks.ts";
-import {
-  certificateAuthority,
-  type CertificateBundle,
-  issueCertificate,
-  selfSignedCertificate,
-  startSimulator,
-} from "../../testing/mod.ts";
+import { type CertificateBundle, certificates, startSimulator } from "../../testing/mod.ts";
 import { ConnectionPool } from "./pool.ts";
 import { DeviceError } from "../errors.ts";
 
@@ -24,8 +18,8 @@ Deno.test("strict mode refuses a self-signed device and sends nothing", async ()
 });
 
 Deno.test("strict mode accepts a certificate from a trusted CA and checks the host name", async () => {
-  const ca = await certificateAuthority();
-  const leaf = await issueCertificate(ca, ["localhost"]);
+  const ca = await certificates.authority();
+  const leaf = await certificates.issue(ca, ["localhost"]);
   await using sim = await startSimulator({ handler: ok, certificate: leaf });
   const good = openTransport(
     { baseUrl: `https://localhost:${sim.port}`, tlsVerifyMode: "strict", pinnedCertSha256: null },
@@ -39,7 +33,7 @@ Deno.test("strict mode accepts a certificate from a trusted CA and checks the ho
   );
   assert.equal((await good.request({ path: "/x" })).status, 200);
   good.close();
-  const wrongName = await issueCertificate(ca, ["other.example"]);
+  const wrongName = await certificates.issue(ca, ["other.example"]);
   await sim.rotateCertificate(wrongName);
   sim.clearLog();
   const bad = openTransport(
@@ -168,7 +162,7 @@ function portEcho(certificate: CertificateBundle, port = 0) {
 
 Deno.test("kept connections serve the next transport of the same device and pin only; new ones are still checked", async () => {
   const pool = new ConnectionPool(10_000);
-  const first = await selfSignedCertificate();
+  const first = await certificates.selfSigned();
   let dev = portEcho(first);
   try {
     const target = { baseUrl: dev.url, tlsVerifyMode: "self-signed" as const, pinnedCertSha256: null };
@@ -201,7 +195,7 @@ Deno.test("kept connections serve the next transport of the same device and pin 
 
     // The device restarts with another certificate: the kept connection is gone, the new one is refused.
     await dev.server.shutdown();
-    dev = portEcho(await selfSignedCertificate(), dev.port);
+    dev = portEcho(await certificates.selfSigned(), dev.port);
     const t3 = openTransport({ ...target, pinnedCertSha256: first.sha256 }, undefined, { pool });
     await assert.rejects(() => t3.request({ path: "/d" }), isTls);
     t3.close();
@@ -214,7 +208,7 @@ Deno.test("kept connections serve the next transport of the same device and pin 
 
 Deno.test("a transport closed with a request under way keeps none of its connections", async () => {
   const pool = new ConnectionPool(10_000);
-  const cert = await selfSignedCertificate();
+  const cert = await certificates.selfSigned();
   let release = () => {};
   const hung = new Promise<void>((r) => release = r);
   const server = Deno.serve(
