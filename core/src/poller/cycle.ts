@@ -95,6 +95,8 @@ export interface PollServiceOptions {
  */
 export class PollService {
   #inflight = new Map<string, Promise<PollResult>>();
+  /** The polls in {@link #inflight} that are manual snapshots (no write guard, no signal). */
+  #manuals = new Set<Promise<PollResult>>();
   #store: PollStore;
   #hashes: HashPool;
   private db: Kysely<Database>;
@@ -148,7 +150,9 @@ export class PollService {
   /**
    * Poll a device now, or join the poll already running for it in this process (its result is
    * returned; the device is never polled twice at once). A caller without a write guard (the manual
-   * snapshot) that joined a scheduled poll which then wrote nothing (lock lost, cancelled) polls anew.
+   * snapshot) that joined a scheduled poll which then wrote nothing (lock lost, cancelled) polls anew; a
+   * scheduled poll that finds a manual snapshot of the device running fails with DeviceBusyError (the manual
+   * one is waiting for the lease that scheduled poll holds).
    * Across instances (PostgreSQL), a per-device lock does the same: a scheduled poll of a device that
    * another instance is polling fails with DeviceBusyError; a manual snapshot waits for that poll and
    * returns what it recorded.
@@ -156,15 +160,30 @@ export class PollService {
   poll(deviceId: string, opts: PollOptions = {}): Promise<PollResult> {
     const running = this.#inflight.get(deviceId);
     if (running) {
-      if (opts.guard || opts.signal) return running;
+      if (opts.guard || opts.signal) {
+        // A manual snapshot waits for the lease this scheduled poll holds: joining it would make each wait
+        // for the other until the manual one gives up (503). The scheduled poll steps aside (its lease is
+        // given back by its caller); the manual snapshot's write moves the device's slot on.
+        if (this.#manuals.has(running)) {
+          return Promise.reject(
+            new DeviceBusyError(`Device ${deviceId} is being polled by a manual snapshot`),
+          );
+        }
+        return running;
+      }
       return running.catch((e) => {
         if (e instanceof LostLockError || e instanceof PollCancelledError) return this.poll(deviceId, opts);
         throw e;
       });
     }
-    const run = opts.guard || opts.signal ? this.#exclusive(deviceId, opts) : this.#manual(deviceId, opts);
-    const p = run.finally(() => this.#inflight.delete(deviceId));
+    const manual = !(opts.guard || opts.signal);
+    const run = manual ? this.#manual(deviceId, opts) : this.#exclusive(deviceId, opts);
+    const p: Promise<PollResult> = run.finally(() => {
+      this.#inflight.delete(deviceId);
+      this.#manuals.delete(p);
+    });
     this.#inflight.set(deviceId, p);
+    if (manual) this.#manuals.add(p);
     return p;
   }
 

@@ -8,6 +8,7 @@ import { dbTest } from "../../harness/db.ts";
 import { PollWorker } from "./worker.ts";
 import { listPollInstances } from "./leases.ts";
 import { hashSnapshot, LostLockError, PollStore } from "./store.ts";
+import { DeviceBusyError } from "./cycle.ts";
 import { parseEnv } from "../runtime/config.ts";
 import { StartupError } from "../errors.ts";
 import { addDevice, count, fixtureDevice, makeDue, setup, until, view } from "../../harness/poller_lab.ts";
@@ -153,6 +154,30 @@ dbTest("a manual snapshot takes the device's lease: a scan leaves the device to 
     await w.stop(0);
   }
 });
+
+dbTest(
+  "a queued scheduled poll that starts while a manual snapshot waits for its lease steps aside",
+  async (db) => {
+    const { svc, app, auth } = await setup(db);
+    await using dev = await fixtureDevice();
+    const id = await addDevice(svc, dev.sim.url);
+    // The worker claimed the device (its lease is held) but has not started polling it yet.
+    const lease = await svc.poller.leases.claimDevice(id);
+    assert.ok(lease);
+    const manual = app.request(`/api/admin/dut/devices/${id}/snapshot`, { method: "POST", headers: auth });
+    await until("the manual snapshot waits", () => Promise.resolve(svc.poller.isPolling(id)));
+    // Now the worker starts the queued poll: it must not join the manual one, which waits for its lease.
+    await assert.rejects(
+      svc.poller.poll(id, { guard: svc.poller.leases.guard(lease) }),
+      DeviceBusyError,
+    );
+    await svc.poller.leases.release(lease); // what the worker does once the poll is over
+    const r = await manual;
+    assert.equal(r.status, 200, await r.clone().text());
+    assert.equal((await r.json()).lastPollStatus, "ok");
+    assert.equal(await count(db, "snapshots", id), 3, "polled once, by the manual snapshot");
+  },
+);
 
 dbTest("the instance list shows a started worker with its leases; stop removes it", async (db) => {
   const { svc } = await setup(db);
