@@ -216,6 +216,15 @@ export class PollService {
         if (time(row.last_poll_at) !== before) return await this.#recorded(row);
       }
       return await this.#exclusive(deviceId, { ...opts, guard: this.leases.guard(lease) }, true);
+    } catch (e) {
+      if (!(e instanceof LostLockError)) throw e;
+      // Another instance took the lease over (this one paused past it, say): its poll of the slot stands.
+      throw new UnavailableError(
+        "poller",
+        "Device busy",
+        `The lease of device ${deviceId} was taken over by another poll instance during this poll; nothing was stored`,
+        { retryAfterSeconds: 5 },
+      );
     } finally {
       await this.leases.release(lease);
     }

@@ -67,6 +67,8 @@ export class PollLeases {
   #claims = 0;
   #takeovers = 0;
   #fenced = 0;
+  /** The tail of this instance's claims, run one at a time (see {@link #serial}). */
+  #claiming: Promise<unknown> = Promise.resolve();
 
   constructor(private db: Kysely<Database>, private metrics: Metrics, readonly opts: LeaseOptions) {
     this.id = opts.id ?? `${hostName()}:${Deno.pid}:${crypto.randomUUID().slice(0, 8)}`;
@@ -81,9 +83,13 @@ export class PollLeases {
    * Claim up to `limit` (at most the batch size) due devices whose lease is free or expired, oldest poll
    * first (spec 1.1.2's due rule), but none of `exclude` (those the scan polled already). Records claims, takeovers and each poll's lateness against its due time.
    */
-  async claimDue(limit = this.opts.batch, exclude: readonly string[] = []): Promise<Lease[]> {
+  claimDue(limit = this.opts.batch, exclude: readonly string[] = []): Promise<Lease[]> {
     const n = Math.max(0, Math.min(limit, this.opts.batch));
-    if (n === 0) return [];
+    if (n === 0) return Promise.resolve([]);
+    return this.#serial(() => this.#claimDue(n, exclude));
+  }
+
+  async #claimDue(n: number, exclude: readonly string[]): Promise<Lease[]> {
     // A lease row of this instance for a device it no longer holds is one whose release failed (the database
     // went away mid-poll): it is free for this instance at once rather than after its expiry.
     const held = [...this.#held.keys()];
@@ -108,7 +114,11 @@ export class PollLeases {
    * Claim one device's lease whether due or not (a manual snapshot, spec 4.4); null when another holder's
    * lease is still running.
    */
-  async claimDevice(deviceId: string): Promise<Lease | null> {
+  claimDevice(deviceId: string): Promise<Lease | null> {
+    return this.#serial(() => this.#claimDevice(deviceId));
+  }
+
+  async #claimDevice(deviceId: string): Promise<Lease | null> {
     const r = await sql<ClaimRow>`with dev as (
         select d.id, d.last_poll_at, l.owner as prev_owner from devices d
         left join device_leases l on l.device_id = d.id
@@ -117,6 +127,19 @@ export class PollLeases {
       select c.device_id, c.epoch, dev.last_poll_at as slot_at, null as late_s, dev.prev_owner
       from claimed c join dev on dev.id = c.device_id`.execute(this.db);
     return this.#took(r.rows, false)[0] ?? null;
+  }
+
+  /**
+   * Runs this instance's claims one at a time. A claim round treats a lease row of this instance that it does
+   * not hold as one whose release failed and takes it at once; a claim of this instance committed but not yet
+   * recorded as held (a manual snapshot's, in flight beside the round) would look the same and be taken over,
+   * fencing the manual snapshot's write (a 500 once in CI). Claims are rare (a round at most once a second, a
+   * manual snapshot's every 100 ms while it waits), so running them in turn costs nothing measurable.
+   */
+  #serial<T>(claim: () => Promise<T>): Promise<T> {
+    const run = this.#claiming.then(claim, claim);
+    this.#claiming = run.catch(() => {});
+    return run;
   }
 
   /** The insert-or-take-over of the claimed rows (`source` selects `id, last_poll_at`). */

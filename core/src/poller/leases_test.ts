@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { dbTest } from "../../harness/db.ts";
 import { PollWorker } from "./worker.ts";
-import { listPollInstances } from "./leases.ts";
+import { listPollInstances, PollLeases } from "./leases.ts";
 import { hashSnapshot, LostLockError, PollStore } from "./store.ts";
 import { DeviceBusyError } from "./cycle.ts";
 import { parseEnv } from "../runtime/config.ts";
@@ -176,6 +176,51 @@ dbTest(
     assert.equal(r.status, 200, await r.clone().text());
     assert.equal((await r.json()).lastPollStatus, "ok");
     assert.equal(await count(db, "snapshots", id), 3, "polled once, by the manual snapshot");
+  },
+);
+
+dbTest("a claim round running beside a manual snapshot's claim never takes that lease over", async (db) => {
+  const { svc } = await setup(db);
+  await using dev = await fixtureDevice();
+  const id = await addDevice(svc, dev.sim.url); // never polled: due
+  const leases = svc.poller.leases;
+  for (let i = 0; i < 20; i++) {
+    // The scan's claim round starts while the manual snapshot's claim is in flight (both of this instance).
+    const [manual, round] = await Promise.all([leases.claimDevice(id), leases.claimDue()]);
+    const mine = manual ?? round.find((l) => l.deviceId === id);
+    assert.ok(mine, "one of them holds the device");
+    assert.ok(!(manual && round.some((l) => l.deviceId === id)), `round ${i}: the lease was claimed twice`);
+    const ok = await db.kysely.transaction().execute((tx) => leases.guard(mine)(tx));
+    assert.equal(ok, true, `round ${i}: the holder's write is not fenced`);
+    await leases.release(mine);
+  }
+});
+
+dbTest(
+  "a manual snapshot whose lease another instance took over mid-poll answers 503, storing nothing",
+  async (db) => {
+    const { svc, app, auth } = await setup(db);
+    await using dev = await fixtureDevice();
+    const id = await addDevice(svc, dev.sim.url);
+    dev.sim.faults.latencyMs = 400;
+    const manual = app.request(`/api/admin/dut/devices/${id}/snapshot`, { method: "POST", headers: auth });
+    await until(
+      "the manual poll holds the lease",
+      async () => (await leaseRows(db as never)).some((r) => r.owner),
+    );
+    // This instance paused past its lease: it expired and another instance took the device.
+    await sql`update device_leases set expires_at = now() - interval '1 second'`.execute(db.kysely);
+    const other = new PollLeases(db.kysely, svc.metrics, {
+      leaseSeconds: 60,
+      batch: 8,
+      id: "other-instance",
+    });
+    assert.ok(await other.claimDevice(id), "the other instance took the lease");
+    const r = await manual;
+    assert.equal(r.status, 503, await r.clone().text());
+    assert.equal(r.headers.get("retry-after"), "5");
+    assert.match((await r.json()).detail, /taken over by another poll instance/);
+    assert.equal(await count(db, "snapshots", id), 0, "the fenced write stored nothing");
   },
 );
 
