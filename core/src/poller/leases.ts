@@ -1,7 +1,8 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Metrics } from "./metrics.ts";
-import type { WriteGuard } from "./store.ts";
+import type { GuardGroup, WriteGuard } from "./store.ts";
+import { PREPARED } from "../db/prepared.ts";
 import { logger } from "../util/log.ts";
 
 const log = logger("poller");
@@ -196,22 +197,42 @@ export class PollLeases {
    * this (it would be a third index on the largest table for the same guarantee).
    */
   guard(lease: Lease): WriteGuard {
-    return async (tx) => {
-      const r = await sql<{ ok: boolean }>`select (l.owner = ${this.id} and l.epoch = ${lease.epoch}
-          and l.expires_at > now() and d.last_poll_at is not distinct from l.slot_at) as ok
-        from device_leases l join devices d on d.id = l.device_id
-        where l.device_id = ${lease.deviceId} for update of l, d`.execute(tx);
-      const ok = r.rows[0]?.ok === true;
-      if (!ok) {
-        this.#fenced++;
-        this.metrics.fencedWrites.inc();
-        log.warn("Dropped the poll result of device {id}: its lease (epoch {epoch}) or slot moved on", {
-          id: lease.deviceId,
-          epoch: lease.epoch,
-        });
-      }
-      return ok;
-    };
+    const guard: WriteGuard = async (tx) => (await this.#fence(tx, [lease]))[0]!; // one result per lease
+    this.#leaseOf.set(guard, lease);
+    guard.group = this.#guards;
+    return guard;
+  }
+
+  /** The leases of this instance's guards, for checking a batch's guards together ({@link fence}). */
+  #leaseOf = new WeakMap<WriteGuard, Lease>();
+  #guards: GuardGroup = {
+    check: (tx, guards) => this.#fence(tx, guards.map((g) => this.#leaseOf.get(g)!)), // only this group's guards
+  };
+
+  /**
+   * The fences of `leases` (in device id order) in one statement: their lease and device rows locked in that
+   * order (`order by` comes before the row locks), one result per lease, false when its row is gone.
+   */
+  async #fence(tx: Kysely<Database>, leases: Lease[]): Promise<boolean[]> {
+    const r = await sql<{ i: string; ok: boolean | null }>`${sql.raw(PREPARED)}
+      select v.i, (l.owner = ${this.id} and l.epoch = v.epoch and l.expires_at > now()
+          and d.last_poll_at is not distinct from l.slot_at) as ok
+        from unnest(${leases.map((l) => l.deviceId)}::uuid[], ${leases.map((l) => String(l.epoch))}::bigint[])
+          with ordinality as v(device_id, epoch, i)
+        join device_leases l on l.device_id = v.device_id join devices d on d.id = l.device_id
+        order by l.device_id for update of l, d`.execute(tx);
+    const ok = leases.map(() => false);
+    for (const row of r.rows) ok[Number(row.i) - 1] = row.ok === true;
+    leases.forEach((lease, i) => {
+      if (ok[i]) return;
+      this.#fenced++;
+      this.metrics.fencedWrites.inc();
+      log.warn("Dropped the poll result of device {id}: its lease (epoch {epoch}) or slot moved on", {
+        id: lease.deviceId,
+        epoch: lease.epoch,
+      });
+    });
+    return ok;
   }
 
   /** Give a lease back (the poll is over): only if it is still this instance's under that epoch. */
