@@ -41,6 +41,7 @@ export const SCENARIOS = [
   "webhooks",
   "scaleout",
   "labsize",
+  "scan",
 ] as const;
 type Scenario = typeof SCENARIOS[number];
 
