@@ -31,8 +31,9 @@ Deno.test("BENCHMARKS.md is the rendering of its results file and bench/METHOD.m
   // plus 15 for issue 53's floors (its targets table beside the guards), plus 14 for issue 51's webhook
   // scenario (its rows, its results file, its method section), plus 35 for issue 48's scale-out (the 1-2-3
   // instance rows, its results file, its method section and the 100,000-device paper model), plus 36 for
-  // issue 49's lab of 5,000 devices (its rows, its results file, its method section).
-  assert.ok(page.split("\n").length <= 511, "BENCHMARKS.md stays within 510 lines");
+  // issue 49's lab of 5,000 devices (its rows, its results file, its method section), plus 20 for issue 53's
+  // scan scenario (its rows with and without the PGlite worker, its results file, the worker's figures).
+  assert.ok(page.split("\n").length <= 531, "BENCHMARKS.md stays within 530 lines");
 });
 
 Deno.test("a figure edited by hand in BENCHMARKS.md makes the check fail", async () => {

@@ -28,6 +28,7 @@ export const EXTRA_RESULTS = [
   "bench/results-issue51-webhooks.json",
   "bench/results-issue48-scaleout.json",
   "bench/results-issue49-labsize.json",
+  "bench/results-issue53-scan.json",
 ];
 
 interface Results {
@@ -219,11 +220,15 @@ export const FLOOR_ROWS: TargetRow[] = [
     ratio: sel("blackbox", "restart ÷ PGlite floor", BB_LITE),
     pending: "<= 1.25",
   },
-  {
-    value: sel("scan", "paged device list p99 during the first scan ÷ idle", { n: 1000, backend: "pglite" }),
-    ref: "the same list on the idle service (no scenario measures it yet)",
+  ...(["off", "on"] as const).map((pgliteWorker): TargetRow => ({
+    value: sel("scan", "paged device list p99 during the first scan ÷ idle", {
+      n: 1000,
+      backend: "pglite",
+      pgliteWorker,
+    }),
+    ref: "the same list on the same service, idle after the scan",
     pending: "<= 2",
-  },
+  })),
   {
     value: sel("poll", MAIN_CPU, { n: 1000, backend: "pglite" }),
     ref: ref("PostgreSQL", sel("poll", MAIN_CPU, { n: 1000, backend: "postgres" })),
@@ -410,6 +415,7 @@ const KEY_PARAMS = [
   "devices",
   "snapshots",
   "instances",
+  "pgliteWorker",
 ];
 const scalars = (p: Record<string, unknown> = {}, keep: string[]) =>
   Object.entries(p)

@@ -88,7 +88,7 @@ export const EnvSchema = z.object({
   }),
   DUT_PGLITE_WORKER: z.enum(["on", "off"], { message: 'must be "on" or "off"' }).default("off").meta({
     description:
-      "`on` runs embedded PGlite in a Web Worker, off the event loop that serves HTTP and polls (BENCHMARKS.md, issue 53); `off` runs it in the main thread",
+      "`on` runs embedded PGlite in a Web Worker, off the event loop that serves HTTP and polls: less main-thread CPU per poll and a faster first scan, but the dashboard's reads wait longer during a scan, so `off` (the main thread) stays the default (BENCHMARKS.md section 7x)",
   }),
   ADMIN_TOKEN: z.string().trim().min(
     24,
