@@ -280,8 +280,6 @@ Deno.test({
   name: "restarting the PostgreSQL server under load: 503 while it is down, then polls resume" +
     (CANNOT ? ` (ignored: ${CANNOT})` : ""),
   ignore: CANNOT !== null,
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     const cluster = await PrivateCluster.create(BIN!);
     let db: Db | null = null;

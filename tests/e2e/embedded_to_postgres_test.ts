@@ -311,8 +311,6 @@ Deno.test({
   name:
     "a backup made before a migration restores at its own schema, then the newer migrations run on its rows",
   ignore: !Deno.env.get("TEST_DATABASE_URL"),
-  sanitizeResources: false,
-  sanitizeOps: false,
   async fn() {
     const url = Deno.env.get("TEST_DATABASE_URL")!;
     const old = "2026_11_24_0011_snapshot_stable_changed";

@@ -64,7 +64,6 @@ Deno.test("deno.lock holds no test-only package; deno.dev.lock holds them and ag
 
 Deno.test({
   name: "`deno task serve` on an empty DENO_DIR downloads only packages of deno.lock, none only tests use",
-  sanitizeResources: false,
   async fn() {
     const denoDir = await Deno.makeTempDir({ prefix: "dutlab-denodir-" });
     const dataDir = await Deno.makeTempDir({ prefix: "dutlab-data-" });

@@ -203,3 +203,11 @@ Deno.test("deno task doc:lint covers every published face (every export of every
   }
   assert.deepEqual(missing, [], "published faces deno task doc:lint does not lint");
 });
+
+Deno.test("deno task test runs the JSDoc examples and the leak checks (ops and resources sanitizers)", async () => {
+  const root = JSON.parse(await Deno.readTextFile(new URL("../../deno.json", import.meta.url)));
+  const args = (root.tasks.test as string).split(/\s+/);
+  for (const flag of ["--doc", "--sanitize-ops", "--sanitize-resources"]) {
+    assert.ok(args.includes(flag), `the test task passes ${flag}`);
+  }
+});

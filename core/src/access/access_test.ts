@@ -204,8 +204,6 @@ dbTest(
 
 Deno.test({
   name: "deno task token create | list | revoke on the embedded database",
-  sanitizeResources: false,
-  sanitizeOps: false,
   async fn() {
     const dir = await Deno.makeTempDir();
     const env = {

@@ -74,12 +74,15 @@ function fullGc(): (() => void) | null {
   }
 }
 
-/** glibc's `malloc_trim(0)` (free pages of every arena back to the system), or null elsewhere. */
-function mallocTrim(): (() => void) | null {
+/**
+ * glibc's `malloc_trim(0)` (free pages of every arena back to the system), or null elsewhere; `close` unloads
+ * the library (a reclaimer that stops leaves no library open).
+ */
+function mallocTrim(): { trim(): void; close(): void } | null {
   if (Deno.build.os !== "linux") return null;
   try {
     const libc = Deno.dlopen("libc.so.6", { malloc_trim: { parameters: ["usize"], result: "i32" } });
-    return () => void libc.symbols.malloc_trim(0n);
+    return { trim: () => void libc.symbols.malloc_trim(0n), close: () => libc.close() };
   } catch {
     return null;
   }
@@ -103,7 +106,7 @@ export interface IdleReclaimer {
  */
 export function startIdleReclaimer(intervalSeconds: number): IdleReclaimer {
   const gc = intervalSeconds > 0 ? fullGc() : null;
-  const trim = intervalSeconds > 0 ? mallocTrim() : null;
+  let trim = intervalSeconds > 0 ? mallocTrim() : null;
   let reclaims = 0;
   if (!gc && !trim) return { stop() {}, reclaims };
   const log = logger("memory");
@@ -115,7 +118,7 @@ export function startIdleReclaimer(intervalSeconds: number): IdleReclaimer {
     if (policy.due(cpuMs() - cpu, rss)) {
       const t0 = performance.now();
       gc?.();
-      trim?.();
+      trim?.trim();
       const after = Deno.memoryUsage().rss;
       policy.reclaimed(after);
       reclaims++;
@@ -129,7 +132,11 @@ export function startIdleReclaimer(intervalSeconds: number): IdleReclaimer {
   }, intervalMs);
   Deno.unrefTimer(timer);
   return {
-    stop: () => clearInterval(timer),
+    stop: () => {
+      clearInterval(timer);
+      trim?.close();
+      trim = null;
+    },
     get reclaims() {
       return reclaims;
     },

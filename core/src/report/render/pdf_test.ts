@@ -94,7 +94,17 @@ Deno.test(
 );
 
 Deno.test(
-  { name: "a render past the memory bound: 503 and the browser stopped", ignore },
+  {
+    name: "a render past the memory bound: 503 and the browser stopped",
+    ignore,
+    // The one test the leak checks leave out (both flags: a timer counts as an op and as a resource). The bound
+    // stops the browser while the renderer opens its tab, and puppeteer-core 25.16.0's Browser.newPage then
+    // waits in waitForTarget for a target that never comes: that wait races only its own 30 s timer (an rxjs
+    // interval) and an abort signal newPage does not pass, not the browser's disconnect, so the timer outlives
+    // the test. It is puppeteer's, not the renderer's: the renderer has stopped the browser and answered 503.
+    sanitizeOps: false,
+    sanitizeResources: false,
+  },
   async () => {
     // A bound below the idle browser's own footprint: the first sample during the render is over it.
     const pdf = new PdfRenderer({
