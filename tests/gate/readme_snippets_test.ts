@@ -274,8 +274,6 @@ for (const kind of ["pglite", "postgres"] as const) {
   Deno.test({
     name: `README and docs shell blocks run as written on a PATH without deno [${kind}]${ignored}`,
     ignore: missing.length > 0 || noPg,
-    sanitizeResources: false,
-    sanitizeOps: false,
     fn: () => runReadme(kind),
   });
 }
