@@ -84,7 +84,7 @@ export interface paths {
         put?: never;
         /**
          * Poll the device now
-         * @description Runs one poll cycle synchronously (also when the worker is disabled or the device is suspended). If a poll of the device is already running (in this instance or, on a shared PostgreSQL, another one), the request waits for it and returns its result instead of polling twice.
+         * @description Runs one poll cycle synchronously (also when the worker is disabled or the device is suspended). If a poll of the device is already running (in this instance or, on a shared PostgreSQL, another one), the request waits for it and returns its result instead of polling twice. 503 with Retry-After when the device stays leased by another instance past a poll's time limit, or when another instance took this poll's lease over before it was stored (nothing is stored then).
          */
         post: operations["snapshotDevice"];
         delete?: never;
