@@ -319,6 +319,9 @@ export class PdfRenderer {
       if (e instanceof UnavailableError) throw e;
       throw unavailable(`Chromium did not start (${(e as Error).message.split("\n")[0]})`);
     }
+    // Given up while the browser started (the time limit): the caller is stopping this browser, and a tab
+    // opened on it now would leave puppeteer waiting for a target that never comes (a timer past the render).
+    signal.throwIfAborted();
     let page = this.#idle.pop();
     if (page?.isClosed() || page?.browser() !== browser) page = undefined;
     if (!page) {
