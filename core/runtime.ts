@@ -169,7 +169,8 @@ export async function loadApp(rt: Runtime): Promise<HttpApp> {
 }
 
 /**
- * At shutdown: end the live event streams (clients resume with Last-Event-ID), then wait for `finished` (the
+ * At shutdown: end the live event streams (clients resume with Last-Event-ID), write the pending summary of
+ * refused requests, then wait for `finished` (the
  * HTTP server's) at most DUT_SHUTDOWN_GRACE_SECONDS, since connections to clients that went away can keep it
  * pending.
  *
@@ -179,6 +180,8 @@ export async function loadApp(rt: Runtime): Promise<HttpApp> {
 export async function drainHttp(rt: Runtime, finished: Promise<void>): Promise<void> {
   const s = started(rt);
   await s.services.events.close();
+  // The refused requests counted since the last summary line are logged now, not lost with the timer.
+  (await import("./src/http/auth.ts")).refusalLog.flush();
   let timer: ReturnType<typeof setTimeout> | undefined;
   await Promise.race([
     finished,

@@ -3,6 +3,8 @@ import { type Config, parseEnv, pdfSigningFromEnv } from "../src/runtime/config.
 import { buildRegistry, type LoadedModules } from "../src/registry.ts";
 import { buildServices, type Services } from "../src/runtime/services.ts";
 import { createApp } from "../src/http/app.ts";
+import { refusalLog } from "../src/http/auth.ts";
+import { onTeardown } from "./db.ts";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 
 /** The admin token and credential key used by test services. */
@@ -66,6 +68,11 @@ export async function testServices(
     extraCa: [],
   };
   const svc = await buildServices(config, db, buildRegistry(modules));
+  onTeardown(db, async () => {
+    await svc.close();
+    await svc.pdf.close();
+    refusalLog.flush();
+  });
   await svc.signatures.register();
   await svc.pdfCertificates.register();
   return { svc, app: createApp(svc), config, auth: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } };

@@ -56,6 +56,25 @@ export async function openTestDatabase(
   return { ...db, schema, url, close, [Symbol.asyncDispose]: close };
 }
 
+const teardowns = new WeakMap<Db, Array<() => Promise<void> | void>>();
+
+/**
+ * Run `fn` when the database test using `db` ends, before the database closes (last registered, first run):
+ * how what a test builds over its database (the services and app of `testServices`) is shut down, so the leak
+ * checks find none of its timers.
+ */
+export function onTeardown(db: Db, fn: () => Promise<void> | void): void {
+  const list = teardowns.get(db) ?? [];
+  list.push(fn);
+  teardowns.set(db, list);
+}
+
+async function tearDown(db: Db): Promise<void> {
+  const list = teardowns.get(db) ?? [];
+  teardowns.delete(db);
+  for (const fn of list.reverse()) await fn();
+}
+
 /** Why the PostgreSQL variant of a database test is ignored: TEST_DATABASE_URL is unset. */
 export const NO_POSTGRES_REASON = "ignored: set TEST_DATABASE_URL to run it on PostgreSQL";
 
@@ -76,14 +95,16 @@ export function dbTest(
     Deno.test({
       name: missing ? `${name} [${kind}] (${NO_POSTGRES_REASON})` : `${name} [${kind}]`,
       ignore: opts.ignore || missing,
-      sanitizeResources: false,
-      sanitizeOps: false,
       async fn(t) {
         const db = await openTestDatabase(kind);
         try {
           await fn(db, t);
         } finally {
-          await db.close();
+          try {
+            await tearDown(db);
+          } finally {
+            await db.close();
+          }
         }
       },
     });

@@ -128,9 +128,13 @@ export class PollService {
     this.#hashes = new HashPool(options.hashWorkers ?? 0);
   }
 
-  /** Stop the hash workers, if any (shutdown); polls that still run hash in this thread. */
-  close(): void {
+  /**
+   * Stop the hash workers, if any, and close the device-lock session with its linger timer (shutdown); polls
+   * that still run hash in this thread and open a lock session again.
+   */
+  async close(): Promise<void> {
     this.#hashes.close();
+    await this.locks?.close();
   }
 
   /** Whether a poll of the device runs in this process now. */

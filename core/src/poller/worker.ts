@@ -323,7 +323,7 @@ export class PollWorker {
       this.#abort.abort();
       await drained;
     }
-    this.poller.close();
+    await this.poller.close();
     await this.#leases.stop();
     await this.#leader.stop();
   }

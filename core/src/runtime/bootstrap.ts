@@ -117,8 +117,8 @@ export async function bootstrapPoller(
 }
 
 /**
- * The runtime's shutdown stack, opened with what every runtime closes, unwound in this order: the logout
- * of parked sessions, `closeServices` (the PDF printer of `serve`), the database and the data directory lock.
+ * The runtime's shutdown stack, opened with what every runtime closes, unwound in this order: the services'
+ * `close` (event streams, parked sessions and connections, hash workers, device locks), `closeServices` (the PDF printer of `serve`), the database and the data directory lock.
  */
 function closeStack(
   st: { release(): void },
@@ -132,7 +132,7 @@ function closeStack(
     st.release();
   });
   if (closeServices) stack.defer(closeServices);
-  stack.defer(() => services.releaseAllParked());
+  stack.defer(() => services.close());
   return stack;
 }
 

@@ -49,6 +49,12 @@ export interface PollServices {
   limits: TransportLimits;
   /** Log out every parked session (shutdown; the device store's `releaseAllParked`). */
   releaseAllParked(): Promise<void>;
+  /**
+   * Stop what the services started (shutdown, before the database closes): end the event streams (the event
+   * bus), log out the parked sessions and drop their kept-alive connections, stop the hash workers and close
+   * the device-lock session, so no timer of theirs outlives the runtime.
+   */
+  close(): Promise<void>;
 }
 
 /** Everything the HTTP app and its worker share (`serve`, and the admin tools). Built once per process. */
@@ -173,6 +179,11 @@ export async function buildPollServices(
     events,
     limits,
     releaseAllParked: () => devices.releaseAllParked(),
+    close: async () => {
+      await events.close();
+      await devices.releaseAllParked();
+      await poller.close();
+    },
   };
 }
 
