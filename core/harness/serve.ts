@@ -260,7 +260,9 @@ export async function startLab(dataDir: string): Promise<Lab> {
     await child.status;
     throw e;
   }
-  child.stdout.cancel().catch(() => {});
+  // Its stdout is not read past the start line; the cancel settles before stop() returns (a leak check
+  // otherwise finds the stream open when the test ends under load).
+  const cancelled = child.stdout.cancel().catch(() => {});
   const run = async (...args: string[]) => {
     const o = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "tools/lab.ts", ...args],
@@ -288,6 +290,7 @@ export async function startLab(dataDir: string): Promise<Lab> {
         child.kill("SIGTERM");
       } catch { /* gone */ }
       await child.status;
+      await cancelled;
     },
   };
 }
