@@ -30,9 +30,28 @@ function pgliteTemplate(): Promise<Blob> {
 }
 
 /**
- * A fresh, migrated database: in-memory PGlite, or a new schema on TEST_DATABASE_URL (dropped on close).
+ * A fresh, migrated database: in-memory PGlite, or a new schema on TEST_DATABASE_URL (dropped on close). Its
+ * `close` first runs what was registered with {@link onTeardown} for it (a second database a test opens, such
+ * as a backup's restore target, shuts down the services built over it too).
  */
 export async function openTestDatabase(
+  kind: "pglite" | "postgres",
+): Promise<Db & { schema?: string; url?: string }> {
+  const db = await openBareTestDatabase(kind);
+  const closeDb = db.close.bind(db);
+  const close = async () => {
+    try {
+      await tearDown(db);
+    } finally {
+      await closeDb();
+    }
+  };
+  db.close = close;
+  db[Symbol.asyncDispose] = close;
+  return db;
+}
+
+async function openBareTestDatabase(
   kind: "pglite" | "postgres",
 ): Promise<Db & { schema?: string; url?: string }> {
   // TEST_PGLITE_WORKER=on: PGlite in a Web Worker (DUT_PGLITE_WORKER=on), to run a room's tests that way.
@@ -69,7 +88,11 @@ export function onTeardown(db: Db, fn: () => Promise<void> | void): void {
   teardowns.set(db, list);
 }
 
-async function tearDown(db: Db): Promise<void> {
+/**
+ * Run (once) what was registered with {@link onTeardown} for `db`: for a database a test opens itself with
+ * `openDatabase` (a second instance's connections), before it closes it. `openTestDatabase`'s close does so.
+ */
+export async function tearDown(db: Db): Promise<void> {
   const list = teardowns.get(db) ?? [];
   teardowns.delete(db);
   for (const fn of list.reverse()) await fn();
@@ -95,7 +118,7 @@ export function dbTest(
     Deno.test({
       name: missing ? `${name} [${kind}] (${NO_POSTGRES_REASON})` : `${name} [${kind}]`,
       ignore: opts.ignore || missing,
-      // Still exempt from the leak checks: see docs/development.md "Leak checks" for what still leaks.
+      // Still exempt from the leak checks: see docs/development.md "Leak checks" for what is not yet checked.
       sanitizeResources: false,
       sanitizeOps: false,
       async fn(t) {
@@ -103,11 +126,7 @@ export function dbTest(
         try {
           await fn(db, t);
         } finally {
-          try {
-            await tearDown(db);
-          } finally {
-            await db.close();
-          }
+          await db.close(); // runs the test's teardowns first
         }
       },
     });

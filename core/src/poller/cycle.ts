@@ -12,7 +12,7 @@ import { type Lease, PollLeases } from "./leases.ts";
 import { volatileFor } from "../snapshots/volatile.ts";
 import type { EventBus } from "../events/bus.ts";
 import { type HashJob, HashPool } from "./hash_pool.ts";
-import { logPoll } from "./poll_log.ts";
+import { logPoll, pollLog } from "./poll_log.ts";
 import {
   type HashedSnapshot,
   LostLockError,
@@ -129,12 +129,17 @@ export class PollService {
   }
 
   /**
-   * Stop the hash workers, if any, and close the device-lock session with its linger timer (shutdown); polls
-   * that still run hash in this thread and open a lock session again.
+   * Write the results still queued in the poll store, stop the hash workers, if any, close the device-lock
+   * session with its linger timer and write the pending summary of poll failures (shutdown); polls that still
+   * run hash in this thread and open a lock session again.
    */
   async close(): Promise<void> {
+    // Results still queued are written before the hash workers and the device locks go.
+    await this.#store.close();
     this.#hashes.close();
     await this.locks?.close();
+    // The failed polls counted since the last summary line are logged now, not lost with its timer.
+    pollLog.flush();
   }
 
   /** Whether a poll of the device runs in this process now. */

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "../../harness/db.ts";
+import { dbTest, tearDown } from "../../harness/db.ts";
 import { type Db, openDatabase } from "../db/open.ts";
 import { POLL_LOCK_CLASS, pollLockKey, PollWorker } from "./worker.ts";
 import { DEVICE_LOCK_CLASS, deviceLockKey } from "./device_locks.ts";
@@ -26,6 +26,7 @@ async function instance(db: Db, concurrency = 8) {
     worker,
     async [Symbol.asyncDispose]() {
       await worker.stop(0);
+      await tearDown(own); // the services built over `own` (setup's), before their database closes
       await own.close();
     },
   };

@@ -170,6 +170,10 @@ export class PollStore {
   #writing = 0;
   /** A start of writers is queued for the end of this turn of the event loop. */
   #starting = false;
+  /** The queued start's linger timer (with `lingerMs`), and what it runs: `close()` runs it at once. */
+  #linger: { timer: ReturnType<typeof setTimeout>; run: () => void } | null = null;
+  /** `close()` calls waiting for the store to go idle. */
+  #idle: Array<() => void> = [];
   readonly #writers: number;
   readonly #lingerMs: number;
   readonly #binaryPayloads: boolean;
@@ -212,12 +216,18 @@ export class PollStore {
    * the event loop join the batch; with `lingerMs`, an idle store waits that long for more.
    */
   #start(): void {
-    if (this.#starting || this.#writing >= this.#writers) return;
+    // Nothing waits (a writer just finished the last batch): no start, so no linger timer runs idle.
+    if (!this.#pending.length || this.#starting || this.#writing >= this.#writers) return;
     if (this.#writing > 0 && this.#pending.length < PARALLEL_BATCH) return;
     this.#starting = true;
-    const start = (f: () => void) =>
-      this.#lingerMs > 0 && this.#writing === 0 ? setTimeout(f, this.#lingerMs) : queueMicrotask(f);
+    const start = (f: () => void) => {
+      if (this.#lingerMs > 0 && this.#writing === 0) {
+        this.#linger = { timer: setTimeout(f, this.#lingerMs), run: f };
+      } else queueMicrotask(f);
+    };
     start(() => {
+      if (this.#linger) clearTimeout(this.#linger.timer);
+      this.#linger = null;
       this.#starting = false;
       while (
         this.#pending.length && this.#writing < this.#writers &&
@@ -227,9 +237,32 @@ export class PollStore {
         void this.#drain().finally(() => {
           this.#writing--;
           this.#start();
+          this.#wakeIfIdle();
         });
       }
+      this.#wakeIfIdle();
     });
+  }
+
+  /** Nothing waits, is queued or is being written. */
+  #isIdle(): boolean {
+    return this.#writing === 0 && !this.#starting && this.#pending.length === 0;
+  }
+
+  #wakeIfIdle(): void {
+    if (!this.#isIdle()) return;
+    const idle = this.#idle;
+    this.#idle = [];
+    for (const wake of idle) wake();
+  }
+
+  /**
+   * Write what waits now (a lingering start runs at once) and resolve once every queued result is committed
+   * or rejected (shutdown, before the database closes): no timer or write of the store is left pending.
+   */
+  async close(): Promise<void> {
+    this.#linger?.run();
+    while (!this.#isIdle()) await new Promise<void>((r) => this.#idle.push(r));
   }
 
   /** Writes batches while results wait (one writer; the store runs up to `writers` of them). */
