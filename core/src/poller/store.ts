@@ -170,9 +170,8 @@ export class PollStore {
   #writing = 0;
   /** A start of writers is queued for the end of this turn of the event loop. */
   #starting = false;
-  /** The queued start's linger timer (with `lingerMs`), and what it runs: `close()` runs it at once. */
-  #linger: { timer: ReturnType<typeof setTimeout>; run: () => void } | null = null;
-  /** `close()` calls waiting for the store to go idle. */
+  /** The start a linger timer waits to run (`close()` runs it at once); the `close()` calls waiting. */
+  #linger: (() => void) | null = null;
   #idle: Array<() => void> = [];
   readonly #writers: number;
   readonly #lingerMs: number;
@@ -222,11 +221,11 @@ export class PollStore {
     this.#starting = true;
     const start = (f: () => void) => {
       if (this.#lingerMs > 0 && this.#writing === 0) {
-        this.#linger = { timer: setTimeout(f, this.#lingerMs), run: f };
+        const timer = setTimeout(f, this.#lingerMs);
+        this.#linger = () => (clearTimeout(timer), f());
       } else queueMicrotask(f);
     };
     start(() => {
-      if (this.#linger) clearTimeout(this.#linger.timer);
       this.#linger = null;
       this.#starting = false;
       while (
@@ -244,25 +243,17 @@ export class PollStore {
     });
   }
 
-  /** Nothing waits, is queued or is being written. */
-  #isIdle(): boolean {
-    return this.#writing === 0 && !this.#starting && this.#pending.length === 0;
+  /** Whether nothing waits, is queued or is being written; if so, wakes the `close()` calls waiting. */
+  #wakeIfIdle(): boolean {
+    const idle = this.#writing === 0 && !this.#starting && !this.#pending.length;
+    if (idle) { for (const wake of this.#idle.splice(0)) wake(); }
+    return idle;
   }
 
-  #wakeIfIdle(): void {
-    if (!this.#isIdle()) return;
-    const idle = this.#idle;
-    this.#idle = [];
-    for (const wake of idle) wake();
-  }
-
-  /**
-   * Write what waits now (a lingering start runs at once) and resolve once every queued result is committed
-   * or rejected (shutdown, before the database closes): no timer or write of the store is left pending.
-   */
+  /** Write what waits now (a lingering start at once); resolves once nothing is queued or written (shutdown). */
   async close(): Promise<void> {
-    this.#linger?.run();
-    while (!this.#isIdle()) await new Promise<void>((r) => this.#idle.push(r));
+    this.#linger?.();
+    while (!this.#wakeIfIdle()) await new Promise<void>((r) => this.#idle.push(r));
   }
 
   /** Writes batches while results wait (one writer; the store runs up to `writers` of them). */
