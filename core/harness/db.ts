@@ -118,9 +118,6 @@ export function dbTest(
     Deno.test({
       name: missing ? `${name} [${kind}] (${NO_POSTGRES_REASON})` : `${name} [${kind}]`,
       ignore: opts.ignore || missing,
-      // Still exempt from the leak checks: see docs/development.md "Leak checks" for what is not yet checked.
-      sanitizeResources: false,
-      sanitizeOps: false,
       async fn(t) {
         const db = await openTestDatabase(kind);
         try {
