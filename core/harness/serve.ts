@@ -244,25 +244,26 @@ export async function startLab(dataDir: string): Promise<Lab> {
     // Its log (each setting applied: "lab: <vendor> key=value") goes to the test's output.
     stderr: "inherit",
   }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   try {
-    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
     let text = "";
     while (!text.includes("simulator(s) running")) {
       const { value, done } = await reader.read();
       if (done) throw new Error(`lab exited: ${text}`);
       text += value;
     }
-    reader.releaseLock();
   } catch (e) {
     try {
       child.kill("SIGTERM");
     } catch { /* gone */ }
     await child.status;
+    await reader.cancel().catch(() => {});
     throw e;
   }
-  // Its stdout is not read past the start line; the cancel settles before stop() returns (a leak check
-  // otherwise finds the stream open when the test ends under load).
-  const cancelled = child.stdout.cancel().catch(() => {});
+  // Its stdout is not read past the start line. The stream is locked by the pipe, so it is cancelled through
+  // the reader (a cancel of child.stdout itself is refused as locked and left it open: a leak the check found
+  // under load); the cancel settles before stop() returns.
+  const cancelled = reader.cancel().catch(() => {});
   const run = async (...args: string[]) => {
     const o = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "tools/lab.ts", ...args],
