@@ -101,7 +101,13 @@ export function createApp(svc: Services): OpenAPIHono {
 function requestMiddleware(app: OpenAPIHono, svc: Services): void {
   app.use("*", async (c, next) => {
     const t0 = performance.now();
-    await next();
+    // Background work (the poll worker and store) gives way while requests are answered (util/foreground.ts).
+    const done = svc.foreground.enter();
+    try {
+      await next();
+    } finally {
+      done();
+    }
     const labels = {
       method: c.req.method,
       route: routeTemplate(c) ?? "unmatched",

@@ -383,6 +383,8 @@ export class PollService {
       reg ? { name: reg.name, version: reg.version } : null,
       outcome,
       opts.guard,
+      // The worker's scheduled poll (it alone passes deviceDone): may join a larger batch while the API is busy.
+      opts.deviceDone !== undefined,
     );
     const seconds = (performance.now() - started) / 1000;
     this.metrics.polls.inc({ vendor: row.vendor, status: outcome.status });

@@ -8,6 +8,7 @@ import { dbTest } from "../../harness/db.ts";
 import { jsonReq } from "../../harness/app.ts";
 import { startWorker } from "../runtime/bootstrap.ts";
 import { dueDevices, PollWorker } from "./worker.ts";
+import { Foreground, QUIET_MS } from "../util/foreground.ts";
 import type { Services } from "../runtime/services.ts";
 import {
   addDevice,
@@ -365,5 +366,64 @@ dbTest(
     assert.equal(started, 12);
     assert.ok(maxDevices <= 4 && maxStoring <= 8, `${maxDevices} / ${maxStoring}`);
     await w.stop(0);
+  },
+);
+
+dbTest(
+  "while the API is busy at most busyConcurrency devices are polled at once; once it is quiet, concurrency again",
+  async (db) => {
+    const { svc } = await setup(db);
+    for (let i = 0; i < 30; i++) await addDevice(svc, "https://127.0.0.1:1");
+    let devices = 0, max = 0, started = 0;
+    const polling = new Set<string>();
+    const poller = {
+      isPolling: (id: string) => polling.has(id),
+      get inflightCount() {
+        return polling.size;
+      },
+      drain: async () => {},
+      close: () => {},
+      leases: svc.poller.leases,
+      async poll(id: string, opts: { deviceDone?: () => void }) {
+        polling.add(id);
+        started++;
+        max = Math.max(max, ++devices);
+        await new Promise((r) => setTimeout(r, 10));
+        devices--;
+        opts.deviceDone?.();
+        polling.delete(id);
+      },
+    };
+    const foreground = new Foreground(20);
+    const done = foreground.enter(); // a request being answered
+    const w = new PollWorker(svc.db, poller as never, svc.metrics, {
+      scanSeconds: 3600,
+      concurrency: 8,
+      foreground,
+      busyConcurrency: 2,
+    });
+    const scan = w.scan();
+    await until("10 polls started", () => started >= 10);
+    assert.equal(max, 2, "two at a time while the API is busy");
+    done(); // the API goes quiet: the rest at up to 8 at once
+    await scan;
+    assert.equal(started, 30);
+    assert.ok(max > 2 && max <= 8, `at most 8 once quiet (${max})`);
+    await w.stop(0);
+  },
+);
+
+dbTest(
+  "the app counts its requests for the worker: busy while one is answered and QUIET_MS after",
+  async (db) => {
+    const { svc, app, auth } = await setup(db);
+    await new Promise((r) => setTimeout(r, QUIET_MS + 20));
+    assert.equal(svc.foreground.busy, false);
+    const answer = app.request("/api/admin/dut/devices?limit=1", { headers: auth });
+    assert.equal(svc.foreground.busy, true, "while the request is answered");
+    assert.equal((await answer).status, 200);
+    assert.equal(svc.foreground.busy, true, "just after its answer");
+    await new Promise((r) => setTimeout(r, QUIET_MS + 20));
+    assert.equal(svc.foreground.busy, false, "quiet again");
   },
 );

@@ -4,10 +4,11 @@ import type { PollStatus } from "../errors.ts";
 import type { DeviceRow } from "../devices/store.ts";
 import { logger } from "../util/log.ts";
 import { PREPARED } from "../db/prepared.ts";
-import { type KnownIds, writeSnapshotRows, type WrittenRow } from "../snapshots/write.ts";
+import { groupByDevice, insertSnapshots, lockDevices, updateDevices } from "./store_rows.ts";
 import type { HashedSnapshot } from "./hash.ts";
 import { writePayloads } from "./payloads.ts";
 import { statusChangeEvents } from "./notify.ts";
+import type { Foreground } from "../util/foreground.ts";
 
 export { type HashedSnapshot, hashSnapshot } from "./hash.ts";
 
@@ -123,6 +124,14 @@ export interface PollStoreOptions {
    * that a writer paused mid-transaction does not hold its devices' locks past its leases.
    */
   idleInTransactionMs?: number;
+  /**
+   * While the API answers requests (`foreground.busy`), an idle store waits up to `busyLingerMs` (instead of
+   * `lingerMs`) for more results of scheduled polls, so that a scan commits a few larger batches and the
+   * device list's answers are rebuilt less often (docs/polling.md "The API comes first"). A manual snapshot's
+   * result is written at once.
+   */
+  foreground?: Foreground;
+  busyLingerMs?: number;
 }
 
 interface Job {
@@ -130,6 +139,8 @@ interface Job {
   module: { name: string; version: string } | null;
   outcome: Outcome;
   guard?: WriteGuard;
+  /** A scheduled poll's result (may wait for others while the API is busy); a manual snapshot's is not. */
+  background: boolean;
   resolve(s: Stored): void;
   reject(e: unknown): void;
 }
@@ -172,9 +183,13 @@ export class PollStore {
   #starting = false;
   /** The start a linger timer waits to run (`close()` runs it at once); the `close()` calls waiting. */
   #linger: (() => void) | null = null;
+  /** The lingering start waits `busyLingerMs` (the API is busy): a manual snapshot's result ends the wait. */
+  #lingering = false;
   #idle: Array<() => void> = [];
   readonly #writers: number;
   readonly #lingerMs: number;
+  readonly #busyLingerMs: number;
+  readonly #foreground: Foreground | null;
   readonly #binaryPayloads: boolean;
   readonly #idleMs: number | null;
 
@@ -187,6 +202,8 @@ export class PollStore {
     this.#hooks = opts.hooks ?? [];
     this.#writers = Math.max(1, Math.floor(opts.writers ?? 1));
     this.#lingerMs = Math.max(0, opts.lingerMs ?? 0);
+    this.#busyLingerMs = Math.max(this.#lingerMs, opts.busyLingerMs ?? 0);
+    this.#foreground = opts.foreground ?? null;
     this.#binaryPayloads = opts.binaryPayloads ?? false;
     this.#idleMs = opts.idleInTransactionMs ?? null;
   }
@@ -196,16 +213,21 @@ export class PollStore {
     return this.#writing;
   }
 
-  /** Queue one poll's results; resolves once they are committed. */
+  /**
+   * Queue one poll's results; resolves once they are committed. `background`: a scheduled poll's results,
+   * which may wait for others while the API is busy (`busyLingerMs`); any other result ends such a wait.
+   */
   write(
     row: DeviceRow,
     module: { name: string; version: string } | null,
     outcome: Outcome,
     guard?: WriteGuard,
+    background = false,
   ): Promise<Stored> {
     return new Promise<Stored>((resolve, reject) => {
-      this.#pending.push({ row, module, outcome, guard, resolve, reject });
-      this.#start();
+      this.#pending.push({ row, module, outcome, guard, background, resolve, reject });
+      if (!background && this.#lingering) this.#linger?.();
+      else this.#start();
     });
   }
 
@@ -219,14 +241,19 @@ export class PollStore {
     if (!this.#pending.length || this.#starting || this.#writing >= this.#writers) return;
     if (this.#writing > 0 && this.#pending.length < PARALLEL_BATCH) return;
     this.#starting = true;
+    const linger = this.#foreground?.busy && this.#pending.every((j) => j.background)
+      ? this.#busyLingerMs
+      : this.#lingerMs;
     const start = (f: () => void) => {
-      if (this.#lingerMs > 0 && this.#writing === 0) {
-        const timer = setTimeout(f, this.#lingerMs);
+      if (linger > 0 && this.#writing === 0) {
+        const timer = setTimeout(f, linger);
+        this.#lingering = linger > this.#lingerMs;
         this.#linger = () => (clearTimeout(timer), f());
       } else queueMicrotask(f);
     };
     start(() => {
       this.#linger = null;
+      this.#lingering = false;
       this.#starting = false;
       while (
         this.#pending.length && this.#writing < this.#writers &&
@@ -360,7 +387,6 @@ export class PollStore {
 }
 
 type Tx = Kysely<Database>;
-type SnapshotRef = WrittenRow;
 
 /**
  * Each distinct guard (the worker's lock check) once, inside the transaction: per job, a
@@ -386,65 +412,5 @@ async function checkGuards(tx: Tx, batch: Job[]): Promise<Array<Stored | Error |
   }
   return batch.map((j) =>
     j.guard && !guards.get(j.guard) ? new LostLockError("Poll lock lost; not writing poll results") : null
-  );
-}
-
-/**
- * Locks the devices in id order (concurrent writers never wait on each other in a cycle) and returns those
- * that still exist: a device deleted while it was polled records nothing.
- */
-async function lockDevices(tx: Tx, deviceIds: string[]): Promise<Set<string>> {
-  const ids = [...new Set(deviceIds)].sort();
-  const rows = await tx.selectFrom("devices").modifyFront(sql.raw(PREPARED)).select("id")
-    .where("id", "=", sql<string>`any(${ids}::uuid[])`).orderBy("id").forUpdate().execute();
-  return new Set(rows.map((r) => r.id));
-}
-
-/** Writes one snapshot row per collected label, stamped with the database clock and the active run. */
-async function insertSnapshots(
-  tx: Tx,
-  withSnapshots: Array<{ j: Job }>,
-  at: Date,
-  executionId: string | null,
-  known: KnownIds,
-): Promise<SnapshotRef[]> {
-  return await writeSnapshotRows(
-    tx,
-    withSnapshots.flatMap(({ j }) =>
-      j.outcome.snapshots.map((h) => ({
-        deviceId: j.row.id,
-        label: h.label,
-        sha256: h.sha256,
-        stableSha256: h.stableSha256 ?? null,
-        module: j.module!.name,
-        version: j.module!.version,
-      }))
-    ),
-    at,
-    executionId,
-    known,
-  );
-}
-
-/** The stored snapshots (id and label) per device. */
-function groupByDevice(rows: SnapshotRef[]): Map<string, Array<{ id: string; endpoint_label: string }>> {
-  // A device appears once per batch (one poll per device at a time), so (device, label) is unique.
-  const byDevice = new Map<string, Array<{ id: string; endpoint_label: string }>>();
-  for (const r of rows) {
-    const list = byDevice.get(r.device_id) ?? [];
-    list.push({ id: r.id, endpoint_label: r.endpoint_label });
-    byDevice.set(r.device_id, list);
-  }
-  return byDevice;
-}
-
-/** Records each written poll's time, status and error on its device, in one statement. */
-async function updateDevices(tx: Tx, jobs: Job[], at: Date): Promise<void> {
-  if (!jobs.length) return;
-  await sql`${sql.raw(PREPARED)}
-    update devices set last_poll_at = ${at}, last_poll_status = v.status, last_poll_error = v.error
-    from unnest(${jobs.map((j) => j.row.id)}::uuid[], ${jobs.map((j) => j.outcome.status)}::text[],
-      ${jobs.map((j) => j.outcome.error)}::text[]) as v(id, status, error) where devices.id = v.id`.execute(
-    tx,
   );
 }

@@ -7,6 +7,7 @@ import { PollLeader } from "./leader.ts";
 import type { Lease, PollLeases } from "./leases.ts";
 import { logger } from "../util/log.ts";
 import { NotFoundError } from "../errors.ts";
+import type { Foreground } from "../util/foreground.ts";
 
 const log = logger("poller");
 
@@ -34,7 +35,16 @@ export const IN_FLIGHT_PER_PLACE = 2;
 export interface WorkerOptions {
   scanSeconds: number;
   concurrency: number;
+  /**
+   * While `foreground.busy` (the HTTP API answers requests), at most `busyConcurrency` devices are polled at
+   * once, in place of `concurrency` (docs/polling.md "The API comes first"). Without them, never.
+   */
+  foreground?: Foreground;
+  busyConcurrency?: number;
 }
+
+/** How often a pump held back by a busy API looks again whether it may start more polls. */
+export const BUSY_RECHECK_MS = 25;
 
 /**
  * The polling worker schedules only: a scan every `scanSeconds` claims due devices' leases in bounded
@@ -231,12 +241,25 @@ export class PollWorker {
     const claimedNow = new Set<string>();
     this.#pumping = true;
     while (!this.#stopping) {
+      const held = this.opts.busyConcurrency !== undefined && this.opts.foreground?.busy === true;
+      const places = held
+        ? Math.min(this.opts.concurrency, this.opts.busyConcurrency!)
+        : this.opts.concurrency;
       const room = Math.min(
-        this.opts.concurrency - this.#active,
-        IN_FLIGHT_PER_PLACE * this.opts.concurrency - this.#active - this.#storing,
+        places - this.#active,
+        IN_FLIGHT_PER_PLACE * places - this.#active - this.#storing,
       );
       if (room <= 0) {
-        await new Promise<void>((r) => this.#freed.add(r));
+        // Held back by the API: look again after a moment (the API may have gone quiet), or at a freed place.
+        await new Promise<void>((r) => {
+          const wake = () => {
+            clearTimeout(timer);
+            this.#freed.delete(wake);
+            r();
+          };
+          const timer = held ? setTimeout(wake, BUSY_RECHECK_MS) : undefined;
+          this.#freed.add(wake);
+        });
         continue;
       }
       if (!this.#queue.length) {

@@ -18,6 +18,7 @@ import {
 } from "../poller/store.ts";
 import type { Services } from "../runtime/services.ts";
 import { addDevice, count, setup } from "../../harness/poller_lab.ts";
+import { Foreground } from "../util/foreground.ts";
 
 const MODULE = { name: "@dutlab/adapter-fixture", version: "0.0.1" };
 
@@ -437,6 +438,40 @@ dbTest(
     // With it the first waits, and the second, 20 ms later, joins it: one transaction, one database clock.
     const [b0, b1] = await pair(new PollStore(db.kysely, { lingerMs: 200 }), 2, 3);
     assert.equal(b0, b1);
+    for (const r of rows) assert.equal(await count(db, "snapshots", r.id), 3);
+  },
+);
+
+dbTest(
+  "while the API is busy, scheduled polls' results wait busyLingerMs for more; a manual snapshot's ends the wait",
+  async (db) => {
+    const { svc } = await setup(db);
+    const rows = await devices(svc, 6);
+    const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const foreground = new Foreground();
+    const store = new PollStore(db.kysely, { lingerMs: 5, busyLingerMs: 300, foreground });
+    const at = (s: { at: Date }) => s.at.getTime();
+    // The API quiet: a scheduled poll's result waits lingerMs only; one 60 ms later is a transaction of its own.
+    const q0 = store.write(rows[0]!, MODULE, await ok(0, { q: 0 }), undefined, true);
+    await wait(60);
+    const q1 = store.write(rows[1]!, MODULE, await ok(1, { q: 1 }), undefined, true);
+    assert.notEqual(at(await q0), at(await q1));
+    // The API busy: the first scheduled result waits, the second 60 ms later joins it.
+    const done = foreground.enter();
+    const t0 = performance.now();
+    const b0 = store.write(rows[2]!, MODULE, await ok(2, { b: 2 }), undefined, true);
+    await wait(60);
+    const b1 = store.write(rows[3]!, MODULE, await ok(3, { b: 3 }), undefined, true);
+    assert.equal(at(await b0), at(await b1));
+    assert.ok(performance.now() - t0 >= 250, "the batch waited for busyLingerMs");
+    // Still busy: a manual snapshot's result (not background) ends the wait of a scheduled one at once.
+    const m0 = store.write(rows[4]!, MODULE, await ok(4, { m: 4 }), undefined, true);
+    await wait(20);
+    const t1 = performance.now();
+    const m1 = store.write(rows[5]!, MODULE, await ok(5, { m: 5 }));
+    assert.equal(at(await m0), at(await m1));
+    assert.ok(performance.now() - t1 < 250, "the manual snapshot did not wait for busyLingerMs");
+    done();
     for (const r of rows) assert.equal(await count(db, "snapshots", r.id), 3);
   },
 );

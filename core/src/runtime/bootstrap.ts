@@ -230,6 +230,9 @@ export async function startWorker(rt: PollRuntime): Promise<PollWorker | null> {
   const worker = new PollWorker(rt.db, rt.services.poller, rt.services.metrics, {
     scanSeconds: rt.config.DUT_POLL_SCAN_SECONDS,
     concurrency: rt.config.DUT_POLL_CONCURRENCY,
+    ...(rt.config.DUT_POLL_BUSY_CONCURRENCY > 0
+      ? { foreground: rt.services.foreground, busyConcurrency: rt.config.DUT_POLL_BUSY_CONCURRENCY }
+      : {}),
   });
   rt.defer(() => worker.stop(rt.config.DUT_SHUTDOWN_GRACE_SECONDS * 1000));
   await worker.start();

@@ -136,6 +136,10 @@ export const EnvSchema = z.object({
   }),
   DUT_POLL_SCAN_SECONDS: int(1, 3600, 30).meta({ description: "worker scan period" }),
   DUT_POLL_CONCURRENCY: int(1, 1024, 64).meta({ description: "devices polled at once by one instance" }),
+  DUT_POLL_BUSY_CONCURRENCY: int(0, 1024, 1).meta({
+    description:
+      'while the HTTP API answers requests, the worker starts a poll only while fewer are running (docs/polling.md "The API comes first"); `0`: polls never give way',
+  }),
   DUT_POLL_LEASE_SECONDS: int(5, 3600, 60).meta({
     description:
       'length of a device\'s poll lease (docs/polling.md "Several poll instances"); must exceed DUT_POLL_DEVICE_TIMEOUT_SECONDS',

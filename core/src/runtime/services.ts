@@ -1,3 +1,4 @@
+import { Foreground } from "../util/foreground.ts";
 import type { Config, PollConfig } from "./config.ts";
 import type { Db } from "../db/open.ts";
 import type { Registry } from "../registry.ts";
@@ -47,6 +48,11 @@ export interface PollServices {
   /** Live events (SSE at GET /api/events; a poller publishes them through the database). */
   events: EventBus;
   limits: TransportLimits;
+  /**
+   * Whether the HTTP API is answering requests: the poll worker and the poll store give way to it
+   * (`DUT_POLL_BUSY_CONCURRENCY`; docs/polling.md "The API comes first").
+   */
+  foreground: Foreground;
   /** Log out every parked session (shutdown; the device store's `releaseAllParked`). */
   releaseAllParked(): Promise<void>;
   /**
@@ -120,6 +126,13 @@ export const POLL_WRITERS = 2;
 export const PGLITE_WRITE_LINGER_MS = 5;
 
 /**
+ * While the API is busy (and `DUT_POLL_BUSY_CONCURRENCY` is not 0), the poll store waits this long for more
+ * results of scheduled polls: a scan then commits about five batches a second, and the device list's answer
+ * is rebuilt about as often (BENCHMARKS.md section 7x).
+ */
+export const BUSY_WRITE_LINGER_MS = 200;
+
+/**
  * How the poll store writes on each back end: PostgreSQL writes the next batch while the previous one commits
  * and sends new payloads as one binary parameter (BENCHMARKS.md sections 2c-2d); PGlite has one session, and
  * its idle store waits {@link PGLITE_WRITE_LINGER_MS} for more results.
@@ -142,6 +155,7 @@ export async function buildPollServices(
   const devices = new DeviceStore(db.kysely, registry, keys, sessions, limits);
   const metrics = new Metrics();
   const events = new EventBus(db, config.DUT_EVENTS_RETENTION_HOURS);
+  const foreground = new Foreground();
   const poller = new PollService({
     db: db.kysely,
     devices,
@@ -157,6 +171,7 @@ export async function buildPollServices(
     }),
     store: {
       ...pollStoreOptions(db.kind),
+      ...(config.DUT_POLL_BUSY_CONCURRENCY > 0 ? { foreground, busyLingerMs: BUSY_WRITE_LINGER_MS } : {}),
       // A writer paused mid-transaction (SIGSTOP, a frozen VM) must not keep its devices' rows locked, and so
       // their leases from being taken over, beyond its lease: PostgreSQL ends its transaction then.
       ...(db.kind === "postgres"
@@ -178,6 +193,7 @@ export async function buildPollServices(
     metrics,
     events,
     limits,
+    foreground,
     releaseAllParked: () => devices.releaseAllParked(),
     close: async () => {
       await events.close();
