@@ -46,6 +46,9 @@ export interface WorkerOptions {
 /** How often a pump held back by a busy API looks again whether it may start more polls. */
 export const BUSY_RECHECK_MS = 25;
 
+/** Devices a pump held back by a busy API claims per round trip (it starts them one place at a time). */
+export const BUSY_CLAIM = 8;
+
 /**
  * The polling worker schedules only: a scan every `scanSeconds` claims due devices' leases in bounded
  * batches (leases.ts) as it has room to poll them, and polls them with bounded concurrency. Any number of
@@ -245,10 +248,9 @@ export class PollWorker {
       const places = held
         ? Math.min(this.opts.concurrency, this.opts.busyConcurrency!)
         : this.opts.concurrency;
-      const room = Math.min(
-        places - this.#active,
-        IN_FLIGHT_PER_PLACE * places - this.#active - this.#storing,
-      );
+      const roomOf = (n: number) =>
+        Math.min(n - this.#active, IN_FLIGHT_PER_PLACE * n - this.#active - this.#storing);
+      const room = roomOf(places);
       if (room <= 0) {
         // Held back by the API: look again after a moment (the API may have gone quiet), or at a freed place.
         await new Promise<void>((r) => {
@@ -264,7 +266,10 @@ export class PollWorker {
       }
       if (!this.#queue.length) {
         if (this.#exhausted) break;
-        const claimed = await this.#leases.claimDue(room, [...claimedNow]).catch((e) => {
+        // Held back, it still claims a few devices per round trip (a claim reads every due device; one per poll
+        // cost the API more than the polls it held back), within the places it would have when quiet.
+        const want = held ? Math.min(roomOf(this.opts.concurrency), Math.max(room, BUSY_CLAIM)) : room;
+        const claimed = await this.#leases.claimDue(want, [...claimedNow]).catch((e) => {
           log.warn("Claiming due devices failed: {error}", { error: String(e) });
           return [];
         });
