@@ -250,7 +250,9 @@ export class PollWorker {
         : this.opts.concurrency;
       const roomOf = (n: number) =>
         Math.min(n - this.#active, IN_FLIGHT_PER_PLACE * n - this.#active - this.#storing);
-      const room = roomOf(places);
+      // Held back, one place at a time; results waiting for the store (no CPU of the event loop's) do not
+      // hold a place, within the usual bound.
+      const room = held ? Math.min(places - this.#active, roomOf(this.opts.concurrency)) : roomOf(places);
       if (room <= 0) {
         // Held back by the API: look again after a moment (the API may have gone quiet), or at a freed place.
         await new Promise<void>((r) => {

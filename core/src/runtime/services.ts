@@ -127,10 +127,10 @@ export const PGLITE_WRITE_LINGER_MS = 5;
 
 /**
  * While the API is busy (and `DUT_POLL_BUSY_CONCURRENCY` is not 0), the poll store waits this long for more
- * results of scheduled polls: a scan then commits about five batches a second, and the device list's answer
+ * results of scheduled polls: a scan then commits about two batches a second, and the device list's answer
  * is rebuilt about as often (BENCHMARKS.md section 7x).
  */
-export const BUSY_WRITE_LINGER_MS = 200;
+export const BUSY_WRITE_LINGER_MS = 500;
 
 /**
  * How the poll store writes on each back end: PostgreSQL writes the next batch while the previous one commits
