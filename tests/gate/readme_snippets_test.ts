@@ -344,7 +344,16 @@ async function runReadme(kind: "pglite" | "postgres") {
   const serve = new Background(serveLine!, work, env);
   let lab: Background | null = null;
   try {
-    await until("serve", async () => (await fetch(`${url}/readyz`)).status === 200, 180_000, () => serve.out);
+    await until(
+      "serve",
+      async () => {
+        const r = await fetch(`${url}/readyz`);
+        await r.body?.cancel(); // an unread body is a leak (the test task's --sanitize-resources)
+        return r.status === 200;
+      },
+      180_000,
+      () => serve.out,
+    );
     const token = kind === "postgres"
       ? TEST_ADMIN_TOKEN
       : JSON.parse(await Deno.readTextFile(`${work}/.data/secrets.json`)).adminToken;

@@ -30,6 +30,31 @@ function manualWorker(svc: Services, concurrency = 8) {
   return new PollWorker(svc.db, svc.poller, svc.metrics, { scanSeconds: 3600, concurrency });
 }
 
+/**
+ * What the worker sees of the poll service, standing for the poll cycle: `cycle` is one device's poll (it
+ * calls `deviceDone` when the device's part is over); the device counts as polled until it resolves.
+ */
+function stubPoller(svc: Services, cycle: (opts: { deviceDone?: () => void }) => Promise<void>) {
+  const polling = new Set<string>();
+  return {
+    isPolling: (id: string) => polling.has(id),
+    get inflightCount() {
+      return polling.size;
+    },
+    drain: async () => {},
+    close: () => {},
+    leases: svc.poller.leases,
+    async poll(id: string, opts: { deviceDone?: () => void }) {
+      polling.add(id);
+      try {
+        await cycle(opts);
+      } finally {
+        polling.delete(id);
+      }
+    },
+  } as never;
+}
+
 const ntpHits = (d: { sim: { requests: Array<{ path: string }> } }) =>
   d.sim.requests.filter((r) => r.path === "/api/ntp").length;
 
@@ -330,29 +355,17 @@ dbTest(
     let devices = 0, storing = 0, maxDevices = 0, maxStoring = 0, started = 0;
     let commit!: () => void;
     let committed = new Promise<void>((r) => commit = r);
-    const polling = new Set<string>();
-    const poller = {
-      isPolling: (id: string) => polling.has(id),
-      get inflightCount() {
-        return polling.size;
-      },
-      drain: async () => {},
-      close: () => {},
-      leases: svc.poller.leases,
-      async poll(id: string, opts: { deviceDone?: () => void }) {
-        polling.add(id);
-        started++;
-        maxDevices = Math.max(maxDevices, ++devices);
-        await new Promise((r) => setTimeout(r, 5));
-        devices--;
-        opts.deviceDone?.();
-        maxStoring = Math.max(maxStoring, ++storing);
-        await committed;
-        storing--;
-        polling.delete(id);
-      },
-    };
-    const w = new PollWorker(svc.db, poller as never, svc.metrics, { scanSeconds: 3600, concurrency: 4 });
+    const poller = stubPoller(svc, async (opts) => {
+      started++;
+      maxDevices = Math.max(maxDevices, ++devices);
+      await new Promise((r) => setTimeout(r, 5));
+      devices--;
+      opts.deviceDone?.();
+      maxStoring = Math.max(maxStoring, ++storing);
+      await committed;
+      storing--;
+    });
+    const w = new PollWorker(svc.db, poller, svc.metrics, { scanSeconds: 3600, concurrency: 4 });
     const scan = w.scan();
     // Nothing is written yet: 4 devices polled at a time, 8 results waiting for the store; then no more.
     await until("8 results waiting", () => storing === 8);
@@ -375,28 +388,16 @@ dbTest(
     const { svc } = await setup(db);
     for (let i = 0; i < 30; i++) await addDevice(svc, "https://127.0.0.1:1");
     let devices = 0, max = 0, started = 0;
-    const polling = new Set<string>();
-    const poller = {
-      isPolling: (id: string) => polling.has(id),
-      get inflightCount() {
-        return polling.size;
-      },
-      drain: async () => {},
-      close: () => {},
-      leases: svc.poller.leases,
-      async poll(id: string, opts: { deviceDone?: () => void }) {
-        polling.add(id);
-        started++;
-        max = Math.max(max, ++devices);
-        await new Promise((r) => setTimeout(r, 10));
-        devices--;
-        opts.deviceDone?.();
-        polling.delete(id);
-      },
-    };
+    const poller = stubPoller(svc, async (opts) => {
+      started++;
+      max = Math.max(max, ++devices);
+      await new Promise((r) => setTimeout(r, 10));
+      devices--;
+      opts.deviceDone?.();
+    });
     const foreground = new Foreground(20);
     const done = foreground.enter(); // a request being answered
-    const w = new PollWorker(svc.db, poller as never, svc.metrics, {
+    const w = new PollWorker(svc.db, poller, svc.metrics, {
       scanSeconds: 3600,
       concurrency: 8,
       foreground,
