@@ -7,7 +7,7 @@ import { sql } from "kysely";
 import { dbTest } from "../../harness/db.ts";
 import { jsonReq } from "../../harness/app.ts";
 import { startWorker } from "../runtime/bootstrap.ts";
-import { dueDevices, PollWorker } from "./worker.ts";
+import { dueDevices, PollWorker, RAMP_MS, RAMP_POLLS } from "./worker.ts";
 import { Foreground, QUIET_MS } from "../util/foreground.ts";
 import type { Services } from "../runtime/services.ts";
 import {
@@ -426,5 +426,31 @@ dbTest(
     assert.equal(svc.foreground.busy, true, "just after its answer");
     await new Promise((r) => setTimeout(r, QUIET_MS + 20));
     assert.equal(svc.foreground.busy, false, "quiet again");
+  },
+);
+
+dbTest(
+  "with the API first, a scan starts at most RAMP_POLLS polls per RAMP_MS, even while the API is quiet",
+  async (db) => {
+    const { svc } = await setup(db);
+    for (let i = 0; i < 24; i++) await addDevice(svc, "https://127.0.0.1:1");
+    const starts: number[] = [];
+    const poller = stubPoller(svc, async (opts) => {
+      starts.push(performance.now());
+      await new Promise((r) => setTimeout(r, 100));
+      opts.deviceDone?.();
+    });
+    const w = new PollWorker(svc.db, poller, svc.metrics, {
+      scanSeconds: 3600,
+      concurrency: 64,
+      foreground: new Foreground(),
+      busyConcurrency: 1,
+    });
+    await w.scan();
+    assert.equal(starts.length, 24);
+    const t0 = starts[0]!;
+    assert.ok(starts.filter((t) => t - t0 < RAMP_MS - 2).length <= RAMP_POLLS, "the first ramp step");
+    assert.ok(starts[23]! - t0 >= 2 * RAMP_MS - 5, `24 polls over three steps (${starts[23]! - t0} ms)`);
+    await w.stop(0);
   },
 );

@@ -46,6 +46,10 @@ export interface WorkerOptions {
 /** How often a pump held back by a busy API looks again whether it may start more polls. */
 export const BUSY_RECHECK_MS = 25;
 
+/** With the API first, a scan starts at most RAMP_POLLS polls per RAMP_MS. */
+export const RAMP_POLLS = 8;
+export const RAMP_MS = 25;
+
 /** Devices a pump held back by a busy API claims per round trip (it starts them one place at a time). */
 export const BUSY_CLAIM = 8;
 
@@ -81,6 +85,9 @@ export class PollWorker {
   #storing = 0;
   /** Pumps waiting for a place to free up. */
   #freed = new Set<() => void>();
+  /** Polls started since {@link #rampAt} (the start ramp with the API first). */
+  #ramped = 0;
+  #rampAt = -Infinity;
   #stopping = false;
   #selecting: Promise<boolean> | null = null;
   #abort = new AbortController();
@@ -280,6 +287,28 @@ export class PollWorker {
         for (const l of claimed) claimedNow.add(l.deviceId);
         if (claimed.length) log.debug("Claimed {n} due device(s)", { n: claimed.length });
         continue;
+      }
+      // With the API first, a scan starts at most RAMP_POLLS polls per RAMP_MS: the first requests arriving
+      // just after it starts do not find the event loop already full of 64 polls' handshakes.
+      if (this.opts.busyConcurrency !== undefined) {
+        const now = performance.now();
+        if (now - this.#rampAt >= RAMP_MS) {
+          this.#rampAt = now;
+          this.#ramped = 0;
+        }
+        if (this.#ramped >= RAMP_POLLS) {
+          await new Promise<void>((r) => {
+            const wake = () => {
+              clearTimeout(timer);
+              this.#freed.delete(wake);
+              r();
+            };
+            const timer = setTimeout(wake, RAMP_MS - (now - this.#rampAt));
+            this.#freed.add(wake);
+          });
+          continue;
+        }
+        this.#ramped++;
       }
       const lease = this.#queue.shift()!;
       const id = lease.deviceId;
