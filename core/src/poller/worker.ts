@@ -262,15 +262,7 @@ export class PollWorker {
       const room = held ? Math.min(places - this.#active, roomOf(this.opts.concurrency)) : roomOf(places);
       if (room <= 0) {
         // Held back by the API: look again after a moment (the API may have gone quiet), or at a freed place.
-        await new Promise<void>((r) => {
-          const wake = () => {
-            clearTimeout(timer);
-            this.#freed.delete(wake);
-            r();
-          };
-          const timer = held ? setTimeout(wake, BUSY_RECHECK_MS) : undefined;
-          this.#freed.add(wake);
-        });
+        await this.#freedOr(held ? BUSY_RECHECK_MS : undefined);
         continue;
       }
       if (!this.#queue.length) {
@@ -290,25 +282,10 @@ export class PollWorker {
       }
       // With the API first, a scan starts at most RAMP_POLLS polls per RAMP_MS: the first requests arriving
       // just after it starts do not find the event loop already full of 64 polls' handshakes.
-      if (this.opts.busyConcurrency !== undefined) {
-        const now = performance.now();
-        if (now - this.#rampAt >= RAMP_MS) {
-          this.#rampAt = now;
-          this.#ramped = 0;
-        }
-        if (this.#ramped >= RAMP_POLLS) {
-          await new Promise<void>((r) => {
-            const wake = () => {
-              clearTimeout(timer);
-              this.#freed.delete(wake);
-              r();
-            };
-            const timer = setTimeout(wake, RAMP_MS - (now - this.#rampAt));
-            this.#freed.add(wake);
-          });
-          continue;
-        }
-        this.#ramped++;
+      const ramp = this.#rampWait();
+      if (ramp > 0) {
+        await this.#freedOr(ramp);
+        continue;
       }
       const lease = this.#queue.shift()!;
       const id = lease.deviceId;
@@ -350,6 +327,32 @@ export class PollWorker {
     for (const lease of this.#queue.splice(0)) await this.#leases.release(lease);
     await Promise.all(polls);
     if (polls.length) this.#scheduleCatchUp(); // its own leases are given back: their devices' next due time
+  }
+
+  /** Resolves when a place frees up, or after `ms` when given. */
+  #freedOr(ms?: number): Promise<void> {
+    return new Promise<void>((r) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.#freed.delete(wake);
+        r();
+      };
+      const timer = ms === undefined ? undefined : setTimeout(wake, ms);
+      this.#freed.add(wake);
+    });
+  }
+
+  /** With the API first: 0 when a poll may start now (counted), else the milliseconds until the next step. */
+  #rampWait(): number {
+    if (this.opts.busyConcurrency === undefined) return 0;
+    const now = performance.now();
+    if (now - this.#rampAt >= RAMP_MS) {
+      this.#rampAt = now;
+      this.#ramped = 0;
+    }
+    if (this.#ramped >= RAMP_POLLS) return Math.max(1, RAMP_MS - (now - this.#rampAt));
+    this.#ramped++;
+    return 0;
   }
 
   /** Wakes every pump waiting for a place (a device done, a write stored). */
