@@ -183,8 +183,6 @@ export class PollStore {
   #starting = false;
   /** The start a linger timer waits to run (`close()` runs it at once); the `close()` calls waiting. */
   #linger: (() => void) | null = null;
-  /** The lingering start waits `busyLingerMs` (the API is busy): a manual snapshot's result ends the wait. */
-  #lingering = false;
   #idle: Array<() => void> = [];
   readonly #writers: number;
   readonly #lingerMs: number;
@@ -226,7 +224,8 @@ export class PollStore {
   ): Promise<Stored> {
     return new Promise<Stored>((resolve, reject) => {
       this.#pending.push({ row, module, outcome, guard, background, resolve, reject });
-      if (!background && this.#lingering) this.#linger?.();
+      // Anything but a scheduled poll's result is written at once: it ends a lingering start.
+      if (!background && this.#linger) this.#linger();
       else this.#start();
     });
   }
@@ -247,13 +246,11 @@ export class PollStore {
     const start = (f: () => void) => {
       if (linger > 0 && this.#writing === 0) {
         const timer = setTimeout(f, linger);
-        this.#lingering = linger > this.#lingerMs;
         this.#linger = () => (clearTimeout(timer), f());
       } else queueMicrotask(f);
     };
     start(() => {
       this.#linger = null;
-      this.#lingering = false;
       this.#starting = false;
       while (
         this.#pending.length && this.#writing < this.#writers &&

@@ -252,14 +252,14 @@ export class PollWorker {
     this.#pumping = true;
     while (!this.#stopping) {
       const held = this.opts.busyConcurrency !== undefined && this.opts.foreground?.busy === true;
-      const places = held
-        ? Math.min(this.opts.concurrency, this.opts.busyConcurrency!)
-        : this.opts.concurrency;
-      const roomOf = (n: number) =>
-        Math.min(n - this.#active, IN_FLIGHT_PER_PLACE * n - this.#active - this.#storing);
-      // Held back, one place at a time; results waiting for the store (no CPU of the event loop's) do not
-      // hold a place, within the usual bound.
-      const room = held ? Math.min(places - this.#active, roomOf(this.opts.concurrency)) : roomOf(places);
+      const places = held ? this.opts.busyConcurrency! : this.opts.concurrency;
+      // Polls in flight stay within the usual bound; held back, fewer places (results waiting for the store,
+      // no CPU of the event loop's, do not hold one).
+      const usual = Math.min(
+        this.opts.concurrency - this.#active,
+        IN_FLIGHT_PER_PLACE * this.opts.concurrency - this.#active - this.#storing,
+      );
+      const room = Math.min(places - this.#active, usual);
       if (room <= 0) {
         // Held back by the API: look again after a moment (the API may have gone quiet), or at a freed place.
         await this.#freedOr(held ? BUSY_RECHECK_MS : undefined);
@@ -269,7 +269,7 @@ export class PollWorker {
         if (this.#exhausted) break;
         // Held back, it still claims a few devices per round trip (a claim reads every due device; one per poll
         // cost the API more than the polls it held back), within the places it would have when quiet.
-        const want = held ? Math.min(roomOf(this.opts.concurrency), Math.max(room, BUSY_CLAIM)) : room;
+        const want = held ? Math.min(usual, Math.max(room, BUSY_CLAIM)) : room;
         const claimed = await this.#leases.claimDue(want, [...claimedNow]).catch((e) => {
           log.warn("Claiming due devices failed: {error}", { error: String(e) });
           return [];
