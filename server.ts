@@ -1,13 +1,25 @@
 /** `deno task serve`: the HTTP API and, in the same process, the polling worker. */
-import { exitOnStartupError, logger, onShutdown, openServe } from "@dutlab/core/serve";
-import { modules } from "./modules.gen.ts";
+import { openEarly } from "@dutlab/core/early";
+
+// Before anything else loads: an existing embedded database starts opening in its worker, on another core,
+// while the main thread loads the service (runtime/early_open.ts; issue 53, restart).
+const early = openEarly(Deno.env.toObject());
+const { exitOnStartupError, logger, onShutdown, openServe } = await import("@dutlab/core/serve");
+const { modules } = await import("./modules.gen.ts");
 
 // The database open and migrated: the server listens from here on (issue 34 point 5). Until the services and
 // the HTTP app are built, `/healthz` and `/readyz` answer from the open database and every other request
 // waits for the app; a start-up error in the second half still ends the process with its message (exit 2).
-const opened = await openServe(modules, Deno.env.toObject()).catch(exitOnStartupError);
+const opening = openServe(modules, Deno.env.toObject());
+// The rest of the service (services, poll worker, HTTP app) loads while the database opens and migrates;
+// with the database opening on another core, so do the modules `completeServe` would load after it.
+const runtime = import("@dutlab/core/runtime").then(async (r) => {
+  if (early) await r.preloadServices();
+  return r;
+});
+runtime.catch(() => {}); // a failure surfaces through `ready` below
+const opened = await opening.catch(exitOnStartupError);
 const ready = (async () => {
-  // The rest of the service (services, poll worker, HTTP app) is loaded meanwhile.
   const {
     completeServe,
     drainHttp,
@@ -17,7 +29,7 @@ const ready = (async () => {
     startNetBoxWriteBack,
     startWebhooks,
     startWorker,
-  } = await import("@dutlab/core/runtime");
+  } = await runtime;
   const rt = await completeServe(opened);
   finishKeyRotation(rt);
   await startWorker(rt);

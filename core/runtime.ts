@@ -157,6 +157,16 @@ export function startCompaction(rt: Runtime): Promise<void> {
 }
 
 /**
+ * Load (without running) what `completeServe` loads on demand: the PDF signer's modules (pkijs and the X.509
+ * parser, about a tenth of a second). `server.ts` calls it while the embedded database opens in its worker
+ * (runtime/early_open.ts), when the main thread would otherwise wait idle, so that after the open the first
+ * `/readyz` does not wait behind them.
+ */
+export async function preloadServices(): Promise<void> {
+  await import("./src/report/pdf_sign.ts");
+}
+
+/**
  * The HTTP app over the runtime's services, loaded when asked: its 50 modules (routes, OpenAPI schemas, report
  * pages) are not on the path of a start to its first `/readyz` (issue 34 point 5).
  *

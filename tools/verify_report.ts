@@ -91,6 +91,7 @@ var deno_default = {
     "./testing": "./testing/mod.ts",
     "./runtime": "./runtime.ts",
     "./serve": "./serve.ts",
+    "./early": "./early.ts",
     "./testing/chromium": "./testing/chromium.ts"
   }
 };

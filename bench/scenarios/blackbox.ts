@@ -45,6 +45,9 @@ import { largestMappings, manualPolls, registerFarmDevices } from "../_idle_poll
 import { type BenchDb, freshDb } from "../_db.ts";
 import type { Ctx } from "../main.ts";
 import { FLOOR_NOTE, floorFigures, pgliteFloor, pgliteFloorCommand } from "../_floors.ts";
+
+/** Issue 53: the restart of `serve` with `DUT_PGLITE_WORKER=on` (its figures' names begin with it). */
+export const WORKER_RESTART = "restart of `deno task serve` on the same data with PGlite in a worker";
 import { PGLITE_SHARED_BUFFERS } from "../../core/harness/core.ts";
 
 type Backend = "pglite" | "postgres";
@@ -176,13 +179,14 @@ async function runBackend(
   const figures: Figure[] = [];
   const serves: Serve[] = [];
   try {
-    const launch = (phase: "cold" | "restart") => {
+    const launch = (phase: "cold" | "restart", extra: Record<string, string> = {}) => {
       const port = freePort();
-      const env = serverEnv(port, where);
+      const env = serverEnv(port, { ...where, ...extra });
       const command = commandLine("deno", SERVE, {
         HOST: env.HOST!,
         PORT: env.PORT!,
         ...shownWhere(phase),
+        ...extra,
         ADMIN_TOKEN: "<token>",
         DUT_CRED_ENC_KEY: "<key>",
         DUT_REPORT_SIGNING_KEY: "<key>",
@@ -190,7 +194,10 @@ async function runBackend(
         DUT_PDF_SIGNING_KEY: "<pem>",
       });
       const t0 = performance.now();
-      const serve = startServe(env, `${ctx.tmp}/serve-${backend}-${phase}.log`);
+      const serve = startServe(
+        env,
+        `${ctx.tmp}/serve-${backend}-${phase}${extra.DUT_PGLITE_WORKER ?? ""}.log`,
+      );
       serves.push(serve);
       return { serve, t0, base: `http://127.0.0.1:${port}`, command };
     };
@@ -416,6 +423,38 @@ async function runBackend(
       );
     }
     await again.serve.stop();
+    if (dir) {
+      // Issue 53: the same restart with PGlite in its worker, which opens early while the service loads
+      // (runtime/early_open.ts), against a floor measured just before it.
+      const floorW = await pgliteFloor(`${dir}/pglite`, false, PGLITE_SHARED_BUFFERS);
+      const w = launch("restart", { DUT_PGLITE_WORKER: "on" });
+      const wMs = await waitFor200(`${w.base}/readyz`, w.t0, 120_000, w.serve.child);
+      ctx.log(`${backend} restart, PGlite in a worker, ${round(wMs)} ms (floor ${round(floorW.ms)} ms)`);
+      figures.push(
+        fig({
+          name: `${WORKER_RESTART} to first 200 from /readyz`,
+          value: round(wMs),
+          unit: "ms",
+          command: w.command,
+        }),
+        fig({
+          name: `PGlite floor: open of the same data dir to first 200 (before the ${WORKER_RESTART})`,
+          value: round(floorW.ms),
+          unit: "ms",
+          command: pgliteFloorCommand(false, PGLITE_SHARED_BUFFERS),
+          note: FLOOR_NOTE,
+        }),
+        fig({
+          name: `${WORKER_RESTART} ÷ PGlite floor`,
+          value: round(wMs / floorW.ms, 2),
+          unit: "×",
+          target: "<= 1.25",
+          pass: wMs / floorW.ms <= 1.25,
+          command: w.command,
+        }),
+      );
+      await w.serve.stop();
+    }
     return figures;
   } finally {
     for (const s of serves) await s.stop();

@@ -234,3 +234,57 @@ Deno.test("migrate asks for no secret; serve then starts, stores secrets 0600, l
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("with PGlite in a worker a restart opens the database while the service loads; a bad configuration lets it go", async () => {
+  const dir = await Deno.makeTempDir();
+  const env = {
+    DUT_DATA_DIR: dir,
+    DUT_PGLITE_WORKER: "on",
+    DUT_API_POLLER_DISABLE: "1",
+    DUT_LOG_FORMAT: "json",
+  };
+  /** One `serve` until its first 200 from /readyz; its log's properties of "Embedded database ready". */
+  const serveOnce = async () => {
+    const port = freePort();
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "server.ts"],
+      cwd: root,
+      clearEnv: true,
+      env: childEnv({ ...env, PORT: String(port), HOST: "127.0.0.1" }),
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+    let log = "";
+    try {
+      for (;;) {
+        const r = await waitFor(`http://127.0.0.1:${port}/readyz`);
+        await r.body?.cancel();
+        if (r.status === 200) break;
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    } finally {
+      child.kill("SIGTERM");
+      assert.equal((await child.status).code, 0);
+      log = dec.decode(await new Response(child.stderr).arrayBuffer());
+    }
+    const ready = (jsonLines(log) as Array<{ message: string; properties?: Record<string, unknown> }>)
+      .find((l) => /^Embedded database ready in \d+ ms$/.test(l.message));
+    assert.ok(ready, log);
+    return ready.properties ?? {};
+  };
+  try {
+    const first = await serveOnce();
+    assert.equal(first.openedEarly, undefined, "a new directory is made from the template first");
+    const restart = await serveOnce();
+    assert.equal(restart.pgliteWorker, true);
+    assert.equal(restart.openedEarly, true);
+    await assert.rejects(Deno.stat(`${dir}/dutlab.pid`), Deno.errors.NotFound, "released at shutdown");
+    // The directory is taken before the environment is validated; a start that fails there lets it go.
+    const bad = await runServe({ ...env, PORT: "not-a-port" });
+    assert.equal(bad.code, 2);
+    assert.match(bad.lines.join("\n"), /PORT/);
+    await assert.rejects(Deno.stat(`${dir}/dutlab.pid`), Deno.errors.NotFound, "no lock left behind");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -4,7 +4,7 @@ import { DEFAULT_MIGRATION_TABLE, Migrator } from "kysely/migration";
 import type pg from "pg";
 import { PGlite } from "@electric-sql/pglite";
 import { withNamedStatements } from "./pglite_statements.ts";
-import { openRemotePglite } from "./pglite_remote.ts";
+import { openRemotePglite, PGLITE_SHARED_BUFFERS, type RemotePglite } from "./pglite_remote.ts";
 import type { Database } from "./schema.ts";
 import { migrationProvider } from "./migrations/mod.ts";
 import { StartupError } from "../errors.ts";
@@ -140,14 +140,14 @@ export interface OpenOptions {
    * main thread unless set.
    */
   worker?: boolean;
+  /**
+   * PGlite in a worker: the worker already opening `dataDir` (runtime/early_open.ts, started before the
+   * service's modules loaded), taken instead of a new one.
+   */
+  remote?: Promise<RemotePglite>;
 }
 
-/**
- * PGlite's buffer pool unless configured (`DUT_PGLITE_SHARED_BUFFERS`); see BENCHMARKS.md sections 7 and 7x:
- * 16MB instead of 32MB keeps 16 MiB less resident for the process's life (the pool is zeroed, hence touched,
- * at open); ingest ran at the same rate, 8MB was a quarter slower.
- */
-export const PGLITE_SHARED_BUFFERS = "16MB";
+export { PGLITE_SHARED_BUFFERS } from "./pglite_remote.ts";
 
 /** Open PGlite (embedded) or PostgreSQL (node-postgres pool) behind one Kysely interface. */
 export async function openDatabase(opts: OpenOptions): Promise<Db> {
@@ -216,7 +216,7 @@ async function openPostgres(url: string, opts: OpenOptions): Promise<Db> {
 
 /** PGlite, embedded (in memory without `dataDir`). */
 async function openPglite(opts: OpenOptions): Promise<Db> {
-  if (opts.worker) return await openPgliteWorker(opts);
+  if (opts.worker || opts.remote) return await openPgliteWorker(opts);
   const options = {
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
     startParams: [
@@ -248,11 +248,11 @@ async function openPglite(opts: OpenOptions): Promise<Db> {
 
 /** PGlite in a Web Worker (pglite_remote.ts): the same statements, off the event loop. */
 async function openPgliteWorker(opts: OpenOptions): Promise<Db> {
-  const remote = await openRemotePglite({
+  const remote = await (opts.remote ?? openRemotePglite({
     ...(opts.dataDir ? { dataDir: opts.dataDir } : {}),
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
     sharedBuffers: opts.sharedBuffers ?? PGLITE_SHARED_BUFFERS,
-  });
+  }));
   const kysely = new Kysely<Database>({ dialect: new PGliteDialect({ pglite: remote.pglite }) });
   const db: Db = {
     kysely,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_DATA_DIR, DEFAULT_PGLITE_WORKER } from "./early_open.ts";
 import { StartupError } from "../errors.ts";
 import { parseSigningKey } from "../report/sign.ts";
 import { MAKE_PDF_CERTIFICATE, type PdfSigningMaterial } from "../report/pdf_certificates.ts";
@@ -70,7 +71,7 @@ export const EnvSchema = z.object({
       description: "`postgres://…` to use a PostgreSQL server (node-postgres); unset = embedded PGlite",
       defaultLabel: "unset",
     }),
-  DUT_DATA_DIR: z.string().trim().min(1).default("./.data").meta({
+  DUT_DATA_DIR: z.string().trim().min(1).default(DEFAULT_DATA_DIR).meta({
     description: "PGlite data, lock file, generated secrets and the lab's state (embedded mode)",
   }),
   DUT_PGLITE_SHARED_BUFFERS: z.string().trim().regex(
@@ -86,7 +87,9 @@ export const EnvSchema = z.object({
       "embedded PGlite's buffer pool (128kB-4GB, with unit kB, MB or GB); PGlite zeroes it at every start, so larger costs start-up time and resident memory (BENCHMARKS.md section 7)",
     defaultLabel: "`16MB`",
   }),
-  DUT_PGLITE_WORKER: z.enum(["on", "off"], { message: 'must be "on" or "off"' }).default("off").meta({
+  DUT_PGLITE_WORKER: z.enum(["on", "off"], { message: 'must be "on" or "off"' }).default(
+    DEFAULT_PGLITE_WORKER,
+  ).meta({
     description:
       "`on` runs embedded PGlite in a Web Worker, off the event loop that serves HTTP and polls: less main-thread CPU per poll and a faster first scan, but the dashboard's reads wait longer during a scan, so `off` (the main thread) stays the default (BENCHMARKS.md section 7x)",
   }),

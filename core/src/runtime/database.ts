@@ -7,6 +7,7 @@
 import { lockDataDir } from "./datadir.ts";
 import { type Db, migrate, openDatabase } from "../db/open.ts";
 import { unpackTemplate } from "../db/template.ts";
+import type { RemotePglite } from "../db/pglite_remote.ts";
 import { clashLines, hostnameClashes } from "../devices/hostname_clashes.ts";
 import { logger } from "../util/log.ts";
 import { setupLogging } from "./logging.ts";
@@ -21,6 +22,8 @@ export async function openEmbedded(
   dir: string,
   sharedBuffers: string | undefined,
   worker = false,
+  /** The worker runtime/early_open.ts began opening `dir` in, before the service loaded. */
+  early?: Promise<RemotePglite>,
 ): Promise<Db> {
   const log = logger("startup");
   const path = `${dir}/pglite`;
@@ -45,10 +48,11 @@ export async function openEmbedded(
   } else {
     log.info("Opening the embedded database in {path} (usually under a second)", { path });
   }
-  db ??= await openDatabase({ dataDir: path, sharedBuffers, worker });
+  db ??= await openDatabase({ dataDir: path, sharedBuffers, worker, ...(early ? { remote: early } : {}) });
   log.info("Embedded database ready in {ms} ms", {
     ms: Math.round(performance.now() - t0),
     ...(worker ? { pgliteWorker: true } : {}),
+    ...(early ? { openedEarly: true } : {}),
   });
   return db;
 }

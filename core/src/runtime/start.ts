@@ -16,6 +16,7 @@ import {
   type SecretsOf,
 } from "./config.ts";
 import { loadOrCreateSecrets, lockDataDir } from "./datadir.ts";
+import { takeEarlyOpen } from "./early_open.ts";
 import { type Db, migrate, openDatabase } from "../db/open.ts";
 import { StartupError } from "../errors.ts";
 import { logger } from "../util/log.ts";
@@ -48,7 +49,14 @@ export async function start<E extends Entry>(
   entry: E,
   pdfCertificate: boolean,
 ): Promise<Started<E>> {
-  const parsed = parseEnv(env, { entry });
+  const parsed = await (async () => {
+    try {
+      return parseEnv(env, { entry });
+    } catch (e) {
+      await takeEarlyOpen(null); // an early open (server.ts) lets go of the data directory
+      throw e;
+    }
+  })();
   await setupLogging({ format: parsed.DUT_LOG_FORMAT, level: parsed.DUT_LOG_LEVEL });
   const log = logger("startup");
   const registry = buildRegistry(modules);
@@ -67,11 +75,17 @@ export async function start<E extends Entry>(
   let secrets: SecretsOf<E>;
   let storedPdfSigning: Started<E>["storedPdfSigning"] = null;
   let db: Db;
+  const worker = parsed.DUT_PGLITE_WORKER === "on";
+  const early = await takeEarlyOpen(
+    parsed.DATABASE_URL === undefined
+      ? { dir: parsed.DUT_DATA_DIR, worker, sharedBuffers: parsed.DUT_PGLITE_SHARED_BUFFERS }
+      : null,
+  );
   if (parsed.DATABASE_URL !== undefined) {
     secrets = parsed;
     db = await openDatabase({ url: parsed.DATABASE_URL });
   } else {
-    const lock = await lockDataDir(parsed.DUT_DATA_DIR);
+    const lock = early?.lock ?? await lockDataDir(parsed.DUT_DATA_DIR);
     release = lock.release;
     try {
       const s = await loadOrCreateSecrets(
@@ -94,12 +108,9 @@ export async function start<E extends Entry>(
       if (s.generatedAdminToken) {
         log.info("Generated an admin token; read it from {path} (key adminToken)", { path: s.path });
       }
-      db = await openEmbedded(
-        parsed.DUT_DATA_DIR,
-        parsed.DUT_PGLITE_SHARED_BUFFERS,
-        parsed.DUT_PGLITE_WORKER === "on",
-      );
+      db = await openEmbedded(parsed.DUT_DATA_DIR, parsed.DUT_PGLITE_SHARED_BUFFERS, worker, early?.remote);
     } catch (e) {
+      await early?.remote.then((r) => r.close(), () => {});
       release();
       throw e;
     }
