@@ -54,15 +54,20 @@ interface FloorResult {
   cpuMsPerPoll: number;
 }
 
-async function child<T>(ctx: Ctx, args: string[], log: string): Promise<{ result: T; command: string }> {
+async function child<T>(
+  ctx: Ctx,
+  args: string[],
+  log: string,
+  extraEnv: Record<string, string> = {},
+): Promise<{ result: T; command: string }> {
   // BENCH_PROFILE_DIR=<dir>: CPU profiles of the service and floor processes, for diagnosis.
   const prof = Deno.env.get("BENCH_PROFILE_DIR");
   if (prof) {
     args = [args[0]!, "--cpu-prof", `--cpu-prof-dir=${prof}/${log.replace(/\.log$/, "")}`, ...args.slice(1)];
   }
-  const command = commandLine("deno", args);
+  const command = commandLine("deno", args, extraEnv);
   // Service processes copy a migrated PGlite data dir made once here (initdb on disk takes seconds).
-  const env = { BENCH_PGLITE_TEMPLATE: await pgliteTemplate() };
+  const env = { BENCH_PGLITE_TEMPLATE: await pgliteTemplate(), ...extraEnv };
   const c = new Deno.Command(Deno.execPath(), { args, env, stdin: "null", stdout: "piped", stderr: "piped" })
     .spawn();
   const err = drainTo(c.stderr, `${ctx.tmp}/${log}`);
@@ -183,10 +188,21 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
           note: floor.command,
         },
       );
-      const variants: Array<{ backend: string; extra: string[]; label: string }> = [
+      const variants: Array<
+        { backend: string; extra: string[]; label: string; env?: Record<string, string> }
+      > = [
         { backend: "postgres", extra: [], label: "postgres" },
         { backend: "pglite", extra: [], label: "pglite" },
       ];
+      // Issue 53: PGlite in a Web Worker (DUT_PGLITE_WORKER=on), off the event loop.
+      if (!ctx.quick && n === 1000) {
+        variants.push({
+          backend: "pglite",
+          extra: [],
+          label: PGLITE_WORKER,
+          env: { DUT_PGLITE_WORKER: "on" },
+        });
+      }
       // Diagnosis (full mode): what the per-device advisory locks cost on PostgreSQL.
       if (!ctx.quick && n === 1000) {
         variants.push({
@@ -196,21 +212,26 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
         });
       }
       const mainCpu = new Map<string, number>();
-      for (const { backend, extra, label } of variants) {
+      for (const { backend, extra, label, env } of variants) {
         if (backend === "pglite" && !pgliteSizes.includes(n)) continue;
         await farm.stats();
         const farmCpu0 = cpuSeconds(farm.pid);
         ctx.log(`service N=${n} on ${label}`);
-        const { result: r, command } = await child<ServiceResult>(ctx, [
-          "run",
-          "-A",
-          "bench/_poll_service.ts",
-          "--devices",
-          devFile,
-          "--db",
-          backend,
-          ...extra,
-        ], `service-${n}-${label.replace(/\W+/g, "-")}.log`);
+        const { result: r, command } = await child<ServiceResult>(
+          ctx,
+          [
+            "run",
+            "-A",
+            "bench/_poll_service.ts",
+            "--devices",
+            devFile,
+            "--db",
+            backend,
+            ...extra,
+          ],
+          `service-${n}-${label.replace(/\W+/g, "-")}.log`,
+          env,
+        );
         const farmCpuMs = (cpuSeconds(farm.pid) - farmCpu0) * 1000;
         const s = await farm.stats();
         const p = { n, backend: label, concurrency: r.concurrency };
@@ -378,6 +399,10 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       }
       const [lite, pg] = [mainCpu.get("pglite"), mainCpu.get("postgres")];
       if (lite !== undefined && pg !== undefined) figures.push(cpuRatio(ctx.command, n, lite, pg));
+      const liteWorker = mainCpu.get(PGLITE_WORKER);
+      if (liteWorker !== undefined && pg !== undefined) {
+        figures.push(cpuRatio(ctx.command, n, liteWorker, pg, " in a worker"));
+      }
     }
   } finally {
     await farm.stop();
@@ -385,13 +410,16 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
   return figures;
 }
 
-/** Issue 53: the service's main-thread CPU per poll in the first scan, PGlite ÷ PostgreSQL, same N. */
-function cpuRatio(command: string, n: number, lite: number, pg: number): Figure {
+/** The poll scenario's label (its figures' `backend`) of PGlite in a Web Worker (`DUT_PGLITE_WORKER=on`). */
+const PGLITE_WORKER = "pglite, worker";
+
+/** Issue 53: the service's main-thread CPU per poll in the first scan, PGlite (in a worker) ÷ PostgreSQL, same N. */
+function cpuRatio(command: string, n: number, lite: number, pg: number, where = ""): Figure {
   const ratio = lite / pg;
   return {
     command,
     scenario: "poll",
-    name: "main-thread CPU per poll, first scan, PGlite ÷ PostgreSQL",
+    name: `main-thread CPU per poll, first scan, PGlite${where} ÷ PostgreSQL`,
     value: round(ratio, 2),
     unit: "×",
     params: { n, pgliteMs: round(lite, 2), postgresMs: round(pg, 2) },

@@ -3,7 +3,7 @@
  * of the targets (each with its floor or reference from the same run, the ratio and whether it is met), a
  * compact table of figures per scenario, then the method and reasoning of `bench/METHOD.md`.
  *
- * - `deno task bench:md` writes BENCHMARKS.md from `bench/results-full-s14.json` (`--results FILE` names
+ * - `deno task bench:md` writes BENCHMARKS.md from `bench/results-full-s20.json` (`--results FILE` names
  *   another results file: record the newest full run there, then regenerate).
  * - `deno task bench:md --check` exits 1 when BENCHMARKS.md (or `--page PATH`) differs from the rendering.
  *
@@ -18,7 +18,7 @@ import type { Figure } from "../../bench/_util.ts";
 import { fmtMarkdown } from "../_fmt_md.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-export const DEFAULT_RESULTS = "bench/results-full-s14.json";
+export const DEFAULT_RESULTS = "bench/results-full-s20.json";
 /**
  * Results of single scenarios run after the full run (`deno task bench --only X --out FILE`): their figures are
  * added to the page, each file named with its own command, time and machine.
@@ -248,6 +248,12 @@ export const FLOOR_ROWS: TargetRow[] = [
     value: sel("poll", MAIN_CPU, { n: 1000, backend: "pglite" }),
     ref: ref("PostgreSQL", sel("poll", MAIN_CPU, { n: 1000, backend: "postgres" })),
     ratio: sel("poll", "main-thread CPU per poll, first scan, PGlite ÷ PostgreSQL", { n: 1000 }),
+    pending: "<= 1.3",
+  },
+  {
+    value: sel("poll", MAIN_CPU, { n: 1000, backend: "pglite, worker" }),
+    ref: ref("PostgreSQL", sel("poll", MAIN_CPU, { n: 1000, backend: "postgres" })),
+    ratio: sel("poll", "main-thread CPU per poll, first scan, PGlite in a worker ÷ PostgreSQL", { n: 1000 }),
     pending: "<= 1.3",
   },
   {
@@ -636,7 +642,15 @@ export function render(
   extras: Array<{ path: string; results: Results }> = [],
 ): string {
   const m = results.machine;
-  const figs = [...results.figures, ...extras.flatMap((e) => e.results.figures)];
+  // The scenarios of the extra files stand in the targets tables only (page length), from the page's run when it
+  // has them (a full run newer than the file), else from the file.
+  const tableless = new Set(extras.flatMap((e) => e.results.figures.map((f) => f.scenario)));
+  const ran = new Set(results.figures.map((f) => f.scenario));
+  extras = extras.filter((e) => e.results.figures.some((f) => !ran.has(f.scenario)));
+  const figs = [
+    ...results.figures,
+    ...extras.flatMap((e) => e.results.figures.filter((f) => !ran.has(f.scenario))),
+  ];
   const out: string[] = [];
   out.push(
     "# Benchmarks",
@@ -709,7 +723,7 @@ export function render(
     "",
   );
   // The scenarios of the page's run; an extra file's figures stand in the targets table only (page length).
-  for (const scenario of [...new Set(results.figures.map((f) => f.scenario))]) {
+  for (const scenario of [...ran].filter((sc) => !tableless.has(sc))) {
     out.push(...scenarioTable(scenario, figs.filter((f) => f.scenario === scenario)), "");
   }
   out.push(method.trim(), "", "## Files", "");
