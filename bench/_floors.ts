@@ -61,6 +61,8 @@ export function floorFigures(
   phase: "cold" | "restart",
   serviceMs: number,
   floorMs: number,
+  /** A restart of another setting (its figures' names): the floor before it, and its ratio. */
+  of?: string,
 ): Figure[] {
   const ratio = serviceMs / floorMs;
   const limit = phase === "cold" ? 1 : 1.25;
@@ -68,14 +70,14 @@ export function floorFigures(
     fig({
       name: phase === "cold"
         ? "PGlite floor: first open of a data dir made from the template to first 200 (cold)"
-        : "PGlite floor: open of the same data dir to first 200 (restart)",
+        : `PGlite floor: open of the same data dir to first 200 (${of ? `before the ${of}` : "restart"})`,
       value: round(floorMs),
       unit: "ms",
       command: phase === "cold" ? pgliteFloorCommand(true) : pgliteFloorCommand(false, PGLITE_SHARED_BUFFERS),
       note: FLOOR_NOTE,
     }),
     fig({
-      name: `${phase === "cold" ? "cold start" : "restart"} ÷ PGlite floor`,
+      name: `${phase === "cold" ? "cold start" : of ?? "restart"} ÷ PGlite floor`,
       value: round(ratio, 2),
       unit: "×",
       target: `<= ${limit}`,

@@ -437,21 +437,7 @@ async function runBackend(
           unit: "ms",
           command: w.command,
         }),
-        fig({
-          name: `PGlite floor: open of the same data dir to first 200 (before the ${WORKER_RESTART})`,
-          value: round(floorW.ms),
-          unit: "ms",
-          command: pgliteFloorCommand(false, PGLITE_SHARED_BUFFERS),
-          note: FLOOR_NOTE,
-        }),
-        fig({
-          name: `${WORKER_RESTART} ÷ PGlite floor`,
-          value: round(wMs / floorW.ms, 2),
-          unit: "×",
-          target: "<= 1.25",
-          pass: wMs / floorW.ms <= 1.25,
-          command: w.command,
-        }),
+        ...floorFigures((f) => fig({ command: w.command, ...f }), "restart", wMs, floorW.ms, WORKER_RESTART),
       );
       await w.serve.stop();
     }

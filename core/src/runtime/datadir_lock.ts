@@ -24,35 +24,27 @@ interface LockOwner {
 export async function lockDataDir(dir: string): Promise<{ release(): void }> {
   await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
   const path = `${dir}/dutlab.pid`;
-  const me: LockOwner = { pid: Deno.pid, start: await processStart(Deno.pid) };
   for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const f = await Deno.open(path, { createNew: true, write: true, mode: 0o600 });
-      await f.write(new TextEncoder().encode(JSON.stringify(me) + "\n"));
-      f.close();
-      return held(path);
-    } catch (e) {
-      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
-      const owner = parseLock(await Deno.readTextFile(path).catch(() => ""));
-      if (owner && owner.pid !== Deno.pid && isAlive(owner.pid)) {
-        const now = owner.start === null ? null : await processStart(owner.pid);
-        if (now === null || now === owner.start) {
-          throw new StartupError(
-            "DATA_DIR_IN_USE",
-            `Data directory ${dir} is in use by process ${owner.pid}; embedded PGlite allows one process. ` +
-              `Stop it, use another DUT_DATA_DIR, or set DATABASE_URL to share a PostgreSQL server`,
-          );
-        }
-        logger("startup").warn(
-          "Removing stale lock {path}: process {pid} that holds it started after the lock was written " +
-            "(its PID was reused)",
-          { path, pid: owner.pid },
+    if (createLock(path)) return held(path);
+    const owner = parseLock(await Deno.readTextFile(path).catch(() => ""));
+    if (owner && owner.pid !== Deno.pid && isAlive(owner.pid)) {
+      const now = owner.start === null ? null : await processStart(owner.pid);
+      if (now === null || now === owner.start) {
+        throw new StartupError(
+          "DATA_DIR_IN_USE",
+          `Data directory ${dir} is in use by process ${owner.pid}; embedded PGlite allows one process. ` +
+            `Stop it, use another DUT_DATA_DIR, or set DATABASE_URL to share a PostgreSQL server`,
         );
-      } else {
-        logger("startup").warn("Removing stale lock {path} left by process {pid}", { path, pid: owner?.pid });
       }
-      await Deno.remove(path).catch(() => {});
+      logger("startup").warn(
+        "Removing stale lock {path}: process {pid} that holds it started after the lock was written " +
+          "(its PID was reused)",
+        { path, pid: owner.pid },
+      );
+    } else {
+      logger("startup").warn("Removing stale lock {path} left by process {pid}", { path, pid: owner?.pid });
     }
+    await Deno.remove(path).catch(() => {});
   }
   throw new StartupError("DATA_DIR_IN_USE", `Could not lock data directory ${dir}`);
 }
@@ -63,21 +55,35 @@ export async function lockDataDir(dir: string): Promise<{ release(): void }> {
  */
 export function tryLockDataDirSync(dir: string): { release(): void } | null {
   const path = `${dir}/dutlab.pid`;
+  try {
+    return createLock(path) ? held(path) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Creates the lock file at `path` naming this process (PID and start time), atomically; false where one
+ * exists. Synchronous: also {@link tryLockDataDirSync}'s, before the event loop turns.
+ */
+function createLock(path: string): boolean {
   const me: LockOwner = {
     pid: Deno.pid,
     start: startField(() => Deno.readTextFileSync(`/proc/${Deno.pid}/stat`)),
   };
+  let f: Deno.FsFile;
   try {
-    const f = Deno.openSync(path, { createNew: true, write: true, mode: 0o600 });
-    try {
-      f.writeSync(new TextEncoder().encode(JSON.stringify(me) + "\n"));
-    } finally {
-      f.close();
-    }
-  } catch {
-    return null;
+    f = Deno.openSync(path, { createNew: true, write: true, mode: 0o600 });
+  } catch (e) {
+    if (e instanceof Deno.errors.AlreadyExists) return false;
+    throw e;
   }
-  return held(path);
+  try {
+    f.writeSync(new TextEncoder().encode(JSON.stringify(me) + "\n"));
+  } finally {
+    f.close();
+  }
+  return true;
 }
 
 /** The lock file at `path`, written by this process: `release()` removes it while it still names us. */
