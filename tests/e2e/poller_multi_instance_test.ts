@@ -133,6 +133,14 @@ dbTest(
       const statuses = await db.kysely.selectFrom("devices").select("last_poll_status").execute();
       assert.ok(statuses.every((s) => s.last_poll_status === "ok"), JSON.stringify(statuses));
 
+      // The first scan is over once each poll's lease is given back (a statement after its "Polled" line): a
+      // lease still held at the SIGKILL would keep its device from the survivor for the lease's 60 s (the
+      // takeover of held leases is the fault test's, tests/e2e/poller_faults_test.ts).
+      await until("every lease given back", async () => {
+        const r = await sql<{ n: number }>`select count(*)::int as n from device_leases
+          where owner is not null and expires_at > now()`.execute(db.kysely);
+        return r.rows[0]!.n === 0;
+      }, 10_000);
       // SIGKILL the holder, then make every device due again.
       await holder.stop("SIGKILL");
       const killedAt = new Date();
