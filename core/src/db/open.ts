@@ -11,6 +11,7 @@ import { StartupError } from "../errors.ts";
 import { settleWithin } from "../util/wait.ts";
 import { logger } from "../util/log.ts";
 import { preparing } from "./prepared.ts";
+import { type LocalVersions, localVersions, NOTIFY_VERSIONS_PARAMS } from "./versions.ts";
 
 const log = logger("db");
 
@@ -113,6 +114,11 @@ export interface Db extends AsyncDisposable {
     onNotify: (payload: string) => void,
     onListen?: () => void,
   ): Promise<() => Promise<void>>;
+  /**
+   * PGlite only: the `table_versions` counters as the database announces them at each commit (versions.ts); a
+   * listing answers from them without reading the version first.
+   */
+  versions?: LocalVersions;
   /** PGlite only: the data directory as a tarball (test templates). */
   dumpDataDir?(compression?: "none" | "gzip"): Promise<Blob>;
   close(): Promise<void>;
@@ -223,27 +229,13 @@ async function openPglite(opts: OpenOptions): Promise<Db> {
       ...PGlite.defaultStartParams,
       "-c",
       `shared_buffers=${opts.sharedBuffers ?? PGLITE_SHARED_BUFFERS}`,
+      ...NOTIFY_VERSIONS_PARAMS,
     ],
   };
   const pglite = opts.dataDir ? new PGlite(opts.dataDir, options) : new PGlite(options);
   await pglite.waitReady;
-  const kysely = new Kysely<Database>({
-    dialect: new PGliteDialect({ pglite: withNamedStatements(pglite) }),
-  });
-  const db: Db = {
-    kysely,
-    kind: "pglite",
-    reserve() {
-      return Promise.reject(new Error("PGlite has a single session; no reserved sessions"));
-    },
-    dumpDataDir: (compression: "none" | "gzip" = "none") => pglite.dumpDataDir(compression),
-    async close() {
-      await kysely.destroy();
-      if (!pglite.closed) await pglite.close();
-    },
-    [Symbol.asyncDispose]: () => db.close(),
-  };
-  return db;
+  const close = async () => void (pglite.closed || await pglite.close());
+  return await pgliteDb(withNamedStatements(pglite), { listen: pglite.listen.bind(pglite), close }, pglite);
 }
 
 /** PGlite in a Web Worker (pglite_remote.ts): the same statements, off the event loop. */
@@ -253,17 +245,28 @@ async function openPgliteWorker(opts: OpenOptions): Promise<Db> {
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
     sharedBuffers: opts.sharedBuffers ?? PGLITE_SHARED_BUFFERS,
   }));
-  const kysely = new Kysely<Database>({ dialect: new PGliteDialect({ pglite: remote.pglite }) });
+  return await pgliteDb(remote.pglite, remote, remote);
+}
+
+/** The {@link Db} of an open PGlite session (`pglite`, what the dialect is given), its versions heard. */
+async function pgliteDb(
+  pglite: PGlite,
+  session: { listen: Parameters<typeof localVersions>[0]; close(): Promise<void> },
+  dump: Pick<RemotePglite, "dumpDataDir">,
+): Promise<Db> {
+  const versions = await localVersions(session.listen, session.close);
+  const kysely = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
   const db: Db = {
     kysely,
     kind: "pglite",
     reserve() {
       return Promise.reject(new Error("PGlite has a single session; no reserved sessions"));
     },
-    dumpDataDir: (compression: "none" | "gzip" = "none") => remote.dumpDataDir(compression),
+    versions,
+    dumpDataDir: (compression: "none" | "gzip" = "none") => dump.dumpDataDir(compression),
     async close() {
       await kysely.destroy();
-      await remote.close();
+      await session.close();
     },
     [Symbol.asyncDispose]: () => db.close(),
   };

@@ -28,6 +28,8 @@ type Results = { rows: unknown[]; affectedRows?: number; fields: { name: string;
 export interface RemotePglite {
   /** What `PGliteDialect` is given. */
   pglite: PGlite;
+  /** LISTEN on `channel` in the worker; each notification reaches `onNotify` before the answer that follows it. */
+  listen(channel: string, onNotify: (payload: string) => void): Promise<void>;
   dumpDataDir(compression: "none" | "gzip"): Promise<Blob>;
   close(): Promise<void>;
 }
@@ -41,8 +43,10 @@ export async function openRemotePglite(
   let seq = 0;
   let closed = false;
   let failure: Error | undefined;
+  const listeners = new Map<string, (payload: string) => void>();
   worker.onmessage = (ev: MessageEvent<Reply>) => {
     const r = ev.data;
+    if (r.id === undefined) return listeners.get(r.channel)?.(r.payload);
     const p = pending.get(r.id);
     if (!p) return;
     pending.delete(r.id);
@@ -116,6 +120,10 @@ export async function openRemotePglite(
   };
   return {
     pglite: stand as unknown as PGlite,
+    async listen(channel, onNotify) {
+      listeners.set(channel, onNotify);
+      await call({ op: "listen", channel });
+    },
     dumpDataDir: (compression) => call({ op: "dump", compression }) as Promise<Blob>,
     close,
   };

@@ -2,12 +2,15 @@
  * The worker side of PGlite off the event loop (`DUT_PGLITE_WORKER=on`, see pglite_remote.ts): this Web Worker
  * hosts the PGlite instance (with the named statements of pglite_statements.ts) and answers the main thread's
  * messages: `open`, `query` (inside a transaction when `tx` is set), `begin`, `end` (commit or roll back),
- * `dump` and `close`. PGlite's own locks order the statements exactly as on the main thread.
+ * `listen`, `dump` and `close`. PGlite's own locks order the statements exactly as on the main thread. A
+ * notification on a channel listened to is posted as it is heard, so before the answer to the statement that
+ * committed it.
  *
  * @module
  */
 import { PGlite } from "@electric-sql/pglite";
 import { withNamedStatements } from "./pglite_statements.ts";
+import { NOTIFY_VERSIONS_PARAMS } from "./versions.ts";
 
 type Tx = Parameters<Parameters<PGlite["transaction"]>[0]>[0];
 
@@ -17,15 +20,19 @@ export type Request =
   | { id: number; op: "query"; text: string; params: unknown[]; tx?: number }
   | { id: number; op: "begin" }
   | { id: number; op: "end"; tx: number; commit: boolean }
+  | { id: number; op: "listen"; channel: string }
   | { id: number; op: "dump"; compression: "none" | "gzip" }
   | { id: number; op: "close" };
 
-/** The answer to a request: its result, or the error's own properties (SQLSTATE code, detail, …). */
+/**
+ * The answer to a request: its result, or the error's own properties (SQLSTATE code, detail, …); or a
+ * notification heard on a channel listened to (no `id`).
+ */
 export type Reply = { id: number; ok: true; value: unknown } | {
   id: number;
   ok: false;
   error: Record<string, unknown>;
-};
+} | { id?: undefined; channel: string; payload: string };
 
 /** An error as plain data: its message, name and every own property that can be cloned. */
 function plain(e: unknown): Record<string, unknown> {
@@ -56,7 +63,12 @@ async function handle(r: Request): Promise<unknown> {
     case "open": {
       const options = {
         ...(r.loadDataDir ? { loadDataDir: r.loadDataDir } : {}),
-        startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${r.sharedBuffers}`],
+        startParams: [
+          ...PGlite.defaultStartParams,
+          "-c",
+          `shared_buffers=${r.sharedBuffers}`,
+          ...NOTIFY_VERSIONS_PARAMS,
+        ],
       };
       raw = r.dataDir ? new PGlite(r.dataDir, options) : new PGlite(options);
       await raw.waitReady;
@@ -99,6 +111,11 @@ async function handle(r: Request): Promise<unknown> {
       outcomes.delete(r.tx);
       t?.end(r.commit);
       await outcome;
+      return null;
+    }
+    case "listen": {
+      const channel = r.channel;
+      await raw!.listen(channel, (payload) => self_.postMessage({ channel, payload }));
       return null;
     }
     case "dump":

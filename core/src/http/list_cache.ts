@@ -1,6 +1,7 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { sha256Hex } from "../util/hash.ts";
+import type { LocalVersions } from "../db/versions.ts";
 
 interface Entry {
   version: string;
@@ -18,6 +19,11 @@ interface Entry {
  * before the rows, so an answer is never kept under a version older than its content; a change committed later
  * gives a new version and the next request rebuilds. Without the version row nothing is kept. Least recently
  * used answers are dropped past `maxBytes`.
+ *
+ * On the embedded database (`versions`, db/versions.ts) the version is not read before each answer: PGlite
+ * announces every committed change of a counter, heard before the commit's caller resumes, so the version
+ * known in memory is the committed one. A request during a scan is then answered without waiting for the
+ * write transaction that holds PGlite's single session.
  */
 export class ListCache {
   #entries = new Map<string, Entry>();
@@ -27,11 +33,21 @@ export class ListCache {
    * @param name the `table_versions` row
    * @param maxBytes at most this many bytes of answers are kept (the whole list of 1,000 devices is about
    * 0.5 MB; the latest 100 snapshots about 170 kB)
+   * @param versions the counters as the embedded database announces them (`Db.versions`); absent on PostgreSQL
    */
-  constructor(private db: Kysely<Database>, private name: string, private maxBytes = 32 * 1024 * 1024) {}
+  constructor(
+    private db: Kysely<Database>,
+    private name: string,
+    private maxBytes = 32 * 1024 * 1024,
+    private versions?: LocalVersions,
+  ) {}
 
   /** The version, or null when `table_versions` has no such row. */
-  async version(): Promise<string | null> {
+  version(): Promise<string | null> {
+    return this.versions ? this.versions.get(this.name, () => this.#read()) : this.#read();
+  }
+
+  async #read(): Promise<string | null> {
     const r = await sql<
       { v: string }
     >`select version::text as v from table_versions where name = ${this.name}`

@@ -27,6 +27,7 @@ import * as m0026 from "./2026_11_29_0026_testbeds_reservations.ts";
 import * as m0027 from "./2026_11_29_0027_webhooks.ts";
 import * as m0028 from "./2026_11_29_0028_netbox.ts";
 import * as m0029 from "./2026_11_29_0029_netbox_journal_queue.ts";
+import * as m0030 from "./2026_11_29_0030_table_versions_notify.ts";
 
 /** Static migration provider: every migration, by its date-prefixed name. */
 export const migrationProvider: MigrationProvider = {
@@ -60,6 +61,7 @@ export const migrationProvider: MigrationProvider = {
       "2026_11_29_0027_webhooks": m0027,
       "2026_11_29_0028_netbox": m0028,
       "2026_11_29_0029_netbox_journal_queue": m0029,
+      "2026_11_29_0030_table_versions_notify": m0030,
     });
   },
 };
