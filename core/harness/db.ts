@@ -2,7 +2,7 @@
 import pg from "pg";
 import { type Db, migrate, openDatabase, scopedMigrator } from "../src/db/open.ts";
 import type { Migrator } from "kysely/migration";
-import { type Kysely, sql } from "kysely";
+import { type Insertable, type Kysely, sql } from "kysely";
 import type { Database } from "../src/db/schema.ts";
 import { loadTemplate } from "../src/db/template.ts";
 
@@ -137,4 +137,34 @@ export function dbTest(
 export async function testMigrator(db: Kysely<Database>): Promise<Migrator> {
   const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s;
   return scopedMigrator(db, schema);
+}
+
+/**
+ * A device row written straight to the table (no adapter check, no encryption: the password cannot be read),
+ * for tests of what the database does with devices; `patch` overrides any column.
+ */
+export async function insertDeviceRow(
+  on: Kysely<Database>,
+  id: string,
+  patch: Partial<Insertable<Database["devices"]>> = {},
+): Promise<void> {
+  await on.insertInto("devices").values({
+    id,
+    hostname: `dev-${id.slice(0, 8)}`,
+    vendor: "fixture-fw",
+    device_role: null,
+    base_url: "https://127.0.0.1:9",
+    username: "u",
+    password_enc: "v1.x.y.z",
+    tls_verify_mode: "insecure",
+    poll_interval_seconds: 60,
+    notes: null,
+    enabled: true,
+    last_poll_at: null,
+    last_poll_status: null,
+    last_poll_error: null,
+    pinned_cert_sha256: null,
+    tags: [],
+    ...patch,
+  }).execute();
 }

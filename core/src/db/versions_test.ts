@@ -10,7 +10,7 @@ import { type Db, openDatabase } from "./open.ts";
 import { loadTemplate } from "./template.ts";
 import { LocalVersions } from "./versions.ts";
 import { ListCache } from "../http/list_cache.ts";
-import { dbTest } from "../../harness/db.ts";
+import { dbTest, insertDeviceRow } from "../../harness/db.ts";
 
 const ID = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
 const noRead = () => Promise.reject(new Error("the version was read"));
@@ -49,24 +49,7 @@ const stored = async (db: Db) =>
 
 /** A device row (raises the counter at COMMIT). */
 const insertDevice = (on: Kysely<Database>, id: string) =>
-  on.insertInto("devices").values({
-    id,
-    hostname: `h${id.slice(-4)}`,
-    vendor: "fixture-fw",
-    device_role: null,
-    base_url: "https://127.0.0.1:9",
-    username: "u",
-    password_enc: "v1.x.y.z",
-    tls_verify_mode: "insecure",
-    poll_interval_seconds: 60,
-    notes: null,
-    enabled: true,
-    last_poll_at: null,
-    last_poll_status: null,
-    last_poll_error: null,
-    pinned_cert_sha256: null,
-    tags: [],
-  }).execute();
+  insertDeviceRow(on, id, { hostname: `h${id.slice(-4)}` });
 
 /** A device row, inserted in its own transaction (raises the counter at COMMIT). */
 async function addDevice(db: Db, id: string) {

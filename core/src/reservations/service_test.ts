@@ -3,7 +3,7 @@
 // holding their reservation. Both back ends.
 import assert from "node:assert/strict";
 import { sql } from "kysely";
-import { dbTest } from "../../harness/db.ts";
+import { dbTest, insertDeviceRow } from "../../harness/db.ts";
 import { openDatabase } from "../db/open.ts";
 import type { Db } from "../db/open.ts";
 import { ReservationService } from "./service.ts";
@@ -13,24 +13,14 @@ async function addDevices(db: Db, n: number, tag = "pool"): Promise<string[]> {
   for (let i = 0; i < n; i++) {
     const id = crypto.randomUUID();
     ids.push(id);
-    await db.kysely.insertInto("devices").values({
-      id,
+    await insertDeviceRow(db.kysely, id, {
       hostname: `dev-${String(i).padStart(3, "0")}-${id.slice(0, 4)}`,
-      vendor: "fixture-fw",
       device_role: "ngfw",
       base_url: `https://dev${i}.lab.example`,
-      username: "u",
-      password_enc: "v1.x.y.z",
       tls_verify_mode: "strict",
       poll_interval_seconds: 300,
-      notes: null,
-      enabled: true,
-      last_poll_at: null,
-      last_poll_status: null,
-      last_poll_error: null,
-      pinned_cert_sha256: null,
       tags: sql<string[]>`array[${tag}]::text[]` as unknown as string[],
-    }).execute();
+    });
   }
   return ids.sort();
 }
