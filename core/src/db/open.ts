@@ -234,8 +234,12 @@ async function openPglite(opts: OpenOptions): Promise<Db> {
   };
   const pglite = opts.dataDir ? new PGlite(opts.dataDir, options) : new PGlite(options);
   await pglite.waitReady;
-  const close = async () => void (pglite.closed || await pglite.close());
-  return await pgliteDb(withNamedStatements(pglite), { listen: pglite.listen.bind(pglite), close }, pglite);
+  return await pgliteDb({
+    pglite: withNamedStatements(pglite),
+    listen: async (channel, onNotify) => void await pglite.listen(channel, onNotify),
+    dumpDataDir: (compression) => pglite.dumpDataDir(compression),
+    close: async () => void (pglite.closed || await pglite.close()),
+  });
 }
 
 /** PGlite in a Web Worker (pglite_remote.ts): the same statements, off the event loop. */
@@ -245,17 +249,13 @@ async function openPgliteWorker(opts: OpenOptions): Promise<Db> {
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
     sharedBuffers: opts.sharedBuffers ?? PGLITE_SHARED_BUFFERS,
   }));
-  return await pgliteDb(remote.pglite, remote, remote);
+  return await pgliteDb(remote);
 }
 
-/** The {@link Db} of an open PGlite session (`pglite`, what the dialect is given), its versions heard. */
-async function pgliteDb(
-  pglite: PGlite,
-  session: { listen: Parameters<typeof localVersions>[0]; close(): Promise<void> },
-  dump: Pick<RemotePglite, "dumpDataDir">,
-): Promise<Db> {
+/** The {@link Db} of an open PGlite session (a worker's, or this thread's as a {@link RemotePglite}). */
+async function pgliteDb(session: RemotePglite): Promise<Db> {
   const versions = await localVersions(session.listen, session.close);
-  const kysely = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  const kysely = new Kysely<Database>({ dialect: new PGliteDialect({ pglite: session.pglite }) });
   const db: Db = {
     kysely,
     kind: "pglite",
@@ -263,7 +263,7 @@ async function pgliteDb(
       return Promise.reject(new Error("PGlite has a single session; no reserved sessions"));
     },
     versions,
-    dumpDataDir: (compression: "none" | "gzip" = "none") => dump.dumpDataDir(compression),
+    dumpDataDir: (compression: "none" | "gzip" = "none") => session.dumpDataDir(compression),
     async close() {
       await kysely.destroy();
       await session.close();

@@ -90,7 +90,7 @@ for (const worker of [false, true]) {
 
   Deno.test(`PGlite ${worker ? "in a worker" : "in the main thread"}: a kept listing answers while a write transaction holds the session`, async () => {
     await using db = await openDatabase({ worker, loadDataDir: (await loadTemplate()) ?? undefined });
-    const cache = new ListCache(db.kysely, "devices", undefined, db.versions);
+    const cache = new ListCache(db, "devices");
     let builds = 0;
     const build = () => Promise.resolve(`{"build":${++builds}}`);
     await cache.get("a", build);
@@ -126,7 +126,7 @@ dbTest(
       db.kind === "postgres",
       "PostgreSQL reads the version at every answer",
     );
-    const cache = new ListCache(db.kysely, "devices", undefined, db.versions);
+    const cache = new ListCache(db, "devices");
     let builds = 0;
     const build = () => Promise.resolve(`{"build":${++builds}}`);
     await cache.get("a", build);

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { sha256Hex } from "../util/hash.ts";
-import type { LocalVersions } from "../db/versions.ts";
+import type { Db } from "../db/open.ts";
 
 interface Entry {
   version: string;
@@ -29,29 +29,35 @@ export class ListCache {
   #entries = new Map<string, Entry>();
   #bytes = 0;
   #pending = new Map<string, { version: string; entry: Promise<Entry | null> }>();
+  readonly #db: Kysely<Database>;
+  /** The counters as the embedded database announces them (`Db.versions`); absent on PostgreSQL. */
+  readonly #versions: Db["versions"];
+
   /**
+   * @param db the database (on PGlite, with its announced versions)
    * @param name the `table_versions` row
    * @param maxBytes at most this many bytes of answers are kept (the whole list of 1,000 devices is about
    * 0.5 MB; the latest 100 snapshots about 170 kB)
-   * @param versions the counters as the embedded database announces them (`Db.versions`); absent on PostgreSQL
    */
   constructor(
-    private db: Kysely<Database>,
+    db: Pick<Db, "kysely" | "versions">,
     private name: string,
     private maxBytes = 32 * 1024 * 1024,
-    private versions?: LocalVersions,
-  ) {}
+  ) {
+    this.#db = db.kysely;
+    this.#versions = db.versions;
+  }
 
   /** The version, or null when `table_versions` has no such row. */
   version(): Promise<string | null> {
-    return this.versions ? this.versions.get(this.name, () => this.#read()) : this.#read();
+    return this.#versions ? this.#versions.get(this.name, () => this.#read()) : this.#read();
   }
 
   async #read(): Promise<string | null> {
     const r = await sql<
       { v: string }
     >`select version::text as v from table_versions where name = ${this.name}`
-      .execute(this.db);
+      .execute(this.#db);
     return r.rows[0]?.v ?? null;
   }
 

@@ -53,7 +53,7 @@ const tags = ["Devices"];
 const body = <T>(schema: T) => ({ body: { content: { "application/json": { schema } }, required: true } });
 
 export function deviceRoutes(app: OpenAPIHono, svc: Services) {
-  const listCache = new ListCache(svc.db.kysely, "devices", undefined, svc.db.versions);
+  const listCache = new ListCache(svc.db, "devices");
   deviceReadRoutes(app, svc, listCache);
   deviceWriteRoutes(app, svc);
   deviceActionRoutes(app, svc);

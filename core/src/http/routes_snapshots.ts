@@ -38,7 +38,7 @@ const LISTING_CACHE_BYTES = 8 * 1024 * 1024;
 
 export function snapshotRoutes(app: OpenAPIHono, svc: Services) {
   // Kept under the 'devices' version, which every insert and delete of a snapshot raises too (migration 0019).
-  snapshotReadRoutes(app, svc, new ListCache(svc.db.kysely, "devices", LISTING_CACHE_BYTES, svc.db.versions));
+  snapshotReadRoutes(app, svc, new ListCache(svc.db, "devices", LISTING_CACHE_BYTES));
   snapshotPruneRoutes(app, svc);
 }
 

@@ -132,7 +132,7 @@ dbTest(
   "concurrent requests share one build per query and version; without a version row nothing is kept",
   async (db) => {
     const { svc } = await testServices(db, fixtureModules());
-    const cache = new ListCache(db.kysely, "devices");
+    const cache = new ListCache(db, "devices");
     let builds = 0;
     const build = async () => {
       builds++;
@@ -150,7 +150,7 @@ dbTest(
     await insertSnapshots(db, await addDevice(svc, "https://127.0.0.1:9"), 1);
     assert.deepEqual(await texts("a", 5), Array(5).fill('{"build":3}'), "a new version builds again, once");
     assert.equal(builds, 3);
-    const none = new ListCache(db.kysely, "no such table");
+    const none = new ListCache(db, "no such table");
     assert.equal(await none.version(), null);
     for (let i = 0; i < 2; i++) assert.ok(await none.get("a", build));
     assert.equal(builds, 5, "nothing kept without a version");
