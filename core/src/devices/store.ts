@@ -327,11 +327,14 @@ export class DeviceStore {
    * Open an adapter session for a device over the core transport: the one path of poll cycles and
    * connection tests. The password is decrypted here and lives only in the adapter session.
    * Throws DeviceError (`adapter_error`, `credential_error`) before any I/O when it cannot start.
+   * A `self-signed` device's first certificate is pinned by `onPin`: by default written at once (the
+   * connection test); a poll keeps it and writes it with its results (`Outcome.pinnedCertSha256`).
    */
   async connect(
     row: DeviceRow,
     limits: TransportLimits,
     signal: AbortSignal,
+    onPin: (sha256: string) => Promise<void> | void = (fp) => this.pin(row.id, fp),
   ): Promise<{ conn: ConnectedDevice; reg: RegisteredAdapter }> {
     const reg = this.registry.adapters.get(row.vendor);
     if (!reg) throw new DeviceError("adapter_error", `No adapter is enabled for vendor "${row.vendor}"`);
@@ -346,7 +349,7 @@ export class DeviceStore {
       sessions: this.sessions,
       limits,
       signal,
-      onPin: (fp) => this.pin(row.id, fp),
+      onPin,
       pool: this.connections,
     });
     return { conn, reg };

@@ -337,8 +337,13 @@ export class PollService {
     let outcome: Outcome;
     const timeout = AbortSignal.timeout(this.deviceTimeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    // Trust on first use: the certificate is pinned with the poll's results (one write per batch, not one
+    // per new device: a first scan's pins no longer change the device list between batches).
+    let pinned: string | null = null;
     try {
-      const { conn, reg: active } = await this.devices.connect(row, this.limits, signal);
+      const { conn, reg: active } = await this.devices.connect(row, this.limits, signal, (fp) => {
+        pinned = fp;
+      });
       try {
         const snapshots = await raceSignal(conn.session.collectAll(), signal, this.deviceTimeoutMs);
         const expected = active.adapter.labels;
@@ -372,6 +377,7 @@ export class PollService {
       const err = asDeviceError(e);
       outcome = { status: err.status, error: err.message, snapshots: [] };
     }
+    outcome.pinnedCertSha256 = pinned;
     // The device's part is over (session closed, payloads hashed): the rest waits for the database.
     opts.deviceDone?.();
     if (opts.signal?.aborted) {

@@ -20,6 +20,12 @@ export interface Outcome {
   error: string;
   /** The snapshots collected (empty unless the poll succeeded). */
   snapshots: HashedSnapshot[];
+  /**
+   * The certificate a `self-signed` device without a pin presented (trust on first use), pinned with the
+   * poll's results: in the same transaction as its status, and only while the device still has no pin and
+   * the same URL and TLS mode (a PATCH during the poll wins).
+   */
+  pinnedCertSha256?: string | null;
 }
 
 /**
@@ -132,6 +138,13 @@ export interface PollStoreOptions {
    */
   foreground?: Foreground;
   busyLingerMs?: number;
+  /**
+   * With `foreground`: results that arrive while a batch is written wait `busyLingerMs` too, instead of being
+   * written right after it, so that the reads its commit made stale go first. Only for a database off the
+   * event loop (PGlite in a worker), whose one session those reads would wait for; in the main thread, the
+   * larger batches it makes would block the API longer (BENCHMARKS.md section 7x).
+   */
+  lingerAfterBatch?: boolean;
 }
 
 interface Job {
@@ -188,6 +201,7 @@ export class PollStore {
   readonly #lingerMs: number;
   readonly #busyLingerMs: number;
   readonly #foreground: Foreground | null;
+  readonly #lingerAfterBatch: boolean;
   readonly #binaryPayloads: boolean;
   readonly #idleMs: number | null;
 
@@ -202,6 +216,7 @@ export class PollStore {
     this.#lingerMs = Math.max(0, opts.lingerMs ?? 0);
     this.#busyLingerMs = Math.max(this.#lingerMs, opts.busyLingerMs ?? 0);
     this.#foreground = opts.foreground ?? null;
+    this.#lingerAfterBatch = opts.lingerAfterBatch ?? false;
     this.#binaryPayloads = opts.binaryPayloads ?? false;
     this.#idleMs = opts.idleInTransactionMs ?? null;
   }
@@ -240,9 +255,7 @@ export class PollStore {
     if (!this.#pending.length || this.#starting || this.#writing >= this.#writers) return;
     if (this.#writing > 0 && this.#pending.length < PARALLEL_BATCH) return;
     this.#starting = true;
-    const linger = this.#foreground?.busy && this.#pending.every((j) => j.background)
-      ? this.#busyLingerMs
-      : this.#lingerMs;
+    const linger = this.#givesWay() ? this.#busyLingerMs : this.#lingerMs;
     const start = (f: () => void) => {
       if (linger > 0 && this.#writing === 0) {
         const timer = setTimeout(f, linger);
@@ -265,6 +278,12 @@ export class PollStore {
       }
       this.#wakeIfIdle();
     });
+  }
+
+  /** Whether the waiting results are all scheduled polls' and the API is busy: they wait `busyLingerMs`. */
+  #givesWay(): boolean {
+    return this.#busyLingerMs > this.#lingerMs && this.#foreground?.busy === true &&
+      this.#pending.every((j) => j.background);
   }
 
   /** Whether nothing waits, is queued or is being written; if so, wakes the `close()` calls waiting. */
@@ -311,6 +330,9 @@ export class PollStore {
           }
         }
       }
+      // While the API is busy, scheduled polls' results that arrived during this batch wait (`busyLingerMs`)
+      // rather than take the database at once: the reads this commit made stale go first.
+      if (this.#lingerAfterBatch && this.#givesWay()) return;
     }
   }
 

@@ -15,9 +15,9 @@ type SnapshotRef = WrittenRow;
 
 /** What these statements read of a queued poll. */
 interface PollRow {
-  row: { id: string };
+  row: { id: string; base_url: string };
   module: { name: string; version: string } | null;
-  outcome: { status: string; error: string; snapshots: HashedSnapshot[] };
+  outcome: { status: string; error: string; snapshots: HashedSnapshot[]; pinnedCertSha256?: string | null };
 }
 
 /**
@@ -71,13 +71,21 @@ export function groupByDevice(
   return byDevice;
 }
 
-/** Records each written poll's time, status and error on its device, in one statement. */
+/**
+ * Records each written poll's time, status and error on its device, in one statement, and the certificate
+ * a poll pinned on first use (`Outcome.pinnedCertSha256`) where the device has no pin yet and still the URL
+ * and TLS mode the poll connected with.
+ */
 export async function updateDevices(tx: Tx, jobs: PollRow[], at: Date): Promise<void> {
   if (!jobs.length) return;
+  const pins = jobs.map((j) => j.outcome.pinnedCertSha256 ?? null);
+  const urls = jobs.map((j, i) => pins[i] === null ? null : j.row.base_url);
   await sql`${sql.raw(PREPARED)}
-    update devices set last_poll_at = ${at}, last_poll_status = v.status, last_poll_error = v.error
+    update devices set last_poll_at = ${at}, last_poll_status = v.status, last_poll_error = v.error,
+      pinned_cert_sha256 = case when devices.pinned_cert_sha256 is null and v.pin is not null
+        and devices.base_url = v.url and devices.tls_verify_mode = 'self-signed'
+        then v.pin else devices.pinned_cert_sha256 end
     from unnest(${jobs.map((j) => j.row.id)}::uuid[], ${jobs.map((j) => j.outcome.status)}::text[],
-      ${jobs.map((j) => j.outcome.error)}::text[]) as v(id, status, error) where devices.id = v.id`.execute(
-    tx,
-  );
+      ${jobs.map((j) => j.outcome.error)}::text[], ${pins}::text[], ${urls}::text[])
+      as v(id, status, error, pin, url) where devices.id = v.id`.execute(tx);
 }

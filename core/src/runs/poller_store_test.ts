@@ -477,6 +477,52 @@ dbTest(
 );
 
 dbTest(
+  "with lingerAfterBatch, while the API is busy, results that arrive during a batch wait busyLingerMs",
+  async (db) => {
+    const { svc } = await setup(db);
+    const rows = await devices(svc, 6);
+    const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const cases = [
+      { busy: false, lingerAfterBatch: true, waits: false },
+      { busy: true, lingerAfterBatch: false, waits: false }, // PGlite in the main thread, PostgreSQL
+      { busy: true, lingerAfterBatch: true, waits: true }, // PGlite in a worker
+    ];
+    for (const [i, { busy, lingerAfterBatch, waits }] of cases.entries()) {
+      const foreground = new Foreground();
+      const done = busy ? foreground.enter() : () => {};
+      let late: Promise<{ at: Date }> | null = null;
+      let lateDone = false;
+      const [a, b] = [rows[2 * i]!, rows[2 * i + 1]!];
+      // A scheduled poll's result arrives while the first batch (a manual snapshot: written at once) is written.
+      const hook: PollWriteHook = async () => {
+        if (late) return;
+        late = store.write(b, MODULE, await ok(1, { late: i }), undefined, true);
+        late.then(() => lateDone = true, () => {});
+      };
+      const store = new PollStore(db.kysely, {
+        busyLingerMs: 10_000,
+        foreground,
+        hooks: [hook],
+        lingerAfterBatch,
+      });
+      await store.write(a, MODULE, await ok(0, { first: i }));
+      assert.ok(late, "the second result arrived during the first batch");
+      if (!waits) {
+        await late; // the next batch follows at once
+      } else {
+        await wait(100);
+        assert.equal(lateDone, false, "busy: the second result waits for busyLingerMs");
+        assert.equal(store.writing, 0, "busy: the database is free meanwhile");
+        await store.close(); // ends the wait at once
+        assert.equal(lateDone, true);
+      }
+      done();
+      assert.equal(await count(db, "snapshots", b.id), 3);
+    }
+  },
+);
+
+dbTest(
   "payloads are stored byte for byte whether sent as a text array or as one binary parameter",
   async (db) => {
     const { svc } = await setup(db);

@@ -171,7 +171,13 @@ export async function buildPollServices(
     }),
     store: {
       ...pollStoreOptions(db.kind),
-      ...(config.DUT_POLL_BUSY_CONCURRENCY > 0 ? { foreground, busyLingerMs: BUSY_WRITE_LINGER_MS } : {}),
+      ...(config.DUT_POLL_BUSY_CONCURRENCY > 0
+        ? {
+          foreground,
+          busyLingerMs: BUSY_WRITE_LINGER_MS,
+          lingerAfterBatch: db.kind === "pglite" && config.DUT_PGLITE_WORKER === "on",
+        }
+        : {}),
       // A writer paused mid-transaction (SIGSTOP, a frozen VM) must not keep its devices' rows locked, and so
       // their leases from being taken over, beyond its lease: PostgreSQL ends its transaction then.
       ...(db.kind === "postgres"
