@@ -121,6 +121,8 @@ export interface Db extends AsyncDisposable {
   versions?: LocalVersions;
   /** PGlite only: the data directory as a tarball (test templates). */
   dumpDataDir?(compression?: "none" | "gzip"): Promise<Blob>;
+  /** PGlite in a worker: a full garbage collection of the worker's heap (the idle reclaimer, runtime/idle.ts). */
+  reclaim?(): Promise<{ before: number; after: number }>;
   close(): Promise<void>;
 }
 
@@ -141,10 +143,7 @@ export interface OpenOptions {
    * directory through the operating system's cache.
    */
   sharedBuffers?: string;
-  /**
-   * PGlite: run it in a Web Worker (pglite_remote.ts), off the event loop (`DUT_PGLITE_WORKER=on`); in the
-   * main thread unless set.
-   */
+  /** PGlite: run it in a Web Worker (pglite_remote.ts), off the event loop (`DUT_PGLITE_WORKER=on`). */
   worker?: boolean;
   /**
    * PGlite in a worker: the worker already opening `dataDir` (runtime/early_open.ts, started before the
@@ -264,6 +263,7 @@ async function pgliteDb(session: RemotePglite): Promise<Db> {
     },
     versions,
     dumpDataDir: (compression: "none" | "gzip" = "none") => session.dumpDataDir(compression),
+    reclaim: session.reclaim,
     async close() {
       await kysely.destroy();
       await session.close();
@@ -284,8 +284,6 @@ async function listenOn(
   onNotify: (payload: string) => void,
   onListen?: () => void,
 ): Promise<() => Promise<void>> {
-  // One connection of its own for LISTEN; when it is lost it is replaced (once a second until the
-  // server answers) and `onListen` runs again, so the caller can read what it missed meanwhile.
   let current: pg.Client | undefined;
   let stopped = false;
   let retry: ReturnType<typeof setTimeout> | undefined;

@@ -31,6 +31,11 @@ export interface RemotePglite {
   /** LISTEN on `channel` in the worker; each notification reaches `onNotify` before the answer that follows it. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<void>;
   dumpDataDir(compression: "none" | "gzip"): Promise<Blob>;
+  /**
+   * A full garbage collection of the worker's heap, with the heap's bytes in use before and after (absent for
+   * PGlite in this thread, which the idle reclaimer collects anyway).
+   */
+  reclaim?(): Promise<{ before: number; after: number }>;
   close(): Promise<void>;
 }
 
@@ -125,6 +130,7 @@ export async function openRemotePglite(
       await call({ op: "listen", channel });
     },
     dumpDataDir: (compression) => call({ op: "dump", compression }) as Promise<Blob>,
+    reclaim: () => call({ op: "reclaim" }) as Promise<{ before: number; after: number }>,
     close,
   };
 }

@@ -64,3 +64,15 @@ Deno.test("PGlite in a worker: closed, it refuses statements", async () => {
   await db.close(); // twice is fine
   await assert.rejects(sql`select 1`.execute(db.kysely));
 });
+
+Deno.test("PGlite in a worker: reclaim collects the worker's own heap, which this thread's collection cannot", async () => {
+  await using db = await open();
+  // About 20 MiB of text decoded in the worker, then copied to this thread: garbage in the worker's heap.
+  const rows = (await sql<{ s: string }>`select repeat(g::text, 500) as s from generate_series(1, 10000) g`
+    .execute(db.kysely)).rows;
+  assert.equal(rows.length, 10000);
+  const r = await db.reclaim!();
+  assert.ok(r.before - r.after > 8 * 2 ** 20, `heap in use ${r.before} -> ${r.after} bytes`);
+  const again = await db.reclaim!();
+  assert.ok(again.before - again.after < 2 ** 20, "nothing left to collect");
+});

@@ -2,7 +2,8 @@
  * The worker side of PGlite off the event loop (`DUT_PGLITE_WORKER=on`, see pglite_remote.ts): this Web Worker
  * hosts the PGlite instance (with the named statements of pglite_statements.ts) and answers the main thread's
  * messages: `open`, `query` (inside a transaction when `tx` is set), `begin`, `end` (commit or roll back),
- * `listen`, `dump` and `close`. PGlite's own locks order the statements exactly as on the main thread. A
+ * `listen`, `dump`, `reclaim` (a full garbage collection of this worker's heap, which the main thread's idle
+ * reclaimer cannot reach: runtime/idle.ts) and `close`. PGlite's own locks order the statements exactly as on the main thread. A
  * notification on a channel listened to is posted as it is heard, so before the answer to the statement that
  * committed it.
  *
@@ -11,6 +12,7 @@
 import { PGlite } from "@electric-sql/pglite";
 import { withNamedStatements } from "./pglite_statements.ts";
 import { NOTIFY_VERSIONS_PARAMS } from "./versions.ts";
+import { fullGc } from "../util/gc.ts";
 
 type Tx = Parameters<Parameters<PGlite["transaction"]>[0]>[0];
 
@@ -22,6 +24,7 @@ export type Request =
   | { id: number; op: "end"; tx: number; commit: boolean }
   | { id: number; op: "listen"; channel: string }
   | { id: number; op: "dump"; compression: "none" | "gzip" }
+  | { id: number; op: "reclaim" }
   | { id: number; op: "close" };
 
 /**
@@ -120,12 +123,19 @@ async function handle(r: Request): Promise<unknown> {
     }
     case "dump":
       return await raw!.dumpDataDir(r.compression);
+    case "reclaim": {
+      const before = Deno.memoryUsage().heapUsed;
+      (gc ??= fullGc() ?? (() => {}))();
+      return { before, after: Deno.memoryUsage().heapUsed };
+    }
     case "close":
       if (raw && !raw.closed) await raw.close();
       return null;
   }
 }
 const outcomes = new Map<number, Promise<unknown>>();
+/** This worker's full collection, found at the first `reclaim` (a no-op where the runtime has none). */
+let gc: (() => void) | undefined;
 
 self_.onmessage = (ev) => {
   const r = ev.data;

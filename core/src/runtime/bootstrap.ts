@@ -84,7 +84,7 @@ async function finish(st: Started<"serve" | "admin">, serve: boolean): Promise<R
   }
   started(registry, db);
   const stack = closeStack(st, db, services, () => services.pdf.close());
-  if (serve) reclaimWhenIdle(stack, config.DUT_IDLE_RECLAIM_SECONDS);
+  if (serve) reclaimWhenIdle(stack, config.DUT_IDLE_RECLAIM_SECONDS, db);
   if (serve) stack.defer(startRemark(db, registry));
   if (serve) stack.defer(startSweeper(services.reservations));
   return runtime(stack, { config, db, registry, services });
@@ -112,7 +112,7 @@ export async function bootstrapPoller(
   }
   started(registry, db);
   const stack = closeStack(st, db, services);
-  reclaimWhenIdle(stack, config.DUT_IDLE_RECLAIM_SECONDS);
+  reclaimWhenIdle(stack, config.DUT_IDLE_RECLAIM_SECONDS, db);
   return runtime(stack, { config, db, registry, services });
 }
 
@@ -138,10 +138,10 @@ function closeStack(
 
 /**
  * A long-running process (`serve`, `poll`) gives memory back while idle (runtime/idle.ts,
- * DUT_IDLE_RECLAIM_SECONDS); stopped first at shutdown.
+ * DUT_IDLE_RECLAIM_SECONDS), PGlite's worker included; stopped first at shutdown.
  */
-function reclaimWhenIdle(stack: AsyncDisposableStack, seconds: number): void {
-  const reclaimer = startIdleReclaimer(seconds);
+function reclaimWhenIdle(stack: AsyncDisposableStack, seconds: number, db: Db): void {
+  const reclaimer = startIdleReclaimer(seconds, db.reclaim);
   stack.defer(() => Promise.resolve(reclaimer.stop()));
 }
 

@@ -10,14 +10,14 @@
  *
  * Both means are best effort and found at start: V8's `gc` is exposed at run time through `node:v8` flags and
  * read from a new `node:vm` context; `malloc_trim` is called through FFI (permitted by `-A`). Either missing
- * (another platform or libc, a narrower permission set) only leaves that half out.
+ * (another platform or libc, a narrower permission set) only leaves that half out. With PGlite in a worker
+ * (`DUT_PGLITE_WORKER=on`), whose heap is another isolate's, the worker collects its own first (`alsoCollect`).
  *
  * @module
  */
-import v8 from "node:v8";
-import vm from "node:vm";
 import process from "node:process";
 import { logger } from "../util/log.ts";
+import { fullGc } from "../util/gc.ts";
 
 /** Largest share of one core the process may have used over the interval for it to count as idle. */
 export const IDLE_CPU_SHARE = 0.05;
@@ -63,17 +63,6 @@ export class ReclaimPolicy {
   }
 }
 
-/** V8's full garbage collection, or null when the runtime does not expose it. */
-function fullGc(): (() => void) | null {
-  try {
-    v8.setFlagsFromString("--expose-gc");
-    const gc: unknown = vm.runInNewContext("gc");
-    return typeof gc === "function" ? () => void gc() : null;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * glibc's `malloc_trim(0)` (free pages of every arena back to the system), or null elsewhere; `close` unloads
  * the library (a reclaimer that stops leaves no library open).
@@ -103,8 +92,12 @@ export interface IdleReclaimer {
 /**
  * Start the reclaimer (`intervalSeconds` 0: none). Its timer does not keep the process alive. The first
  * reclaim may come one interval after start-up, which leaves start-up's garbage behind as well.
+ * `alsoCollect`: another isolate's collection (PGlite's worker, `Db.reclaim`), awaited before this thread's.
  */
-export function startIdleReclaimer(intervalSeconds: number): IdleReclaimer {
+export function startIdleReclaimer(
+  intervalSeconds: number,
+  alsoCollect?: () => Promise<unknown>,
+): IdleReclaimer {
   const gc = intervalSeconds > 0 ? fullGc() : null;
   let trim = intervalSeconds > 0 ? mallocTrim() : null;
   let reclaims = 0;
@@ -113,12 +106,19 @@ export function startIdleReclaimer(intervalSeconds: number): IdleReclaimer {
   const intervalMs = intervalSeconds * 1000;
   const policy = new ReclaimPolicy(intervalMs);
   let cpu = cpuMs();
-  const timer = setInterval(() => {
+  let reclaiming = false;
+  const timer = setInterval(async () => {
+    if (reclaiming) return;
     const rss = Deno.memoryUsage().rss;
     if (policy.due(cpuMs() - cpu, rss)) {
+      reclaiming = true;
       const t0 = performance.now();
+      await alsoCollect?.().catch((e) =>
+        log.debug("The worker's collection failed: {error}", { error: String(e) })
+      );
       gc?.();
       trim?.trim();
+      reclaiming = false;
       const after = Deno.memoryUsage().rss;
       policy.reclaimed(after);
       reclaims++;
