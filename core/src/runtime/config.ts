@@ -91,7 +91,7 @@ export const EnvSchema = z.object({
     DEFAULT_PGLITE_WORKER,
   ).meta({
     description:
-      "`on` runs embedded PGlite in a Web Worker, off the event loop that serves HTTP and polls: less main-thread CPU per poll, a faster first scan and, during a scan, faster dashboard reads; `off` (the main thread) stays the default until the worker's start-up and memory are measured against their guards (BENCHMARKS.md section 7x)",
+      "`on` runs embedded PGlite in a Web Worker, off the event loop that serves HTTP and polls: less main-thread CPU per poll, a faster first scan and, during a scan, faster dashboard reads, for about 75 MiB more at the peak of a burst; `off` runs it in the main thread (BENCHMARKS.md section 7x)",
   }),
   ADMIN_TOKEN: z.string().trim().min(
     24,

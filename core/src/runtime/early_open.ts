@@ -21,7 +21,7 @@ import { openRemotePglite, PGLITE_SHARED_BUFFERS, type RemotePglite } from "../d
 /** `DUT_DATA_DIR` when unset (config.ts). */
 export const DEFAULT_DATA_DIR = "./.data";
 /** `DUT_PGLITE_WORKER` when unset (config.ts). */
-export const DEFAULT_PGLITE_WORKER: "on" | "off" = "off";
+export const DEFAULT_PGLITE_WORKER: "on" | "off" = "on";
 
 /** An open begun by {@link openEarly}: the directory's lock, then PGlite opening in its worker. */
 export interface EarlyOpen {
