@@ -299,16 +299,19 @@ export class PdfRenderer {
     const proc = browser.process();
     const pids = proc?.pid ? processTree(proc.pid) : [];
     let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      browser.close().catch(() => {}),
-      new Promise((r) => timer = setTimeout(r, 1_000)),
-    ]);
+    const wait = (ms: number) => new Promise((r) => timer = setTimeout(r, ms));
+    const closing = browser.close().catch(() => {});
+    await Promise.race([closing, wait(1_000)]);
     clearTimeout(timer);
     for (const pid of pids) {
       try {
         Deno.kill(pid, "SIGKILL");
       } catch { /* already ended */ }
     }
+    // Once the process has ended puppeteer removes its temporary profile directory: nothing of this browser
+    // outlives the stop (a close slower than a second had left that removal running after it).
+    await Promise.race([closing, wait(5_000)]);
+    clearTimeout(timer);
   }
 
   async #print(html: string, signal: AbortSignal): Promise<Uint8Array> {
