@@ -2,7 +2,7 @@
 // deno-lint-ignore no-import-prefix -- test-only: kept out of deno.json and deno.lock (tests/gate/lockfiles_test.ts)
 import postgres from "npm:postgres@3.4.9";
 import { type Db, migrate, openDatabase, scopedMigrator } from "../core/harness/core.ts";
-import { type Config, parseEnv, pdfSigningFromEnv } from "../core/harness/core.ts";
+import { type Config, DEFAULT_PGLITE_WORKER, parseEnv, pdfSigningFromEnv } from "../core/harness/core.ts";
 import { TEST_PDF_CERT, TEST_PDF_KEY } from "../core/harness/app.ts";
 import { buildRegistry, type LoadedModules, type Registry } from "../core/harness/core.ts";
 import { buildServices, type Services } from "../core/harness/core.ts";
@@ -44,8 +44,8 @@ export async function freshDb(
   if (dir) await copyDir(await pgliteTemplate(), dir);
   // BENCH_PGLITE_SHARED_BUFFERS (like 128MB) compares buffer-pool sizes; the service's default otherwise.
   const sharedBuffers = Deno.env.get("BENCH_PGLITE_SHARED_BUFFERS") || undefined;
-  // DUT_PGLITE_WORKER=on: PGlite in a Web Worker, as the service runs it with that setting.
-  const worker = Deno.env.get("DUT_PGLITE_WORKER") === "on";
+  // PGlite where the service runs it: in a Web Worker unless DUT_PGLITE_WORKER=off (its default, early_open.ts).
+  const worker = (Deno.env.get("DUT_PGLITE_WORKER") || DEFAULT_PGLITE_WORKER) === "on";
   const db = await openDatabase(dir ? { dataDir: dir, sharedBuffers, worker } : { sharedBuffers, worker });
   await migrate(db.kysely);
   const close = async () => {

@@ -65,7 +65,7 @@ if (args["no-device-locks"]) {
     limits: svc.limits,
     deviceTimeoutMs: svc.config.DUT_POLL_DEVICE_TIMEOUT_SECONDS * 1000,
     writeHooks: [decryptAlertWriter(svc.registry)],
-    store: pollStoreOptions(db.kind),
+    store: pollStoreOptions(db),
   });
 }
 const concurrency = svc.config.DUT_POLL_CONCURRENCY;

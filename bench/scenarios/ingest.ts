@@ -100,7 +100,7 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       const rows = new Map<string, DeviceRow>();
       for (const id of ids) rows.set(id, await svc.devices.get(id));
       const store = new PollStore(db.kysely, {
-        ...pollStoreOptions(db.kind),
+        ...pollStoreOptions(db),
         hooks: [decryptAlertWriter(svc.registry)],
       });
       const storeAll = (r: typeof polls[number]) =>

@@ -194,13 +194,13 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
         { backend: "postgres", extra: [], label: "postgres" },
         { backend: "pglite", extra: [], label: "pglite" },
       ];
-      // Issue 53: PGlite in a Web Worker (DUT_PGLITE_WORKER=on), off the event loop.
+      // Issue 53: "pglite" is the service's default, PGlite in a Web Worker; beside it, in the main thread.
       if (!ctx.quick && n === 1000) {
         variants.push({
           backend: "pglite",
           extra: [],
-          label: PGLITE_WORKER,
-          env: { DUT_PGLITE_WORKER: "on" },
+          label: PGLITE_MAIN_THREAD,
+          env: { DUT_PGLITE_WORKER: "off" },
         });
       }
       // Diagnosis (full mode): what the per-device advisory locks cost on PostgreSQL.
@@ -399,9 +399,9 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
       }
       const [lite, pg] = [mainCpu.get("pglite"), mainCpu.get("postgres")];
       if (lite !== undefined && pg !== undefined) figures.push(cpuRatio(ctx.command, n, lite, pg));
-      const liteWorker = mainCpu.get(PGLITE_WORKER);
-      if (liteWorker !== undefined && pg !== undefined) {
-        figures.push(cpuRatio(ctx.command, n, liteWorker, pg, " in a worker"));
+      const liteMain = mainCpu.get(PGLITE_MAIN_THREAD);
+      if (liteMain !== undefined && pg !== undefined) {
+        figures.push(cpuRatio(ctx.command, n, liteMain, pg, " in the main thread"));
       }
     }
   } finally {
@@ -410,10 +410,13 @@ export async function run(ctx: Ctx): Promise<Figure[]> {
   return figures;
 }
 
-/** The poll scenario's label (its figures' `backend`) of PGlite in a Web Worker (`DUT_PGLITE_WORKER=on`). */
-const PGLITE_WORKER = "pglite, worker";
+/** The poll scenario's label (its figures' `backend`) of PGlite in the main thread (`DUT_PGLITE_WORKER=off`). */
+const PGLITE_MAIN_THREAD = "pglite, main thread";
 
-/** Issue 53: the service's main-thread CPU per poll in the first scan, PGlite (in a worker) ÷ PostgreSQL, same N. */
+/**
+ * Issue 53: the service's main-thread CPU per poll in the first scan, PGlite ÷ PostgreSQL, same N; the target
+ * is the default's (PGlite in a worker), `where` names a diagnosis beside it.
+ */
 function cpuRatio(command: string, n: number, lite: number, pg: number, where = ""): Figure {
   const ratio = lite / pg;
   return {
@@ -423,8 +426,7 @@ function cpuRatio(command: string, n: number, lite: number, pg: number, where = 
     value: round(ratio, 2),
     unit: "×",
     params: { n, pgliteMs: round(lite, 2), postgresMs: round(pg, 2) },
-    target: "<= 1.3",
-    pass: ratio <= 1.3,
+    ...(where ? {} : { target: "<= 1.3", pass: ratio <= 1.3 }),
   };
 }
 

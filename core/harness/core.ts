@@ -53,6 +53,7 @@ export { decryptAlertWriter } from "../src/runs/alerts.ts";
 export { RunService } from "../src/runs/service.ts";
 export { enqueueEvent } from "../src/notify/outbox.ts";
 export { type Config, parseEnv, pdfSigningFromEnv } from "../src/runtime/config.ts";
+export { DEFAULT_PGLITE_WORKER } from "../src/runtime/early_open.ts";
 export { setupLogging } from "../src/runtime/logging.ts";
 export {
   BUSY_CPU_SHARE,

@@ -121,7 +121,7 @@ export interface Db extends AsyncDisposable {
   versions?: LocalVersions;
   /** PGlite only: the data directory as a tarball (test templates). */
   dumpDataDir?(compression?: "none" | "gzip"): Promise<Blob>;
-  /** PGlite in a worker: a full garbage collection of the worker's heap (the idle reclaimer, runtime/idle.ts). */
+  /** PGlite in a worker only (its presence says so): a full GC of the worker's heap (runtime/idle.ts). */
   reclaim?(): Promise<{ before: number; after: number }>;
   close(): Promise<void>;
 }

@@ -135,12 +135,13 @@ export const BUSY_WRITE_LINGER_MS = 500;
 /**
  * How the poll store writes on each back end: PostgreSQL writes the next batch while the previous one commits
  * and sends new payloads as one binary parameter (BENCHMARKS.md sections 2c-2d); PGlite has one session, and
- * its idle store waits {@link PGLITE_WRITE_LINGER_MS} for more results.
+ * its idle store waits {@link PGLITE_WRITE_LINGER_MS} for more results, and in a worker (the only PGlite `Db`
+ * with `reclaim`, whatever `DUT_PGLITE_WORKER` said) results arriving during a batch wait the busy linger.
  */
-export function pollStoreOptions(kind: Db["kind"]): Omit<PollStoreOptions, "hooks"> {
-  return kind === "postgres"
+export function pollStoreOptions(db: Pick<Db, "kind" | "reclaim">): Omit<PollStoreOptions, "hooks"> {
+  return db.kind === "postgres"
     ? { writers: POLL_WRITERS, lingerMs: 0, binaryPayloads: true }
-    : { writers: 1, lingerMs: PGLITE_WRITE_LINGER_MS, binaryPayloads: false };
+    : { writers: 1, lingerMs: PGLITE_WRITE_LINGER_MS, binaryPayloads: false, lingerAfterBatch: !!db.reclaim };
 }
 
 /** The services of a poller: only the credential key is read (a `Config` fits too: `serve` builds on it). */
@@ -170,12 +171,11 @@ export async function buildPollServices(
       batch: config.DUT_POLL_CLAIM_BATCH ?? 32,
     }),
     store: {
-      ...pollStoreOptions(db.kind),
+      ...pollStoreOptions(db),
       ...(config.DUT_POLL_BUSY_CONCURRENCY > 0
         ? {
           foreground,
           busyLingerMs: BUSY_WRITE_LINGER_MS,
-          lingerAfterBatch: db.kind === "pglite" && config.DUT_PGLITE_WORKER === "on",
         }
         : {}),
       // A writer paused mid-transaction (SIGSTOP, a frozen VM) must not keep its devices' rows locked, and so
