@@ -33,7 +33,8 @@ export { ConflictError, DomainError } from "./src/errors.ts";
 export { HttpProblem } from "./src/http/problem.ts";
 // Generators.
 export { REGISTRY_ENUM } from "./src/api/registry_enum.ts";
-export { buildTemplate, TEMPLATE_URL } from "./src/db/template.ts";
+export { TEMPLATE_URL } from "./src/db/template.ts";
+export { buildTemplate } from "./src/db/template_build.ts";
 export { LAB_SCHEMA_URL, labJsonSchemaText } from "./src/lab/file.ts";
 export { CORE_VERSION, coreSatisfies } from "./src/version.ts";
 // The poll instances tool.

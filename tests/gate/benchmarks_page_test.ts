@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { compareFigures, formatCompare, readFigures } from "../../bench/_compare.ts";
 import type { Figure } from "../../bench/_util.ts";
+import { DEFAULT_RESULTS } from "../../tools/dev/gen_benchmarks.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const TOOL = `${ROOT}tools/dev/gen_benchmarks.ts`;
@@ -54,7 +55,7 @@ Deno.test("a figure edited by hand in BENCHMARKS.md makes the check fail", async
 Deno.test("a renamed figure that the targets table names fails the generator", async () => {
   const tmp = await Deno.makeTempDir({ prefix: "dutlab-bench-page-" });
   try {
-    const results = JSON.parse(await Deno.readTextFile(`${ROOT}bench/results-full-s20.json`)) as {
+    const results = JSON.parse(await Deno.readTextFile(`${ROOT}/${DEFAULT_RESULTS}`)) as {
       figures: Array<{ scenario: string; name: string }>;
     };
     const fig = results.figures.find((f) => f.scenario === "diffs" && f.name.endsWith(", p95"));

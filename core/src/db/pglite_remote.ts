@@ -41,7 +41,7 @@ export interface RemotePglite {
 
 /** Starts the worker and opens PGlite in it. */
 export async function openRemotePglite(
-  opts: { dataDir?: string; loadDataDir?: Blob; sharedBuffers: string },
+  opts: { dataDir?: string; loadDataDir?: Blob; sharedBuffers: string; fromTemplate?: boolean },
 ): Promise<RemotePglite> {
   const worker = new Worker(new URL("./pglite_worker.ts", import.meta.url).href, { type: "module" });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();

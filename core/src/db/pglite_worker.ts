@@ -1,7 +1,7 @@
 /**
  * The worker side of PGlite off the event loop (`DUT_PGLITE_WORKER=on`, see pglite_remote.ts): this Web Worker
  * hosts the PGlite instance (with the named statements of pglite_statements.ts) and answers the main thread's
- * messages: `open`, `query` (inside a transaction when `tx` is set), `begin`, `end` (commit or roll back),
+ * messages: `open` (of a first start: after unpacking the template), `query` (inside a transaction when `tx` is set), `begin`, `end` (commit or roll back),
  * `listen`, `dump`, `reclaim` (a full garbage collection of this worker's heap, which the main thread's idle
  * reclaimer cannot reach: runtime/idle.ts) and `close`. PGlite's own locks order the statements exactly as on the main thread. A
  * notification on a channel listened to is posted as it is heard, so before the answer to the statement that
@@ -18,7 +18,14 @@ type Tx = Parameters<Parameters<PGlite["transaction"]>[0]>[0];
 
 /** A message from the main thread. */
 export type Request =
-  | { id: number; op: "open"; dataDir?: string; loadDataDir?: Blob; sharedBuffers: string }
+  | {
+    id: number;
+    op: "open";
+    dataDir?: string;
+    loadDataDir?: Blob;
+    sharedBuffers: string;
+    fromTemplate?: boolean;
+  }
   | { id: number; op: "query"; text: string; params: unknown[]; tx?: number }
   | { id: number; op: "begin" }
   | { id: number; op: "end"; tx: number; commit: boolean }
@@ -64,6 +71,9 @@ const self_ = globalThis as unknown as {
 async function handle(r: Request): Promise<unknown> {
   switch (r.op) {
     case "open": {
+      // A first start opened early (runtime/early_open.ts): the shipped template unpacked here, off the main
+      // thread, into `dataDir` (renamed into place when complete); without a template PGlite runs initdb.
+      if (r.fromTemplate && r.dataDir) await (await import("./template.ts")).unpackTemplate(r.dataDir);
       const options = {
         ...(r.loadDataDir ? { loadDataDir: r.loadDataDir } : {}),
         startParams: [

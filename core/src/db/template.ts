@@ -4,14 +4,13 @@
  * instead of running PGlite's initdb (seconds of WebAssembly work) or letting PGlite unpack it through its
  * emulated file system (about as slow), then applies any migration newer than the template as usual. Regenerate it with
  * `deno task gen:pglite-template` after adding a migration or changing the PGlite version; a template that
- * does not load is ignored (initdb runs instead), so a stale one is slower, never wrong.
+ * does not load is ignored (initdb runs instead), so a stale one is slower, never wrong. Building one is
+ * template_build.ts's (this module stays free of the database layer: the PGlite worker unpacks with it).
  *
  * @module
  */
 import { gunzipSync } from "node:zlib";
 import { parseTar } from "nanotar";
-import { sql } from "kysely";
-import { migrate, openDatabase } from "./open.ts";
 
 export const TEMPLATE_URL = new URL("./pglite_template.tar.gz", import.meta.url);
 
@@ -84,25 +83,4 @@ function writeSparse(path: string, data: Uint8Array): void {
   while (end > 0 && data[end - 1] === 0) end--;
   Deno.writeFileSync(path, data.subarray(0, end), { mode: 0o600 });
   if (end < data.length) Deno.truncateSync(path, data.length);
-}
-
-/**
- * Build a template: an in-memory PGlite, every migration applied, dumped as a gzipped tarball. The template
- * databases `template0` and `template1` are dropped first: the service connects to `postgres` alone and never
- * runs CREATE DATABASE, and their 600 files were more than half of the data directory's 1,100, each one a
- * file creation at every first start (issue 34 point 5: 0.5-1 ms each on this project's machines).
- */
-export async function buildTemplate(): Promise<{ bytes: Uint8Array; migrations: string[] }> {
-  const db = await openDatabase({});
-  try {
-    for (const name of ["template0", "template1"]) {
-      await sql`alter database ${sql.id(name)} is_template false`.execute(db.kysely);
-      await sql`drop database ${sql.id(name)}`.execute(db.kysely);
-    }
-    const migrations = await migrate(db.kysely);
-    const blob = await db.dumpDataDir!("gzip");
-    return { bytes: new Uint8Array(await blob.arrayBuffer()), migrations };
-  } finally {
-    await db.close();
-  }
 }

@@ -22,15 +22,31 @@ export async function openEmbedded(
   dir: string,
   sharedBuffers: string | undefined,
   worker = false,
-  /** The worker runtime/early_open.ts began opening `dir` in, before the service loaded. */
-  early?: Promise<RemotePglite>,
+  /**
+   * The worker runtime/early_open.ts began opening `dir` in, before the service loaded; `fresh`: a first
+   * start, whose worker makes the database from the template.
+   */
+  early?: { remote: Promise<RemotePglite>; fresh: boolean },
 ): Promise<Db> {
   const log = logger("startup");
   const path = `${dir}/pglite`;
   const exists = (p: string) => Deno.stat(p).then(() => true, () => false);
   const t0 = performance.now();
   let db: Db | null = null;
-  if (!(await exists(`${path}/PG_VERSION`))) {
+  if (early?.fresh) {
+    log.info("Creating the embedded database in {path} from its template (first start; about a second)", {
+      path,
+    });
+    try {
+      db = await openDatabase({ dataDir: path, sharedBuffers, worker, remote: early.remote });
+    } catch (e) {
+      log.warn("The database template did not load ({error}); creating the database from scratch", {
+        error: String(e),
+      });
+      for (const p of [path, `${path}.new`]) await Deno.remove(p, { recursive: true }).catch(() => {});
+    }
+    if (!db) log.info("Creating the embedded database with initdb (this takes a few seconds)");
+  } else if (!(await exists(`${path}/PG_VERSION`))) {
     log.info("Creating the embedded database in {path} from its template (first start; about a second)", {
       path,
     });
@@ -48,7 +64,12 @@ export async function openEmbedded(
   } else {
     log.info("Opening the embedded database in {path} (usually under a second)", { path });
   }
-  db ??= await openDatabase({ dataDir: path, sharedBuffers, worker, ...(early ? { remote: early } : {}) });
+  db ??= await openDatabase({
+    dataDir: path,
+    sharedBuffers,
+    worker,
+    ...(early && !early.fresh ? { remote: early.remote } : {}),
+  });
   log.info("Embedded database ready in {ms} ms", {
     ms: Math.round(performance.now() - t0),
     ...(worker ? { pgliteWorker: true } : {}),

@@ -1,15 +1,17 @@
 /**
  * The embedded database opened while the service loads (issue 53, restart): `server.ts` calls
  * {@link openEarly} before it imports anything else. With PGlite in a worker (`DUT_PGLITE_WORKER`, on by
- * default), an existing data directory and no lock file in it, this takes the directory's lock and starts the
- * worker's open of it, which then runs on another core while the main thread loads and evaluates the rest of
- * the service (about half a second each). `start()` (runtime/start.ts) takes it over through
+ * default) and no lock file in the data directory, this takes the directory's lock and starts the worker's
+ * open of its database (on a first start, after the worker has unpacked the shipped template: issue 53, cold
+ * start), which then runs on another core while the main thread loads and evaluates the rest of the service
+ * (about half a second each). `start()` (runtime/start.ts) takes it over through
  * {@link takeEarlyOpen} when the parsed environment names the same directory; the environment is still
  * validated there first, and a start that fails ends the process as before.
  *
- * Left to the usual path: PostgreSQL (`DATABASE_URL` set), PGlite in the main thread, a new data directory
- * (made from the template), a lock file present (in use, or stale: its warnings need the log) and a
- * configured `DUT_PGLITE_SHARED_BUFFERS` (validated first).
+ * Left to the usual path: PostgreSQL (`DATABASE_URL` set), PGlite in the main thread, a half-made database
+ * directory (no `PG_VERSION`), a lock file present (in use, or stale: its warnings need the log) and a
+ * configured `DUT_PGLITE_SHARED_BUFFERS` (validated first). A first start's early open that is not taken over
+ * leaves nothing behind: its database, and the data directory if it made it, are removed.
  *
  * This module loads only the lock and the worker's stand-in (no zod, Kysely or the service).
  *
@@ -29,6 +31,10 @@ export interface EarlyOpen {
   dir: string;
   lock: { release(): void };
   remote: Promise<RemotePglite>;
+  /** A first start: the worker makes the database from the template (`remote` settles once it is open). */
+  fresh: boolean;
+  /** The data directory did not exist before (a first start's that is not taken over removes it). */
+  madeDir: boolean;
 }
 
 let early: EarlyOpen | null = null;
@@ -50,14 +56,25 @@ export function openEarly(env: Record<string, string | undefined>): boolean {
       return false;
     }
   };
-  if (!exists(`${dir}/pglite/PG_VERSION`)) return false;
+  const fresh = !exists(`${dir}/pglite`);
+  if (!fresh && !exists(`${dir}/pglite/PG_VERSION`)) return false;
+  const madeDir = !exists(dir);
   // Synchronous: the main thread is about to evaluate the service's modules, a few long turns of the event
   // loop; the worker must be asked to open before them, not between them.
+  try {
+    if (madeDir) Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch {
+    return false; // the usual start reports it
+  }
   const lock = tryLockDataDirSync(dir);
   if (!lock) return false;
-  const remote = openRemotePglite({ dataDir: `${dir}/pglite`, sharedBuffers: PGLITE_SHARED_BUFFERS });
+  const remote = openRemotePglite({
+    dataDir: `${dir}/pglite`,
+    sharedBuffers: PGLITE_SHARED_BUFFERS,
+    ...(fresh ? { fromTemplate: true } : {}),
+  });
   remote.catch(() => {}); // handled by whoever takes it; not an unhandled rejection meanwhile
-  early = { dir, lock, remote };
+  early = { dir, lock, remote, fresh, madeDir };
   return true;
 }
 
@@ -75,8 +92,14 @@ export async function takeEarlyOpen(
   if (want && want.worker && want.sharedBuffers === undefined && want.dir === e.dir) return e;
   try {
     await (await e.remote.catch(() => null))?.close();
+    if (e.fresh) {
+      for (const p of ["pglite", "pglite.new"]) {
+        await Deno.remove(`${e.dir}/${p}`, { recursive: true }).catch(() => {});
+      }
+    }
   } finally {
     e.lock.release();
   }
+  if (e.madeDir) await Deno.remove(e.dir).catch(() => {}); // only if nothing else was put there
   return null;
 }

@@ -108,7 +108,8 @@ export async function start<E extends Entry>(
       if (s.generatedAdminToken) {
         log.info("Generated an admin token; read it from {path} (key adminToken)", { path: s.path });
       }
-      db = await openEmbedded(parsed.DUT_DATA_DIR, parsed.DUT_PGLITE_SHARED_BUFFERS, worker, early?.remote);
+      const { DUT_DATA_DIR: dir, DUT_PGLITE_SHARED_BUFFERS: buffers } = parsed;
+      db = await openEmbedded(dir, buffers, worker, early ?? undefined);
     } catch (e) {
       await early?.remote.then((r) => r.close(), () => {});
       release();
