@@ -46,6 +46,7 @@ export async function openRemotePglite(
   const worker = new Worker(new URL("./pglite_worker.ts", import.meta.url).href, { type: "module" });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   let seq = 0;
+  let txSeq = 0;
   let closed = false;
   let failure: Error | undefined;
   const listeners = new Map<string, (payload: string) => void>();
@@ -101,7 +102,10 @@ export async function openRemotePglite(
     },
     query: query(undefined),
     async transaction<T>(fn: (tx: unknown) => Promise<T>): Promise<T> {
-      const id = (await call({ op: "begin" })) as number;
+      // BEGIN is not waited for: the statements that follow wait for it in the worker, one round trip fewer.
+      const id = ++txSeq;
+      const begun = call({ op: "begin", tx: id });
+      begun.catch(() => {}); // surfaced below, and to the statements
       let done = false;
       const tx = {
         query: query(id),
@@ -112,6 +116,7 @@ export async function openRemotePglite(
       let value: T;
       try {
         value = await fn(tx);
+        await begun; // a failed BEGIN fails the transaction, even one that sent no statement
       } catch (e) {
         done = true;
         await call({ op: "end", tx: id, commit: false }).catch(() => {});

@@ -3,6 +3,7 @@ import { sql } from "kysely";
 import { openDatabase } from "./open.ts";
 import { loadTemplate } from "./template.ts";
 import { isUniqueViolation } from "./errors.ts";
+import { openRemotePglite, PGLITE_SHARED_BUFFERS } from "./pglite_remote.ts";
 
 const open = async () => openDatabase({ worker: true, loadDataDir: (await loadTemplate()) ?? undefined });
 
@@ -56,6 +57,47 @@ Deno.test("PGlite in a worker: a transaction commits or rolls back as a whole, a
     { a: 1, b: "z" },
     { a: 2, b: "z" },
   ]);
+});
+
+Deno.test("PGlite in a worker: transactions queued behind one another, BEGIN not waited for, stay whole", async () => {
+  // The stand-in itself (Kysely's one-connection mutex would queue these on this side first).
+  const remote = await openRemotePglite({ sharedBuffers: PGLITE_SHARED_BUFFERS });
+  try {
+    const pg = remote.pglite;
+    await pg.query("create table w(a int primary key)");
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let inA!: () => void;
+    const aStarted = new Promise<void>((r) => (inA = r));
+    const a = pg.transaction(async (tx) => {
+      await tx.query("insert into w values (1)");
+      inA();
+      await held;
+      await tx.query("insert into w values (2)");
+    });
+    await aStarted;
+    // Queued behind A in the worker: one whose function fails before any statement (its end arrives before its
+    // BEGIN ran), one that fails on a statement, one that commits; none sees A half-written or stays open.
+    const early = pg.transaction(() => Promise.reject(new Error("before any statement")));
+    const dup = pg.transaction(async (tx) => {
+      await tx.query("insert into w values (10)");
+      await tx.query("insert into w values (10)");
+    });
+    const seen = pg.transaction(async (tx) => {
+      const n = (await tx.query<{ n: number }>("select count(*)::int as n from w")).rows[0]!.n;
+      await tx.query("insert into w values (3)");
+      return n;
+    });
+    release();
+    await a;
+    await assert.rejects(early, /before any statement/);
+    await assert.rejects(dup, { code: "23505" });
+    assert.equal(await seen, 2, "after A's commit, not within it");
+    const rows = (await pg.query<{ a: number }>("select a from w order by a")).rows;
+    assert.deepEqual(rows.map((r) => r.a), [1, 2, 3]);
+  } finally {
+    await remote.close();
+  }
 });
 
 Deno.test("PGlite in a worker: closed, it refuses statements", async () => {

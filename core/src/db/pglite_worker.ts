@@ -27,7 +27,7 @@ export type Request =
     fromTemplate?: boolean;
   }
   | { id: number; op: "query"; text: string; params: unknown[]; tx?: number }
-  | { id: number; op: "begin" }
+  | { id: number; op: "begin"; tx: number }
   | { id: number; op: "end"; tx: number; commit: boolean }
   | { id: number; op: "listen"; channel: string }
   | { id: number; op: "dump"; compression: "none" | "gzip" }
@@ -61,7 +61,8 @@ function plain(e: unknown): Record<string, unknown> {
 let raw: PGlite | undefined;
 let pglite: PGlite | undefined;
 const txs = new Map<number, { tx: Tx; end: (commit: boolean) => void }>();
-let txSeq = 0;
+/** BEGIN of each transaction until its `end`: its statements, sent without waiting for it, wait for it here. */
+const begins = new Map<number, Promise<void>>();
 const self_ = globalThis as unknown as {
   onmessage: (ev: MessageEvent<Request>) => void;
   postMessage: (m: Reply) => void;
@@ -89,13 +90,14 @@ async function handle(r: Request): Promise<unknown> {
       return null;
     }
     case "query": {
+      if (r.tx !== undefined) await begins.get(r.tx); // rejects with BEGIN's error
       const on = r.tx === undefined ? pglite! : txs.get(r.tx)?.tx;
       if (!on) throw new Error("Transaction is closed");
       const res = await on.query(r.text, r.params, { rowMode: "object" });
       return { rows: res.rows, affectedRows: res.affectedRows, fields: res.fields };
     }
     case "begin": {
-      const id = ++txSeq;
+      const id = r.tx; // the main thread's: it sends the transaction's statements without waiting for this
       let begun!: () => void;
       const started = new Promise<void>((res) => (begun = res));
       const done = pglite!.transaction(async (tx) => {
@@ -110,8 +112,11 @@ async function handle(r: Request): Promise<unknown> {
       outcome.catch(() => {}); // handled by `end`, or below when BEGIN fails
       outcomes.set(id, outcome);
       // A failed BEGIN rejects `done` before `begun`.
+      const begin = Promise.race([started, done]);
+      begin.catch(() => {}); // reported here and to the statements that wait for it
+      begins.set(id, begin);
       try {
-        await Promise.race([started, done]);
+        await begin;
       } catch (e) {
         outcomes.delete(id);
         throw e;
@@ -119,6 +124,9 @@ async function handle(r: Request): Promise<unknown> {
       return id;
     }
     case "end": {
+      // An end sent before its BEGIN ran (the function failed first) must not leave the transaction open.
+      await begins.get(r.tx)?.catch(() => {});
+      begins.delete(r.tx);
       const t = txs.get(r.tx);
       const outcome = outcomes.get(r.tx);
       outcomes.delete(r.tx);
