@@ -1,11 +1,11 @@
 /**
  * The worker side of PGlite off the event loop (`DUT_PGLITE_WORKER=on`, see pglite_remote.ts): this Web Worker
  * hosts the PGlite instance (with the named statements of pglite_statements.ts) and answers the main thread's
- * messages: `open` (of a first start: after unpacking the template), `query` (inside a transaction when `tx` is set), `begin`, `end` (commit or roll back),
- * `listen`, `dump`, `reclaim` (a full garbage collection of this worker's heap, which the main thread's idle
- * reclaimer cannot reach: runtime/idle.ts) and `close`. PGlite's own locks order the statements exactly as on the main thread. A
- * notification on a channel listened to is posted as it is heard, so before the answer to the statement that
- * committed it.
+ * messages: `open` (of a first start: after unpacking the template), `query` (inside a transaction when `tx`
+ * is set), `begin`, `end` (commit or roll back), `listen`, `dump`, `reclaim` (a full garbage collection of
+ * this worker's heap, which the main thread's idle reclaimer cannot reach: runtime/idle.ts) and `close`.
+ * PGlite's own locks order the statements exactly as on the main thread. A notification on a channel listened
+ * to is posted as it is heard, so before the answer to the statement that committed it.
  *
  * @module
  */

@@ -33,32 +33,23 @@ export async function openEmbedded(
   const exists = (p: string) => Deno.stat(p).then(() => true, () => false);
   const t0 = performance.now();
   let db: Db | null = null;
-  if (early?.fresh) {
+  // A first start's early open is its worker making the database from the template: taken as is, whatever
+  // that worker has unpacked by now.
+  if (early?.fresh || !(await exists(`${path}/PG_VERSION`))) {
     log.info("Creating the embedded database in {path} from its template (first start; about a second)", {
       path,
     });
     try {
-      db = await openDatabase({ dataDir: path, sharedBuffers, worker, remote: early.remote });
-    } catch (e) {
-      log.warn("The database template did not load ({error}); creating the database from scratch", {
-        error: String(e),
-      });
-      for (const p of [path, `${path}.new`]) await Deno.remove(p, { recursive: true }).catch(() => {});
-    }
-    if (!db) log.info("Creating the embedded database with initdb (this takes a few seconds)");
-  } else if (!(await exists(`${path}/PG_VERSION`))) {
-    log.info("Creating the embedded database in {path} from its template (first start; about a second)", {
-      path,
-    });
-    try {
-      if (!(await exists(path)) && await unpackTemplate(path)) {
+      if (early?.fresh) {
+        db = await openDatabase({ dataDir: path, sharedBuffers, worker, remote: early.remote });
+      } else if (!(await exists(path)) && await unpackTemplate(path)) {
         db = await openDatabase({ dataDir: path, sharedBuffers, worker });
       }
     } catch (e) {
       log.warn("The database template did not load ({error}); creating the database from scratch", {
         error: String(e),
       });
-      await Deno.remove(path, { recursive: true }).catch(() => {});
+      for (const p of [path, `${path}.new`]) await Deno.remove(p, { recursive: true }).catch(() => {});
     }
     if (!db) log.info("Creating the embedded database with initdb (this takes a few seconds)");
   } else {
