@@ -1,7 +1,8 @@
 /**
  * `deno task bench --compare OLD.json [--against NEW.json]`: every figure of a results file beside the same
  * figure (scenario, name and scalar params) of a previous run, with the ratio new ÷ old, marking the figures
- * worse beyond a threshold. Rates (`…/s`) are better higher; every other unit is better lower.
+ * worse beyond a threshold. Rates (`…/s`, `…/min`) and figures whose target is a lower bound (`>= 0.3`,
+ * `≥ 0.9`: throughput ratios, devices reached in a scan) are better higher; every other figure is better lower.
  *
  * @module
  */
@@ -19,8 +20,9 @@ export interface CompareRow {
   worse: boolean;
 }
 
-/** Whether a larger value of this unit is better (throughputs). */
-export const higherIsBetter = (unit: string): boolean => unit.endsWith("/s");
+/** Whether a larger value of this figure is better: a rate, or a target that sets a lower bound. */
+export const higherIsBetter = (f: Pick<Figure, "unit" | "target">): boolean =>
+  f.unit.endsWith("/s") || f.unit.endsWith("/min") || /^\s*(>=|≥)/.test(f.target ?? "");
 
 /** The identity of a figure across runs: scenario, name and its scalar params. */
 export function figureKey(f: Figure): string {
@@ -56,14 +58,14 @@ export function compareFigures(oldFigs: Figure[], newFigs: Figure[], threshold =
     } else pairs.push([figureKey(n), undefined, n]);
   }
   for (const [key, o] of olds) pairs.push([key, o, undefined]);
-  return pairs.map(([key, o, n]) => row(key, (n ?? o)!.unit, o?.value ?? null, n?.value ?? null, threshold));
+  return pairs.map(([key, o, n]) => row(key, (n ?? o)!, o?.value ?? null, n?.value ?? null, threshold));
 }
 
-function row(key: string, unit: string, o: number | null, n: number | null, threshold: number): CompareRow {
+function row(key: string, f: Figure, o: number | null, n: number | null, threshold: number): CompareRow {
   const ratio = o !== null && n !== null && o !== 0 ? n / o : null;
   const worse = ratio !== null &&
-    (higherIsBetter(unit) ? ratio < 1 / (1 + threshold) : ratio > 1 + threshold);
-  return { key, unit, old: o, new: n, ratio, worse };
+    (higherIsBetter(f) ? ratio < 1 / (1 + threshold) : ratio > 1 + threshold);
+  return { key, unit: f.unit, old: o, new: n, ratio, worse };
 }
 
 /** The compare table as text lines. */

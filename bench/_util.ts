@@ -133,30 +133,6 @@ export function commandLine(cmd: string, args: string[], env: Record<string, str
   return [...e, cmd, ...args.map(q)].join(" ");
 }
 
-/** Run a child to completion; its stdout must end with one JSON result line. Stderr is kept to a file. */
-export async function runJsonChild<T>(
-  args: string[],
-  opts: { env?: Record<string, string>; logFile?: string; timeoutMs?: number } = {},
-): Promise<T> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args,
-    env: opts.env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    signal: opts.timeoutMs ? AbortSignal.timeout(opts.timeoutMs) : undefined,
-  }).spawn();
-  const errText = drainTo(child.stderr, opts.logFile);
-  const out = await new Response(child.stdout).text();
-  const status = await child.status;
-  const tail = await errText;
-  const last = out.trim().split("\n").pop() ?? "";
-  if (!status.success || !last.startsWith("{")) {
-    throw new Error(`Child ${args.join(" ")} failed (exit ${status.code}):\n${out.slice(-2000)}\n${tail}`);
-  }
-  return JSON.parse(last) as T;
-}
-
 /** Drain a stream into a file (when given); resolves to the last 3,000 characters. */
 export async function drainTo(stream: ReadableStream<Uint8Array>, file?: string): Promise<string> {
   const f = file ? await Deno.open(file, { create: true, write: true, truncate: true }) : null;

@@ -62,6 +62,9 @@ async function child<T>(
 ): Promise<{ result: T; command: string }> {
   // BENCH_PROFILE_DIR=<dir>: CPU profiles of the service and floor processes, for diagnosis.
   const prof = Deno.env.get("BENCH_PROFILE_DIR");
+  // The bench task's lockfile: the service and floor children import bench/_db.ts (`npm:postgres`, test-only),
+  // which must not reach deno.lock, the product's lockfile (tests/gate/lockfiles_test.ts).
+  args = [args[0]!, "--lock=deno.dev.lock", ...args.slice(1)];
   if (prof) {
     args = [args[0]!, "--cpu-prof", `--cpu-prof-dir=${prof}/${log.replace(/\.log$/, "")}`, ...args.slice(1)];
   }

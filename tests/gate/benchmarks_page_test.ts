@@ -41,7 +41,12 @@ Deno.test("a figure edited by hand in BENCHMARKS.md makes the check fail", async
   const tmp = await Deno.makeTempDir({ prefix: "dutlab-bench-page-" });
   try {
     const page = await Deno.readTextFile(`${ROOT}BENCHMARKS.md`);
-    const edited = page.replace(/ 4\.75 s \|/, " 5.75 s |");
+    // The N = 1,000 PostgreSQL scan time, one second more (whatever the rendered run measured).
+    const edited = page.split("\n").map((line) =>
+      /\| time to poll all N devices \(one scan\) +\| n=1,000, backend=postgres +\|/.test(line)
+        ? line.replace(/ (\d+(?:\.\d+)?) s \|/, (_, v: string) => ` ${(Number(v) + 1).toFixed(2)} s |`)
+        : line
+    ).join("\n");
     assert.notEqual(edited, page, "the page shows the N = 1,000 PostgreSQL scan time");
     await Deno.writeTextFile(`${tmp}/BENCHMARKS.md`, edited);
     const r = await generator("--check", "--page", `${tmp}/BENCHMARKS.md`);
@@ -78,14 +83,13 @@ Deno.test("a renamed figure that the targets table names fails the generator", a
 });
 
 // `deno task bench --compare` (bench/_compare.ts): two results files' figures side by side.
-const fig = (name: string, value: number | null, unit: string, params?: Record<string, unknown>): Figure => ({
-  scenario: "s",
-  name,
-  value,
-  unit,
-  params,
-  command: "x",
-});
+const fig = (
+  name: string,
+  value: number | null,
+  unit: string,
+  params?: Record<string, unknown>,
+  target?: string,
+): Figure => ({ scenario: "s", name, value, unit, params, command: "x", ...(target ? { target } : {}) });
 
 Deno.test("bench --compare: ratio new ÷ old per figure, worse beyond the threshold in the unit's direction", async () => {
   const dir = await Deno.makeTempDir();
@@ -101,6 +105,10 @@ Deno.test("bench --compare: ratio new ÷ old per figure, worse beyond the thresh
           fig("rate2", 200, "req/s"),
           fig("gone", 5, "s"),
           fig("measured param", 10, "ms", { wallS: 2.11 }),
+          fig("throughput ratio up", 1.05, "ratio", undefined, ">= 0.3, p99 <= 100 ms"),
+          fig("throughput ratio down", 1.05, "ratio", undefined, ">= 0.3, p99 <= 100 ms"),
+          fig("per minute", 3000, "polls/min"),
+          fig("bounded above", 1.05, "ratio", undefined, "≤ 1.5"),
         ],
       }),
     );
@@ -111,6 +119,11 @@ Deno.test("bench --compare: ratio new ÷ old per figure, worse beyond the thresh
       fig("rate2", 400, "req/s"), // better
       fig("new", 1, "s"),
       fig("measured param", 30, "ms", { wallS: 1.7 }), // pairs by scenario and name: 3× worse
+      // A lower-bound target makes higher better (s24's `--compare` flagged a better throughput ratio).
+      fig("throughput ratio up", 1.3, "ratio", undefined, ">= 0.3, p99 <= 100 ms"),
+      fig("throughput ratio down", 0.8, "ratio", undefined, ">= 0.3, p99 <= 100 ms"), // worse
+      fig("per minute", 2000, "polls/min"), // a third fewer polls: worse
+      fig("bounded above", 1.3, "ratio", undefined, "≤ 1.5"), // worse
     ]);
     const byKey = Object.fromEntries(rows.map((r) => [r.key, r]));
     assert.deepEqual(byKey["s / latency [n=10]"]!.ratio, 1.5);
@@ -122,10 +135,14 @@ Deno.test("bench --compare: ratio new ÷ old per figure, worse beyond the thresh
     assert.deepEqual([byKey["s / new"]!.old, byKey["s / new"]!.ratio], [null, null]);
     assert.deepEqual([byKey["s / gone"]!.new, byKey["s / gone"]!.worse], [null, false]);
     assert.deepEqual(byKey["s / measured param [wallS=1.7]"]!.ratio, 3);
-    assert.deepEqual(rows.filter((r) => r.worse).length, 3);
+    assert.deepEqual(byKey["s / throughput ratio up"]!.worse, false);
+    assert.deepEqual(byKey["s / throughput ratio down"]!.worse, true);
+    assert.deepEqual(byKey["s / per minute"]!.worse, true);
+    assert.deepEqual(byKey["s / bounded above"]!.worse, true);
+    assert.deepEqual(rows.filter((r) => r.worse).length, 6);
     const text = formatCompare(rows).join("\n");
     assert.deepEqual(text.includes("1.50×"), true);
-    assert.deepEqual(text.split("\n").filter((l) => l.endsWith("WORSE")).length, 3);
+    assert.deepEqual(text.split("\n").filter((l) => l.endsWith("WORSE")).length, 6);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
