@@ -3,7 +3,7 @@
  * of the targets (each with its floor or reference from the same run, the ratio and whether it is met), a
  * compact table of figures per scenario, then the method and reasoning of `bench/METHOD.md`.
  *
- * - `deno task bench:md` writes BENCHMARKS.md from `bench/results-full-s23.json` (`--results FILE` names
+ * - `deno task bench:md` writes BENCHMARKS.md from `bench/results-full-s24.json` (`--results FILE` names
  *   another results file: record the newest full run there, then regenerate).
  * - `deno task bench:md --check` exits 1 when BENCHMARKS.md (or `--page PATH`) differs from the rendering.
  *
@@ -18,7 +18,7 @@ import type { Figure } from "../../bench/_util.ts";
 import { fmtMarkdown } from "../_fmt_md.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-export const DEFAULT_RESULTS = "bench/results-full-s23.json";
+export const DEFAULT_RESULTS = "bench/results-full-s24.json";
 /**
  * Results of single scenarios run after the full run (`deno task bench --only X --out FILE`): their figures are
  * added to the page, each file named with its own command, time and machine.
