@@ -24,17 +24,63 @@ export interface CompareRow {
 export const higherIsBetter = (f: Pick<Figure, "unit" | "target">): boolean =>
   f.unit.endsWith("/s") || f.unit.endsWith("/min") || /^\s*(>=|≥)/.test(f.target ?? "");
 
-/** The identity of a figure across runs: scenario, name and its scalar params. */
+/**
+ * Params that scenarios record beside a figure but that are themselves measured (load average, byte counts,
+ * other timings, the `asOf` instant), so they differ from run to run: not part of a figure's identity. Found
+ * by comparing full runs s23 and s24, where they left 147 figures of 429 unpaired. A scenario that records
+ * another measured value as a param adds its name here.
+ */
+export const MEASURED_PARAMS: ReadonlySet<string> = new Set([
+  "archiveBytes",
+  "asOf",
+  "beforeScanMiB",
+  "calls",
+  "claims",
+  "cpuMsPerPoll",
+  "cpuS",
+  "debugLines",
+  "files",
+  "firstScanS",
+  "floor",
+  "htmlBytes",
+  "idleBrowserPssMiB",
+  "loadAvg",
+  "mean",
+  "newPayloads",
+  "p50",
+  "p95",
+  "p95Ms",
+  "payloadRows",
+  "payloadsTableB",
+  "pdfBytes",
+  "pgliteMs",
+  "postgresCpuMsPerPoll",
+  "postgresCpuUsPerSnapshot",
+  "postgresMs",
+  "renderMs",
+  "reportBytes",
+  "responseBytes",
+  "rssAfterPdfMiB",
+  "rssBeforeMiB",
+  "rssMinuteAfterMiB",
+  "second",
+  "snapshotsTableB",
+  "wallS",
+]);
+
+/** The identity of a figure across runs: scenario, name and its scalar params but the measured ones. */
 export function figureKey(f: Figure): string {
-  const params = Object.entries(f.params ?? {}).filter(([, v]) => typeof v !== "object")
+  const params = Object.entries(f.params ?? {}).filter(([k, v]) =>
+    typeof v !== "object" && !MEASURED_PARAMS.has(k)
+  )
     .sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(" ");
   return `${f.scenario} / ${f.name}${params ? ` [${params}]` : ""}`;
 }
 
 /**
  * Compare two runs' figures; `threshold` 0.2 marks figures more than 20 % worse. Figures pair by scenario, name
- * and scalar params; a figure left unpaired (a param that is itself measured, e.g. a wall time) pairs with the
- * only unpaired figure of the same scenario and name on the other side.
+ * and scalar params but {@link MEASURED_PARAMS}; a figure left unpaired (a measured param not in that list)
+ * pairs with the only unpaired figure of the same scenario and name on the other side.
  */
 export function compareFigures(oldFigs: Figure[], newFigs: Figure[], threshold = 0.2): CompareRow[] {
   const olds = new Map(oldFigs.map((f) => [figureKey(f), f]));

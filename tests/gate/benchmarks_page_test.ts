@@ -104,7 +104,9 @@ Deno.test("bench --compare: ratio new ÷ old per figure, worse beyond the thresh
           fig("rate", 200, "req/s"),
           fig("rate2", 200, "req/s"),
           fig("gone", 5, "s"),
-          fig("measured param", 10, "ms", { wallS: 2.11 }),
+          fig("measured param", 10, "ms", { elapsedS: 2.11 }),
+          fig("per instance", 10, "ms", { instance: 1, loadAvg: "2.36 1.64 1.26" }),
+          fig("per instance", 20, "ms", { instance: 2, loadAvg: "1.01 1.61 1.34" }),
           fig("throughput ratio up", 1.05, "ratio", undefined, ">= 0.3, p99 <= 100 ms"),
           fig("throughput ratio down", 1.05, "ratio", undefined, ">= 0.3, p99 <= 100 ms"),
           fig("per minute", 3000, "polls/min"),
@@ -118,7 +120,10 @@ Deno.test("bench --compare: ratio new ÷ old per figure, worse beyond the thresh
       fig("rate", 100, "req/s"), // half the throughput: worse
       fig("rate2", 400, "req/s"), // better
       fig("new", 1, "s"),
-      fig("measured param", 30, "ms", { wallS: 1.7 }), // pairs by scenario and name: 3× worse
+      fig("measured param", 30, "ms", { elapsedS: 1.7 }), // pairs by scenario and name: 3× worse
+      // Two figures of one name whose load average differs: a listed measured param, not their identity.
+      fig("per instance", 11, "ms", { instance: 1, loadAvg: "0.97 1.2 0.99" }),
+      fig("per instance", 40, "ms", { instance: 2, loadAvg: "0.09 0.71 0.83" }), // 2× worse
       // A lower-bound target makes higher better (s24's `--compare` flagged a better throughput ratio).
       fig("throughput ratio up", 1.3, "ratio", undefined, ">= 0.3, p99 <= 100 ms"),
       fig("throughput ratio down", 0.8, "ratio", undefined, ">= 0.3, p99 <= 100 ms"), // worse
@@ -134,15 +139,22 @@ Deno.test("bench --compare: ratio new ÷ old per figure, worse beyond the thresh
     assert.deepEqual(byKey["s / rate2"]!.worse, false);
     assert.deepEqual([byKey["s / new"]!.old, byKey["s / new"]!.ratio], [null, null]);
     assert.deepEqual([byKey["s / gone"]!.new, byKey["s / gone"]!.worse], [null, false]);
-    assert.deepEqual(byKey["s / measured param [wallS=1.7]"]!.ratio, 3);
+    assert.deepEqual(byKey["s / measured param [elapsedS=1.7]"]!.ratio, 3);
+    assert.deepEqual([
+      byKey["s / per instance [instance=1]"]!.ratio,
+      byKey["s / per instance [instance=2]"]!.ratio,
+    ], [
+      1.1,
+      2,
+    ]);
     assert.deepEqual(byKey["s / throughput ratio up"]!.worse, false);
     assert.deepEqual(byKey["s / throughput ratio down"]!.worse, true);
     assert.deepEqual(byKey["s / per minute"]!.worse, true);
     assert.deepEqual(byKey["s / bounded above"]!.worse, true);
-    assert.deepEqual(rows.filter((r) => r.worse).length, 6);
+    assert.deepEqual(rows.filter((r) => r.worse).length, 7);
     const text = formatCompare(rows).join("\n");
     assert.deepEqual(text.includes("1.50×"), true);
-    assert.deepEqual(text.split("\n").filter((l) => l.endsWith("WORSE")).length, 6);
+    assert.deepEqual(text.split("\n").filter((l) => l.endsWith("WORSE")).length, 7);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
