@@ -4,14 +4,15 @@
  * a directory made from the template, alternating, `--rounds` times: the default (the worker opened early,
  * unpacking the template itself: runtime/early_open.ts) and the usual path (`DUT_PGLITE_SHARED_BUFFERS=16MB`,
  * the default's value, which leaves the open to `start()`: the template unpacked on the main thread, then the
- * worker started). One JSON line per start, then the medians.
+ * worker started). One JSON line per start, then the medians (the bench's p50: the lower middle of an even
+ * count).
  *
  * `deno run -A --lock=deno.dev.lock bench/micro_cold_start.ts [--rounds 5]`
  *
  * @module
  */
 import { parseArgs } from "node:util";
-import { freePort, round, serverEnv, startServer, stopChild, waitFor200 } from "./_util.ts";
+import { freePort, pct, round, serverEnv, startServer, stopChild, waitFor200 } from "./_util.ts";
 import { pgliteFloor } from "./_floors.ts";
 
 const { values: args } = parseArgs({
@@ -20,7 +21,6 @@ const { values: args } = parseArgs({
 });
 const tmp = await Deno.makeTempDir({ prefix: "dutlab-cold-" });
 const load = () => Number(Deno.readTextFileSync("/proc/loadavg").split(" ")[0]);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function service(dir: string, extra: Record<string, string>): Promise<number> {
   const port = freePort();
@@ -46,7 +46,7 @@ try {
     }
   }
   console.log(JSON.stringify({
-    medianRatio: Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, round(median(v), 2)])),
+    medianRatio: Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, round(pct(v, 50), 2)])),
   }));
 } finally {
   await Deno.remove(tmp, { recursive: true });

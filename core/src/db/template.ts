@@ -23,6 +23,17 @@ export async function loadTemplate(): Promise<Blob | null> {
   }
 }
 
+/** The sibling directory {@link unpackTemplate} writes into before renaming it to `path`. */
+const stagingOf = (path: string) => `${path}.new`;
+
+/**
+ * Remove a data directory `path` made (or being made) from the template, with the staging directory an
+ * interrupted unpack leaves: what a first start that does not go on clears.
+ */
+export async function removeUnpacked(path: string): Promise<void> {
+  for (const p of [path, stagingOf(path)]) await Deno.remove(p, { recursive: true }).catch(() => {});
+}
+
 /**
  * Unpack the shipped template as the PGlite data directory `path` (which must not exist): into a sibling
  * directory first, renamed into place when complete, so an interrupted first start leaves no half data
@@ -35,7 +46,7 @@ export async function unpackTemplate(path: string): Promise<boolean> {
   } catch {
     return false;
   }
-  const tmp = `${path}.new`;
+  const tmp = stagingOf(path);
   await Deno.remove(tmp, { recursive: true }).catch(() => {});
   await Deno.mkdir(tmp, { recursive: true, mode: 0o700 });
   // node:zlib inflates the 41 MB in one native call into one buffer (one chunk: no concatenation), about

@@ -6,7 +6,7 @@
  */
 import { lockDataDir } from "./datadir.ts";
 import { type Db, migrate, openDatabase } from "../db/open.ts";
-import { unpackTemplate } from "../db/template.ts";
+import { removeUnpacked, unpackTemplate } from "../db/template.ts";
 import type { RemotePglite } from "../db/pglite_remote.ts";
 import { clashLines, hostnameClashes } from "../devices/hostname_clashes.ts";
 import { logger } from "../util/log.ts";
@@ -49,7 +49,7 @@ export async function openEmbedded(
       log.warn("The database template did not load ({error}); creating the database from scratch", {
         error: String(e),
       });
-      for (const p of [path, `${path}.new`]) await Deno.remove(p, { recursive: true }).catch(() => {});
+      await removeUnpacked(path);
     }
     if (!db) log.info("Creating the embedded database with initdb (this takes a few seconds)");
   } else {

@@ -92,11 +92,8 @@ export async function takeEarlyOpen(
   if (want && want.worker && want.sharedBuffers === undefined && want.dir === e.dir) return e;
   try {
     await (await e.remote.catch(() => null))?.close();
-    if (e.fresh) {
-      for (const p of ["pglite", "pglite.new"]) {
-        await Deno.remove(`${e.dir}/${p}`, { recursive: true }).catch(() => {});
-      }
-    }
+    // Loaded here only: this module keeps the template's unpacker (nanotar, node:zlib) off a start's first turn.
+    if (e.fresh) await (await import("../db/template.ts")).removeUnpacked(`${e.dir}/pglite`);
   } finally {
     e.lock.release();
   }
